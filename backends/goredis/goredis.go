@@ -1,0 +1,81 @@
+// Package goredis is the redlock backend for go-redis v9: a core.Node over a
+// redis.UniversalClient (*redis.Client, *redis.ClusterClient, *redis.Ring is not supported
+// because a Ring shards keys without the majority semantics Redlock needs).
+package goredis
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/go-redlock/redlock/core"
+	"github.com/redis/go-redis/v9"
+)
+
+// Node is one Redis master (or one Redis Cluster) reached through a go-redis client. It is
+// safe for concurrent use; it does not own the client and never closes it.
+type Node struct {
+	client redis.UniversalClient
+	name   string
+}
+
+var _ core.Node = (*Node)(nil)
+
+// New returns the Node for c: a *redis.Client, a *redis.ClusterClient, or a failover client
+// (redis.NewFailoverClient). New(nil) returns nil, which redlock.New rejects.
+//
+// Each node's client should be its own: Redlock needs N independent masters, so do not
+// point two Nodes at one server. The client's own timeouts still apply; redlock bounds each
+// call with a shorter per-node timeout through the context.
+func New(c redis.UniversalClient) *Node {
+	if c == nil {
+		return nil
+	}
+	return &Node{client: c, name: name(c)}
+}
+
+func name(c redis.UniversalClient) string {
+	switch c := c.(type) {
+	case *redis.Client:
+		return c.Options().Addr
+	case *redis.ClusterClient:
+		return "cluster(" + strings.Join(c.Options().Addrs, ",") + ")"
+	}
+	return fmt.Sprintf("%T", c)
+}
+
+// String returns the server's address, or "cluster(addr,...)" for a cluster client.
+func (n *Node) String() string { return n.name }
+
+// Eval runs s with EVALSHA, and with EVAL when the server does not have the script yet.
+func (n *Node) Eval(ctx context.Context, s *core.Script, keys []string, args ...string) ([]int64, error) {
+	argv := make([]any, len(args))
+	for i, a := range args {
+		argv[i] = a
+	}
+	v, err := n.client.EvalSha(ctx, s.SHA1(), keys, argv...).Result()
+	if err != nil && redis.HasErrorPrefix(err, "NOSCRIPT") {
+		v, err = n.client.Eval(ctx, s.Source(), keys, argv...).Result()
+	}
+	if err != nil {
+		return nil, err
+	}
+	return ints(s, v)
+}
+
+// ints converts a script's reply, an array of integers, to []int64.
+func ints(s *core.Script, v any) ([]int64, error) {
+	arr, ok := v.([]any)
+	if !ok {
+		return nil, fmt.Errorf("redlock: %s script replied %T, want an array", s.Name(), v)
+	}
+	out := make([]int64, len(arr))
+	for i, e := range arr {
+		n, ok := e.(int64)
+		if !ok {
+			return nil, fmt.Errorf("redlock: %s script replied %T at %d, want an integer", s.Name(), e, i)
+		}
+		out[i] = n
+	}
+	return out, nil
+}

@@ -1,0 +1,162 @@
+package core
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+)
+
+// Grant is a lock that a quorum granted.
+type Grant struct {
+	Start time.Time // when the attempt began (monotonic)
+	Until time.Time // Start + TTL - drift: the end of the lock's validity
+	// Fence is the fencing token: for N = 1 the node's counter; for N > 1 (with Lock.Fence)
+	// the largest counter of the quorum, raised on a quorum before the grant was returned.
+	// Without Lock.Fence at N > 1 it is the largest counter seen, with no monotonic promise.
+	Fence uint64
+}
+
+// Acquire makes one attempt to take l on a quorum of nodes. It returns as soon as the
+// outcome is decided, without waiting for slow nodes. On failure it releases l on every
+// node that may hold it; nodes still in flight are released when they answer, in the
+// background, so the caller waits for no straggler.
+//
+// Errors: ErrHeld (another owner holds a quorum), a *QuorumError (too few nodes answered
+// yes), ErrExpired (the quorum came after the validity ran out), or ctx's error wrapped.
+func (c *Cluster) Acquire(ctx context.Context, l *Lock) (Grant, error) {
+	g, _, err := c.acquire(ctx, l)
+	return g, err
+}
+
+// acquire is Acquire that also returns, when the lock is held by someone else, the longest
+// the holder can keep it.
+func (c *Cluster) acquire(ctx context.Context, l *Lock) (Grant, time.Duration, error) {
+	if err := ctxError(ctx, "acquire", l.Keys.Lock); err != nil {
+		return Grant{}, 0, err
+	}
+	start := time.Now()
+	ch := c.call(ctx, l.NodeTimeout, acquireScript, []string{l.Keys.Lock, l.Keys.Fence}, l.Token, millis(l.TTL))
+
+	t := tally{c: c, op: "acquire", key: l.Keys.Lock}
+	var fence, wait int64
+	mayHold := make([]bool, len(c.nodes)) // granted, or failed after the request may have landed
+	answered := c.collect(ctx, l.NodeTimeout, ch, &t, func(r reply) {
+		switch {
+		case r.err != nil:
+			mayHold[r.node] = true
+		case r.vals[0] == 1:
+			mayHold[r.node] = true
+			if len(r.vals) > 1 {
+				fence = max(fence, r.vals[1])
+			}
+		case len(r.vals) > 1:
+			wait = max(wait, r.vals[1])
+		}
+	})
+	until := start.Add(l.TTL - l.drift())
+
+	var err error
+	switch {
+	case ctx.Err() != nil:
+		err = ctxError(ctx, "acquire", l.Keys.Lock)
+	case !t.won() && t.refused():
+		err = &heldError{key: l.Keys.Lock, wait: time.Duration(wait) * time.Millisecond}
+	case !t.won():
+		err = t.err()
+	case !time.Now().Before(until):
+		err = ErrExpired
+	case l.Fence && len(c.nodes) > 1:
+		err = c.raise(ctx, l, fence, until)
+	}
+	if err == nil {
+		return Grant{Start: start, Until: until, Fence: uint64(fence)}, 0, nil
+	}
+	c.abandon(ctx, l, ch, answered, mayHold)
+	return Grant{}, time.Duration(wait) * time.Millisecond, err
+}
+
+// raise sets the fence counter to at least fence on a quorum of the nodes where l is held,
+// so that any later quorum meets a counter >= fence and hands out a larger token.
+func (c *Cluster) raise(ctx context.Context, l *Lock, fence int64, until time.Time) error {
+	ch := c.call(ctx, l.NodeTimeout, raiseScript, []string{l.Keys.Lock, l.Keys.Fence}, l.Token, strconv.FormatInt(fence, 10))
+	t := tally{c: c, op: "raise", key: l.Keys.Lock}
+	c.collect(ctx, l.NodeTimeout, ch, &t, nil)
+	switch {
+	case ctx.Err() != nil:
+		return ctxError(ctx, "acquire", l.Keys.Lock)
+	case !t.won():
+		return t.err()
+	case !time.Now().Before(until):
+		return ErrExpired
+	}
+	return nil
+}
+
+// abandon releases a failed attempt: at once on the nodes that answered and may hold the
+// lock (the caller waits for these, so that its next attempt does not meet its own keys),
+// and in the background on each node still in flight, after it answers, so that a late
+// SET is undone too.
+func (c *Cluster) abandon(ctx context.Context, l *Lock, ch <-chan reply, answered, mayHold []bool) {
+	ctx = context.WithoutCancel(ctx)
+	release := func(i int) {
+		c.callNode(ctx, i, l.NodeTimeout, releaseScript, []string{l.Keys.Lock}, []string{l.Token, l.Keys.Channel})
+	}
+	pending := 0
+	done := make(chan struct{}, len(c.nodes))
+	for i := range c.nodes {
+		switch {
+		case !answered[i]:
+			pending++
+		case mayHold[i]:
+			go func() { release(i); done <- struct{}{} }()
+		default:
+			done <- struct{}{}
+		}
+	}
+	if pending > 0 {
+		go func() {
+			for range pending {
+				if r := <-ch; !answered[r.node] && (r.err != nil || r.yes()) {
+					release(r.node)
+				}
+			}
+		}()
+	}
+	for range len(c.nodes) - pending {
+		<-done
+	}
+}
+
+// AcquireWait takes l, retrying until it succeeds or ctx ends. Each attempt uses a fresh
+// token (so a late release of a failed attempt can never delete a later one's keys); on
+// success l.Token is the owner's. Between attempts it sleeps a jittered backoff, never
+// longer than the holder's remaining TTL. When ctx ends it returns an error that matches
+// both ctx's error and the last attempt's (ErrHeld or ErrNoQuorum, say) under errors.Is.
+func (c *Cluster) AcquireWait(ctx context.Context, l *Lock, b Backoff) (Grant, error) {
+	var last error // the last attempt's error that was not ctx's
+	for attempt := 0; ; attempt++ {
+		l.Token = NewToken()
+		g, wait, err := c.acquire(ctx, l)
+		if err == nil {
+			return g, nil
+		}
+		if ctx.Err() == nil {
+			last = err
+			timer := time.NewTimer(b.Delay(attempt, wait))
+			select {
+			case <-timer.C:
+				continue
+			case <-ctx.Done():
+				timer.Stop()
+			}
+		} else if !errors.Is(err, ctx.Err()) {
+			last = err
+		}
+		if last == nil {
+			return Grant{}, ctxError(ctx, "acquire", l.Keys.Lock)
+		}
+		return Grant{}, fmt.Errorf("%w; last attempt: %w", ctxError(ctx, "acquire", l.Keys.Lock), last)
+	}
+}

@@ -1,0 +1,189 @@
+package core
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"reflect"
+	"strconv"
+	"time"
+)
+
+// Cluster is a set of N independent nodes that grant a lock by majority (quorum N/2+1).
+// A Cluster is immutable and safe for concurrent use.
+type Cluster struct {
+	nodes  []Node
+	quorum int
+}
+
+// NewCluster returns the cluster of nodes. It fails if there are no nodes or one is nil
+// (a nil interface or a nil pointer inside one). An even N is allowed but buys nothing:
+// 4 nodes tolerate one failure, as 3 do.
+func NewCluster(nodes []Node) (*Cluster, error) {
+	if len(nodes) == 0 {
+		return nil, errors.New("redlock: no nodes")
+	}
+	for i, n := range nodes {
+		if isNil(n) {
+			return nil, fmt.Errorf("redlock: node %d is nil", i)
+		}
+	}
+	return &Cluster{nodes: append([]Node(nil), nodes...), quorum: len(nodes)/2 + 1}, nil
+}
+
+func isNil(n Node) bool {
+	if n == nil {
+		return true
+	}
+	v := reflect.ValueOf(n)
+	switch v.Kind() {
+	case reflect.Pointer, reflect.Map, reflect.Slice, reflect.Func, reflect.Chan, reflect.Interface:
+		return v.IsNil()
+	}
+	return false
+}
+
+// Nodes returns the number of nodes.
+func (c *Cluster) Nodes() int { return len(c.nodes) }
+
+// Quorum returns the number of yes-votes an operation needs: N/2+1.
+func (c *Cluster) Quorum() int { return c.quorum }
+
+// Lock is one owner's claim on a lock: which keys, under which token, for how long.
+type Lock struct {
+	Keys  Keys
+	Token string // the owner's random token; AcquireWait sets a fresh one per attempt
+	TTL   time.Duration
+	// NodeTimeout bounds each node's answer. A node slower than this counts as failed.
+	NodeTimeout time.Duration
+	// DriftFactor scales the clock-drift allowance: validity = TTL - elapsed - (TTL*DriftFactor + 2ms).
+	DriftFactor float64
+	// Fence asks for a fencing token: for N > 1, one more round raises the fence counter on a
+	// quorum before the token is returned.
+	Fence bool
+}
+
+// drift is the clock-drift allowance subtracted from every validity.
+func (l *Lock) drift() time.Duration {
+	return time.Duration(float64(l.TTL)*l.DriftFactor) + 2*time.Millisecond
+}
+
+func millis(d time.Duration) string {
+	return strconv.FormatInt(d.Milliseconds(), 10)
+}
+
+// reply is one node's answer to one script.
+type reply struct {
+	node int
+	vals []int64
+	err  error
+}
+
+// yes reports whether the node answered with a first element of 1.
+func (r reply) yes() bool { return r.err == nil && len(r.vals) > 0 && r.vals[0] == 1 }
+
+// call runs s on every node at once, each bounded by timeout, and returns the channel that
+// receives the N replies in the order they arrive. It has room for all N, so a caller may
+// stop reading as soon as the outcome is decided: the rest finish on their own.
+func (c *Cluster) call(ctx context.Context, timeout time.Duration, s *Script, keys []string, args ...string) <-chan reply {
+	out := make(chan reply, len(c.nodes))
+	for i := range c.nodes {
+		go func() { out <- c.callNode(ctx, i, timeout, s, keys, args) }()
+	}
+	return out
+}
+
+func (c *Cluster) callNode(ctx context.Context, i int, timeout time.Duration, s *Script, keys, args []string) reply {
+	nctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	vals, err := c.nodes[i].Eval(nctx, s, keys, args...)
+	switch {
+	case ctx.Err() != nil:
+		err = ctx.Err()
+	case err != nil && nctx.Err() != nil:
+		err = fmt.Errorf("%w after %v", ErrNodeTimeout, timeout)
+	case err == nil && len(vals) == 0:
+		err = fmt.Errorf("redlock: %s script: empty reply", s.Name())
+	}
+	if err != nil {
+		vals = nil
+	}
+	return reply{node: i, vals: vals, err: err}
+}
+
+// tally counts the replies to one fan-out until the outcome is decided.
+type tally struct {
+	c       *Cluster
+	op      string
+	key     string
+	yes     int
+	no      int
+	errs    []NodeError
+	answers int
+}
+
+func (t *tally) add(r reply) {
+	t.answers++
+	switch {
+	case r.err != nil:
+		t.errs = append(t.errs, NodeError{Node: t.c.nodes[r.node].String(), Err: r.err})
+	case r.vals[0] == 1:
+		t.yes++
+	default:
+		t.no++
+	}
+}
+
+// won reports a quorum of yes-votes; lost reports that a quorum is out of reach.
+func (t *tally) won() bool  { return t.yes >= t.c.quorum }
+func (t *tally) lost() bool { return len(t.c.nodes)-t.no-len(t.errs) < t.c.quorum }
+
+// refused reports that the no-votes alone put a quorum out of reach.
+func (t *tally) refused() bool { return t.no > len(t.c.nodes)-t.c.quorum }
+
+// missing records every node that has not answered as timed out.
+func (t *tally) missing(answered []bool, err error) {
+	for i, ok := range answered {
+		if !ok {
+			t.errs = append(t.errs, NodeError{Node: t.c.nodes[i].String(), Err: err})
+		}
+	}
+}
+
+func (t *tally) err() error {
+	return &QuorumError{Op: t.op, Key: t.key, Quorum: t.c.quorum, Nodes: len(t.c.nodes), OK: t.yes, Refused: t.no, Errs: t.errs}
+}
+
+// collect reads replies from ch into t until the outcome is decided, every node answered,
+// timeout passed (a node that ignores its context cannot hold us longer) or ctx ended. It
+// calls seen for each reply. It returns which nodes answered.
+func (c *Cluster) collect(ctx context.Context, timeout time.Duration, ch <-chan reply, t *tally, seen func(reply)) []bool {
+	answered := make([]bool, len(c.nodes))
+	timer := time.NewTimer(timeout)
+	defer timer.Stop()
+	for t.answers < len(c.nodes) && !t.won() && !t.lost() {
+		select {
+		case r := <-ch:
+			answered[r.node] = true
+			t.add(r)
+			if seen != nil {
+				seen(r)
+			}
+		case <-timer.C:
+			t.missing(answered, fmt.Errorf("%w after %v", ErrNodeTimeout, timeout))
+			return answered
+		case <-ctx.Done():
+			t.missing(answered, ctx.Err())
+			return answered
+		}
+	}
+	return answered
+}
+
+// ctxError wraps ctx's error for op on key, or returns nil if ctx is live.
+func ctxError(ctx context.Context, op, key string) error {
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("redlock: %s %q: %w", op, key, err)
+	}
+	return nil
+}

@@ -1,0 +1,339 @@
+package core
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// fakeNode answers each script through a function, and records the scripts it ran.
+type fakeNode struct {
+	name string
+	eval func(ctx context.Context, s *Script) ([]int64, error)
+
+	mu  sync.Mutex
+	ran []string
+}
+
+func (n *fakeNode) Eval(ctx context.Context, s *Script, keys []string, args ...string) ([]int64, error) {
+	n.mu.Lock()
+	n.ran = append(n.ran, s.Name())
+	n.mu.Unlock()
+	return n.eval(ctx, s)
+}
+
+func (n *fakeNode) String() string { return n.name }
+
+func (n *fakeNode) scripts() []string {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return append([]string(nil), n.ran...)
+}
+
+// grants answers yes to every script, with fence as the counter.
+func grants(fence int64) func(context.Context, *Script) ([]int64, error) {
+	return func(context.Context, *Script) ([]int64, error) { return []int64{1, fence}, nil }
+}
+
+// hangs blocks until ctx ends, like a node that accepted the connection and never answers.
+func hangs(ctx context.Context, _ *Script) ([]int64, error) {
+	<-ctx.Done()
+	return nil, ctx.Err()
+}
+
+// deaf ignores ctx and answers only after d.
+func deaf(d time.Duration) func(context.Context, *Script) ([]int64, error) {
+	return func(context.Context, *Script) ([]int64, error) {
+		time.Sleep(d)
+		return []int64{1, 1}, nil
+	}
+}
+
+func held(pttl int64) func(context.Context, *Script) ([]int64, error) {
+	return func(_ context.Context, s *Script) ([]int64, error) {
+		if s == acquireScript {
+			return []int64{0, pttl}, nil
+		}
+		return []int64{0, 0}, nil
+	}
+}
+
+func failing(context.Context, *Script) ([]int64, error) { return nil, errors.New("connection refused") }
+
+func cluster(t *testing.T, evals ...func(context.Context, *Script) ([]int64, error)) (*Cluster, []*fakeNode) {
+	t.Helper()
+	fakes := make([]*fakeNode, len(evals))
+	nodes := make([]Node, len(evals))
+	for i, e := range evals {
+		fakes[i] = &fakeNode{name: fmt.Sprintf("node%d", i), eval: e}
+		nodes[i] = fakes[i]
+	}
+	c, err := NewCluster(nodes)
+	require.NoError(t, err)
+	return c, fakes
+}
+
+func testLock() *Lock {
+	return &Lock{Keys: NewKeys("t:", "x"), Token: NewToken(), TTL: 5 * time.Second, NodeTimeout: 100 * time.Millisecond, DriftFactor: 0.01, Fence: true}
+}
+
+func TestNewClusterRejectsBadNodes(t *testing.T) {
+	var typedNil *fakeNode
+	for _, tc := range []struct {
+		name  string
+		nodes []Node
+		want  string
+	}{
+		{"none", nil, "no nodes"},
+		{"nil interface", []Node{&fakeNode{}, nil}, "node 1 is nil"},
+		{"nil pointer", []Node{typedNil}, "node 0 is nil"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := NewCluster(tc.nodes)
+			require.Error(t, err)
+			assert.Contains(t, err.Error(), tc.want)
+		})
+	}
+}
+
+func TestQuorum(t *testing.T) {
+	for n, q := range map[int]int{1: 1, 2: 2, 3: 2, 4: 3, 5: 3, 7: 4} {
+		evals := make([]func(context.Context, *Script) ([]int64, error), n)
+		for i := range evals {
+			evals[i] = grants(1)
+		}
+		c, _ := cluster(t, evals...)
+		assert.Equal(t, q, c.Quorum(), "N=%d", n)
+	}
+}
+
+func TestAcquireDecidesWithoutWaitingForHungNodes(t *testing.T) {
+	c, _ := cluster(t, grants(1), hangs, grants(2), hangs, grants(3))
+	l := testLock()
+	l.NodeTimeout = 2 * time.Second
+	start := time.Now()
+	g, err := c.Acquire(context.Background(), l)
+	require.NoError(t, err)
+	assert.Less(t, time.Since(start), time.Second, "acquire waited for a hung node")
+	// Fence raise is a second round: it also must not wait for the hung nodes.
+	assert.Equal(t, uint64(3), g.Fence)
+}
+
+func TestNodeIgnoringContextIsBoundedByTimeout(t *testing.T) {
+	c, _ := cluster(t, grants(1), deaf(3*time.Second), deaf(3*time.Second))
+	l := testLock()
+	start := time.Now()
+	_, err := c.Acquire(context.Background(), l)
+	var qe *QuorumError
+	require.ErrorAs(t, err, &qe)
+	assert.True(t, errors.Is(err, ErrNodeTimeout))
+	assert.Less(t, time.Since(start), time.Second)
+}
+
+func TestFailedAcquireReleasesEveryNodeThatMayHoldIt(t *testing.T) {
+	late := make(chan struct{})
+	slow := func(ctx context.Context, s *Script) ([]int64, error) {
+		if s == acquireScript {
+			<-late // answers only after the attempt was decided
+		}
+		return []int64{1, 7}, nil
+	}
+	c, fakes := cluster(t, grants(1), held(500), held(500), failing, slow)
+	_, err := c.Acquire(context.Background(), testLock())
+	// 2 refused, 1 failed, 1 pending: a quorum of 3 is out of reach, but the no-votes alone
+	// do not make it impossible, so this is no quorum rather than held.
+	require.ErrorIs(t, err, ErrNoQuorum)
+	assert.NotErrorIs(t, err, ErrHeld)
+	released := func(i int) func() bool {
+		return func() bool { return len(fakes[i].scripts()) == 2 }
+	}
+	// Nodes that answered before the decision are released before Acquire returns; those
+	// that answered after it, in the background: either way, every one is released.
+	require.Eventually(t, released(0), time.Second, time.Millisecond, "granted node not released")
+	require.Eventually(t, released(3), time.Second, time.Millisecond, "a failed request may have landed: not released")
+	close(late)
+	require.Eventually(t, released(4), time.Second, time.Millisecond, "the straggler was not released after it answered")
+	for _, i := range []int{0, 3, 4} {
+		assert.Equal(t, []string{"acquire", "release"}, fakes[i].scripts())
+	}
+	assert.Equal(t, []string{"acquire"}, fakes[1].scripts(), "a node that refused needs no release")
+}
+
+func TestHeldReportsTheHoldersRemainingTime(t *testing.T) {
+	c, fakes := cluster(t, held(300), held(700), grants(1))
+	_, wait, err := c.acquire(context.Background(), testLock())
+	require.ErrorIs(t, err, ErrHeld)
+	assert.NotErrorIs(t, err, ErrNoQuorum)
+	assert.Equal(t, 700*time.Millisecond, wait)
+	assert.Contains(t, err.Error(), "700ms")
+	require.Eventually(t, func() bool { return len(fakes[2].scripts()) == 2 }, time.Second, time.Millisecond,
+		"the node that granted was not released")
+}
+
+func TestFenceIsRaisedOnlyForFencedLocksOverManyNodes(t *testing.T) {
+	c, fakes := cluster(t, grants(5), grants(9), hangs)
+	l := testLock()
+	g, err := c.Acquire(context.Background(), l)
+	require.NoError(t, err)
+	assert.Equal(t, uint64(9), g.Fence)
+	require.Eventually(t, func() bool { return len(fakes[0].scripts()) == 2 }, time.Second, time.Millisecond)
+	assert.Equal(t, []string{"acquire", "raise"}, fakes[0].scripts())
+
+	c, fakes = cluster(t, grants(5), grants(9), grants(7))
+	l.Fence = false
+	_, err = c.Acquire(context.Background(), l)
+	require.NoError(t, err)
+	time.Sleep(20 * time.Millisecond) // a raise, if any, would have been sent at once
+	assert.Equal(t, []string{"acquire"}, fakes[0].scripts())
+
+	c, fakes = cluster(t, grants(5))
+	l.Fence = true
+	_, err = c.Acquire(context.Background(), l)
+	require.NoError(t, err)
+	assert.Equal(t, []string{"acquire"}, fakes[0].scripts(), "N=1 needs no raise")
+}
+
+func TestFailedRaiseFailsTheAcquisition(t *testing.T) {
+	raiseRefused := func(_ context.Context, s *Script) ([]int64, error) {
+		if s == raiseScript {
+			return []int64{0}, nil
+		}
+		return []int64{1, 3}, nil
+	}
+	c, fakes := cluster(t, grants(1), raiseRefused, raiseRefused)
+	_, err := c.Acquire(context.Background(), testLock())
+	var qe *QuorumError
+	require.ErrorAs(t, err, &qe)
+	assert.Equal(t, "raise", qe.Op)
+	require.Eventually(t, func() bool { return len(fakes[1].scripts()) == 3 }, time.Second, time.Millisecond)
+	// The straggler's acquire and the raise race on their way to node 1; the release follows both.
+	assert.ElementsMatch(t, []string{"acquire", "raise", "release"}, fakes[1].scripts())
+}
+
+func TestValidity(t *testing.T) {
+	c, _ := cluster(t, grants(1))
+	l := testLock()
+	before := time.Now()
+	g, err := c.Acquire(context.Background(), l)
+	require.NoError(t, err)
+	drift := time.Duration(float64(l.TTL)*0.01) + 2*time.Millisecond
+	assert.False(t, g.Start.Before(before))
+	assert.Equal(t, g.Start.Add(l.TTL-drift), g.Until)
+
+	slowYes := func(context.Context, *Script) ([]int64, error) {
+		time.Sleep(60 * time.Millisecond)
+		return []int64{1, 1}, nil
+	}
+	c, fakes := cluster(t, slowYes)
+	l.TTL, l.NodeTimeout = 50*time.Millisecond, 200*time.Millisecond
+	_, err = c.Acquire(context.Background(), l)
+	require.ErrorIs(t, err, ErrExpired, "an attempt slower than the TTL was granted")
+	assert.Equal(t, []string{"acquire", "release"}, fakes[0].scripts())
+}
+
+func TestCancelledContext(t *testing.T) {
+	c, fakes := cluster(t, grants(1))
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	_, err := c.Acquire(ctx, testLock())
+	require.ErrorIs(t, err, context.Canceled)
+	assert.Empty(t, fakes[0].scripts())
+
+	c, _ = cluster(t, hangs, hangs, hangs)
+	ctx, cancel = context.WithTimeout(context.Background(), 30*time.Millisecond)
+	defer cancel()
+	l := testLock()
+	l.NodeTimeout = time.Second
+	_, err = c.Acquire(ctx, l)
+	require.ErrorIs(t, err, context.DeadlineExceeded)
+	assert.NotErrorIs(t, err, ErrNodeTimeout)
+}
+
+func TestAcquireWaitRetriesUntilFree(t *testing.T) {
+	var calls atomic.Int32
+	c, _ := cluster(t, func(_ context.Context, s *Script) ([]int64, error) {
+		if s == acquireScript && calls.Add(1) < 3 {
+			return []int64{0, 20}, nil
+		}
+		return []int64{1, 4}, nil
+	})
+	l := testLock()
+	first := l.Token
+	g, err := c.AcquireWait(context.Background(), l, Backoff{Min: time.Millisecond, Max: time.Second})
+	require.NoError(t, err)
+	assert.Equal(t, uint64(4), g.Fence)
+	assert.Equal(t, int32(3), calls.Load())
+	assert.NotEqual(t, first, l.Token, "each attempt uses a fresh token")
+}
+
+func TestAcquireWaitStopsWithContext(t *testing.T) {
+	c, _ := cluster(t, held(10_000))
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	start := time.Now()
+	_, err := c.AcquireWait(ctx, testLock(), Backoff{Min: time.Millisecond, Max: 5 * time.Millisecond})
+	require.ErrorIs(t, err, context.DeadlineExceeded)
+	require.ErrorIs(t, err, ErrHeld)
+	assert.Less(t, time.Since(start), time.Second)
+}
+
+func TestExtendAndRelease(t *testing.T) {
+	c, _ := cluster(t, grants(1), hangs, grants(1))
+	l := testLock()
+	l.NodeTimeout = 2 * time.Second
+	start := time.Now()
+	until, err := c.Extend(context.Background(), l)
+	require.NoError(t, err)
+	assert.True(t, until.After(start))
+	require.NoError(t, c.Release(context.Background(), l))
+	assert.Less(t, time.Since(start), time.Second, "extend or release waited for a hung node")
+
+	c, _ = cluster(t, held(1), held(1), grants(1))
+	_, err = c.Extend(context.Background(), l)
+	require.ErrorIs(t, err, ErrNotHeld)
+	require.ErrorIs(t, c.Release(context.Background(), l), ErrNotHeld)
+
+	c, _ = cluster(t, failing, failing, grants(1))
+	_, err = c.Extend(context.Background(), l)
+	require.ErrorIs(t, err, ErrNoQuorum)
+	err = c.Release(context.Background(), l)
+	require.ErrorIs(t, err, ErrNoQuorum)
+	assert.Contains(t, err.Error(), "node0: connection refused")
+	assert.Contains(t, err.Error(), "node1: connection refused")
+}
+
+func TestReleaseSurvivesCancelledContext(t *testing.T) {
+	c, fakes := cluster(t, grants(1))
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	require.NoError(t, c.Release(ctx, testLock()))
+	assert.Equal(t, []string{"release"}, fakes[0].scripts())
+}
+
+func TestBackoff(t *testing.T) {
+	b := Backoff{Min: 10 * time.Millisecond, Max: 80 * time.Millisecond}
+	for attempt, want := range []time.Duration{10, 20, 40, 80, 80, 80} {
+		want *= time.Millisecond
+		for range 50 {
+			d := b.Delay(attempt, 0)
+			assert.GreaterOrEqual(t, d, want/2, "attempt %d", attempt)
+			assert.LessOrEqual(t, d, want, "attempt %d", attempt)
+		}
+	}
+	assert.Equal(t, 3*time.Millisecond, b.Delay(5, 3*time.Millisecond), "waited past the holder's TTL")
+	assert.LessOrEqual(t, Backoff{Min: time.Second, Max: time.Hour}.Delay(1000, 0), time.Hour)
+}
+
+func TestKeysShareOneHashSlot(t *testing.T) {
+	k := NewKeys("redlock:", "jobs:nightly")
+	assert.Equal(t, Keys{Lock: "redlock:{jobs:nightly}", Fence: "redlock:{jobs:nightly}:fence", Channel: "redlock:{jobs:nightly}:released"}, k)
+	assert.NotEqual(t, NewToken(), NewToken())
+	assert.GreaterOrEqual(t, len(NewToken()), 22) // 16 random bytes
+}

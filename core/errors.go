@@ -1,0 +1,86 @@
+package core
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+)
+
+// Sentinel errors, usable with errors.Is. The root package re-exports them.
+var (
+	// ErrHeld means another owner holds the lock on enough nodes that no quorum is possible.
+	ErrHeld = errors.New("redlock: lock is held by another owner")
+	// ErrNotHeld means the lock is no longer ours: it expired, was released, or was taken.
+	ErrNotHeld = errors.New("redlock: lock is not held")
+	// ErrNoQuorum means too few nodes answered yes for a quorum; a *QuorumError carries
+	// each node's error.
+	ErrNoQuorum = errors.New("redlock: no quorum")
+	// ErrExpired means a quorum said yes, but only after the lock's validity had run out.
+	ErrExpired = errors.New("redlock: validity ran out before a quorum answered")
+	// ErrNodeTimeout is a node's error when it did not answer within the per-node timeout.
+	ErrNodeTimeout = errors.New("redlock: node timed out")
+)
+
+// NodeError is the error one node gave.
+type NodeError struct {
+	Node string // the node's String()
+	Err  error
+}
+
+func (e NodeError) Error() string { return e.Node + ": " + e.Err.Error() }
+
+// Unwrap returns the node's error.
+func (e NodeError) Unwrap() error { return e.Err }
+
+// QuorumError reports an operation that too few nodes confirmed, with each failed node's
+// error. errors.Is(err, ErrNoQuorum) is true for it, and errors.Is also looks into the
+// node errors (errors.Is(err, ErrNodeTimeout), say). Nodes that answered "not ours" are
+// counted in Refused, not listed in Errs, so a QuorumError never matches ErrHeld.
+type QuorumError struct {
+	Op      string      // "acquire", "extend", "release" or "raise"
+	Key     string      // the lock key
+	Quorum  int         // the yes-votes needed
+	Nodes   int         // the number of nodes
+	OK      int         // the yes-votes received
+	Refused int         // the nodes that answered no
+	Errs    []NodeError // the nodes that failed, in the order they failed
+}
+
+func (e *QuorumError) Error() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "redlock: %s %q: no quorum: %d of %d nodes said yes, %d needed", e.Op, e.Key, e.OK, e.Nodes, e.Quorum)
+	if e.Refused > 0 {
+		fmt.Fprintf(&b, ", %d said no", e.Refused)
+	}
+	for _, ne := range e.Errs {
+		b.WriteString("; ")
+		b.WriteString(ne.Error())
+	}
+	return b.String()
+}
+
+// Is reports whether target is ErrNoQuorum.
+func (e *QuorumError) Is(target error) bool { return target == ErrNoQuorum }
+
+// Unwrap returns the node errors.
+func (e *QuorumError) Unwrap() []error {
+	errs := make([]error, len(e.Errs))
+	for i, ne := range e.Errs {
+		errs[i] = ne
+	}
+	return errs
+}
+
+// heldError is ErrHeld with the longest time the holder can keep the lock, as the nodes
+// reported it: the most a waiter should sleep before it tries again.
+type heldError struct {
+	key  string
+	wait time.Duration
+}
+
+func (e *heldError) Error() string {
+	return fmt.Sprintf("redlock: lock %q is held by another owner (for at most %v)", e.key, e.wait)
+}
+
+func (e *heldError) Is(target error) bool { return target == ErrHeld }

@@ -1,0 +1,44 @@
+package core
+
+import (
+	"context"
+	"crypto/sha1"
+	"encoding/hex"
+)
+
+// Node is one independent Redis master, or one Redis Cluster addressed through a cluster
+// client. Backends implement it for a driver; a Node must be safe for concurrent use.
+type Node interface {
+	// Eval runs s with keys and args and returns its reply. Every core script replies with
+	// an array of integers. Implementations send EVALSHA with s.SHA1() and fall back to EVAL
+	// with s.Source() when the server replies NOSCRIPT. Eval honours ctx: it returns soon
+	// after ctx's deadline passes or ctx is cancelled. A transport or server error is
+	// returned as an error, never as a partial reply.
+	Eval(ctx context.Context, s *Script, keys []string, args ...string) ([]int64, error)
+
+	// String names the node in errors, for example "127.0.0.1:6379".
+	String() string
+}
+
+// Script is a Lua script with its SHA1 digest, computed once. A Script is immutable and
+// safe for concurrent use.
+type Script struct {
+	name string
+	src  string
+	sha1 string
+}
+
+// NewScript returns the script src, called name in errors and logs.
+func NewScript(name, src string) *Script {
+	sum := sha1.Sum([]byte(src))
+	return &Script{name: name, src: src, sha1: hex.EncodeToString(sum[:])}
+}
+
+// Name returns the script's name, such as "acquire".
+func (s *Script) Name() string { return s.name }
+
+// Source returns the Lua source, for EVAL and SCRIPT LOAD.
+func (s *Script) Source() string { return s.src }
+
+// SHA1 returns the lowercase hex SHA1 digest of the source, for EVALSHA.
+func (s *Script) SHA1() string { return s.sha1 }

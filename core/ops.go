@@ -1,0 +1,56 @@
+package core
+
+import (
+	"context"
+	"time"
+)
+
+// Extend resets l's TTL on every node that still holds it with l.Token, and returns the new
+// end of validity. It never re-creates a key that is gone. It needs a quorum, within the new
+// validity, like Acquire, and returns as soon as the outcome is decided.
+//
+// Errors: ErrNotHeld (too many nodes no longer hold l for a quorum: the lock is lost), a
+// *QuorumError (too few nodes answered: the lock is still valid until its previous end),
+// ErrExpired, or ctx's error wrapped.
+func (c *Cluster) Extend(ctx context.Context, l *Lock) (time.Time, error) {
+	if err := ctxError(ctx, "extend", l.Keys.Lock); err != nil {
+		return time.Time{}, err
+	}
+	start := time.Now()
+	ch := c.call(ctx, l.NodeTimeout, extendScript, []string{l.Keys.Lock}, l.Token, millis(l.TTL))
+	t := tally{c: c, op: "extend", key: l.Keys.Lock}
+	c.collect(ctx, l.NodeTimeout, ch, &t, nil)
+	until := start.Add(l.TTL - l.drift())
+	switch {
+	case ctx.Err() != nil:
+		return time.Time{}, ctxError(ctx, "extend", l.Keys.Lock)
+	case t.won() && time.Now().Before(until):
+		return until, nil
+	case t.won():
+		return time.Time{}, ErrExpired
+	case t.refused():
+		return time.Time{}, ErrNotHeld
+	}
+	return time.Time{}, t.err()
+}
+
+// Release deletes l on every node that holds it with l.Token and publishes on its release
+// channel. It returns once a quorum confirmed (the other nodes finish in the background,
+// each bounded by l.NodeTimeout), even if ctx is cancelled meanwhile: a release is never
+// abandoned half-way.
+//
+// Errors: ErrNotHeld (too few nodes still held l: it had expired or been taken), or a
+// *QuorumError (too few nodes answered; their keys expire by their TTL).
+func (c *Cluster) Release(ctx context.Context, l *Lock) error {
+	ctx = context.WithoutCancel(ctx)
+	ch := c.call(ctx, l.NodeTimeout, releaseScript, []string{l.Keys.Lock}, l.Token, l.Keys.Channel)
+	t := tally{c: c, op: "release", key: l.Keys.Lock}
+	c.collect(ctx, l.NodeTimeout, ch, &t, nil)
+	switch {
+	case t.won():
+		return nil
+	case t.refused():
+		return ErrNotHeld
+	}
+	return t.err()
+}

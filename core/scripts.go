@@ -1,0 +1,26 @@
+package core
+
+import _ "embed"
+
+// The scripts that every lock operation runs; see the comments at the top of each file.
+var (
+	//go:embed lua/acquire.lua
+	acquireSource string
+	//go:embed lua/extend.lua
+	extendSource string
+	//go:embed lua/release.lua
+	releaseSource string
+	//go:embed lua/raise.lua
+	raiseSource string
+
+	acquireScript = NewScript("acquire", acquireSource)
+	extendScript  = NewScript("extend", extendSource)
+	releaseScript = NewScript("release", releaseSource)
+	raiseScript   = NewScript("raise", raiseSource)
+)
+
+// Scripts returns the scripts core runs, in the order acquire, extend, release, raise: for
+// a backend that preloads them (SCRIPT LOAD) and for tests of a backend.
+func Scripts() []*Script {
+	return []*Script{acquireScript, extendScript, releaseScript, raiseScript}
+}

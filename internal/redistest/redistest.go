@@ -1,0 +1,312 @@
+// Package redistest starts real redis-server processes on 127.0.0.1 for
+// integration tests. Servers run without persistence, are stopped by PID
+// when the test finishes, and can be killed, restarted, paused and resumed
+// to simulate failures.
+package redistest
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+const (
+	serverBinary  = "redis-server"
+	startTimeout  = 10 * time.Second // to answer PING after a launch
+	rebindTimeout = 3 * time.Second  // for Restart to re-bind its port
+	startAttempts = 5                // fresh ports tried by Start
+	logTailBytes  = 2048             // log excerpt in failure messages
+	installHint   = "install it with `apt-get install -y redis-server` (or run `make test` / .ci/run, which installs it)"
+)
+
+// errExited reports that redis-server exited before answering, typically
+// because its port was taken.
+var errExited = errors.New("redis-server exited during startup")
+
+// Server is one redis-server process listening on 127.0.0.1.
+// Its methods are safe for concurrent use.
+type Server struct {
+	t     testing.TB
+	port  int
+	dir   string
+	extra []string
+
+	mu     sync.Mutex
+	cmd    *exec.Cmd     // nil when not running
+	exited chan struct{} // closed once cmd has exited and been reaped
+}
+
+// Available reports whether redis-server is on PATH.
+func Available() bool {
+	_, err := exec.LookPath(serverBinary)
+	return err == nil
+}
+
+// Start starts one redis-server on a free 127.0.0.1 port with
+// `--save "" --appendonly no` (plus extraArgs appended), waits until it
+// answers PING (at most 10 s), and registers t.Cleanup to kill it by PID and
+// remove its temporary directory. A failed start tries up to 5 fresh ports
+// before calling t.Fatalf with the tail of the server log. If redis-server
+// is not on PATH, Start calls t.Skip with installation instructions.
+func Start(t testing.TB, extraArgs ...string) *Server {
+	t.Helper()
+	return StartN(t, 1, extraArgs...)[0]
+}
+
+// StartN starts n servers in parallel, each as described for Start, and
+// returns them in a slice of length n. If any fails to start, StartN calls
+// t.Fatalf after registering cleanup for those that did start.
+func StartN(t testing.TB, n int, extraArgs ...string) []*Server {
+	t.Helper()
+	if !Available() {
+		t.Skip("redistest: redis-server not found on PATH; " + installHint)
+	}
+	servers := make([]*Server, n)
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			servers[i], errs[i] = newServer(t, extraArgs)
+		}()
+	}
+	wg.Wait()
+	for _, s := range servers {
+		if s != nil {
+			t.Cleanup(s.cleanup)
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		t.Fatalf("redistest: start redis-server: %v", err)
+	}
+	return servers
+}
+
+// newServer creates a temporary directory and launches a server in it,
+// retrying on a fresh port when the server exits early.
+func newServer(t testing.TB, extra []string) (*Server, error) {
+	dir, err := os.MkdirTemp("", "redistest-")
+	if err != nil {
+		return nil, err
+	}
+	s := &Server{t: t, dir: dir, extra: extra}
+	deadline := time.Now().Add(startTimeout)
+	for attempt := 1; ; attempt++ {
+		if s.port, err = freePort(); err == nil {
+			err = s.launch(deadline)
+		}
+		if err == nil {
+			return s, nil
+		}
+		if attempt == startAttempts || !errors.Is(err, errExited) {
+			os.RemoveAll(dir)
+			return nil, err
+		}
+	}
+}
+
+// freePort returns a port that was free on 127.0.0.1 a moment ago.
+func freePort() (int, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer ln.Close()
+	return ln.Addr().(*net.TCPAddr).Port, nil
+}
+
+// Addr returns the server address, "127.0.0.1:PORT".
+func (s *Server) Addr() string {
+	return net.JoinHostPort("127.0.0.1", strconv.Itoa(s.port))
+}
+
+// Port returns the TCP port the server listens on. It never changes,
+// including across Restart.
+func (s *Server) Port() int { return s.port }
+
+// Kill stops the process with SIGKILL and waits for it to exit. It is
+// idempotent and works on a paused server.
+func (s *Server) Kill() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.kill()
+}
+
+// Restart kills the process if it is still running, then starts a fresh one
+// on the same port with the same arguments and waits until it answers PING.
+// No data survives and uptime restarts at 0. Binding the port is retried
+// for up to 3 s; on failure Restart calls t.Fatalf.
+func (s *Server) Restart() {
+	s.t.Helper()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.kill()
+	deadline := time.Now().Add(startTimeout)
+	rebind := time.Now().Add(rebindTimeout)
+	for {
+		err := s.launch(deadline)
+		if err == nil {
+			return
+		}
+		if !errors.Is(err, errExited) || time.Now().After(rebind) {
+			s.t.Fatalf("redistest: restart redis-server on %s: %v", s.Addr(), err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// Pause sends SIGSTOP: the server stops answering but keeps its socket
+// open, so clients connect and then time out. It does nothing if the server
+// is not running.
+func (s *Server) Pause() { s.signal(syscall.SIGSTOP) }
+
+// Resume sends SIGCONT to a paused server. It does nothing if the server is
+// not running.
+func (s *Server) Resume() { s.signal(syscall.SIGCONT) }
+
+// Running reports whether the process is up: started, not killed, and not
+// exited on its own. A paused server counts as running.
+func (s *Server) Running() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.cmd == nil {
+		return false
+	}
+	select {
+	case <-s.exited:
+		return false
+	default:
+		return true
+	}
+}
+
+// pid returns the process ID, or 0 if the server is not running.
+func (s *Server) pid() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.cmd == nil {
+		return 0
+	}
+	return s.cmd.Process.Pid
+}
+
+// cleanup kills the server and removes its directory.
+func (s *Server) cleanup() {
+	s.Kill()
+	os.RemoveAll(s.dir)
+}
+
+// launch starts redis-server and waits until it answers or deadline passes.
+// The caller holds s.mu or has not yet shared s.
+func (s *Server) launch(deadline time.Time) error {
+	logPath := filepath.Join(s.dir, "redis.log")
+	logFile, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o600)
+	if err != nil {
+		return err
+	}
+	defer logFile.Close() // the child keeps its own descriptor
+	cmd := exec.Command(serverBinary, s.args()...)
+	cmd.Dir = s.dir
+	cmd.Stdout, cmd.Stderr = logFile, logFile
+	if err := cmd.Start(); err != nil {
+		return err
+	}
+	exited := make(chan struct{})
+	go func() {
+		_ = cmd.Wait()
+		close(exited)
+	}()
+	s.cmd, s.exited = cmd, exited
+	if err := s.awaitReady(deadline); err != nil {
+		s.kill()
+		return fmt.Errorf("port %d: %w\n--- tail of %s ---\n%s", s.port, err, logPath, logTail(logPath))
+	}
+	return nil
+}
+
+// args returns the redis-server command line.
+func (s *Server) args() []string {
+	args := []string{
+		"--port", strconv.Itoa(s.port), "--bind", "127.0.0.1", "--dir", s.dir,
+		"--save", "", "--appendonly", "no", "--daemonize", "no",
+	}
+	if debugCommandOption() {
+		args = append(args, "--enable-debug-command", "local")
+	}
+	return append(args, s.extra...)
+}
+
+// debugCommandOption reports whether redis-server is version 7 or later and
+// so accepts --enable-debug-command.
+var debugCommandOption = sync.OnceValue(func() bool {
+	out, err := exec.Command(serverBinary, "--version").Output()
+	if err != nil {
+		return false
+	}
+	_, version, _ := strings.Cut(string(out), " v=")
+	major, _, _ := strings.Cut(version, ".")
+	n, err := strconv.Atoi(major)
+	return err == nil && n >= 7
+})
+
+// awaitReady polls until the server started by launch answers PING and
+// INFO reports its PID, which rules out another process on the same port.
+func (s *Server) awaitReady(deadline time.Time) error {
+	pid := strconv.Itoa(s.cmd.Process.Pid)
+	for time.Now().Before(deadline) {
+		select {
+		case <-s.exited:
+			return fmt.Errorf("%w (%v)", errExited, s.cmd.ProcessState)
+		default:
+		}
+		if pong, err := s.doTimeout(time.Second, "PING"); err == nil && pong == "PONG" {
+			info, _ := s.doTimeout(time.Second, "INFO", "server")
+			if str, _ := info.(string); strings.Contains(str, "\nprocess_id:"+pid+"\r\n") {
+				return nil
+			}
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	return fmt.Errorf("redis-server did not answer PING within %v", startTimeout)
+}
+
+// kill sends SIGKILL and reaps the process. The caller holds s.mu.
+func (s *Server) kill() {
+	if s.cmd == nil {
+		return
+	}
+	_ = s.cmd.Process.Kill() // fails only if it already exited
+	<-s.exited
+	s.cmd, s.exited = nil, nil
+}
+
+// signal sends sig to the process if it is running.
+func (s *Server) signal(sig os.Signal) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.cmd != nil {
+		_ = s.cmd.Process.Signal(sig)
+	}
+}
+
+// logTail returns the end of the log file at path.
+func logTail(path string) string {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return err.Error()
+	}
+	if len(b) > logTailBytes {
+		b = b[len(b)-logTailBytes:]
+	}
+	return string(b)
+}
