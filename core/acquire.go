@@ -100,9 +100,9 @@ func (c *Cluster) raise(ctx context.Context, l *Lock, fence int64, until time.Ti
 // SET is undone too.
 func (c *Cluster) abandon(ctx context.Context, l *Lock, ch <-chan reply, answered, mayHold []bool) {
 	ctx = context.WithoutCancel(ctx)
-	release := func(i int) {
-		c.callNode(ctx, i, l.NodeTimeout, releaseScript, []string{l.Keys.Lock}, []string{l.Token, l.Keys.Channel})
-	}
+	// A copy: the caller's next attempt puts a new token in l while stragglers are released.
+	keys, args, timeout := []string{l.Keys.Lock}, []string{l.Token, l.Keys.Channel}, l.NodeTimeout
+	release := func(i int) { c.callNode(ctx, i, timeout, releaseScript, keys, args) }
 	pending := 0
 	done := make(chan struct{}, len(c.nodes))
 	for i := range c.nodes {

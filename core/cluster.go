@@ -101,7 +101,7 @@ func (c *Cluster) callNode(ctx context.Context, i int, timeout time.Duration, s 
 	case ctx.Err() != nil:
 		err = ctx.Err()
 	case err != nil && nctx.Err() != nil:
-		err = fmt.Errorf("%w after %v", ErrNodeTimeout, timeout)
+		err = timeoutError(timeout, err)
 	case err == nil && len(vals) == 0:
 		err = fmt.Errorf("redlock: %s script: empty reply", s.Name())
 	}
@@ -170,7 +170,7 @@ func (c *Cluster) collect(ctx context.Context, timeout time.Duration, ch <-chan 
 				seen(r)
 			}
 		case <-timer.C:
-			t.missing(answered, fmt.Errorf("%w after %v", ErrNodeTimeout, timeout))
+			t.missing(answered, timeoutError(timeout, nil))
 			return answered
 		case <-ctx.Done():
 			t.missing(answered, ctx.Err())
@@ -178,6 +178,16 @@ func (c *Cluster) collect(ctx context.Context, timeout time.Duration, ch <-chan 
 		}
 	}
 	return answered
+}
+
+// timeoutError is ErrNodeTimeout, with the driver's own error when it says more than that
+// the deadline passed. It does not wrap context.DeadlineExceeded: the caller's context is
+// still live, and errors.Is(err, context.DeadlineExceeded) must say only that it is not.
+func timeoutError(timeout time.Duration, err error) error {
+	if err == nil || errors.Is(err, context.DeadlineExceeded) {
+		return fmt.Errorf("%w after %v", ErrNodeTimeout, timeout)
+	}
+	return fmt.Errorf("%w after %v (%v)", ErrNodeTimeout, timeout, err)
 }
 
 // ctxError wraps ctx's error for op on key, or returns nil if ctx is live.

@@ -18,13 +18,15 @@ type fakeNode struct {
 	name string
 	eval func(ctx context.Context, s *Script) ([]int64, error)
 
-	mu  sync.Mutex
-	ran []string
+	mu     sync.Mutex
+	ran    []string
+	tokens []string // args[0] of each call
 }
 
 func (n *fakeNode) Eval(ctx context.Context, s *Script, keys []string, args ...string) ([]int64, error) {
 	n.mu.Lock()
 	n.ran = append(n.ran, s.Name())
+	n.tokens = append(n.tokens, args[0])
 	n.mu.Unlock()
 	return n.eval(ctx, s)
 }
@@ -271,6 +273,38 @@ func TestAcquireWaitRetriesUntilFree(t *testing.T) {
 	assert.Equal(t, uint64(4), g.Fence)
 	assert.Equal(t, int32(3), calls.Load())
 	assert.NotEqual(t, first, l.Token, "each attempt uses a fresh token")
+}
+
+// TestStragglerIsReleasedWithItsOwnToken: a straggler of a failed attempt is released with
+// that attempt's token, not the token of the attempt that follows.
+func TestStragglerIsReleasedWithItsOwnToken(t *testing.T) {
+	var first atomic.Bool
+	slowFirst := func(_ context.Context, s *Script) ([]int64, error) {
+		if s == acquireScript && !first.Swap(true) {
+			time.Sleep(50 * time.Millisecond)
+		}
+		return []int64{1, 1}, nil
+	}
+	var refusals atomic.Int32
+	refuseTwice := func(_ context.Context, s *Script) ([]int64, error) {
+		if s == acquireScript && refusals.Add(1) <= 2 {
+			return []int64{0, 5}, nil
+		}
+		return []int64{1, 1}, nil
+	}
+	c, fakes := cluster(t, refuseTwice, refuseTwice, slowFirst)
+	_, err := c.AcquireWait(context.Background(), testLock(), Backoff{Min: time.Millisecond, Max: time.Millisecond})
+	require.NoError(t, err)
+	require.Eventually(t, func() bool {
+		fakes[2].mu.Lock()
+		defer fakes[2].mu.Unlock()
+		for i, name := range fakes[2].ran {
+			if name == "release" {
+				return fakes[2].tokens[i] == fakes[2].tokens[0]
+			}
+		}
+		return false
+	}, time.Second, time.Millisecond, "the straggler was not released with its own token")
 }
 
 func TestAcquireWaitStopsWithContext(t *testing.T) {

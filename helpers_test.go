@@ -1,0 +1,126 @@
+package redlock_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/alicebob/miniredis/v2"
+	"github.com/go-redlock/redlock"
+	"github.com/go-redlock/redlock/backends/goredis"
+	"github.com/go-redlock/redlock/core"
+	"github.com/go-redlock/redlock/internal/redistest"
+	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/require"
+)
+
+func TestMain(m *testing.M) {
+	// go-redis logs every failed dial; the tests stop servers on purpose.
+	redis.SetLogger(quietLogger{})
+	os.Exit(m.Run())
+}
+
+type quietLogger struct{}
+
+func (quietLogger) Printf(context.Context, string, ...any) {}
+
+// goredisNode returns a Node over a fresh go-redis client for addr, closed at cleanup.
+func goredisNode(t testing.TB, addr string) redlock.Node {
+	c := redis.NewClient(&redis.Options{Addr: addr})
+	t.Cleanup(func() { _ = c.Close() })
+	return goredis.New(c)
+}
+
+// miniNodes starts n miniredis servers and returns a Node for each.
+func miniNodes(t testing.TB, n int) ([]redlock.Node, []*miniredis.Miniredis) {
+	nodes := make([]redlock.Node, n)
+	servers := make([]*miniredis.Miniredis, n)
+	for i := range n {
+		servers[i] = miniredis.RunT(t)
+		nodes[i] = goredisNode(t, servers[i].Addr())
+	}
+	return nodes, servers
+}
+
+// realNodes starts n redis-server processes and returns a Node for each.
+func realNodes(t testing.TB, n int) ([]redlock.Node, []*redistest.Server) {
+	servers := redistest.StartN(t, n)
+	nodes := make([]redlock.Node, n)
+	for i, s := range servers {
+		nodes[i] = goredisNode(t, s.Addr())
+	}
+	return nodes, servers
+}
+
+// store is what a test needs of a server: read a key.
+type store interface {
+	exists(key string) bool
+}
+
+type miniStore struct{ m *miniredis.Miniredis }
+
+func (s miniStore) exists(key string) bool { return s.m.Exists(key) }
+
+type realStore struct{ s *redistest.Server }
+
+func (s realStore) exists(key string) bool {
+	v, err := s.s.Do("EXISTS", key)
+	return err == nil && v == int64(1)
+}
+
+// kind is one way to run a test: on miniredis or on real servers.
+type kind struct {
+	name  string
+	nodes func(t testing.TB, n int) ([]redlock.Node, []store)
+}
+
+var kinds = []kind{
+	{"miniredis", func(t testing.TB, n int) ([]redlock.Node, []store) {
+		nodes, servers := miniNodes(t, n)
+		stores := make([]store, n)
+		for i, s := range servers {
+			stores[i] = miniStore{s}
+		}
+		return nodes, stores
+	}},
+	{"redis-server", func(t testing.TB, n int) ([]redlock.Node, []store) {
+		nodes, servers := realNodes(t, n)
+		stores := make([]store, n)
+		for i, s := range servers {
+			stores[i] = realStore{s}
+		}
+		return nodes, stores
+	}},
+}
+
+func newClient(t testing.TB, nodes []redlock.Node, opts ...redlock.Option) *redlock.Client {
+	c, err := redlock.New(nodes, opts...)
+	require.NoError(t, err)
+	return c
+}
+
+// ctxT returns a context that ends after d, or when the test ends.
+func ctxT(t testing.TB, d time.Duration) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), d)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+// slowNode delays every call by delay (honouring ctx), like a distant server.
+type slowNode struct {
+	redlock.Node
+	delay time.Duration
+}
+
+func (n slowNode) Eval(ctx context.Context, s *core.Script, keys []string, args ...string) ([]int64, error) {
+	select {
+	case <-time.After(n.delay):
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	return n.Node.Eval(ctx, s, keys, args...)
+}
+
+func lockKey(name string) string { return fmt.Sprintf("redlock:{%s}", name) }

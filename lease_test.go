@@ -1,0 +1,284 @@
+package redlock_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/go-redlock/redlock"
+	"github.com/go-redlock/redlock/core"
+	"github.com/go-redlock/redlock/internal/redistest"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// TestAcquireRefuseRelease: on N = 1, 3, 5 nodes of each kind, a held lock refuses a second
+// owner with ErrHeld, and after Release the second owner gets it.
+func TestAcquireRefuseRelease(t *testing.T) {
+	for _, k := range kinds {
+		for _, n := range []int{1, 3, 5} {
+			t.Run(fmt.Sprintf("%s/N=%d", k.name, n), func(t *testing.T) {
+				nodes, stores := k.nodes(t, n)
+				a, b := newClient(t, nodes), newClient(t, nodes)
+				ctx := ctxT(t, 10*time.Second)
+
+				la, err := a.Acquire(ctx, "job")
+				require.NoError(t, err)
+				assert.Equal(t, "job", la.Name())
+				for _, s := range stores {
+					assert.True(t, s.exists(lockKey("job")), "lock key missing on a node")
+				}
+
+				_, err = b.TryAcquire(ctx, "job")
+				require.ErrorIs(t, err, redlock.ErrHeld)
+				assert.NotErrorIs(t, err, redlock.ErrNoQuorum)
+
+				require.NoError(t, la.Release(ctx))
+				// Release returns once a quorum confirmed; the rest follow at once.
+				require.Eventually(t, func() bool {
+					for _, s := range stores {
+						if s.exists(lockKey("job")) {
+							return false
+						}
+					}
+					return true
+				}, 2*time.Second, time.Millisecond, "lock key left after release")
+				require.ErrorIs(t, la.Release(ctx), redlock.ErrNotHeld, "second release")
+				require.ErrorIs(t, la.Extend(ctx), redlock.ErrNotHeld, "extend after release")
+
+				lb, err := b.TryAcquire(ctx, "job")
+				require.NoError(t, err)
+				assert.Greater(t, lb.Token(), la.Token())
+				require.NoError(t, lb.Release(ctx))
+			})
+		}
+	}
+}
+
+// TestReleaseWithWrongTokenChangesNothing: a release under a token that is not the holder's
+// leaves the holder's lock on every node.
+func TestReleaseWithWrongTokenChangesNothing(t *testing.T) {
+	for _, k := range kinds {
+		t.Run(k.name, func(t *testing.T) {
+			nodes, stores := k.nodes(t, 3)
+			c := newClient(t, nodes)
+			ctx := ctxT(t, 10*time.Second)
+			l, err := c.TryAcquire(ctx, "job")
+			require.NoError(t, err)
+
+			cluster, err := core.NewCluster(nodes)
+			require.NoError(t, err)
+			wrong := core.Lock{Keys: core.NewKeys("redlock:", "job"), Token: core.NewToken(), TTL: time.Second, NodeTimeout: time.Second}
+			require.ErrorIs(t, cluster.Release(ctx, &wrong), redlock.ErrNotHeld)
+			_, err = cluster.Extend(ctx, &wrong)
+			require.ErrorIs(t, err, redlock.ErrNotHeld)
+			for _, s := range stores {
+				assert.True(t, s.exists(lockKey("job")))
+			}
+			_, err = c.TryAcquire(ctx, "job")
+			require.ErrorIs(t, err, redlock.ErrHeld)
+			require.NoError(t, l.Extend(ctx), "the holder lost its lock")
+			require.NoError(t, l.Release(ctx))
+		})
+	}
+}
+
+// TestExpiredLeaseCannotReleaseTheNextHolder: a lease that expired and was superseded
+// reports ErrNotHeld on Extend and Release, and the new holder keeps its lock.
+func TestExpiredLeaseCannotReleaseTheNextHolder(t *testing.T) {
+	nodes, servers := miniNodes(t, 3)
+	c := newClient(t, nodes, redlock.WithTTL(200*time.Millisecond), redlock.WithNodeTimeout(100*time.Millisecond))
+	ctx := ctxT(t, 10*time.Second)
+	old, err := c.TryAcquire(ctx, "job")
+	require.NoError(t, err)
+	for _, s := range servers {
+		s.FastForward(time.Second)
+	}
+	next, err := c.TryAcquire(ctx, "job", redlock.WithTTL(time.Minute))
+	require.NoError(t, err)
+
+	require.ErrorIs(t, old.Extend(ctx), redlock.ErrNotHeld)
+	require.ErrorIs(t, old.Release(ctx), redlock.ErrNotHeld)
+	for _, s := range servers {
+		assert.True(t, s.Exists(lockKey("job")))
+	}
+	_, err = c.TryAcquire(ctx, "job")
+	require.ErrorIs(t, err, redlock.ErrHeld)
+	require.NoError(t, next.Release(ctx))
+}
+
+// TestExtend: Extend resets the TTL on the nodes and moves Until; after the keys vanish
+// behind the lease's back, Extend reports the lease lost and does not re-create them.
+func TestExtend(t *testing.T) {
+	nodes, servers := miniNodes(t, 3)
+	c := newClient(t, nodes, redlock.WithTTL(time.Second))
+	ctx := ctxT(t, 10*time.Second)
+	l, err := c.TryAcquire(ctx, "job")
+	require.NoError(t, err)
+	first := l.Until()
+	for _, s := range servers {
+		s.FastForward(800 * time.Millisecond)
+	}
+	time.Sleep(5 * time.Millisecond)
+	require.NoError(t, l.Extend(ctx))
+	assert.True(t, l.Until().After(first))
+	for _, s := range servers {
+		assert.Greater(t, s.TTL(lockKey("job")), 900*time.Millisecond, "TTL was not reset")
+		s.FastForward(800 * time.Millisecond)
+		assert.True(t, s.Exists(lockKey("job")), "extended key expired on its first TTL")
+		s.Del(lockKey("job"))
+	}
+	require.ErrorIs(t, l.Extend(ctx), redlock.ErrNotHeld)
+	for _, s := range servers {
+		assert.False(t, s.Exists(lockKey("job")), "extend re-created a missing key")
+	}
+	require.ErrorIs(t, l.Extend(ctx), redlock.ErrNotHeld, "a lost lease stays lost")
+}
+
+// TestValidity: Until is the attempt's start + TTL - drift, and an attempt that takes longer
+// than the validity is refused and leaves no key behind.
+func TestValidity(t *testing.T) {
+	nodes, servers := miniNodes(t, 3)
+	ttl := 2 * time.Second
+	drift := time.Duration(float64(ttl)*0.01) + 2*time.Millisecond
+	c := newClient(t, nodes, redlock.WithTTL(ttl))
+	before := time.Now()
+	l, err := c.TryAcquire(ctxT(t, 5*time.Second), "job")
+	after := time.Now()
+	require.NoError(t, err)
+	assert.False(t, l.Until().Before(before.Add(ttl-drift)))
+	assert.False(t, l.Until().After(after.Add(ttl-drift)), "Until is later than start + TTL - drift")
+	require.NoError(t, l.Release(context.Background()))
+
+	// Every node answers after 90ms, within the 95ms node timeout but beyond the validity of
+	// a 100ms TTL (100 - 90 - 3 < 0 once the fence round is counted).
+	slow := make([]redlock.Node, len(nodes))
+	for i, n := range nodes {
+		slow[i] = slowNode{Node: n, delay: 90 * time.Millisecond}
+	}
+	c = newClient(t, slow, redlock.WithTTL(100*time.Millisecond), redlock.WithNodeTimeout(95*time.Millisecond))
+	_, err = c.TryAcquire(ctxT(t, 5*time.Second), "slow")
+	require.ErrorIs(t, err, redlock.ErrExpired)
+	require.Eventually(t, func() bool {
+		for _, s := range servers {
+			if s.Exists(lockKey("slow")) {
+				return false
+			}
+		}
+		return true
+	}, 2*time.Second, 10*time.Millisecond, "a refused attempt left its keys")
+}
+
+// TestQuorumWithStoppedServers: 2 of 5 servers down, the lock is granted; 3 of 5 down, it
+// fails with a QuorumError naming every failed node, and leaves no key on the live ones.
+func TestQuorumWithStoppedServers(t *testing.T) {
+	nodes, servers := realNodes(t, 5)
+	c := newClient(t, nodes, redlock.WithNodeTimeout(500*time.Millisecond))
+	ctx := ctxT(t, 20*time.Second)
+
+	servers[1].Kill()
+	servers[3].Kill()
+	l, err := c.TryAcquire(ctx, "job")
+	require.NoError(t, err, "2 of 5 down must still grant")
+	require.NoError(t, l.Release(ctx))
+
+	servers[4].Kill()
+	_, err = c.TryAcquire(ctx, "job")
+	require.ErrorIs(t, err, redlock.ErrNoQuorum)
+	assert.NotErrorIs(t, err, redlock.ErrHeld)
+	var qe *redlock.QuorumError
+	require.ErrorAs(t, err, &qe)
+	assert.Equal(t, 3, qe.Quorum)
+	assert.Len(t, qe.Errs, 3)
+	for _, i := range []int{1, 3, 4} {
+		assert.Contains(t, err.Error(), servers[i].Addr(), "error does not name a failed node")
+	}
+	for _, i := range []int{0, 2} {
+		require.Eventually(t, func() bool { return !realStore{servers[i]}.exists(lockKey("job")) }, 2*time.Second, 5*time.Millisecond,
+			"a failed attempt left its key on %s", servers[i].Addr())
+	}
+
+	// Acquire keeps trying until its context ends, then says why it failed.
+	short, cancel := context.WithTimeout(ctx, 1500*time.Millisecond)
+	defer cancel()
+	_, err = c.Acquire(short, "job")
+	require.ErrorIs(t, err, context.DeadlineExceeded)
+	require.ErrorIs(t, err, redlock.ErrNoQuorum)
+}
+
+// TestFailFastWithHungNodes: with 2 of 5 nodes accepting connections and never answering,
+// acquire, extend and release each finish within a few node timeouts, far below the
+// driver's 3 s read timeout.
+func TestFailFastWithHungNodes(t *testing.T) {
+	nodes, _ := realNodes(t, 3)
+	nodes = append(nodes, goredisNode(t, redistest.Hung(t)), goredisNode(t, redistest.Hung(t)))
+	const nodeTimeout = 100 * time.Millisecond
+	c := newClient(t, nodes, redlock.WithNodeTimeout(nodeTimeout))
+	ctx := ctxT(t, 20*time.Second)
+	for i := range 3 { // more than once: the driver reconnects to the hung nodes each time
+		start := time.Now()
+		l, err := c.TryAcquire(ctx, "job")
+		require.NoError(t, err)
+		assert.Less(t, time.Since(start), 3*nodeTimeout, "acquire %d waited on hung nodes", i)
+
+		start = time.Now()
+		require.NoError(t, l.Extend(ctx))
+		assert.Less(t, time.Since(start), 3*nodeTimeout, "extend %d waited on hung nodes", i)
+
+		start = time.Now()
+		require.NoError(t, l.Release(ctx))
+		assert.Less(t, time.Since(start), 3*nodeTimeout, "release %d waited on hung nodes", i)
+	}
+}
+
+// TestBadInput: bad arguments give clear errors that match ErrInvalid, never a panic.
+func TestBadInput(t *testing.T) {
+	nodes, _ := miniNodes(t, 1)
+	var nilNode redlock.Node
+	for _, tc := range []struct {
+		name  string
+		nodes []redlock.Node
+		opts  []redlock.Option
+		want  string
+	}{
+		{"no nodes", nil, nil, "no nodes"},
+		{"nil node", []redlock.Node{nodes[0], nilNode}, nil, "node 1 is nil"},
+		{"zero TTL", nodes, []redlock.Option{redlock.WithTTL(0)}, "TTL must be at least 1ms"},
+		{"negative TTL", nodes, []redlock.Option{redlock.WithTTL(-time.Second)}, "TTL must be at least 1ms"},
+		{"TTL within drift", nodes, []redlock.Option{redlock.WithTTL(2 * time.Millisecond)}, "leaves no validity"},
+		{"zero node timeout", nodes, []redlock.Option{redlock.WithNodeTimeout(0)}, "node timeout"},
+		{"node timeout over TTL", nodes, []redlock.Option{redlock.WithTTL(time.Second), redlock.WithNodeTimeout(2 * time.Second)}, "node timeout"},
+		{"drift factor", nodes, []redlock.Option{redlock.WithDriftFactor(1)}, "drift factor"},
+		{"retry", nodes, []redlock.Option{redlock.WithRetry(time.Second, time.Millisecond)}, "retry delays"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := redlock.New(tc.nodes, tc.opts...)
+			require.ErrorIs(t, err, redlock.ErrInvalid)
+			assert.Contains(t, err.Error(), tc.want)
+		})
+	}
+
+	c := newClient(t, nodes)
+	ctx := ctxT(t, 5*time.Second)
+	_, err := c.TryAcquire(ctx, "")
+	require.ErrorIs(t, err, redlock.ErrInvalid)
+	assert.Contains(t, err.Error(), "empty lock name")
+	_, err = c.Acquire(ctx, "")
+	require.ErrorIs(t, err, redlock.ErrInvalid)
+	_, err = c.Acquire(ctx, "job", redlock.WithTTL(-1))
+	require.ErrorIs(t, err, redlock.ErrInvalid, "a per-call option is validated too")
+
+	cancelled, cancel := context.WithCancel(context.Background())
+	cancel()
+	_, err = c.TryAcquire(cancelled, "job")
+	require.ErrorIs(t, err, context.Canceled)
+	_, err = c.Acquire(cancelled, "job")
+	require.ErrorIs(t, err, context.Canceled)
+
+	var zero redlock.Lease
+	require.ErrorIs(t, zero.Extend(ctx), redlock.ErrNotHeld)
+	require.ErrorIs(t, zero.Release(ctx), redlock.ErrNotHeld)
+	assert.True(t, errors.Is(zero.Release(ctx), redlock.ErrNotHeld))
+}
