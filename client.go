@@ -28,7 +28,7 @@ func New(nodes []Node, opts ...Option) (*Client, error) {
 	}
 	cluster, err := core.NewCluster(nodes)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrInvalid, err)
+		return nil, err
 	}
 	return &Client{cluster: cluster, opts: s}, nil
 }

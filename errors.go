@@ -1,10 +1,6 @@
 package redlock
 
-import (
-	"errors"
-
-	"github.com/go-redlock/redlock/core"
-)
+import "github.com/go-redlock/redlock/core"
 
 // Errors, usable with errors.Is.
 var (
@@ -20,7 +16,7 @@ var (
 	// ErrNodeTimeout is the error of a node that did not answer within the node timeout.
 	ErrNodeTimeout = core.ErrNodeTimeout
 	// ErrInvalid wraps every error about bad input: an empty name, a bad TTL, no nodes...
-	ErrInvalid = errors.New("redlock: invalid argument")
+	ErrInvalid = core.ErrInvalid
 )
 
 // QuorumError reports an operation that too few nodes confirmed, with each failed node's

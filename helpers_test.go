@@ -46,12 +46,20 @@ func miniNodes(t testing.TB, n int) ([]redlock.Node, []*miniredis.Miniredis) {
 
 // realNodes starts n redis-server processes and returns a Node for each.
 func realNodes(t testing.TB, n int) ([]redlock.Node, []*redistest.Server) {
-	servers := redistest.StartN(t, n)
-	nodes := make([]redlock.Node, n)
+	servers := realServers(t, n)
+	return nodesFor(t, servers), servers
+}
+
+// realServers starts n redis-server processes.
+func realServers(t testing.TB, n int) []*redistest.Server { return redistest.StartN(t, n) }
+
+// nodesFor returns a Node, with its own go-redis client, for each server.
+func nodesFor(t testing.TB, servers []*redistest.Server) []redlock.Node {
+	nodes := make([]redlock.Node, len(servers))
 	for i, s := range servers {
 		nodes[i] = goredisNode(t, s.Addr())
 	}
-	return nodes, servers
+	return nodes
 }
 
 // store is what a test needs of a server: read a key.

@@ -17,15 +17,15 @@ type Cluster struct {
 }
 
 // NewCluster returns the cluster of nodes. It fails if there are no nodes or one is nil
-// (a nil interface or a nil pointer inside one). An even N is allowed but buys nothing:
+// (a nil interface or a nil pointer inside one), with an error that matches ErrInvalid. An even N is allowed but buys nothing:
 // 4 nodes tolerate one failure, as 3 do.
 func NewCluster(nodes []Node) (*Cluster, error) {
 	if len(nodes) == 0 {
-		return nil, errors.New("redlock: no nodes")
+		return nil, fmt.Errorf("%w: no nodes", ErrInvalid)
 	}
 	for i, n := range nodes {
 		if isNil(n) {
-			return nil, fmt.Errorf("redlock: node %d is nil", i)
+			return nil, fmt.Errorf("%w: node %d is nil", ErrInvalid, i)
 		}
 	}
 	return &Cluster{nodes: append([]Node(nil), nodes...), quorum: len(nodes)/2 + 1}, nil

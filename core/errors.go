@@ -20,6 +20,8 @@ var (
 	ErrExpired = errors.New("redlock: validity ran out before a quorum answered")
 	// ErrNodeTimeout is a node's error when it did not answer within the per-node timeout.
 	ErrNodeTimeout = errors.New("redlock: node timed out")
+	// ErrInvalid wraps every error about bad input: no nodes, a nil node, a bad option...
+	ErrInvalid = errors.New("redlock: invalid argument")
 )
 
 // NodeError is the error one node gave.

@@ -1,0 +1,108 @@
+package redlock_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/alicebob/miniredis/v2"
+	"github.com/go-redlock/redlock"
+	"github.com/go-redlock/redlock/backends/goredis"
+	"github.com/redis/go-redis/v9"
+)
+
+// exampleNodes starts n in-process Redis servers (miniredis) and returns a Node for each,
+// and a function that stops them. In production each Node wraps a client of its own
+// independent Redis master.
+func exampleNodes(n int) ([]redlock.Node, func()) {
+	var nodes []redlock.Node
+	var stops []func()
+	for range n {
+		srv := miniredis.NewMiniRedis()
+		if err := srv.Start(); err != nil {
+			panic(err)
+		}
+		rdb := redis.NewClient(&redis.Options{Addr: srv.Addr()})
+		nodes = append(nodes, goredis.New(rdb))
+		stops = append(stops, func() { _ = rdb.Close(); srv.Close() })
+	}
+	return nodes, func() {
+		for _, stop := range stops {
+			stop()
+		}
+	}
+}
+
+func ExampleNew() {
+	nodes, stop := exampleNodes(5)
+	defer stop()
+
+	client, err := redlock.New(nodes, redlock.WithTTL(30*time.Second))
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	_ = client
+
+	_, err = redlock.New(nil)
+	fmt.Println(err)
+	// Output: redlock: invalid argument: no nodes
+}
+
+func ExampleClient_Acquire() {
+	nodes, stop := exampleNodes(3)
+	defer stop()
+	client, _ := redlock.New(nodes)
+
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	lease, err := client.Acquire(ctx, "reports:daily") // waits while someone else holds it
+	if err != nil {
+		fmt.Println("not acquired:", err)
+		return
+	}
+	defer lease.Release(context.Background())
+
+	// Pass lease.Token() with every write to the protected resource, which rejects tokens
+	// older than the newest it has seen.
+	fmt.Println("held:", lease.Name(), lease.Token() > 0, time.Until(lease.Until()) > 9*time.Second)
+	// Output: held: reports:daily true true
+}
+
+func ExampleClient_TryAcquire() {
+	nodes, stop := exampleNodes(3)
+	defer stop()
+	client, _ := redlock.New(nodes)
+	ctx := context.Background()
+
+	first, _ := client.TryAcquire(ctx, "cache:rebuild")
+	_, err := client.TryAcquire(ctx, "cache:rebuild")
+	fmt.Println("second owner refused:", errors.Is(err, redlock.ErrHeld))
+
+	_ = first.Release(ctx)
+	second, err := client.TryAcquire(ctx, "cache:rebuild")
+	fmt.Println("after release:", err == nil, second.Token() > first.Token())
+	_ = second.Release(ctx)
+	// Output:
+	// second owner refused: true
+	// after release: true true
+}
+
+func ExampleLease_Extend() {
+	nodes, stop := exampleNodes(3)
+	defer stop()
+	client, _ := redlock.New(nodes, redlock.WithTTL(2*time.Second))
+	ctx := context.Background()
+
+	lease, _ := client.TryAcquire(ctx, "migration")
+	before := lease.Until()
+	time.Sleep(10 * time.Millisecond)
+	if err := lease.Extend(ctx); err != nil {
+		fmt.Println("lost:", err) // errors.Is(err, redlock.ErrNotHeld): stop the work
+		return
+	}
+	fmt.Println("extended:", lease.Until().After(before))
+	_ = lease.Release(ctx)
+	// Output: extended: true
+}

@@ -1,0 +1,100 @@
+package redlock_test
+
+import (
+	"math/rand/v2"
+	"testing"
+	"time"
+
+	"github.com/go-redlock/redlock"
+	"github.com/go-redlock/redlock/core"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// TestFencingTokensIncreaseOverRandomMajorities: 200 successive holders of one name on 5
+// real servers, each able to reach only a random majority (the others killed or paused:
+// stopped or hung), get strictly increasing tokens. Downed servers come back without their
+// data, so restarted counters restart from the server clock.
+func TestFencingTokensIncreaseOverRandomMajorities(t *testing.T) {
+	nodes, servers := realNodes(t, 5)
+	c := newClient(t, nodes, redlock.WithTTL(5*time.Second), redlock.WithNodeTimeout(200*time.Millisecond))
+	seed := uint64(time.Now().UnixNano())
+	t.Logf("seed %d", seed)
+	rng := rand.New(rand.NewPCG(seed, seed))
+	ctx := ctxT(t, 2*time.Minute)
+
+	var prev uint64
+	for i := range 200 {
+		down := rng.Perm(len(servers))[:rng.IntN(3)] // a minority: 0, 1 or 2 servers
+		for _, j := range down {
+			if rng.IntN(2) == 0 {
+				servers[j].Kill()
+			} else {
+				servers[j].Pause()
+			}
+		}
+		l, err := c.Acquire(ctxT(t, 10*time.Second), "fenced")
+		require.NoError(t, err, "acquisition %d with servers %v down", i, down)
+		require.Greater(t, l.Token(), prev, "acquisition %d with servers %v down: token did not increase", i, down)
+		prev = l.Token()
+		require.NoError(t, l.Release(ctx))
+		for _, j := range down {
+			servers[j].Restart()
+		}
+	}
+}
+
+// TestFencingThreeNodesAcrossOverlappingMajorities is the case where the largest counter
+// of each quorum repeats without the raise round: holders reach A,B then B,C then A,C.
+func TestFencingThreeNodesAcrossOverlappingMajorities(t *testing.T) {
+	majorities := [][]int{{0, 1}, {1, 2}, {0, 2}}
+	// Counters far above the clock, so every acquisition adds exactly 1 and the arithmetic
+	// of the example holds: A=B=C=F; A,B grant F+1; B,C grant F+2 (B) and F+1 (C); A,C grant
+	// F+2 (A) and F+2 (C) without the raise, a repeat.
+	const f = 1 << 52 // above the clock in microseconds, below 2^53 (exact in Lua)
+
+	run := func(t *testing.T, acquire func(c *redlock.Client, cl *core.Cluster) uint64) []uint64 {
+		nodes, servers := miniNodes(t, 3)
+		for _, s := range servers {
+			require.NoError(t, s.Set(lockKey("abc")+":fence", "4503599627370496"))
+		}
+		c := newClient(t, nodes, redlock.WithNodeTimeout(200*time.Millisecond))
+		cl, err := core.NewCluster(nodes)
+		require.NoError(t, err)
+		var tokens []uint64
+		for _, m := range majorities {
+			for i, s := range servers {
+				if i != m[0] && i != m[1] {
+					s.Close()
+				}
+			}
+			tokens = append(tokens, acquire(c, cl))
+			for i, s := range servers {
+				if i != m[0] && i != m[1] {
+					require.NoError(t, s.Restart())
+				}
+			}
+		}
+		return tokens
+	}
+
+	t.Run("without raise the max repeats", func(t *testing.T) {
+		tokens := run(t, func(_ *redlock.Client, cl *core.Cluster) uint64 {
+			l := &core.Lock{Keys: core.NewKeys("redlock:", "abc"), Token: core.NewToken(), TTL: time.Second, NodeTimeout: 200 * time.Millisecond}
+			g, err := cl.Acquire(ctxT(t, 5*time.Second), l)
+			require.NoError(t, err)
+			require.NoError(t, cl.Release(ctxT(t, 5*time.Second), l))
+			return g.Fence
+		})
+		assert.Equal(t, []uint64{f + 1, f + 2, f + 2}, tokens)
+	})
+	t.Run("leases raise and increase", func(t *testing.T) {
+		tokens := run(t, func(c *redlock.Client, _ *core.Cluster) uint64 {
+			l, err := c.TryAcquire(ctxT(t, 5*time.Second), "abc")
+			require.NoError(t, err)
+			require.NoError(t, l.Release(ctxT(t, 5*time.Second)))
+			return l.Token()
+		})
+		assert.Equal(t, []uint64{f + 1, f + 2, f + 3}, tokens)
+	})
+}
