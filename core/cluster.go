@@ -120,6 +120,7 @@ type tally struct {
 	no      int
 	errs    []NodeError
 	answers int
+	all     bool // wait for every node (or the timeout), not only for the outcome
 }
 
 func (t *tally) add(r reply) {
@@ -154,14 +155,14 @@ func (t *tally) err() error {
 	return &QuorumError{Op: t.op, Key: t.key, Quorum: t.c.quorum, Nodes: len(t.c.nodes), OK: t.yes, Refused: t.no, Errs: t.errs}
 }
 
-// collect reads replies from ch into t until the outcome is decided, every node answered,
+// collect reads replies from ch into t until the outcome is decided (unless t.all), every node answered,
 // timeout passed (a node that ignores its context cannot hold us longer) or ctx ended. It
 // calls seen for each reply. It returns which nodes answered.
 func (c *Cluster) collect(ctx context.Context, timeout time.Duration, ch <-chan reply, t *tally, seen func(reply)) []bool {
 	answered := make([]bool, len(c.nodes))
 	timer := time.NewTimer(timeout)
 	defer timer.Stop()
-	for t.answers < len(c.nodes) && !t.won() && !t.lost() {
+	for t.answers < len(c.nodes) && (t.all || !t.won() && !t.lost()) {
 		select {
 		case r := <-ch:
 			answered[r.node] = true

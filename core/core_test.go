@@ -319,15 +319,22 @@ func TestAcquireWaitStopsWithContext(t *testing.T) {
 }
 
 func TestExtendAndRelease(t *testing.T) {
-	c, _ := cluster(t, grants(1), hangs, grants(1))
+	c, fakes := cluster(t, grants(1), hangs, grants(1))
 	l := testLock()
-	l.NodeTimeout = 2 * time.Second
+	l.NodeTimeout = 400 * time.Millisecond
 	start := time.Now()
 	until, err := c.Extend(context.Background(), l)
 	require.NoError(t, err)
 	assert.True(t, until.After(start))
+	assert.Less(t, time.Since(start), l.NodeTimeout/2, "extend waited for a hung node")
+	// Release gives every node its chance, up to the node timeout, and no longer.
+	start = time.Now()
 	require.NoError(t, c.Release(context.Background(), l))
-	assert.Less(t, time.Since(start), time.Second, "extend or release waited for a hung node")
+	assert.GreaterOrEqual(t, time.Since(start), l.NodeTimeout)
+	assert.Less(t, time.Since(start), 2*l.NodeTimeout, "release waited past the node timeout")
+	for _, f := range fakes {
+		assert.Equal(t, []string{"extend", "release"}, f.scripts())
+	}
 
 	c, _ = cluster(t, held(1), held(1), grants(1))
 	_, err = c.Extend(context.Background(), l)

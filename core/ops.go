@@ -35,16 +35,16 @@ func (c *Cluster) Extend(ctx context.Context, l *Lock) (time.Time, error) {
 }
 
 // Release deletes l on every node that holds it with l.Token and publishes on its release
-// channel. It returns once a quorum confirmed (the other nodes finish in the background,
-// each bounded by l.NodeTimeout), even if ctx is cancelled meanwhile: a release is never
-// abandoned half-way.
+// channel. It waits for every node, but no longer than l.NodeTimeout, so that when it
+// returns the lock is gone from every node that answered. It runs even if ctx is
+// cancelled: a release is never abandoned half-way.
 //
 // Errors: ErrNotHeld (too few nodes still held l: it had expired or been taken), or a
 // *QuorumError (too few nodes answered; their keys expire by their TTL).
 func (c *Cluster) Release(ctx context.Context, l *Lock) error {
 	ctx = context.WithoutCancel(ctx)
 	ch := c.call(ctx, l.NodeTimeout, releaseScript, []string{l.Keys.Lock}, l.Token, l.Keys.Channel)
-	t := tally{c: c, op: "release", key: l.Keys.Lock}
+	t := tally{c: c, op: "release", key: l.Keys.Lock, all: true}
 	c.collect(ctx, l.NodeTimeout, ch, &t, nil)
 	switch {
 	case t.won():

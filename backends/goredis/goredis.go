@@ -1,11 +1,11 @@
 // Package goredis is the redlock backend for go-redis v9: a core.Node over a
-// redis.UniversalClient (*redis.Client, *redis.ClusterClient, *redis.Ring is not supported
-// because a Ring shards keys without the majority semantics Redlock needs).
+// redis.UniversalClient (*redis.Client, *redis.ClusterClient, or a failover client).
 package goredis
 
 import (
 	"context"
 	"fmt"
+	"reflect"
 	"strings"
 
 	"github.com/go-redlock/redlock/core"
@@ -22,13 +22,13 @@ type Node struct {
 var _ core.Node = (*Node)(nil)
 
 // New returns the Node for c: a *redis.Client, a *redis.ClusterClient, or a failover client
-// (redis.NewFailoverClient). New(nil) returns nil, which redlock.New rejects.
+// (redis.NewFailoverClient). New of a nil client returns nil, which redlock.New rejects.
 //
 // Each node's client should be its own: Redlock needs N independent masters, so do not
 // point two Nodes at one server. The client's own timeouts still apply; redlock bounds each
 // call with a shorter per-node timeout through the context.
 func New(c redis.UniversalClient) *Node {
-	if c == nil {
+	if c == nil || reflect.ValueOf(c).IsNil() {
 		return nil
 	}
 	return &Node{client: c, name: name(c)}
@@ -48,19 +48,43 @@ func name(c redis.UniversalClient) string {
 func (n *Node) String() string { return n.name }
 
 // Eval runs s with EVALSHA, and with EVAL when the server does not have the script yet.
+//
+// It returns when ctx ends even if the server has not answered. go-redis applies a
+// context's deadline to reads only with Options.ContextTimeoutEnabled, and never to the
+// connection handshake, so the call goes on in the background until the client's own
+// timeouts end it; set ContextTimeoutEnabled: true to free the connection at the deadline.
 func (n *Node) Eval(ctx context.Context, s *core.Script, keys []string, args ...string) ([]int64, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
 	argv := make([]any, len(args))
 	for i, a := range args {
 		argv[i] = a
 	}
+	done := make(chan result, 1)
+	go func() { done <- n.eval(ctx, s, keys, argv) }()
+	select {
+	case r := <-done:
+		if r.err != nil {
+			return nil, r.err
+		}
+		return ints(s, r.v)
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+type result struct {
+	v   any
+	err error
+}
+
+func (n *Node) eval(ctx context.Context, s *core.Script, keys []string, argv []any) result {
 	v, err := n.client.EvalSha(ctx, s.SHA1(), keys, argv...).Result()
 	if err != nil && redis.HasErrorPrefix(err, "NOSCRIPT") {
 		v, err = n.client.Eval(ctx, s.Source(), keys, argv...).Result()
 	}
-	if err != nil {
-		return nil, err
-	}
-	return ints(s, v)
+	return result{v, err}
 }
 
 // ints converts a script's reply, an array of integers, to []int64.

@@ -1,0 +1,38 @@
+# Targets: test (default), lint, bench, example. CI runs .ci/run, which calls lint and test.
+
+GO ?= go
+
+# staticcheck 2025.1.1 builds with Go >= 1.23 and understands this module's go 1.24;
+# later releases need Go >= 1.25 to build. Override with `make lint STATICCHECK_VERSION=...`.
+STATICCHECK_VERSION ?= v0.6.1
+GOBIN_DIR := $(firstword $(subst :, ,$(shell $(GO) env GOPATH)))/bin
+STATICCHECK := $(GOBIN_DIR)/staticcheck
+
+.DEFAULT_GOAL := test
+.PHONY: test lint bench example staticcheck-install
+
+test:
+	$(GO) test -race -count=1 ./...
+
+lint: staticcheck-install
+	@unformatted="$$(gofmt -l .)"; \
+	if [ -n "$$unformatted" ]; then \
+		echo "gofmt: these files need formatting (run gofmt -w on them):"; \
+		echo "$$unformatted"; \
+		exit 1; \
+	fi
+	$(GO) vet ./...
+	$(STATICCHECK) ./...
+
+# Installs the pinned staticcheck into $(GOBIN_DIR) unless that exact version is there.
+staticcheck-install:
+	@if ! "$(STATICCHECK)" -version 2>/dev/null | grep -qF "($(STATICCHECK_VERSION:v%=%))"; then \
+		echo "installing staticcheck $(STATICCHECK_VERSION) into $(GOBIN_DIR)"; \
+		GOBIN="$(GOBIN_DIR)" $(GO) install honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION); \
+	fi
+
+bench:
+	$(GO) test -run '^$$' -bench . -benchmem ./...
+
+example:
+	$(GO) run ./examples/quickstart
