@@ -1,0 +1,25 @@
+package core
+
+import "context"
+
+// Subscriber is an optional capability of a Node: it delivers the release notifications that
+// the release script publishes, so that waiters wake as soon as a lock is let go instead of
+// polling. Core discovers it with a type assertion.
+//
+// Contract:
+//   - Subscribe returns only once the subscription is active on the server: a PUBLISH on
+//     channel that the server handles after Subscribe returned is delivered.
+//   - onMessage is called for every message on channel, from a goroutine of the backend's; it
+//     must not block (core's callbacks never do). It may be called more often than messages
+//     arrive: a spurious call only makes a waiter check the lock once more.
+//   - After the connection drops, the backend reconnects and re-subscribes by itself, and then
+//     calls onMessage once for every subscribed channel, because messages may have been lost
+//     in between: the waiter re-checks instead of sleeping through a release.
+//   - unsubscribe stops delivery to this onMessage (no call starts after it returns) and is
+//     idempotent. Other subscriptions to the same channel, in this process, stay active.
+//   - A backend shares one pub/sub connection per node among all channels it is asked for,
+//     and may be asked for the same channel more than once.
+//   - Subscribe honours ctx while it waits for the subscription to become active.
+type Subscriber interface {
+	Subscribe(ctx context.Context, channel string, onMessage func()) (unsubscribe func(), err error)
+}
