@@ -12,8 +12,16 @@ import (
 // Cluster is a set of N independent nodes that grant a lock by majority (quorum N/2+1).
 // A Cluster is immutable and safe for concurrent use.
 type Cluster struct {
-	nodes  []Node
-	quorum int
+	nodes   []Node
+	quorum  int
+	publish []string // per node: the release script's publish command
+}
+
+// ShardedPubSub is an optional capability of a Node: a Node whose ShardedPubSub returns true
+// (a Redis Cluster client whose Subscriber uses SSUBSCRIBE) gets release notifications
+// published with SPUBLISH, so that a release is not broadcast to every shard.
+type ShardedPubSub interface {
+	ShardedPubSub() bool
 }
 
 // NewCluster returns the cluster of nodes. It fails if there are no nodes or one is nil
@@ -28,7 +36,14 @@ func NewCluster(nodes []Node) (*Cluster, error) {
 			return nil, fmt.Errorf("%w: node %d is nil", ErrInvalid, i)
 		}
 	}
-	return &Cluster{nodes: append([]Node(nil), nodes...), quorum: len(nodes)/2 + 1}, nil
+	c := &Cluster{nodes: append([]Node(nil), nodes...), quorum: len(nodes)/2 + 1, publish: make([]string, len(nodes))}
+	for i, n := range nodes {
+		c.publish[i] = "PUBLISH"
+		if s, ok := n.(ShardedPubSub); ok && s.ShardedPubSub() {
+			c.publish[i] = "SPUBLISH"
+		}
+	}
+	return c, nil
 }
 
 func isNil(n Node) bool {
@@ -94,6 +109,9 @@ func (c *Cluster) call(ctx context.Context, timeout time.Duration, s *Script, ke
 }
 
 func (c *Cluster) callNode(ctx context.Context, i int, timeout time.Duration, s *Script, keys, args []string) reply {
+	if s == releaseScript { // [token, channel]: add this node's publish command
+		args = []string{args[0], args[1], c.publish[i]}
+	}
 	nctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	vals, err := c.nodes[i].Eval(nctx, s, keys, args...)

@@ -378,3 +378,29 @@ func TestKeysShareOneHashSlot(t *testing.T) {
 	assert.NotEqual(t, NewToken(), NewToken())
 	assert.GreaterOrEqual(t, len(NewToken()), 22) // 16 random bytes
 }
+
+// shardedNode is a fakeNode that asks for sharded pub/sub and records release arguments.
+type shardedNode struct {
+	fakeNode
+	mu   sync.Mutex
+	args [][]string
+}
+
+func (n *shardedNode) ShardedPubSub() bool { return true }
+
+func (n *shardedNode) Eval(ctx context.Context, s *Script, keys []string, args ...string) ([]int64, error) {
+	n.mu.Lock()
+	n.args = append(n.args, args)
+	n.mu.Unlock()
+	return []int64{1, 0}, nil
+}
+
+func TestReleasePublishesShardedWhereTheNodeAsks(t *testing.T) {
+	plain := &fakeNode{name: "plain", eval: grants(0)}
+	sharded := &shardedNode{fakeNode: fakeNode{name: "sharded"}}
+	c, err := NewCluster([]Node{plain, sharded})
+	require.NoError(t, err)
+	l := testLock()
+	require.NoError(t, c.Release(context.Background(), l))
+	assert.Equal(t, [][]string{{l.Token, l.Keys.Channel, "SPUBLISH"}}, sharded.args)
+}
