@@ -2,6 +2,7 @@ package redlock
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/go-redlock/redlock/core"
@@ -23,21 +24,34 @@ type Client struct {
 // option is out of range; the options become the Client's defaults for every call.
 func New(nodes []Node, opts ...Option) (*Client, error) {
 	s := defaults().with(opts)
+	if !s.guardSet && len(nodes) > 1 {
+		s.guard = defaultGuard
+	}
 	if err := s.validate(); err != nil {
 		return nil, err
 	}
-	cluster, err := core.NewCluster(nodes)
+	logger := s.logger
+	cluster, err := core.NewCluster(nodes, core.OnUnguarded(func(node string) {
+		if logger != nil {
+			logger.Warn("redlock: node cannot report its uptime, so the restart guard is off for it", "node", node)
+		}
+	}))
 	if err != nil {
 		return nil, err
 	}
 	return &Client{cluster: cluster, opts: s}, nil
 }
 
+// Unguarded returns the nodes that cannot apply the restart guard because they do not
+// report their uptime (miniredis does not, for one). They are found as locks are acquired
+// with the guard on, so the list starts empty. Such a node's vote counts without the guard.
+func (c *Client) Unguarded() []string { return c.cluster.Unguarded() }
+
 // TryAcquire makes one attempt to take the lock called name, and returns its Lease.
 //
 // Errors: ErrHeld if another owner holds it; a *QuorumError (ErrNoQuorum) if too few nodes
-// answered; ErrExpired if the nodes answered slower than the TTL; ErrInvalid for an empty
-// name or a bad option; ctx's error (errors.Is(err, context.Canceled), say) if ctx ended.
+// answered yes; ErrExpired if the nodes answered slower than the validity; ErrInvalid for an
+// empty name or a bad option; ctx's error (errors.Is(err, context.Canceled), say) if ctx ended.
 func (c *Client) TryAcquire(ctx context.Context, name string, opts ...Option) (*Lease, error) {
 	l, err := c.newLease(name, opts)
 	if err != nil {
@@ -48,7 +62,7 @@ func (c *Client) TryAcquire(ctx context.Context, name string, opts ...Option) (*
 	if err != nil {
 		return nil, err
 	}
-	l.granted(g)
+	l.start(g)
 	return l, nil
 }
 
@@ -67,8 +81,45 @@ func (c *Client) Acquire(ctx context.Context, name string, opts ...Option) (*Lea
 	if err != nil {
 		return nil, err
 	}
-	l.granted(g)
+	l.start(g)
 	return l, nil
+}
+
+// Do acquires the lock called name (waiting, as Acquire does), runs fn while holding it, and
+// releases it. The Lease extends itself while fn runs (WithAutoExtend is implied), and fn's
+// context is cancelled, with the lease's error as its cause, the moment the lease ends (lost,
+// expired, or past WithMaxHold): fn should then stop touching the shared resource.
+//
+// Do returns Acquire's error if the lock was never held; otherwise fn's error; if the lease
+// ended while fn ran, an error that matches ErrNotHeld and the reason (ErrLost, say), joined
+// with fn's; or else Release's error.
+func (c *Client) Do(ctx context.Context, name string, fn func(ctx context.Context) error, opts ...Option) error {
+	if fn == nil {
+		return fmt.Errorf("%w: nil function", ErrInvalid)
+	}
+	l, err := c.Acquire(ctx, name, append([]Option{WithAutoExtend(true)}, opts...)...)
+	if err != nil {
+		return err
+	}
+	fctx, cancel := context.WithCancelCause(ctx)
+	go func() {
+		select {
+		case <-l.Done():
+			cancel(notHeld{l.Err()})
+		case <-fctx.Done():
+		}
+	}()
+	ferr := fn(fctx)
+	ended := l.Err()
+	cancel(nil)
+	rerr := l.Release(context.WithoutCancel(ctx))
+	switch {
+	case ended != nil:
+		return errors.Join(notHeld{ended}, ferr)
+	case ferr != nil:
+		return ferr
+	}
+	return rerr
 }
 
 func (c *Client) newLease(name string, opts []Option) (*Lease, error) {
@@ -92,6 +143,7 @@ func (c *Client) newLease(name string, opts []Option) (*Lease, error) {
 			NodeTimeout: s.nodeTimeout,
 			DriftFactor: s.driftFactor,
 			Fence:       true,
+			Guard:       s.guard,
 		},
 	}, nil
 }

@@ -53,14 +53,11 @@ func TestFencingThreeNodesAcrossOverlappingMajorities(t *testing.T) {
 	// F+2 (A) and F+2 (C) without the raise, a repeat.
 	const f = 1 << 52 // above the clock in microseconds, below 2^53 (exact in Lua)
 
-	run := func(t *testing.T, acquire func(c *redlock.Client, cl *core.Cluster) uint64) []uint64 {
+	run := func(t *testing.T, acquire func(nodes []redlock.Node, majority []int) uint64) []uint64 {
 		nodes, servers := miniNodes(t, 3)
 		for _, s := range servers {
 			require.NoError(t, s.Set(lockKey("abc")+":fence", "4503599627370496"))
 		}
-		c := newClient(t, nodes, redlock.WithNodeTimeout(200*time.Millisecond))
-		cl, err := core.NewCluster(nodes)
-		require.NoError(t, err)
 		var tokens []uint64
 		for _, m := range majorities {
 			for i, s := range servers {
@@ -68,7 +65,7 @@ func TestFencingThreeNodesAcrossOverlappingMajorities(t *testing.T) {
 					s.Close()
 				}
 			}
-			tokens = append(tokens, acquire(c, cl))
+			tokens = append(tokens, acquire(nodes, m))
 			for i, s := range servers {
 				if i != m[0] && i != m[1] {
 					require.NoError(t, s.Restart())
@@ -79,17 +76,25 @@ func TestFencingThreeNodesAcrossOverlappingMajorities(t *testing.T) {
 	}
 
 	t.Run("without raise the max repeats", func(t *testing.T) {
-		tokens := run(t, func(_ *redlock.Client, cl *core.Cluster) uint64 {
-			l := &core.Lock{Keys: core.NewKeys("redlock:", "abc"), Token: core.NewToken(), TTL: time.Second, NodeTimeout: 200 * time.Millisecond}
-			g, err := cl.Acquire(ctxT(t, 5*time.Second), l)
-			require.NoError(t, err)
-			require.NoError(t, cl.Release(ctxT(t, 5*time.Second), l))
-			return g.Fence
+		// Each node of the majority on its own (N = 1 needs no raise), keeping the largest.
+		tokens := run(t, func(nodes []redlock.Node, m []int) uint64 {
+			var top uint64
+			for _, i := range m {
+				one, err := core.NewCluster(nodes[i : i+1])
+				require.NoError(t, err)
+				l := &core.Lock{Keys: core.NewKeys("redlock:", "abc"), Token: core.NewToken(), TTL: time.Second, NodeTimeout: 200 * time.Millisecond, Fence: true}
+				g, err := one.Acquire(ctxT(t, 5*time.Second), l)
+				require.NoError(t, err)
+				require.NoError(t, one.Release(ctxT(t, 5*time.Second), l))
+				top = max(top, g.Fence)
+			}
+			return top
 		})
 		assert.Equal(t, []uint64{f + 1, f + 2, f + 2}, tokens)
 	})
 	t.Run("leases raise and increase", func(t *testing.T) {
-		tokens := run(t, func(c *redlock.Client, _ *core.Cluster) uint64 {
+		tokens := run(t, func(nodes []redlock.Node, _ []int) uint64 {
+			c := newClient(t, nodes, redlock.WithNodeTimeout(200*time.Millisecond))
 			l, err := c.TryAcquire(ctxT(t, 5*time.Second), "abc")
 			require.NoError(t, err)
 			require.NoError(t, l.Release(ctxT(t, 5*time.Second)))

@@ -3,34 +3,45 @@ package redlock
 import (
 	"context"
 	"errors"
-	"fmt"
 	"sync"
 	"time"
 
 	"github.com/go-redlock/redlock/core"
 )
 
-// Lease is a held lock, returned by Client.Acquire and Client.TryAcquire. It stays held
-// until Release, or until Until passes unless Extend pushes it further. A Lease is safe
-// for concurrent use; Extend and Release calls on one Lease run one at a time. Its zero
-// value holds nothing.
+// Lease is a held lock, returned by Client.Acquire and Client.TryAcquire. It is held until
+// it ends: by Release, by running past Until without an extension, by losing the lock (an
+// extension found the nodes no longer hold it), or at its maximum hold time. Done and Err
+// report the end. A Lease is safe for concurrent use; Extend and Release calls on one Lease
+// run one at a time. The zero Lease holds nothing.
 type Lease struct {
 	cluster *core.Cluster
 	name    string
 	opts    settings
 	lock    core.Lock
 	fence   uint64
+	began   time.Time     // when the acquisition attempt began
+	done    chan struct{} // closed when the lease ends
 
 	op sync.Mutex // serializes Extend and Release
 
 	mu       sync.Mutex // guards the fields below
 	until    time.Time
-	released bool
+	err      error       // why the lease ended; nil while it is held
+	expiry   *time.Timer // ends the lease at until
+	released bool        // Release ran
 }
 
-func (l *Lease) granted(g core.Grant) {
-	l.fence = g.Fence
-	l.until = g.Until
+// start makes l the holder of g, and starts its expiry timer and, if asked, its keeper.
+func (l *Lease) start(g core.Grant) {
+	l.fence, l.began, l.until = g.Fence, g.Start, g.Until
+	l.done = make(chan struct{})
+	l.mu.Lock()
+	l.expiry = time.AfterFunc(time.Until(g.Until), l.expire)
+	l.mu.Unlock()
+	if l.opts.autoExtend || l.opts.maxHold > 0 {
+		go l.keep()
+	}
 }
 
 // Name returns the lock's name.
@@ -43,79 +54,181 @@ func (l *Lease) Name() string { return l.name }
 // not count on their spacing.
 func (l *Lease) Token() uint64 { return l.fence }
 
-// Until returns the end of the lease's validity: the attempt's start + TTL - drift
-// allowance, on the monotonic clock, or after an Extend that call's start + TTL - drift.
-// Past it the lease must be treated as lost.
+// Until returns the end of the lease's validity: the acquisition's start + TTL - drift
+// allowance, on the monotonic clock, or after an extension that extension's start + TTL -
+// drift. The lease ends there unless extended first.
 func (l *Lease) Until() time.Time {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.until
 }
 
+// Done returns a channel that is closed when the lease ends: released, expired, lost, or at
+// its maximum hold time. Err then says which.
+func (l *Lease) Done() <-chan struct{} {
+	if l.done == nil {
+		closed := make(chan struct{})
+		close(closed)
+		return closed
+	}
+	return l.done
+}
+
+// Err returns nil while the lease is held, and after it ended the reason: ErrReleased,
+// ErrExpired (validity ran out without an extension), ErrLost (the nodes no longer hold the
+// lock for it), or ErrMaxHold. The zero Lease reports ErrNotHeld.
+func (l *Lease) Err() error {
+	if l.cluster == nil {
+		return ErrNotHeld
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.err
+}
+
 // Extend resets the lock's TTL on the nodes that still hold it, moving Until to this call's
 // start + TTL - drift. It never re-creates the lock on a node that lost it.
 //
-// Errors: ErrNotHeld if the lease was released, its validity already ran out, or too many
-// nodes no longer hold it (the lease is then lost for good); a *QuorumError if too few nodes
-// answered (the lease stays valid until its previous Until, and Extend may be retried);
+// Errors: one matching ErrNotHeld (and the reason, ErrLost say) if the lease has ended or
+// the nodes no longer hold it (the lease then ends with ErrLost); a *QuorumError if too few
+// nodes answered (the lease stays valid until its previous Until, and Extend may be retried);
 // ctx's error if ctx ended.
 func (l *Lease) Extend(ctx context.Context) error {
 	l.op.Lock()
 	defer l.op.Unlock()
-	if err := l.check("extend"); err != nil {
+	if err := l.check(); err != nil {
 		return err
 	}
 	until, err := l.cluster.Extend(ctx, &l.lock)
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	switch {
+	case l.err != nil: // expired while the extension was on its way
+		return notHeld{l.err}
 	case err == nil:
 		l.until = until
+		l.expiry.Reset(time.Until(until))
 	case errors.Is(err, ErrNotHeld):
-		l.until = time.Time{}
+		l.end(ErrLost)
+		return notHeld{ErrLost}
 	}
 	return err
 }
 
-// Release lets the lock go on every node and wakes its waiters. It is attempted even if ctx
-// is already cancelled (each node is still bounded by the node timeout), so that a lock is
-// not left behind until its TTL. Whatever it returns, the Lease no longer holds the lock.
+// Release lets the lock go on every node and wakes its waiters, then ends the lease with
+// ErrReleased. It is attempted even if ctx is already cancelled (each node is still bounded
+// by the node timeout), so that a lock is not left behind until its TTL, and it is
+// attempted once even after the lease ended otherwise, to clear what is left of it.
+// Whatever it returns, the Lease no longer holds the lock.
 //
-// Errors: ErrNotHeld if the lease was already released, or its validity had run out before
-// this call (the work it protected may have overlapped another holder's), or the nodes no
-// longer held it; a *QuorumError if too few nodes answered: their copies expire by TTL.
+// Errors: one matching ErrNotHeld if the lease had already ended (and the reason: ErrExpired
+// means the work it protected may have overlapped another holder's) or the nodes no longer
+// held the lock; a *QuorumError if too few nodes answered: their copies expire by TTL.
 func (l *Lease) Release(ctx context.Context) error {
-	l.op.Lock()
-	defer l.op.Unlock()
-	err := l.check("release")
-	if l.cluster == nil || errors.Is(err, errReleased) {
-		return err
-	}
-	rerr := l.cluster.Release(ctx, &l.lock)
-	l.mu.Lock()
-	l.released = true
-	l.mu.Unlock()
-	if err != nil {
-		return err
-	}
-	return rerr
+	return l.finish(ctx, ErrReleased)
 }
 
-var errReleased = fmt.Errorf("%w: lease already released", ErrNotHeld)
+// finish ends the lease with reason, unless it ended already, and releases the lock on the
+// nodes, once. It returns the reason the lease had ended before, or the release's error.
+func (l *Lease) finish(ctx context.Context, reason error) error {
+	if l.cluster == nil {
+		return ErrNotHeld
+	}
+	l.op.Lock()
+	defer l.op.Unlock()
+	l.mu.Lock()
+	if l.released {
+		l.mu.Unlock()
+		return notHeld{ErrReleased}
+	}
+	l.expireIfDue()
+	ended := l.err
+	l.end(reason)
+	l.released = true
+	l.mu.Unlock()
 
-// check returns ErrNotHeld, with the reason, if the lease cannot be extended or released.
-func (l *Lease) check(op string) error {
+	err := l.cluster.Release(ctx, &l.lock)
+	if ended != nil {
+		return notHeld{ended}
+	}
+	return err
+}
+
+// check reports the lease's end, if it ended.
+func (l *Lease) check() error {
+	if l.cluster == nil {
+		return ErrNotHeld
+	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	switch {
-	case l.cluster == nil:
-		return fmt.Errorf("%w: zero Lease", ErrNotHeld)
-	case l.released:
-		return errReleased
-	case l.until.IsZero():
-		return fmt.Errorf("%w: lease %q was lost", ErrNotHeld, l.name)
-	case !time.Now().Before(l.until):
-		return fmt.Errorf("%w: lease %q expired %v before %s", ErrNotHeld, l.name, time.Since(l.until).Round(time.Millisecond), op)
+	l.expireIfDue()
+	if l.err != nil {
+		return notHeld{l.err}
 	}
 	return nil
+}
+
+// expire runs when the expiry timer fires.
+func (l *Lease) expire() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.expireIfDue()
+}
+
+// expireIfDue ends the lease with ErrExpired if its validity is over. l.mu is held.
+func (l *Lease) expireIfDue() {
+	if l.err == nil && !time.Now().Before(l.until) {
+		l.end(ErrExpired)
+	}
+}
+
+// end records why the lease ended and closes Done, the first time. l.mu is held.
+func (l *Lease) end(reason error) {
+	if l.err != nil {
+		return
+	}
+	l.err = reason
+	l.expiry.Stop()
+	close(l.done)
+}
+
+// keep extends the lease while it is held, if asked, and ends it at its maximum hold time.
+func (l *Lease) keep() {
+	var hold <-chan time.Time
+	if l.opts.maxHold > 0 {
+		t := time.NewTimer(time.Until(l.began.Add(l.opts.maxHold)))
+		defer t.Stop()
+		hold = t.C
+	}
+	var tick *time.Timer
+	var extend <-chan time.Time
+	if l.opts.autoExtend {
+		tick = time.NewTimer(l.nextExtension(nil))
+		defer tick.Stop()
+		extend = tick.C
+	}
+	for {
+		select {
+		case <-l.done:
+			return
+		case <-hold:
+			_ = l.finish(context.Background(), ErrMaxHold)
+			return
+		case <-extend:
+			ctx, cancel := context.WithDeadline(context.Background(), l.Until())
+			err := l.Extend(ctx)
+			cancel()
+			tick.Reset(l.nextExtension(err))
+		}
+	}
+}
+
+// nextExtension returns the wait until the next extension: when a third of the validity is
+// left, or, after a failed extension (err), one node timeout later.
+func (l *Lease) nextExtension(err error) time.Duration {
+	if err != nil {
+		return l.lock.NodeTimeout
+	}
+	validity := l.lock.TTL - l.lock.Drift()
+	return time.Until(l.Until().Add(-validity / 3))
 }

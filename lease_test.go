@@ -27,9 +27,15 @@ func TestAcquireRefuseRelease(t *testing.T) {
 				la, err := a.Acquire(ctx, "job")
 				require.NoError(t, err)
 				assert.Equal(t, "job", la.Name())
-				for _, s := range stores {
-					assert.True(t, s.exists(lockKey("job")), "lock key missing on a node")
-				}
+				// Acquire returns at quorum; the other nodes' grants land just after.
+				require.Eventually(t, func() bool {
+					for _, s := range stores {
+						if !s.exists(lockKey("job")) {
+							return false
+						}
+					}
+					return true
+				}, 2*time.Second, time.Millisecond, "lock key missing on a node")
 
 				_, err = b.TryAcquire(ctx, "job")
 				require.ErrorIs(t, err, redlock.ErrHeld)

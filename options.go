@@ -2,6 +2,7 @@ package redlock
 
 import (
 	"fmt"
+	"log/slog"
 	"time"
 )
 
@@ -17,7 +18,15 @@ type settings struct {
 	prefix      string
 	retryMin    time.Duration
 	retryMax    time.Duration
+	guard       time.Duration
+	guardSet    bool // guard was given; otherwise New picks it from N
+	autoExtend  bool
+	maxHold     time.Duration
+	logger      *slog.Logger
 }
+
+// defaultGuard is the restart guard when N > 1 and none is given.
+const defaultGuard = 30 * time.Second
 
 func defaults() settings {
 	return settings{
@@ -45,6 +54,38 @@ func WithDriftFactor(f float64) Option { return func(s *settings) { s.driftFacto
 
 // WithPrefix sets the prefix of every Redis key and channel the lock uses. Default "redlock:".
 func WithPrefix(p string) Option { return func(s *settings) { s.prefix = p } }
+
+// WithRestartGuard sets the restart guard: a node whose server has been up for less than d
+// abstains from granting locks, because a server that restarted without persistence has
+// forgotten the locks it granted, and its vote could let a second owner in. d must be at
+// least the largest TTL that any client uses on these nodes (a TTL above it is an error),
+// and is rounded up to whole seconds. 0 turns the guard off: do that only if every node
+// persists each write before it answers (appendonly yes, appendfsync always).
+//
+// Default: 30s when there is more than one node, off for a single node. A node that cannot
+// report its uptime (miniredis, say) takes part unguarded; Client.Unguarded lists such
+// nodes, and WithLogger logs each once. Nodes abstaining under the guard fail with
+// ErrRestarted inside a QuorumError.
+func WithRestartGuard(d time.Duration) Option {
+	return func(s *settings) { s.guard, s.guardSet = d, true }
+}
+
+// WithAutoExtend makes a Lease extend itself while it is held: each extension is scheduled
+// when about a third of the validity is left (measured against Until, so a late wake-up
+// cannot drift past it), and a failed extension is retried until the validity runs out.
+// When the lock cannot be kept, the Lease ends and its Done channel closes. Default off for
+// Acquire and TryAcquire; Do always extends.
+func WithAutoExtend(on bool) Option { return func(s *settings) { s.autoExtend = on } }
+
+// WithMaxHold bounds how long a Lease is held: when d has passed since its acquisition
+// began, the Lease ends with ErrMaxHold and releases its lock, whether or not it extends
+// itself. Default 0: no bound. It must not be negative.
+func WithMaxHold(d time.Duration) Option { return func(s *settings) { s.maxHold = d } }
+
+// WithLogger sets where the Client reports what it cannot return as an error: today, a
+// node that cannot apply the restart guard (logged once per node at Warn). Default none.
+// It applies to New only.
+func WithLogger(l *slog.Logger) Option { return func(s *settings) { s.logger = l } }
 
 // WithRetry sets the wait between attempts of Acquire: it starts at min and doubles up to
 // max, jittered, and never exceeds the holder's remaining TTL. Defaults 10ms and 250ms.
@@ -74,6 +115,12 @@ func (s settings) validate() error {
 		return fmt.Errorf("%w: node timeout must be positive and shorter than the TTL %v, got %v", ErrInvalid, s.ttl, s.nodeTimeout)
 	case s.retryMin <= 0 || s.retryMax < s.retryMin:
 		return fmt.Errorf("%w: retry delays must satisfy 0 < min <= max, got %v and %v", ErrInvalid, s.retryMin, s.retryMax)
+	case s.guard < 0:
+		return fmt.Errorf("%w: restart guard must not be negative, got %v", ErrInvalid, s.guard)
+	case s.guard > 0 && s.ttl > s.guard:
+		return fmt.Errorf("%w: TTL %v is above the restart guard %v: the guard must cover the longest TTL (raise it with WithRestartGuard)", ErrInvalid, s.ttl, s.guard)
+	case s.maxHold < 0:
+		return fmt.Errorf("%w: maximum hold time must not be negative, got %v", ErrInvalid, s.maxHold)
 	}
 	return nil
 }

@@ -37,10 +37,15 @@ func (c *Cluster) acquire(ctx context.Context, l *Lock) (Grant, time.Duration, e
 		return Grant{}, 0, err
 	}
 	start := time.Now()
-	ch := c.call(ctx, l.NodeTimeout, acquireScript, []string{l.Keys.Lock, l.Keys.Fence}, l.Token, millis(l.TTL))
+	fence := "0"
+	if l.Fence {
+		fence = "1"
+	}
+	guard := strconv.FormatInt(int64((l.Guard+time.Second-1)/time.Second), 10)
+	ch := c.call(ctx, l.NodeTimeout, acquireScript, []string{l.Keys.Lock, l.Keys.Fence}, l.Token, millis(l.TTL), guard, fence)
 
 	t := tally{c: c, op: "acquire", key: l.Keys.Lock}
-	var fence, wait int64
+	var top, wait int64 // the largest fence counter granted; the longest wait refused
 	mayHold := make([]bool, len(c.nodes)) // granted, or failed after the request may have landed
 	answered := c.collect(ctx, l.NodeTimeout, ch, &t, func(r reply) {
 		switch {
@@ -49,13 +54,16 @@ func (c *Cluster) acquire(ctx context.Context, l *Lock) (Grant, time.Duration, e
 		case r.vals[0] == 1:
 			mayHold[r.node] = true
 			if len(r.vals) > 1 {
-				fence = max(fence, r.vals[1])
+				top = max(top, r.vals[1])
 			}
-		case len(r.vals) > 1:
+			if len(r.vals) > 2 && r.vals[2] == 1 {
+				c.markUnguarded(r.node)
+			}
+		case len(r.vals) > 1: // refused (0) or abstaining (-1): either way, how long
 			wait = max(wait, r.vals[1])
 		}
 	})
-	until := start.Add(l.TTL - l.drift())
+	until := start.Add(l.TTL - l.Drift())
 
 	var err error
 	switch {
@@ -68,13 +76,37 @@ func (c *Cluster) acquire(ctx context.Context, l *Lock) (Grant, time.Duration, e
 	case !time.Now().Before(until):
 		err = ErrExpired
 	case l.Fence && len(c.nodes) > 1:
-		err = c.raise(ctx, l, fence, until)
+		err = c.raise(ctx, l, top, until)
 	}
 	if err == nil {
-		return Grant{Start: start, Until: until, Fence: uint64(fence)}, 0, nil
+		l.acquiring = c.stragglers(ch, answered)
+		return Grant{Start: start, Until: until, Fence: uint64(top)}, 0, nil
 	}
 	c.abandon(ctx, l, ch, answered, mayHold)
 	return Grant{}, time.Duration(wait) * time.Millisecond, err
+}
+
+// stragglers returns a channel closed once the nodes that have not answered yet do, or nil
+// if every node answered. Their answers are dropped: a late grant holds the lock under the
+// owner's token, which Extend and Release cover.
+func (c *Cluster) stragglers(ch <-chan reply, answered []bool) <-chan struct{} {
+	pending := 0
+	for _, ok := range answered {
+		if !ok {
+			pending++
+		}
+	}
+	if pending == 0 {
+		return nil
+	}
+	done := make(chan struct{})
+	go func() {
+		for range pending {
+			<-ch
+		}
+		close(done)
+	}()
+	return done
 }
 
 // raise sets the fence counter to at least fence on a quorum of the nodes where l is held,

@@ -6,15 +6,28 @@ import (
 	"fmt"
 	"reflect"
 	"strconv"
+	"sync/atomic"
 	"time"
 )
 
 // Cluster is a set of N independent nodes that grant a lock by majority (quorum N/2+1).
 // A Cluster is immutable and safe for concurrent use.
 type Cluster struct {
-	nodes   []Node
-	quorum  int
-	publish []string // per node: the release script's publish command
+	nodes     []Node
+	quorum    int
+	publish   []string      // per node: the release script's publish command
+	unguarded []atomic.Bool // per node: it cannot report its uptime to the restart guard
+	warn      func(node string)
+}
+
+// ClusterOption configures a Cluster.
+type ClusterOption func(*Cluster)
+
+// OnUnguarded sets the function called, once per node and Cluster, when a node was asked to
+// apply the restart guard and cannot, because it does not report its uptime (miniredis, or a
+// server that forbids INFO in scripts). Such a node takes part unguarded. f must not block.
+func OnUnguarded(f func(node string)) ClusterOption {
+	return func(c *Cluster) { c.warn = f }
 }
 
 // ShardedPubSub is an optional capability of a Node: a Node whose ShardedPubSub returns true
@@ -27,7 +40,7 @@ type ShardedPubSub interface {
 // NewCluster returns the cluster of nodes. It fails if there are no nodes or one is nil
 // (a nil interface or a nil pointer inside one), with an error that matches ErrInvalid. An even N is allowed but buys nothing:
 // 4 nodes tolerate one failure, as 3 do.
-func NewCluster(nodes []Node) (*Cluster, error) {
+func NewCluster(nodes []Node, opts ...ClusterOption) (*Cluster, error) {
 	if len(nodes) == 0 {
 		return nil, fmt.Errorf("%w: no nodes", ErrInvalid)
 	}
@@ -36,7 +49,15 @@ func NewCluster(nodes []Node) (*Cluster, error) {
 			return nil, fmt.Errorf("%w: node %d is nil", ErrInvalid, i)
 		}
 	}
-	c := &Cluster{nodes: append([]Node(nil), nodes...), quorum: len(nodes)/2 + 1, publish: make([]string, len(nodes))}
+	c := &Cluster{
+		nodes:     append([]Node(nil), nodes...),
+		quorum:    len(nodes)/2 + 1,
+		publish:   make([]string, len(nodes)),
+		unguarded: make([]atomic.Bool, len(nodes)),
+	}
+	for _, o := range opts {
+		o(c)
+	}
 	for i, n := range nodes {
 		c.publish[i] = "PUBLISH"
 		if s, ok := n.(ShardedPubSub); ok && s.ShardedPubSub() {
@@ -58,6 +79,24 @@ func isNil(n Node) bool {
 	return false
 }
 
+// Unguarded returns the names of the nodes that were asked to apply the restart guard and
+// could not, because they do not report their uptime.
+func (c *Cluster) Unguarded() []string {
+	var names []string
+	for i := range c.unguarded {
+		if c.unguarded[i].Load() {
+			names = append(names, c.nodes[i].String())
+		}
+	}
+	return names
+}
+
+func (c *Cluster) markUnguarded(i int) {
+	if !c.unguarded[i].Swap(true) && c.warn != nil {
+		c.warn(c.nodes[i].String())
+	}
+}
+
 // Nodes returns the number of nodes.
 func (c *Cluster) Nodes() int { return len(c.nodes) }
 
@@ -73,13 +112,22 @@ type Lock struct {
 	NodeTimeout time.Duration
 	// DriftFactor scales the clock-drift allowance: validity = TTL - elapsed - (TTL*DriftFactor + 2ms).
 	DriftFactor float64
-	// Fence asks for a fencing token: for N > 1, one more round raises the fence counter on a
-	// quorum before the token is returned.
+	// Fence asks for a fencing token: each node advances its counter, and for N > 1 one more
+	// round raises it on a quorum before the token is returned. Without it the counter is
+	// left alone and Grant.Fence is 0.
 	Fence bool
+	// Guard is the restart guard: a node whose server has been up for less than this
+	// (rounded up to whole seconds) abstains from granting. 0 turns it off.
+	Guard time.Duration
+
+	// acquiring is closed when every node answered the acquisition that granted the lock
+	// (nil if all had answered by then). Release waits for it, so that a straggler's SET
+	// cannot land after the release and leave a key behind.
+	acquiring <-chan struct{}
 }
 
-// drift is the clock-drift allowance subtracted from every validity.
-func (l *Lock) drift() time.Duration {
+// Drift is the clock-drift allowance subtracted from every validity: TTL*DriftFactor + 2ms.
+func (l *Lock) Drift() time.Duration {
 	return time.Duration(float64(l.TTL)*l.DriftFactor) + 2*time.Millisecond
 }
 
@@ -148,6 +196,8 @@ func (t *tally) add(r reply) {
 		t.errs = append(t.errs, NodeError{Node: t.c.nodes[r.node].String(), Err: r.err})
 	case r.vals[0] == 1:
 		t.yes++
+	case r.vals[0] < 0 && len(r.vals) > 1:
+		t.errs = append(t.errs, NodeError{Node: t.c.nodes[r.node].String(), Err: &restartError{wait: time.Duration(r.vals[1]) * time.Millisecond}})
 	default:
 		t.no++
 	}

@@ -404,3 +404,50 @@ func TestReleasePublishesShardedWhereTheNodeAsks(t *testing.T) {
 	require.NoError(t, c.Release(context.Background(), l))
 	assert.Equal(t, [][]string{{l.Token, l.Keys.Channel, "SPUBLISH"}}, sharded.args)
 }
+
+// lateNode grants acquisitions after a delay and holds a key in memory, like a slow server.
+type lateNode struct {
+	delay time.Duration
+	mu    sync.Mutex
+	held  bool
+}
+
+func (n *lateNode) String() string { return "late" }
+
+func (n *lateNode) Eval(ctx context.Context, s *Script, keys []string, args ...string) ([]int64, error) {
+	if s == acquireScript {
+		time.Sleep(n.delay)
+	}
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	switch s {
+	case acquireScript:
+		n.held = true
+		return []int64{1, 1}, nil
+	case releaseScript:
+		was := n.held
+		n.held = false
+		if was {
+			return []int64{1, 0}, nil
+		}
+		return []int64{0, 0}, nil
+	}
+	return []int64{1}, nil
+}
+
+// TestReleaseWaitsForTheAcquisitionsStragglers: a release right after a quorum granted the
+// lock does not overtake a slower node's SET, which would leave that node's key behind.
+func TestReleaseWaitsForTheAcquisitionsStragglers(t *testing.T) {
+	a, b, late := &lateNode{}, &lateNode{}, &lateNode{delay: 50 * time.Millisecond}
+	c, err := NewCluster([]Node{a, b, late})
+	require.NoError(t, err)
+	l := testLock()
+	l.Fence = false
+	_, err = c.Acquire(context.Background(), l)
+	require.NoError(t, err)
+	require.NoError(t, c.Release(context.Background(), l))
+	time.Sleep(2 * late.delay) // long enough for an overtaken SET to land
+	late.mu.Lock()
+	defer late.mu.Unlock()
+	assert.False(t, late.held, "the straggler's key outlived the release")
+}

@@ -16,8 +16,12 @@ var (
 	// ErrNoQuorum means too few nodes answered yes for a quorum; a *QuorumError carries
 	// each node's error.
 	ErrNoQuorum = errors.New("redlock: no quorum")
-	// ErrExpired means a quorum said yes, but only after the lock's validity had run out.
-	ErrExpired = errors.New("redlock: validity ran out before a quorum answered")
+	// ErrExpired means the lock's validity ran out: before a quorum granted it, or while it
+	// was held.
+	ErrExpired = errors.New("redlock: lock validity ran out")
+	// ErrRestarted is a node's error when it abstains under the restart guard: its server
+	// started less than the guard ago and may have forgotten locks it granted before.
+	ErrRestarted = errors.New("redlock: node restarted recently and abstains (restart guard)")
 	// ErrNodeTimeout is a node's error when it did not answer within the per-node timeout.
 	ErrNodeTimeout = errors.New("redlock: node timed out")
 	// ErrInvalid wraps every error about bad input: no nodes, a nil node, a bad option...
@@ -86,3 +90,12 @@ func (e *heldError) Error() string {
 }
 
 func (e *heldError) Is(target error) bool { return target == ErrHeld }
+
+// restartError is ErrRestarted with the time the node keeps abstaining.
+type restartError struct{ wait time.Duration }
+
+func (e *restartError) Error() string {
+	return fmt.Sprintf("%v for another %v", ErrRestarted, e.wait)
+}
+
+func (e *restartError) Is(target error) bool { return target == ErrRestarted }

@@ -20,7 +20,7 @@ func (c *Cluster) Extend(ctx context.Context, l *Lock) (time.Time, error) {
 	ch := c.call(ctx, l.NodeTimeout, extendScript, []string{l.Keys.Lock}, l.Token, millis(l.TTL))
 	t := tally{c: c, op: "extend", key: l.Keys.Lock}
 	c.collect(ctx, l.NodeTimeout, ch, &t, nil)
-	until := start.Add(l.TTL - l.drift())
+	until := start.Add(l.TTL - l.Drift())
 	switch {
 	case ctx.Err() != nil:
 		return time.Time{}, ctxError(ctx, "extend", l.Keys.Lock)
@@ -35,14 +35,24 @@ func (c *Cluster) Extend(ctx context.Context, l *Lock) (time.Time, error) {
 }
 
 // Release deletes l on every node that holds it with l.Token and publishes on its release
-// channel. It waits for every node, but no longer than l.NodeTimeout, so that when it
-// returns the lock is gone from every node that answered. It runs even if ctx is
+// channel. It first lets the nodes that had not answered the acquisition yet answer (within
+// a node timeout), so that no late SET lands after the release; then it waits for every
+// node, but no longer than l.NodeTimeout, so that when it returns the lock is gone from
+// every node that answered. It runs even if ctx is
 // cancelled: a release is never abandoned half-way.
 //
 // Errors: ErrNotHeld (too few nodes still held l: it had expired or been taken), or a
 // *QuorumError (too few nodes answered; their keys expire by their TTL).
 func (c *Cluster) Release(ctx context.Context, l *Lock) error {
 	ctx = context.WithoutCancel(ctx)
+	if l.acquiring != nil {
+		timer := time.NewTimer(l.NodeTimeout)
+		select { // the acquisition's stragglers answer within a node timeout
+		case <-l.acquiring:
+		case <-timer.C:
+		}
+		timer.Stop()
+	}
 	ch := c.call(ctx, l.NodeTimeout, releaseScript, []string{l.Keys.Lock}, l.Token, l.Keys.Channel)
 	t := tally{c: c, op: "release", key: l.Keys.Lock, all: true}
 	c.collect(ctx, l.NodeTimeout, ch, &t, nil)
