@@ -23,8 +23,10 @@ if guard > 0 then
   local uptime = type(info) == 'string' and tonumber(string.match(info, 'uptime_in_seconds:(%d+)'))
   if not uptime then
     unguarded = true
-  elseif uptime < guard then
-    return {-1, (guard - uptime) * 1000}
+  elseif uptime <= guard then
+    -- uptime_in_seconds is a difference of whole wall-clock seconds and can read one more
+    -- than has passed: only uptime > guard proves that the guard's time has gone by.
+    return {-1, (guard - uptime + 1) * 1000}
   end
 end
 local holder = redis.call('GET', KEYS[1])

@@ -1,0 +1,133 @@
+package redlock_test
+
+import (
+	"bytes"
+	"log/slog"
+	"math/rand/v2"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/go-redlock/redlock"
+	"github.com/go-redlock/redlock/internal/redistest"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// TestRestartGuard: client A holds a lock on a bare majority of 3 servers (its client cannot
+// reach the first), then the second server restarts without its data. With the guard, B
+// cannot acquire until the guard has passed; without it, B gets the first two servers and
+// holds the lock while A still does.
+func TestRestartGuard(t *testing.T) {
+	const guard = 2 * time.Second
+	for _, tc := range []struct {
+		name  string
+		guard time.Duration
+	}{{"guard on", guard}, {"guard off", 0}} {
+		t.Run(tc.name, func(t *testing.T) {
+			servers := realServers(t, 3)
+			opts := []redlock.Option{redlock.WithTTL(guard), redlock.WithRestartGuard(tc.guard), redlock.WithNodeTimeout(200 * time.Millisecond)}
+			ab := nodesFor(t, servers)
+			aNodes := []redlock.Node{goredisNode(t, redistest.Hung(t)), ab[1], ab[2]}
+			a := newClient(t, aNodes, opts...)
+			b := newClient(t, nodesFor(t, servers), opts...)
+
+			la, err := a.Acquire(ctxT(t, 10*time.Second), "guarded") // fresh servers: waits out the guard
+			require.NoError(t, err)
+			servers[1].Restart() // forgets A's key
+			restarted := time.Now()
+
+			lb, err := b.TryAcquire(ctxT(t, 5*time.Second), "guarded")
+			if tc.guard == 0 {
+				require.NoError(t, err, "without the guard, the restarted server lets B in")
+				assert.True(t, time.Now().Before(la.Until()), "B got the lock while A's lease was valid: the violation the guard prevents")
+				require.NoError(t, lb.Release(ctxT(t, 5*time.Second)))
+				return
+			}
+			require.ErrorIs(t, err, redlock.ErrNoQuorum)
+			require.ErrorIs(t, err, redlock.ErrRestarted, "the restarted server should abstain")
+			assert.Contains(t, err.Error(), servers[1].Addr())
+
+			lb, err = b.Acquire(ctxT(t, 3*guard), "guarded")
+			require.NoError(t, err, "B never got the lock after the guard passed")
+			assert.GreaterOrEqual(t, time.Since(restarted), guard-100*time.Millisecond, "B got in before the guard passed")
+			assert.False(t, time.Now().Before(la.Until()), "B got in while A's lease was valid")
+			require.NoError(t, lb.Release(ctxT(t, 5*time.Second)))
+		})
+	}
+}
+
+// TestFencingAcrossRestarts: tokens strictly increase over 500 acquisitions on 5 real
+// servers while servers are killed and restarted without their data at random, with a
+// short restart guard.
+func TestFencingAcrossRestarts(t *testing.T) {
+	const guard = time.Second
+	servers := realServers(t, 5) // fresh: the first Acquire waits out the guard
+	c := newClient(t, nodesFor(t, servers), redlock.WithTTL(guard), redlock.WithRestartGuard(guard), redlock.WithNodeTimeout(200*time.Millisecond))
+	seed := uint64(time.Now().UnixNano())
+	t.Logf("seed %d", seed)
+	rng := rand.New(rand.NewPCG(seed, seed))
+	ctx := ctxT(t, 3*time.Minute)
+
+	var prev uint64
+	restarts := 0
+	for i := range 500 {
+		if rng.IntN(20) == 0 {
+			servers[rng.IntN(len(servers))].Restart()
+			restarts++
+		}
+		l, err := c.Acquire(ctxT(t, 10*time.Second), "fenced")
+		require.NoError(t, err, "acquisition %d", i)
+		require.Greater(t, l.Token(), prev, "acquisition %d: token did not increase", i)
+		prev = l.Token()
+		require.NoError(t, l.Release(ctx))
+	}
+	t.Logf("%d restarts", restarts)
+}
+
+// TestUnguardedNodesAreReported: miniredis cannot report its uptime; with the guard on, the
+// client lists those nodes and logs each once.
+func TestUnguardedNodesAreReported(t *testing.T) {
+	nodes, _ := miniNodes(t, 3)
+	var logs bytes.Buffer
+	c := newClient(t, nodes, redlock.WithRestartGuard(time.Minute), redlock.WithLogger(slog.New(slog.NewTextHandler(&logs, nil))))
+	assert.Empty(t, c.Unguarded())
+	for range 3 {
+		l, err := c.TryAcquire(ctxT(t, 5*time.Second), "job")
+		require.NoError(t, err)
+		require.NoError(t, l.Release(ctxT(t, 5*time.Second)))
+	}
+	require.Eventually(t, func() bool { return len(c.Unguarded()) == 3 }, 2*time.Second, time.Millisecond)
+	for _, n := range nodes {
+		assert.Contains(t, c.Unguarded(), n.String())
+		assert.Equal(t, 1, strings.Count(logs.String(), n.String()), "each node is logged once")
+	}
+	assert.Contains(t, logs.String(), "restart guard is off")
+
+	off := newClient(t, nodes)
+	l, err := off.TryAcquire(ctxT(t, 5*time.Second), "other")
+	require.NoError(t, err)
+	require.NoError(t, l.Release(ctxT(t, 5*time.Second)))
+	assert.Empty(t, off.Unguarded(), "with the guard off nothing is unguarded")
+}
+
+// TestRestartGuardDefaults: on by default for N > 1 (a TTL above 30s is refused), off for
+// N = 1; bad values are refused.
+func TestRestartGuardDefaults(t *testing.T) {
+	nodes, _ := miniNodes(t, 3)
+	_, err := redlock.New(nodes, redlock.WithTTL(time.Minute))
+	require.ErrorIs(t, err, redlock.ErrInvalid, "N=3: the default guard of 30s must cover the TTL")
+	assert.Contains(t, err.Error(), "above the restart guard")
+	_, err = redlock.New(nodes, redlock.WithTTL(time.Minute), redlock.WithRestartGuard(time.Minute))
+	require.NoError(t, err)
+	_, err = redlock.New(nodes[:1], redlock.WithTTL(time.Minute))
+	require.NoError(t, err, "N=1: no guard by default")
+	_, err = redlock.New(nodes, redlock.WithRestartGuard(-time.Second))
+	require.ErrorIs(t, err, redlock.ErrInvalid)
+	assert.Contains(t, err.Error(), "must not be negative")
+
+	c, err := redlock.New(nodes)
+	require.NoError(t, err)
+	_, err = c.TryAcquire(ctxT(t, 5*time.Second), "job", redlock.WithTTL(31*time.Second))
+	require.ErrorIs(t, err, redlock.ErrInvalid, "a per-call TTL above the guard")
+}
