@@ -45,8 +45,10 @@ func (c *Cluster) acquire(ctx context.Context, l *Lock) (Grant, time.Duration, e
 	ch := c.call(ctx, l.NodeTimeout, acquireScript, []string{l.Keys.Lock, l.Keys.Fence}, l.Token, millis(l.TTL), guard, fence)
 
 	t := tally{c: c, op: "acquire", key: l.Keys.Lock}
-	var top, wait int64 // the largest fence counter granted; the longest wait refused
-	mayHold := make([]bool, len(c.nodes)) // granted, or failed after the request may have landed
+	// The largest fence counter granted, and the longest a refusing node can keep us waiting.
+	var top, wait int64
+	// Per node: it granted, or failed after the request may have landed.
+	mayHold := make([]bool, len(c.nodes))
 	answered := c.collect(ctx, l.NodeTimeout, ch, &t, func(r reply) {
 		switch {
 		case r.err != nil:
