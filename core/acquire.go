@@ -165,10 +165,18 @@ func (c *Cluster) abandon(ctx context.Context, l *Lock, ch <-chan reply, answere
 
 // AcquireWait takes l, retrying until it succeeds or ctx ends. Each attempt uses a fresh
 // token (so a late release of a failed attempt can never delete a later one's keys); on
-// success l.Token is the owner's. Between attempts it sleeps a jittered backoff, never
-// longer than the holder's remaining TTL. When ctx ends it returns an error that matches
-// both ctx's error and the last attempt's (ErrHeld or ErrNoQuorum, say) under errors.Is.
+// success l.Token is the owner's.
+//
+// While the lock is held by another owner, it waits without polling where it can: it
+// subscribes to the lock's release channel on the nodes that are Subscribers, tries once
+// more at once (the release may have come before the subscription), and then sleeps until a
+// release notification or the holder's remaining TTL, whichever comes first. Without an
+// active subscription, and after other failures, it sleeps a jittered backoff, never longer
+// than the holder's remaining TTL. When ctx ends it returns an error that matches both ctx's
+// error and the last attempt's (ErrHeld or ErrNoQuorum, say) under errors.Is.
 func (c *Cluster) AcquireWait(ctx context.Context, l *Lock, b Backoff) (Grant, error) {
+	var w *watch // the release subscription, from the first time the lock is found held
+	defer func() { w.stop() }()
 	var last error // the last attempt's error that was not ctx's
 	for attempt := 0; ; attempt++ {
 		l.Token = NewToken()
@@ -178,9 +186,24 @@ func (c *Cluster) AcquireWait(ctx context.Context, l *Lock, b Backoff) (Grant, e
 		}
 		if ctx.Err() == nil {
 			last = err
-			timer := time.NewTimer(b.Delay(attempt, wait))
+			held := errors.Is(err, ErrHeld)
+			if held && w == nil {
+				w = c.watch(ctx, l.Keys.Channel, l.NodeTimeout)
+				if w.active() {
+					continue
+				}
+			}
+			delay := b.Delay(attempt, wait)
+			var wake <-chan struct{}
+			if held && w.active() {
+				delay, wake = max(wait, time.Millisecond), w.wake
+			}
+			timer := time.NewTimer(delay)
 			select {
 			case <-timer.C:
+				continue
+			case <-wake:
+				timer.Stop()
 				continue
 			case <-ctx.Done():
 				timer.Stop()

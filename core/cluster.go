@@ -18,6 +18,7 @@ type Cluster struct {
 	publish   []string      // per node: the release script's publish command
 	unguarded []atomic.Bool // per node: it cannot report its uptime to the restart guard
 	warn      func(node string)
+	notify    notifier // release subscriptions shared by this Cluster's waiters
 }
 
 // ClusterOption configures a Cluster.

@@ -451,3 +451,106 @@ func TestReleaseWaitsForTheAcquisitionsStragglers(t *testing.T) {
 	defer late.mu.Unlock()
 	assert.False(t, late.held, "the straggler's key outlived the release")
 }
+
+// pubsubNode is a lateNode-like fake that is a Subscriber: a release wakes its subscribers.
+type pubsubNode struct {
+	fakeNode
+	mu      sync.Mutex
+	held    string // token, "" when free
+	subs    map[int]func()
+	next    int
+	unsubs  int
+	subcall int
+}
+
+func newPubsubNode() *pubsubNode { return &pubsubNode{subs: map[int]func(){}} }
+
+func (n *pubsubNode) Eval(_ context.Context, s *Script, keys []string, args ...string) ([]int64, error) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	switch s {
+	case acquireScript:
+		if n.held != "" && n.held != args[0] {
+			return []int64{0, 30_000}, nil // the holder may keep it 30 more seconds
+		}
+		n.held = args[0]
+		return []int64{1, 0}, nil
+	case releaseScript:
+		if n.held != args[0] {
+			return []int64{0, 0}, nil
+		}
+		n.held = ""
+		for _, f := range n.subs {
+			go f()
+		}
+		return []int64{1, int64(len(n.subs))}, nil
+	}
+	return []int64{1}, nil
+}
+
+func (n *pubsubNode) Subscribe(_ context.Context, _ string, onMessage func()) (func(), error) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	n.subcall++
+	id := n.next
+	n.next++
+	n.subs[id] = onMessage
+	return func() {
+		n.mu.Lock()
+		defer n.mu.Unlock()
+		if _, ok := n.subs[id]; ok {
+			delete(n.subs, id)
+			n.unsubs++
+		}
+	}, nil
+}
+
+// TestWaitersWakeOnRelease: waiters for a lock whose holder may keep it 30 s wake as soon as
+// it is released, share one subscription, and unsubscribe when done.
+func TestWaitersWakeOnRelease(t *testing.T) {
+	n := newPubsubNode()
+	c, err := NewCluster([]Node{n})
+	require.NoError(t, err)
+	holder := testLock()
+	holder.Fence = false
+	_, err = c.Acquire(context.Background(), holder)
+	require.NoError(t, err)
+
+	const waiters = 3
+	got := make(chan *Lock, waiters)
+	for range waiters {
+		go func() {
+			l := testLock()
+			l.Fence = false
+			// A backoff far longer than the test: only a notification can wake them in time.
+			if _, err := c.AcquireWait(context.Background(), l, Backoff{Min: time.Minute, Max: time.Minute}); err == nil {
+				got <- l
+			}
+		}()
+	}
+	require.Eventually(t, func() bool {
+		c.notify.mu.Lock()
+		defer c.notify.mu.Unlock()
+		sub := c.notify.subs[holder.Keys.Channel]
+		return sub != nil && len(sub.waiters) == waiters
+	}, time.Second, time.Millisecond, "the waiters are not all waiting")
+	n.mu.Lock()
+	assert.Equal(t, 1, n.subcall, "waiters did not share one subscription")
+	n.mu.Unlock()
+
+	start := time.Now()
+	require.NoError(t, c.Release(context.Background(), holder))
+	for range waiters {
+		select {
+		case l := <-got:
+			assert.Less(t, time.Since(start), 2*time.Second)
+			require.NoError(t, c.Release(context.Background(), l)) // wakes the next
+		case <-time.After(5 * time.Second):
+			t.Fatal("a waiter did not wake on release")
+		}
+	}
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	assert.Empty(t, n.subs, "the subscription outlived its waiters")
+	assert.Equal(t, n.subcall, n.unsubs)
+}
