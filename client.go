@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 
 	"github.com/go-redlock/redlock/core"
 )
@@ -14,6 +15,9 @@ import (
 type Client struct {
 	cluster *core.Cluster
 	opts    settings
+
+	qmu    sync.Mutex
+	queues map[string]*queue // per lock key: the Mutex waiters of this Client
 }
 
 // New returns a Client over nodes, one per independent Redis master. A lock needs a quorum

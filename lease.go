@@ -29,18 +29,28 @@ type Lease struct {
 	until    time.Time
 	err      error       // why the lease ended; nil while it is held
 	expiry   *time.Timer // ends the lease at until
+	extender *time.Timer // the next automatic extension, if on
+	holdEnd  *time.Timer // the end of the maximum hold time, if set
 	released bool        // Release ran
+	onEnd    func(reason error)
 }
 
-// start makes l the holder of g, and starts its expiry timer and, if asked, its keeper.
+// start makes l the holder of g, and starts its timers: expiry at Until, and, if asked, the
+// next extension and the end of the maximum hold time. Timers cost no goroutine until they
+// fire.
 func (l *Lease) start(g core.Grant) {
 	l.fence, l.began, l.until = g.Fence, g.Start, g.Until
 	l.done = make(chan struct{})
 	l.mu.Lock()
+	defer l.mu.Unlock()
 	l.expiry = time.AfterFunc(time.Until(g.Until), l.expire)
-	l.mu.Unlock()
-	if l.opts.autoExtend || l.opts.maxHold > 0 {
-		go l.keep()
+	if l.opts.autoExtend {
+		l.extender = time.AfterFunc(l.nextExtension(nil), l.autoExtend)
+	}
+	if l.opts.maxHold > 0 {
+		l.holdEnd = time.AfterFunc(time.Until(g.Start.Add(l.opts.maxHold)), func() {
+			_ = l.finish(context.Background(), ErrMaxHold)
+		})
 	}
 }
 
@@ -188,47 +198,35 @@ func (l *Lease) end(reason error) {
 		return
 	}
 	l.err = reason
-	l.expiry.Stop()
+	for _, t := range []*time.Timer{l.expiry, l.extender, l.holdEnd} {
+		if t != nil {
+			t.Stop()
+		}
+	}
 	close(l.done)
+	if l.onEnd != nil {
+		l.onEnd(reason)
+	}
 }
 
-// keep extends the lease while it is held, if asked, and ends it at its maximum hold time.
-func (l *Lease) keep() {
-	var hold <-chan time.Time
-	if l.opts.maxHold > 0 {
-		t := time.NewTimer(time.Until(l.began.Add(l.opts.maxHold)))
-		defer t.Stop()
-		hold = t.C
-	}
-	var tick *time.Timer
-	var extend <-chan time.Time
-	if l.opts.autoExtend {
-		tick = time.NewTimer(l.nextExtension(nil))
-		defer tick.Stop()
-		extend = tick.C
-	}
-	for {
-		select {
-		case <-l.done:
-			return
-		case <-hold:
-			_ = l.finish(context.Background(), ErrMaxHold)
-			return
-		case <-extend:
-			ctx, cancel := context.WithDeadline(context.Background(), l.Until())
-			err := l.Extend(ctx)
-			cancel()
-			tick.Reset(l.nextExtension(err))
-		}
+// autoExtend runs on the extender timer: it extends the lease and schedules the next run.
+func (l *Lease) autoExtend() {
+	ctx, cancel := context.WithDeadline(context.Background(), l.Until())
+	err := l.Extend(ctx)
+	cancel()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.err == nil {
+		l.extender.Reset(l.nextExtension(err))
 	}
 }
 
 // nextExtension returns the wait until the next extension: when a third of the validity is
-// left, or, after a failed extension (err), one node timeout later.
+// left, or, after a failed extension (err), one node timeout later. l.mu is held.
 func (l *Lease) nextExtension(err error) time.Duration {
 	if err != nil {
 		return l.lock.NodeTimeout
 	}
 	validity := l.lock.TTL - l.lock.Drift()
-	return time.Until(l.Until().Add(-validity / 3))
+	return time.Until(l.until.Add(-validity / 3))
 }

@@ -23,6 +23,8 @@ type settings struct {
 	autoExtend  bool
 	maxHold     time.Duration
 	logger      *slog.Logger
+	onLost      func(error)
+	onError     func(error)
 }
 
 // defaultGuard is the restart guard when N > 1 and none is given.
@@ -86,6 +88,15 @@ func WithMaxHold(d time.Duration) Option { return func(s *settings) { s.maxHold 
 // node that cannot apply the restart guard (logged once per node at Warn). Default none.
 // It applies to New only.
 func WithLogger(l *slog.Logger) Option { return func(s *settings) { s.logger = l } }
+
+// WithLostHandler sets a function a Mutex calls, in a goroutine of its own, when the lock it
+// holds is lost; err matches ErrNotHeld and the reason (ErrLost, ErrExpired). Default none:
+// watch Mutex.Lost instead.
+func WithLostHandler(f func(err error)) Option { return func(s *settings) { s.onLost = f } }
+
+// WithErrorHandler sets the function that receives Mutex.Unlock's release errors, which
+// Unlock cannot return. Default: the WithLogger logger, or nowhere.
+func WithErrorHandler(f func(err error)) Option { return func(s *settings) { s.onError = f } }
 
 // WithRetry sets the wait between attempts of Acquire: it starts at min and doubles up to
 // max, jittered, and never exceeds the holder's remaining TTL. Defaults 10ms and 250ms.

@@ -1,0 +1,234 @@
+package redlock
+
+import (
+	"context"
+	"fmt"
+	"sync"
+
+	"github.com/go-redlock/redlock/core"
+)
+
+// Mutex is a mutual exclusion lock shared by every process that uses the same name over the
+// same nodes: a sync.Locker that works across machines. Create it with Client.NewMutex; the
+// zero Mutex is not usable, and a Mutex must not be copied after first use.
+//
+// One Mutex is safe for use by many goroutines. Goroutines of one Client that wait for the
+// same name, through one Mutex or several, queue locally in FIFO order, and only the first
+// of them waits in Redis. A waiter does not poll where the nodes offer release
+// notifications (core.Subscriber): it wakes within about a round trip of the Unlock.
+//
+// While locked, the Mutex extends its lock before it expires (when about a third of the
+// validity is left). If an extension fails until the validity runs out, or the nodes no
+// longer hold the lock, the lock is lost: Lost's channel closes and the WithLostHandler
+// function is called. A Mutex hands out no fencing token; use a Lease where the protected
+// resource can check one.
+//
+// As with sync.Mutex, a locked Mutex is not associated with a goroutine: one goroutine may
+// lock it and another unlock it.
+type Mutex struct {
+	client *Client
+	name   string
+	opts   settings
+	keys   core.Keys
+	err    error // a bad name or option, reported by every locking call
+
+	mu    sync.Mutex
+	lease *Lease        // the current holding; nil when unlocked
+	lost  chan struct{} // closed when the current holding is lost
+	queue *queue        // this name's local queue, while locked
+}
+
+var _ sync.Locker = (*Mutex)(nil)
+
+// NewMutex returns the Mutex for the lock called name. Options apply to this Mutex (TTL,
+// node timeout, retry backoff, restart guard, WithLostHandler, WithErrorHandler...);
+// auto-extension is always on. A bad name or option is reported by LockContext (an error
+// matching ErrInvalid), TryLock (false) and Lock (a panic: it has no other way to say it).
+func (c *Client) NewMutex(name string, opts ...Option) *Mutex {
+	m := &Mutex{client: c, name: name}
+	m.opts = c.opts.with(append(opts[:len(opts):len(opts)], WithAutoExtend(true)))
+	m.err = m.opts.validate()
+	if name == "" {
+		m.err = fmt.Errorf("%w: empty lock name", ErrInvalid)
+	}
+	m.keys = core.NewKeys(m.opts.prefix, name)
+	return m
+}
+
+// Lock locks m, waiting as long as it takes: through other holders and through node
+// failures, retrying with backoff. It returns only once m is locked. It panics only if the
+// Mutex was created with a bad name or option.
+func (m *Mutex) Lock() {
+	if err := m.LockContext(context.Background()); err != nil {
+		panic("redlock: Lock: " + err.Error())
+	}
+}
+
+// LockContext locks m, waiting until it is locked or ctx ends. It returns nil once m is
+// locked; otherwise ctx's error (matching context.Canceled or DeadlineExceeded, and the last
+// attempt's error, ErrHeld say), or ErrInvalid for a bad name or option. On error m is not
+// locked by this call.
+func (m *Mutex) LockContext(ctx context.Context) error {
+	if err := m.usable(); err != nil {
+		return err
+	}
+	q := m.client.enqueue(m.keys.Lock)
+	select {
+	case q.slot <- struct{}{}:
+	case <-ctx.Done():
+		m.client.dequeue(m.keys.Lock, q)
+		return fmt.Errorf("redlock: lock %q: %w", m.name, ctx.Err())
+	}
+	l := m.newLease()
+	g, err := m.client.cluster.AcquireWait(ctx, &l.lock, core.Backoff{Min: m.opts.retryMin, Max: m.opts.retryMax})
+	if err != nil {
+		<-q.slot
+		m.client.dequeue(m.keys.Lock, q)
+		return err
+	}
+	m.hold(l, g, q)
+	return nil
+}
+
+// TryLock tries to lock m once, without waiting, and reports whether it succeeded. It fails
+// if another goroutine of this Client holds or waits for the name, if another owner holds
+// it, or if too few nodes answer (within the node timeout).
+//
+// Note that while correct uses of TryLock do exist, they are rare, and use of TryLock is
+// often a sign of a deeper problem in a particular use of mutexes.
+func (m *Mutex) TryLock() bool {
+	if m.usable() != nil {
+		return false
+	}
+	q := m.client.enqueue(m.keys.Lock)
+	select {
+	case q.slot <- struct{}{}:
+	default:
+		m.client.dequeue(m.keys.Lock, q)
+		return false
+	}
+	l := m.newLease()
+	l.lock.Token = core.NewToken()
+	g, err := m.client.cluster.Acquire(context.Background(), &l.lock)
+	if err != nil {
+		<-q.slot
+		m.client.dequeue(m.keys.Lock, q)
+		return false
+	}
+	m.hold(l, g, q)
+	return true
+}
+
+// Unlock unlocks m. It is a run-time error, and panics with "redlock: unlock of unlocked
+// mutex", if m is not locked, as with sync.Mutex. A failure to release the lock on the nodes
+// (they are down, or the lock was already lost) is not a panic: it goes to the
+// WithErrorHandler function, or else to the WithLogger logger, and the lock's keys expire by
+// their TTL. Either way m is unlocked when Unlock returns.
+func (m *Mutex) Unlock() {
+	if err := m.UnlockContext(context.Background()); err != nil {
+		switch {
+		case m.opts.onError != nil:
+			m.opts.onError(err)
+		case m.client.opts.logger != nil:
+			m.client.opts.logger.Warn("redlock: unlock", "name", m.name, "error", err)
+		}
+	}
+}
+
+// UnlockContext unlocks m and returns the release's error: one matching ErrNotHeld if the
+// lock had been lost, or a *QuorumError if too few nodes answered (their keys expire by
+// TTL). The release is attempted even if ctx is already cancelled. m is unlocked when it
+// returns, whatever the error. Like Unlock, it panics if m is not locked.
+func (m *Mutex) UnlockContext(ctx context.Context) error {
+	m.mu.Lock()
+	l, q := m.lease, m.queue
+	m.lease, m.lost, m.queue = nil, nil, nil
+	m.mu.Unlock()
+	if l == nil {
+		panic("redlock: unlock of unlocked mutex")
+	}
+	err := l.Release(ctx)
+	<-q.slot
+	m.client.dequeue(m.keys.Lock, q)
+	return err
+}
+
+// Lost returns a channel that is closed if the lock that m holds now is lost: its
+// extensions failed until the validity ran out, or the nodes no longer hold it. Unlock does
+// not close it. When m is not locked it returns a closed channel.
+func (m *Mutex) Lost() <-chan struct{} {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.lost == nil {
+		closed := make(chan struct{})
+		close(closed)
+		return closed
+	}
+	return m.lost
+}
+
+func (m *Mutex) usable() error {
+	if m.client == nil {
+		return fmt.Errorf("%w: zero Mutex (use Client.NewMutex)", ErrInvalid)
+	}
+	return m.err
+}
+
+func (m *Mutex) newLease() *Lease {
+	return &Lease{cluster: m.client.cluster, name: m.name, opts: m.opts, lock: core.Lock{
+		Keys:        m.keys,
+		TTL:         m.opts.ttl,
+		NodeTimeout: m.opts.nodeTimeout,
+		DriftFactor: m.opts.driftFactor,
+		Guard:       m.opts.guard,
+	}}
+}
+
+// hold makes l, granted by g, m's current holding.
+func (m *Mutex) hold(l *Lease, g core.Grant, q *queue) {
+	lost := make(chan struct{})
+	onLost := m.opts.onLost
+	l.onEnd = func(reason error) {
+		if reason == ErrReleased {
+			return
+		}
+		close(lost)
+		if onLost != nil {
+			go onLost(notHeld{reason})
+		}
+	}
+	m.mu.Lock()
+	m.lease, m.lost, m.queue = l, lost, q
+	m.mu.Unlock()
+	l.start(g)
+}
+
+// queue is the local FIFO queue of one lock name within a Client: a goroutine holds slot's
+// one place while it holds or waits for the lock in Redis, and the others wait to send.
+type queue struct {
+	slot chan struct{}
+	refs int // goroutines holding or waiting; guarded by Client.qmu
+}
+
+func (c *Client) enqueue(key string) *queue {
+	c.qmu.Lock()
+	defer c.qmu.Unlock()
+	q := c.queues[key]
+	if q == nil {
+		if c.queues == nil {
+			c.queues = make(map[string]*queue)
+		}
+		q = &queue{slot: make(chan struct{}, 1)}
+		c.queues[key] = q
+	}
+	q.refs++
+	return q
+}
+
+func (c *Client) dequeue(key string, q *queue) {
+	c.qmu.Lock()
+	defer c.qmu.Unlock()
+	if q.refs--; q.refs == 0 {
+		delete(c.queues, key)
+	}
+}

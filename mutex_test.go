@@ -1,0 +1,242 @@
+package redlock_test
+
+import (
+	"context"
+	"errors"
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/go-redlock/redlock"
+	"github.com/go-redlock/redlock/core"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// criticalSections runs goroutines x sections critical sections, each between lock(g) and
+// the unlock it returns (g is the goroutine's index), with a read-yield-write increment that
+// loses updates unless the lock excludes, and an overlap detector. It returns the final
+// value and how often two holders overlapped.
+func criticalSections(goroutines, sections int, lock func(g int) (unlock func())) (int64, int32) {
+	var value atomic.Int64
+	var holders, overlaps atomic.Int32
+	var wg sync.WaitGroup
+	for g := range goroutines {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for range sections {
+				unlock := lock(g)
+				if holders.Add(1) != 1 {
+					overlaps.Add(1)
+				}
+				v := value.Load()
+				runtime.Gosched()
+				value.Store(v + 1)
+				holders.Add(-1)
+				unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	return value.Load(), overlaps.Load()
+}
+
+// TestMutexExcludes: 3 Clients x 8 goroutines on one name over 3 real servers, 200 critical
+// sections each, through a Mutex per goroutine; and the same through one shared *Mutex.
+func TestMutexExcludes(t *testing.T) {
+	const clients, goroutines, sections = 3, 8, 200
+	servers := realServers(t, 3)
+
+	t.Run("a Mutex per goroutine", func(t *testing.T) {
+		var mutexes []*redlock.Mutex
+		for range clients {
+			c := newClient(t, nodesFor(t, servers), redlock.WithNodeTimeout(time.Second))
+			for range goroutines {
+				mutexes = append(mutexes, c.NewMutex("counter"))
+			}
+		}
+		value, overlaps := criticalSections(clients*goroutines, sections, func(g int) func() {
+			mutexes[g].Lock()
+			return mutexes[g].Unlock
+		})
+		require.Zero(t, overlaps, "two holders overlapped")
+		require.Equal(t, int64(clients*goroutines*sections), value, "updates were lost")
+	})
+	t.Run("one shared Mutex", func(t *testing.T) {
+		c := newClient(t, nodesFor(t, servers), redlock.WithNodeTimeout(time.Second))
+		m := c.NewMutex("shared")
+		var mu sync.Locker = m
+		value, overlaps := criticalSections(goroutines, sections, func(int) func() {
+			mu.Lock()
+			return mu.Unlock
+		})
+		require.Zero(t, overlaps)
+		require.Equal(t, int64(goroutines*sections), value)
+	})
+}
+
+// withoutSubscriber hides a node's Subscriber, so waiters must poll.
+type withoutSubscriber struct{ redlock.Node }
+
+// TestMutexWakesOnRelease: a holder with a 30 s TTL unlocks after 50 ms; a waiter whose
+// polling backoff is 5 s or more holds the lock within 1 s, because the release wakes it. A
+// poller with only the holder's TTL and its backoff to go by would wait seconds.
+func TestMutexWakesOnRelease(t *testing.T) {
+	nodes, _ := realNodes(t, 3)
+	if _, ok := nodes[0].(core.Subscriber); !ok {
+		t.Fatalf("%T is not a core.Subscriber", nodes[0])
+	}
+	holderClient := newClient(t, nodes, redlock.WithTTL(30*time.Second))
+	waiterClient := newClient(t, nodes, redlock.WithTTL(30*time.Second), redlock.WithRetry(5*time.Second, 30*time.Second))
+	holder := holderClient.NewMutex("wake")
+	holder.Lock()
+
+	locked := make(chan time.Time, 1)
+	go func() {
+		m := waiterClient.NewMutex("wake")
+		m.Lock()
+		locked <- time.Now()
+		m.Unlock()
+	}()
+	time.Sleep(50 * time.Millisecond) // the waiter finds it held and subscribes
+	unlocked := time.Now()
+	holder.Unlock()
+	select {
+	case at := <-locked:
+		assert.Less(t, at.Sub(unlocked), time.Second)
+	case <-time.After(5 * time.Second):
+		t.Fatal("the waiter did not wake on release")
+	}
+}
+
+// TestMutexPollsWithoutSubscriber: without a Subscriber, a waiter finds the lock when the
+// holder's TTL runs out (the holder crashed without unlocking), not after its long backoff.
+func TestMutexPollsWithoutSubscriber(t *testing.T) {
+	nodes, _ := realNodes(t, 3)
+	plain := make([]redlock.Node, len(nodes))
+	for i, n := range nodes {
+		plain[i] = withoutSubscriber{n}
+	}
+	crashed, err := newClient(t, plain, redlock.WithTTL(400*time.Millisecond)).TryAcquire(ctxT(t, 5*time.Second), "poll")
+	require.NoError(t, err) // never released: its keys expire by TTL
+	waiter := newClient(t, plain, redlock.WithRetry(5*time.Second, 30*time.Second)).NewMutex("poll")
+	start := time.Now()
+	require.NoError(t, waiter.LockContext(ctxT(t, 10*time.Second)))
+	elapsed := time.Since(start)
+	assert.Less(t, elapsed, 2*time.Second, "the waiter slept its backoff instead of the holder's TTL")
+	assert.False(t, time.Now().Before(crashed.Until()), "the waiter got in while the holder's lease was valid")
+	waiter.Unlock()
+}
+
+// TestMutexExtendsItselfAndReportsLoss: a Mutex with a 500ms TTL is still locked after 5
+// TTLs; deleting its keys behind its back is reported within one extension interval.
+func TestMutexExtendsItselfAndReportsLoss(t *testing.T) {
+	nodes, servers := realNodes(t, 3)
+	const ttl = 500 * time.Millisecond
+	lostErr, unlockErr := make(chan error, 1), make(chan error, 1)
+	c := newClient(t, nodes, redlock.WithTTL(ttl))
+	m := c.NewMutex("extended",
+		redlock.WithLostHandler(func(err error) { lostErr <- err }),
+		redlock.WithErrorHandler(func(err error) { unlockErr <- err }))
+	other := c.NewMutex("extended")
+	m.Lock()
+	time.Sleep(5 * ttl)
+	select {
+	case <-m.Lost():
+		t.Fatal("lost the lock while extending it")
+	default:
+	}
+	assert.False(t, newClient(t, nodes).NewMutex("extended").TryLock(), "another Client got the lock")
+	assert.False(t, other.TryLock(), "another Mutex of the same Client got the lock")
+
+	deleted := time.Now()
+	for _, s := range servers {
+		_, err := s.Do("DEL", lockKey("extended"))
+		require.NoError(t, err)
+	}
+	select {
+	case <-m.Lost():
+		assert.Less(t, time.Since(deleted), ttl, "loss reported later than one extension interval")
+	case <-time.After(5 * ttl):
+		t.Fatal("the loss was not reported")
+	}
+	select {
+	case err := <-lostErr:
+		require.ErrorIs(t, err, redlock.ErrNotHeld)
+		require.ErrorIs(t, err, redlock.ErrLost)
+	case <-time.After(time.Second):
+		t.Fatal("the lost handler was not called")
+	}
+	m.Unlock() // the lock was lost: Unlock reports it to the handler, it does not panic
+	select {
+	case err := <-unlockErr:
+		require.ErrorIs(t, err, redlock.ErrLost)
+	default:
+		t.Fatal("Unlock of a lost lock reported nothing")
+	}
+}
+
+// TestMutexUnlock: Unlock of an unlocked Mutex panics as sync.Mutex does; Unlock while the
+// servers are down does not, and reports the error to the handler.
+func TestMutexUnlock(t *testing.T) {
+	nodes, servers := realNodes(t, 3)
+	var reported []error
+	var mu sync.Mutex
+	c := newClient(t, nodes, redlock.WithNodeTimeout(200*time.Millisecond))
+	m := c.NewMutex("down", redlock.WithErrorHandler(func(err error) {
+		mu.Lock()
+		reported = append(reported, err)
+		mu.Unlock()
+	}))
+	assert.PanicsWithValue(t, "redlock: unlock of unlocked mutex", m.Unlock)
+	m.Lock()
+	m.Unlock()
+	assert.PanicsWithValue(t, "redlock: unlock of unlocked mutex", m.Unlock, "second Unlock")
+
+	m.Lock()
+	for _, s := range servers {
+		s.Kill()
+	}
+	assert.NotPanics(t, m.Unlock)
+	mu.Lock()
+	require.Len(t, reported, 1)
+	assert.ErrorIs(t, reported[0], redlock.ErrNoQuorum)
+	mu.Unlock()
+	assert.PanicsWithValue(t, "redlock: unlock of unlocked mutex", m.Unlock, "a failed release still unlocks")
+}
+
+// TestMutexContextAndTryLock: LockContext gives up with ctx and leaves the Mutex unlocked;
+// TryLock fails while another holds it; bad input is reported.
+func TestMutexContextAndTryLock(t *testing.T) {
+	nodes, _ := miniNodes(t, 3)
+	a, b := newClient(t, nodes), newClient(t, nodes)
+	ma, mb := a.NewMutex("ctx"), b.NewMutex("ctx")
+	ma.Lock()
+	assert.False(t, mb.TryLock())
+	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+	defer cancel()
+	err := mb.LockContext(ctx)
+	require.ErrorIs(t, err, context.DeadlineExceeded)
+	require.ErrorIs(t, err, redlock.ErrHeld)
+	assert.PanicsWithValue(t, "redlock: unlock of unlocked mutex", mb.Unlock, "a failed LockContext must not lock")
+
+	// A second goroutine of the same Client queues locally and gives up with its ctx.
+	ctx2, cancel2 := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel2()
+	require.ErrorIs(t, a.NewMutex("ctx").LockContext(ctx2), context.DeadlineExceeded)
+	ma.Unlock()
+	require.True(t, mb.TryLock())
+	mb.Unlock()
+
+	bad := a.NewMutex("")
+	require.ErrorIs(t, bad.LockContext(context.Background()), redlock.ErrInvalid)
+	assert.False(t, bad.TryLock())
+	assert.Panics(t, bad.Lock)
+	require.ErrorIs(t, a.NewMutex("x", redlock.WithTTL(-1)).LockContext(context.Background()), redlock.ErrInvalid)
+	var zero redlock.Mutex
+	require.ErrorIs(t, zero.LockContext(context.Background()), redlock.ErrInvalid)
+	assert.True(t, errors.Is(zero.LockContext(context.Background()), redlock.ErrInvalid))
+}
