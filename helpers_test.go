@@ -30,7 +30,9 @@ func (quietLogger) Printf(context.Context, string, ...any) {}
 func goredisNode(t testing.TB, addr string) redlock.Node {
 	c := redis.NewClient(&redis.Options{Addr: addr})
 	t.Cleanup(func() { _ = c.Close() })
-	return goredis.New(c)
+	n := goredis.New(c)
+	t.Cleanup(func() { _ = n.Close() }) // its pub/sub connection; runs before c.Close
+	return n
 }
 
 // miniNodes starts n miniredis servers and returns a Node for each.
