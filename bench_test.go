@@ -1,0 +1,105 @@
+package redlock_test
+
+import (
+	"fmt"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/go-redlock/redlock"
+)
+
+// BenchmarkMutexUncontended: Lock then Unlock of a free Mutex on N real servers, one goroutine.
+func BenchmarkMutexUncontended(b *testing.B) {
+	for _, n := range []int{1, 5} {
+		b.Run(fmt.Sprintf("N=%d", n), func(b *testing.B) {
+			nodes, _ := realNodes(b, n)
+			m := newClient(b, nodes).NewMutex("bench")
+			b.ReportAllocs()
+			for b.Loop() {
+				m.Lock()
+				m.Unlock()
+			}
+		})
+	}
+}
+
+// BenchmarkLeaseUncontended: TryAcquire then Release of a fenced Lease (N > 1 pays the
+// fence raise round).
+func BenchmarkLeaseUncontended(b *testing.B) {
+	for _, n := range []int{1, 5} {
+		b.Run(fmt.Sprintf("N=%d", n), func(b *testing.B) {
+			nodes, _ := realNodes(b, n)
+			c := newClient(b, nodes)
+			ctx := ctxT(b, time.Hour)
+			b.ReportAllocs()
+			for b.Loop() {
+				l, err := c.TryAcquire(ctx, "bench")
+				if err != nil {
+					b.Fatal(err)
+				}
+				if err := l.Release(ctx); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+// BenchmarkMutexHandoff: G goroutines, each on its own Client (as separate processes would
+// be), take turns on one name. It reports the gap from one holder's Unlock to the next
+// holder's Lock returning (p50, p99) and the longest any goroutine waited for the lock.
+func BenchmarkMutexHandoff(b *testing.B) {
+	for _, n := range []int{1, 5} {
+		for _, g := range []int{2, 8, 32} {
+			b.Run(fmt.Sprintf("N=%d/G=%d", n, g), func(b *testing.B) {
+				servers := realServers(b, n)
+				mutexes := make([]*redlock.Mutex, g)
+				for i := range mutexes {
+					mutexes[i] = newClient(b, nodesFor(b, servers)).NewMutex("handoff")
+				}
+				var (
+					remaining atomic.Int64
+					unlocked  atomic.Int64 // UnixNano of the last Unlock, 0 before the first
+					mu        sync.Mutex
+					gaps      []time.Duration
+					longest   time.Duration
+					wg        sync.WaitGroup
+				)
+				remaining.Store(int64(b.N))
+				b.ReportAllocs()
+				b.ResetTimer()
+				for _, m := range mutexes {
+					wg.Add(1)
+					go func() {
+						defer wg.Done()
+						for remaining.Add(-1) >= 0 {
+							asked := time.Now()
+							m.Lock()
+							now := time.Now()
+							mu.Lock()
+							if last := unlocked.Load(); last != 0 {
+								gaps = append(gaps, now.Sub(time.Unix(0, last)))
+							}
+							longest = max(longest, now.Sub(asked))
+							mu.Unlock()
+							time.Sleep(time.Millisecond) // the critical section
+							unlocked.Store(time.Now().UnixNano())
+							m.Unlock()
+						}
+					}()
+				}
+				wg.Wait()
+				b.StopTimer()
+				if len(gaps) > 0 {
+					slices.Sort(gaps)
+					b.ReportMetric(float64(gaps[len(gaps)/2].Microseconds()), "gap-p50-µs")
+					b.ReportMetric(float64(gaps[len(gaps)*99/100].Microseconds()), "gap-p99-µs")
+				}
+				b.ReportMetric(float64(longest.Milliseconds()), "longest-wait-ms")
+			})
+		}
+	}
+}
