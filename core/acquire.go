@@ -178,6 +178,16 @@ func (c *Cluster) AcquireWait(ctx context.Context, l *Lock, b Backoff) (Grant, e
 	var w *watch // the release subscription, from the first time the lock is found held
 	defer func() { w.stop() }()
 	var last error // the last attempt's error that was not ctx's
+	if l.Yield > 0 {
+		w = c.watch(ctx, l.Keys.Channel, l.NodeTimeout)
+		timer := time.NewTimer(l.Yield)
+		select {
+		case <-timer.C:
+		case <-w.wake: // the lock changed hands and was released again: try now
+		case <-ctx.Done():
+		}
+		timer.Stop()
+	}
 	for attempt := 0; ; attempt++ {
 		l.Token = NewToken()
 		g, wait, err := c.acquire(ctx, l)

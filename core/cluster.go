@@ -121,6 +121,15 @@ type Lock struct {
 	// (rounded up to whole seconds) abstains from granting. 0 turns it off.
 	Guard time.Duration
 
+	// Yield, if positive, makes AcquireWait give other waiters this long to take the lock
+	// before its first attempt (it listens for releases meanwhile): for an owner that
+	// re-locks right after a release that others were waiting for (see Listeners), so that
+	// it does not barge ahead of them.
+	Yield time.Duration
+	// Listeners is set by Release: how many subscribers heard the release notification,
+	// summed over the nodes. More than zero means others wait for this lock.
+	Listeners int
+
 	// acquiring is closed when every node answered the acquisition that granted the lock
 	// (nil if all had answered by then). Release waits for it, so that a straggler's SET
 	// cannot land after the release and leave a key behind.

@@ -55,7 +55,12 @@ func (c *Cluster) Release(ctx context.Context, l *Lock) error {
 	}
 	ch := c.call(ctx, l.NodeTimeout, releaseScript, []string{l.Keys.Lock}, l.Token, l.Keys.Channel)
 	t := tally{c: c, op: "release", key: l.Keys.Lock, all: true}
-	c.collect(ctx, l.NodeTimeout, ch, &t, nil)
+	l.Listeners = 0
+	c.collect(ctx, l.NodeTimeout, ch, &t, func(r reply) {
+		if r.yes() && len(r.vals) > 1 {
+			l.Listeners += int(r.vals[1])
+		}
+	})
 	switch {
 	case t.won():
 		return nil
