@@ -53,7 +53,8 @@ func (c *Client) Unguarded() []string { return c.cluster.Unguarded() }
 
 // TryAcquire makes one attempt to take the lock called name, and returns its Lease.
 //
-// Errors: ErrHeld if another owner holds it; a *QuorumError (ErrNoQuorum) if too few nodes
+// Errors: ErrHeld if another owner holds it, including another goroutine of this Client
+// (found without a round trip); a *QuorumError (ErrNoQuorum) if too few nodes
 // answered yes; ErrExpired if the nodes answered slower than the validity; ErrInvalid for an
 // empty name or a bad option; ctx's error (errors.Is(err, context.Canceled), say) if ctx ended.
 func (c *Client) TryAcquire(ctx context.Context, name string, opts ...Option) (*Lease, error) {
@@ -61,17 +62,25 @@ func (c *Client) TryAcquire(ctx context.Context, name string, opts ...Option) (*
 	if err != nil {
 		return nil, err
 	}
+	q, ok := c.tryJoin(l.lock.Keys.Lock)
+	if !ok {
+		return nil, fmt.Errorf("%w (a goroutine of this Client holds or waits for %q)", ErrHeld, name)
+	}
 	l.lock.Token = core.NewToken()
 	g, err := c.cluster.Acquire(ctx, &l.lock)
 	if err != nil {
+		c.leave(l.lock.Keys.Lock, q)
 		return nil, err
 	}
+	l.leaveQueue = func() { c.leave(l.lock.Keys.Lock, q) }
 	l.start(g)
 	return l, nil
 }
 
 // Acquire takes the lock called name, waiting while another owner holds it and retrying
-// through node failures, until it succeeds or ctx ends. It returns the Lease.
+// through node failures, until it succeeds or ctx ends. It returns the Lease. Goroutines of
+// one Client that wait for one name (through Acquire, Do or a Mutex) queue locally in FIFO
+// order, and only the first of them waits in Redis.
 //
 // When ctx ends first, the error matches ctx's error (context.DeadlineExceeded, say) and the
 // last attempt's error (ErrHeld, ErrNoQuorum...) under errors.Is. It also fails at once with
@@ -81,10 +90,16 @@ func (c *Client) Acquire(ctx context.Context, name string, opts ...Option) (*Lea
 	if err != nil {
 		return nil, err
 	}
+	q, err := c.join(ctx, l.lock.Keys.Lock)
+	if err != nil {
+		return nil, fmt.Errorf("redlock: acquire %q: %w", name, err)
+	}
 	g, err := c.cluster.AcquireWait(ctx, &l.lock, core.Backoff{Min: l.opts.retryMin, Max: l.opts.retryMax})
 	if err != nil {
+		c.leave(l.lock.Keys.Lock, q)
 		return nil, err
 	}
+	l.leaveQueue = func() { c.leave(l.lock.Keys.Lock, q) }
 	l.start(g)
 	return l, nil
 }

@@ -33,6 +33,12 @@ type Lease struct {
 	holdEnd  *time.Timer // the end of the maximum hold time, if set
 	released bool        // Release ran
 	onEnd    func(reason error)
+
+	// leaveQueue gives back the lease's place in its Client's local queue (nil for a
+	// Mutex's lease: the Mutex keeps its place until Unlock). It runs once, after the
+	// network release, or when the lease ends otherwise.
+	leaveQueue func()
+	leaveOnce  sync.Once
 }
 
 // start makes l the holder of g, and starts its timers: expiry at Until, and, if asked, the
@@ -151,17 +157,25 @@ func (l *Lease) finish(ctx context.Context, reason error) error {
 		l.mu.Unlock()
 		return notHeld{ErrReleased}
 	}
+	l.released = true
 	l.expireIfDue()
 	ended := l.err
 	l.end(reason)
-	l.released = true
 	l.mu.Unlock()
 
 	err := l.cluster.Release(ctx, &l.lock)
+	l.leave()
 	if ended != nil {
 		return notHeld{ended}
 	}
 	return err
+}
+
+// leave gives back the lease's place in the local queue, once.
+func (l *Lease) leave() {
+	if l.leaveQueue != nil {
+		l.leaveOnce.Do(l.leaveQueue)
+	}
 }
 
 // check reports the lease's end, if it ended.
@@ -206,6 +220,9 @@ func (l *Lease) end(reason error) {
 	close(l.done)
 	if l.onEnd != nil {
 		l.onEnd(reason)
+	}
+	if !l.released { // finish leaves after its network release
+		l.leave()
 	}
 }
 

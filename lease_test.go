@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -96,7 +98,9 @@ func TestExpiredLeaseCannotReleaseTheNextHolder(t *testing.T) {
 	for _, s := range servers {
 		s.FastForward(time.Second)
 	}
-	next, err := c.TryAcquire(ctx, "job", redlock.WithTTL(time.Minute))
+	// Another Client (another process, say): this one queues its own goroutines locally
+	// behind the old lease until that lease ends.
+	next, err := newClient(t, nodes).TryAcquire(ctx, "job", redlock.WithTTL(time.Minute))
 	require.NoError(t, err)
 
 	require.ErrorIs(t, old.Extend(ctx), redlock.ErrNotHeld)
@@ -281,4 +285,59 @@ func TestBadInput(t *testing.T) {
 	require.ErrorIs(t, zero.Extend(ctx), redlock.ErrNotHeld)
 	require.ErrorIs(t, zero.Release(ctx), redlock.ErrNotHeld)
 	assert.True(t, errors.Is(zero.Release(ctx), redlock.ErrNotHeld))
+}
+
+// countingNode counts the scripts run through it.
+type countingNode struct {
+	redlock.Node
+	calls atomic.Int64
+}
+
+func (n *countingNode) Eval(ctx context.Context, s *core.Script, keys []string, args ...string) ([]int64, error) {
+	n.calls.Add(1)
+	return n.Node.Eval(ctx, s, keys, args...)
+}
+
+// TestLeasesQueueLocally: goroutines of one Client that want one name queue locally in FIFO
+// order; a TryAcquire behind a local holder is refused without a round trip.
+func TestLeasesQueueLocally(t *testing.T) {
+	nodes, _ := miniNodes(t, 1)
+	counted := &countingNode{Node: nodes[0]}
+	c := newClient(t, []redlock.Node{counted})
+	ctx := ctxT(t, 10*time.Second)
+	l, err := c.Acquire(ctx, "queued")
+	require.NoError(t, err)
+
+	before := counted.calls.Load()
+	_, err = c.TryAcquire(ctx, "queued")
+	require.ErrorIs(t, err, redlock.ErrHeld)
+	assert.Equal(t, before, counted.calls.Load(), "a local TryAcquire went to Redis")
+
+	order := make(chan int, 3)
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	for i := range 3 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			l, err := c.Acquire(ctx, "queued")
+			if assert.NoError(t, err) {
+				order <- i
+				assert.NoError(t, l.Release(ctx))
+			}
+		}()
+		time.Sleep(30 * time.Millisecond) // let goroutine i queue before the next
+	}
+	waiting := counted.calls.Load()
+	time.Sleep(50 * time.Millisecond)
+	assert.Equal(t, waiting, counted.calls.Load(), "local waiters polled Redis")
+	require.NoError(t, l.Release(ctx))
+	for want := range 3 {
+		select {
+		case got := <-order:
+			assert.Equal(t, want, got, "not FIFO")
+		case <-time.After(5 * time.Second):
+			t.Fatal("a local waiter never got the lock")
+		}
+	}
 }

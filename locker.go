@@ -79,12 +79,9 @@ func (m *Mutex) LockContext(ctx context.Context) error {
 	if err := m.usable(); err != nil {
 		return err
 	}
-	q := m.client.enqueue(m.keys.Lock)
-	select {
-	case q.slot <- struct{}{}:
-	case <-ctx.Done():
-		m.client.dequeue(m.keys.Lock, q)
-		return fmt.Errorf("redlock: lock %q: %w", m.name, ctx.Err())
+	q, err := m.client.join(ctx, m.keys.Lock)
+	if err != nil {
+		return fmt.Errorf("redlock: lock %q: %w", m.name, err)
 	}
 	l := m.newLease()
 	m.mu.Lock()
@@ -94,8 +91,7 @@ func (m *Mutex) LockContext(ctx context.Context) error {
 	m.mu.Unlock()
 	g, err := m.client.cluster.AcquireWait(ctx, &l.lock, core.Backoff{Min: m.opts.retryMin, Max: m.opts.retryMax})
 	if err != nil {
-		<-q.slot
-		m.client.dequeue(m.keys.Lock, q)
+		m.client.leave(m.keys.Lock, q)
 		return err
 	}
 	m.hold(l, g, q)
@@ -112,19 +108,15 @@ func (m *Mutex) TryLock() bool {
 	if m.usable() != nil {
 		return false
 	}
-	q := m.client.enqueue(m.keys.Lock)
-	select {
-	case q.slot <- struct{}{}:
-	default:
-		m.client.dequeue(m.keys.Lock, q)
+	q, ok := m.client.tryJoin(m.keys.Lock)
+	if !ok {
 		return false
 	}
 	l := m.newLease()
 	l.lock.Token = core.NewToken()
 	g, err := m.client.cluster.Acquire(context.Background(), &l.lock)
 	if err != nil {
-		<-q.slot
-		m.client.dequeue(m.keys.Lock, q)
+		m.client.leave(m.keys.Lock, q)
 		return false
 	}
 	m.hold(l, g, q)
@@ -165,8 +157,7 @@ func (m *Mutex) UnlockContext(ctx context.Context) error {
 		m.yield = true
 		m.mu.Unlock()
 	}
-	<-q.slot
-	m.client.dequeue(m.keys.Lock, q)
+	m.client.leave(m.keys.Lock, q)
 	return err
 }
 
@@ -220,11 +211,43 @@ func (m *Mutex) hold(l *Lease, g core.Grant, q *queue) {
 	l.start(g)
 }
 
-// queue is the local FIFO queue of one lock name within a Client: a goroutine holds slot's
-// one place while it holds or waits for the lock in Redis, and the others wait to send.
+// queue is the local FIFO queue of one lock key within a Client: a goroutine holds slot's
+// one place while it holds or waits for the lock in Redis (through a Mutex, or a Lease from
+// Acquire or TryAcquire), and the others wait to send.
 type queue struct {
 	slot chan struct{}
 	refs int // goroutines holding or waiting; guarded by Client.qmu
+}
+
+// join waits, in FIFO order, for the one place in the local queue of the lock key, and
+// returns the queue; the caller gives the place back with leave.
+func (c *Client) join(ctx context.Context, key string) (*queue, error) {
+	q := c.enqueue(key)
+	select {
+	case q.slot <- struct{}{}:
+		return q, nil
+	case <-ctx.Done():
+		c.dequeue(key, q)
+		return nil, ctx.Err()
+	}
+}
+
+// tryJoin takes the place in the local queue of key if it is free.
+func (c *Client) tryJoin(key string) (*queue, bool) {
+	q := c.enqueue(key)
+	select {
+	case q.slot <- struct{}{}:
+		return q, true
+	default:
+		c.dequeue(key, q)
+		return nil, false
+	}
+}
+
+// leave gives back the place that join or tryJoin took.
+func (c *Client) leave(key string, q *queue) {
+	<-q.slot
+	c.dequeue(key, q)
 }
 
 func (c *Client) enqueue(key string) *queue {

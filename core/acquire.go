@@ -58,9 +58,7 @@ func (c *Cluster) acquire(ctx context.Context, l *Lock) (Grant, time.Duration, e
 			if len(r.vals) > 1 {
 				top = max(top, r.vals[1])
 			}
-			if len(r.vals) > 2 && r.vals[2] == 1 {
-				c.markUnguarded(r.node)
-			}
+			c.noteGuard(r)
 		case len(r.vals) > 1: // refused (0) or abstaining (-1): either way, how long
 			wait = max(wait, r.vals[1])
 		}
@@ -104,11 +102,19 @@ func (c *Cluster) stragglers(ch <-chan reply, answered []bool) <-chan struct{} {
 	done := make(chan struct{})
 	go func() {
 		for range pending {
-			<-ch
+			c.noteGuard(<-ch)
 		}
 		close(done)
 	}()
 	return done
+}
+
+// noteGuard records a node that granted an acquisition without the restart guard it was
+// asked for, because it cannot report its uptime.
+func (c *Cluster) noteGuard(r reply) {
+	if r.err == nil && len(r.vals) > 2 && r.vals[0] == 1 && r.vals[2] == 1 {
+		c.markUnguarded(r.node)
+	}
 }
 
 // raise sets the fence counter to at least fence on a quorum of the nodes where l is held,
@@ -152,7 +158,9 @@ func (c *Cluster) abandon(ctx context.Context, l *Lock, ch <-chan reply, answere
 	if pending > 0 {
 		go func() {
 			for range pending {
-				if r := <-ch; !answered[r.node] && (r.err != nil || r.yes()) {
+				r := <-ch
+				c.noteGuard(r)
+				if !answered[r.node] && (r.err != nil || r.yes()) {
 					release(r.node)
 				}
 			}

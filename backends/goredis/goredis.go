@@ -17,6 +17,7 @@ import (
 type Node struct {
 	client redis.UniversalClient
 	name   string
+	ps     *pubsub // Subscribe's state; see subscribe.go
 }
 
 var _ core.Node = (*Node)(nil)
@@ -31,7 +32,7 @@ func New(c redis.UniversalClient) *Node {
 	if c == nil || reflect.ValueOf(c).IsNil() {
 		return nil
 	}
-	return &Node{client: c, name: name(c)}
+	return &Node{client: c, name: name(c), ps: newPubSub(c)}
 }
 
 func name(c redis.UniversalClient) string {

@@ -1,0 +1,24 @@
+package goredis_test
+
+import (
+	"testing"
+
+	"github.com/go-redlock/redlock/backends/goredis"
+	"github.com/go-redlock/redlock/conformance"
+	"github.com/go-redlock/redlock/core"
+	"github.com/redis/go-redis/v9"
+)
+
+// TestConformance runs the shared conformance suite on the go-redis Node, on miniredis and
+// on real redis-server processes.
+func TestConformance(t *testing.T) {
+	conformance.Run(t, conformance.Harness{
+		NewNode: func(t testing.TB, addr string) core.Node {
+			rdb := redis.NewClient(&redis.Options{Addr: addr, ContextTimeoutEnabled: true})
+			t.Cleanup(func() { _ = rdb.Close() })
+			node := goredis.New(rdb)
+			t.Cleanup(func() { _ = node.Close() }) // runs first: the Node before its client
+			return node
+		},
+	})
+}

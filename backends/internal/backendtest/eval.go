@@ -1,0 +1,227 @@
+package backendtest
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/go-redlock/redlock/core"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// Eval runs the Eval tests on miniredis and on redis-server (and the script replies on a
+// one-node cluster too, where the cluster client routes by the keys' slot).
+func Eval(t *testing.T, newNode NewNode) {
+	t.Run("scripts", func(t *testing.T) { evalScripts(t, newNode) })
+	t.Run("noscript", func(t *testing.T) { evalNoScript(t, newNode) })
+	t.Run("cancelled", func(t *testing.T) { evalCancelled(t, newNode) })
+	t.Run("server error", func(t *testing.T) { evalServerError(t, newNode) })
+	t.Run("bad reply", func(t *testing.T) { evalBadReply(t, newNode) })
+	t.Run("concurrent", func(t *testing.T) { evalConcurrent(t, newNode) })
+}
+
+// evalScripts runs every core script through Node.Eval, on a lock that is missing and on
+// one we hold, and checks the integer replies: the backend passes keys and args in order
+// and converts the reply.
+func evalScripts(t *testing.T, newNode NewNode) {
+	const token, ttl = "our-token", "10000"
+	keys := core.NewKeys("test:", "scripts")
+	type run struct {
+		keys []string
+		args []string
+		want func(t *testing.T, got []int64)
+	}
+	equals := func(want ...int64) func(*testing.T, []int64) {
+		return func(t *testing.T, got []int64) { assert.Equal(t, want, got) }
+	}
+	granted := func(t *testing.T, got []int64) {
+		require.Len(t, got, 2)
+		assert.Equal(t, int64(1), got[0])
+		assert.Positive(t, got[1], "fence seeded from the server clock")
+	}
+	cases := map[string]struct{ missing, held run }{
+		"acquire": {
+			missing: run{[]string{keys.Lock, keys.Fence}, []string{token, ttl}, granted},
+			held:    run{[]string{keys.Lock, keys.Fence}, []string{token, ttl}, granted}, // a retried acquire
+		},
+		"extend": {
+			missing: run{[]string{keys.Lock}, []string{token, ttl}, equals(0)},
+			held:    run{[]string{keys.Lock}, []string{token, ttl}, equals(1)},
+		},
+		"release": {
+			missing: run{[]string{keys.Lock}, []string{token, keys.Channel}, equals(0, 0)},
+			held:    run{[]string{keys.Lock}, []string{token, keys.Channel}, equals(1, 0)}, // 0 listeners
+		},
+		"raise": {
+			missing: run{[]string{keys.Lock, keys.Fence}, []string{token, "5"}, equals(0)},
+			held:    run{[]string{keys.Lock, keys.Fence}, []string{token, "5"}, equals(1)},
+		},
+	}
+	for _, s := range core.Scripts() {
+		if _, ok := cases[s.Name()]; !ok {
+			t.Errorf("no test case for core script %q", s.Name())
+		}
+	}
+	onEach(t, newNode, []Kind{Miniredis, Redis, Cluster}, nil, func(t *testing.T, srv *Server, node core.Node) {
+		ctx := context.Background()
+		for _, s := range core.Scripts() {
+			c := cases[s.Name()]
+			t.Run(s.Name()+"/missing", func(t *testing.T) {
+				flush(t, srv)
+				got, err := node.Eval(ctx, s, c.missing.keys, c.missing.args...)
+				require.NoError(t, err)
+				c.missing.want(t, got)
+			})
+			t.Run(s.Name()+"/held", func(t *testing.T) {
+				flush(t, srv)
+				require.NoError(t, srv.Admin.Set(ctx, keys.Lock, token, time.Minute).Err())
+				got, err := node.Eval(ctx, s, c.held.keys, c.held.args...)
+				require.NoError(t, err)
+				c.held.want(t, got)
+			})
+		}
+	})
+}
+
+// evalNoScript: after SCRIPT FLUSH the server answers EVALSHA with NOSCRIPT; Eval falls back
+// to EVAL, which loads the script again.
+func evalNoScript(t *testing.T, newNode NewNode) {
+	keys := core.NewKeys("test:", "noscript")
+	s := script(t, "release")
+	onEach(t, newNode, []Kind{Miniredis, Redis}, nil, func(t *testing.T, srv *Server, node core.Node) {
+		ctx := context.Background()
+		loaded := func() bool {
+			exists, err := srv.Admin.ScriptExists(ctx, s.SHA1()).Result()
+			require.NoError(t, err)
+			return exists[0]
+		}
+		eval := func() {
+			got, err := node.Eval(ctx, s, []string{keys.Lock}, "token", keys.Channel)
+			require.NoError(t, err)
+			assert.Equal(t, []int64{0, 0}, got)
+		}
+		require.NoError(t, srv.Admin.ScriptFlush(ctx).Err())
+		eval() // first run ever: NOSCRIPT, then EVAL
+		assert.True(t, loaded(), "script loaded by the first Eval")
+		eval() // EVALSHA
+		require.NoError(t, srv.Admin.ScriptFlush(ctx).Err())
+		require.False(t, loaded(), "SCRIPT FLUSH forgot the script")
+		eval()
+		assert.True(t, loaded(), "script loaded again after SCRIPT FLUSH")
+	})
+}
+
+// evalCancelled: a context cancelled before the call gives context.Canceled, and no reply.
+func evalCancelled(t *testing.T, newNode NewNode) {
+	s := script(t, "extend")
+	keys := []string{core.NewKeys("test:", "cancelled").Lock}
+	onEach(t, newNode, []Kind{Miniredis, Redis}, nil, func(t *testing.T, _ *Server, node core.Node) {
+		ctx, cancel := context.WithCancel(context.Background())
+		cancel()
+		got, err := node.Eval(ctx, s, keys, "token", "10000")
+		assert.ErrorIs(t, err, context.Canceled)
+		assert.Nil(t, got)
+	})
+}
+
+// evalServerError: an error raised inside the script (WRONGTYPE: the lock key holds a hash)
+// is an error, not a reply.
+func evalServerError(t *testing.T, newNode NewNode) {
+	keys := core.NewKeys("test:", "wrongtype")
+	s := script(t, "acquire")
+	onEach(t, newNode, []Kind{Miniredis, Redis}, nil, func(t *testing.T, srv *Server, node core.Node) {
+		require.NoError(t, srv.Admin.HSet(context.Background(), keys.Lock, "field", "value").Err())
+		got, err := node.Eval(context.Background(), s, []string{keys.Lock, keys.Fence}, "token", "10000")
+		require.Error(t, err)
+		assert.Contains(t, err.Error(), "WRONGTYPE")
+		assert.Nil(t, got)
+	})
+}
+
+// evalBadReply: a reply that is not an array of integers is an error, never a reply.
+func evalBadReply(t *testing.T, newNode NewNode) {
+	cases := []struct{ name, src string }{
+		{"string", "return 'x'"},
+		{"integer", "return 1"},
+		{"array with a string", "return {1, 'x'}"},
+		{"nested array", "return {1, {2}}"},
+		{"nil", "return nil"},
+		{"status", "return redis.status_reply('OK')"},
+	}
+	onEach(t, newNode, []Kind{Miniredis, Redis}, nil, func(t *testing.T, _ *Server, node core.Node) {
+		for _, c := range cases {
+			t.Run(c.name, func(t *testing.T) {
+				got, err := node.Eval(context.Background(), core.NewScript("bad", c.src), []string{"k"})
+				require.Error(t, err)
+				assert.Nil(t, got)
+			})
+		}
+	})
+}
+
+// evalConcurrent: 100 goroutines at once on one node, each on its own lock, all answered.
+func evalConcurrent(t *testing.T, newNode NewNode) {
+	s := script(t, "acquire")
+	onEach(t, newNode, []Kind{Miniredis, Redis}, nil, func(t *testing.T, _ *Server, node core.Node) {
+		var wg sync.WaitGroup
+		errs := make(chan error, 100)
+		for i := range 100 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				keys := core.NewKeys("test:", strings.Repeat("n", i+1))
+				got, err := node.Eval(context.Background(), s, []string{keys.Lock, keys.Fence}, "token", "10000")
+				if err == nil && (len(got) < 2 || got[0] != 1) {
+					err = errors.New("not granted")
+				}
+				errs <- err
+			}()
+		}
+		wg.Wait()
+		close(errs)
+		for err := range errs {
+			assert.NoError(t, err)
+		}
+	})
+}
+
+// EvalHonoursContext: a node that accepts connections and never replies must not hold Eval
+// past its context's deadline or cancellation. hung builds such a node.
+func EvalHonoursContext(t *testing.T, hung func(t *testing.T) core.Node) {
+	s := script(t, "extend")
+	keys := []string{core.NewKeys("test:", "hung").Lock}
+	cases := []struct {
+		name   string
+		ctx    func() (context.Context, context.CancelFunc)
+		wantIs error
+	}{
+		{"deadline", func() (context.Context, context.CancelFunc) {
+			return context.WithTimeout(context.Background(), 50*time.Millisecond)
+		}, context.DeadlineExceeded},
+		{"cancelled while waiting", func() (context.Context, context.CancelFunc) {
+			ctx, cancel := context.WithCancel(context.Background())
+			time.AfterFunc(50*time.Millisecond, cancel)
+			return ctx, cancel
+		}, context.Canceled},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			node := hung(t)
+			ctx, cancel := c.ctx()
+			defer cancel()
+			start := time.Now()
+			got, err := node.Eval(ctx, s, keys, "token", "10000")
+			elapsed := time.Since(start)
+			require.Error(t, err)
+			assert.Nil(t, got)
+			assert.Less(t, elapsed, 500*time.Millisecond, "Eval returned after %v: %v", elapsed, err)
+			assert.ErrorIs(t, err, c.wantIs)
+			t.Logf("after %v: %v", elapsed.Round(time.Millisecond), err)
+		})
+	}
+}

@@ -1,0 +1,219 @@
+package fanout_test
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/go-redlock/redlock/backends/internal/fanout"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// conn records what the Registry asks of the wire; the test plays the server.
+type conn struct {
+	mu     sync.Mutex
+	log    []string
+	starts int
+	fail   error // returned by Subscribe
+}
+
+func (c *conn) Subscribe(_ context.Context, ch string) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.log = append(c.log, "SUBSCRIBE "+ch)
+	return c.fail
+}
+
+func (c *conn) Unsubscribe(ch string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.log = append(c.log, "UNSUBSCRIBE "+ch)
+}
+
+func (c *conn) Start() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.starts++
+}
+
+func (c *conn) sent() []string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return append([]string(nil), c.log...)
+}
+
+type counter struct{ n atomic.Int64 }
+
+func (c *counter) fn() { c.n.Add(1) }
+
+// subscribe calls Subscribe in the background: it returns only after Confirmed.
+func subscribe(r *fanout.Registry, ctx context.Context, ch string, fn func()) <-chan func() {
+	out := make(chan func(), 1)
+	go func() {
+		u, err := r.Subscribe(ctx, ch, fn)
+		if err != nil {
+			u = nil
+		}
+		out <- u
+	}()
+	return out
+}
+
+// confirmWhenSent plays the server: it confirms ch once the n-th SUBSCRIBE of it was sent.
+func confirmWhenSent(t *testing.T, c *conn, r *fanout.Registry, ch string, n int) {
+	require.Eventually(t, func() bool {
+		count := 0
+		for _, l := range c.sent() {
+			if l == "SUBSCRIBE "+ch {
+				count++
+			}
+		}
+		return count >= n
+	}, time.Second, time.Millisecond)
+	r.Confirmed(ch)
+}
+
+func TestLifecycle(t *testing.T) {
+	c := &conn{}
+	r := fanout.New(c)
+	var a, b counter
+	ctx := context.Background()
+
+	pa := subscribe(r, ctx, "ch", a.fn)
+	confirmWhenSent(t, c, r, "ch", 1)
+	unA := <-pa
+	require.NotNil(t, unA)
+	unB, err := r.Subscribe(ctx, "ch", b.fn) // already confirmed: at once, no second SUBSCRIBE
+	require.NoError(t, err)
+	assert.Equal(t, []string{"SUBSCRIBE ch"}, c.sent())
+	assert.Equal(t, 1, c.starts)
+
+	r.Message("ch")
+	r.Message("other")
+	assert.Equal(t, int64(1), a.n.Load())
+	assert.Equal(t, int64(1), b.n.Load())
+
+	r.Confirmed("ch") // a re-subscription after a reconnect: everyone re-checks
+	assert.Equal(t, int64(2), a.n.Load())
+	assert.Equal(t, int64(2), b.n.Load())
+
+	unA()
+	unA()
+	r.Message("ch")
+	assert.Equal(t, int64(2), a.n.Load(), "after unsubscribe")
+	assert.Equal(t, int64(3), b.n.Load())
+	assert.False(t, r.Idle())
+
+	unB()
+	assert.Equal(t, []string{"SUBSCRIBE ch", "UNSUBSCRIBE ch"}, c.sent())
+	assert.True(t, r.Idle(), "nothing subscribed")
+
+	pc := subscribe(r, ctx, "ch", a.fn)
+	confirmWhenSent(t, c, r, "ch", 2)
+	require.NotNil(t, <-pc)
+	assert.Equal(t, 2, c.starts, "the reader is started again after Idle")
+}
+
+// A waiter that gives up before the confirmation leaves the channel subscribed until the
+// confirmation comes, so that it is never taken for the confirmation of a later SUBSCRIBE.
+func TestGiveUpBeforeConfirmation(t *testing.T) {
+	c := &conn{}
+	r := fanout.New(c)
+	ctx, cancel := context.WithCancel(context.Background())
+	p := subscribe(r, ctx, "ch", func() { t.Error("called after giving up") })
+	require.Eventually(t, func() bool { return len(c.sent()) == 1 }, time.Second, time.Millisecond)
+	var b counter
+	pb := subscribe(r, context.Background(), "ch", b.fn) // joins the pending SUBSCRIBE
+	time.Sleep(50 * time.Millisecond)                    // for b to join
+	cancel()
+	assert.Nil(t, <-p)
+	assert.Equal(t, []string{"SUBSCRIBE ch"}, c.sent(), "no UNSUBSCRIBE while b waits")
+	r.Confirmed("ch")
+	unB := <-pb
+	require.NotNil(t, unB)
+	r.Message("ch")
+	assert.Equal(t, int64(1), b.n.Load())
+	unB()
+
+	ctx, cancel = context.WithCancel(context.Background())
+	p = subscribe(r, ctx, "ch2", func() {})
+	require.Eventually(t, func() bool { return len(c.sent()) == 3 }, time.Second, time.Millisecond)
+	cancel()
+	<-p
+	r.Confirmed("ch2")
+	assert.Equal(t, []string{"SUBSCRIBE ch", "UNSUBSCRIBE ch", "SUBSCRIBE ch2", "UNSUBSCRIBE ch2"}, c.sent())
+	assert.True(t, r.Idle())
+}
+
+func TestFailAndClose(t *testing.T) {
+	boom := errors.New("boom")
+	c := &conn{fail: boom}
+	r := fanout.New(c)
+	_, err := r.Subscribe(context.Background(), "ch", func() {})
+	assert.ErrorIs(t, err, boom, "SUBSCRIBE could not be sent")
+
+	c.fail = nil
+	p1 := subscribe(r, context.Background(), "a", func() {})
+	confirmWhenSent(t, c, r, "a", 1)
+	un1 := <-p1
+	p2 := subscribe(r, context.Background(), "b", func() {})
+	require.Eventually(t, func() bool { return len(c.sent()) == 3 }, time.Second, time.Millisecond)
+	r.Fail("", boom) // the connection broke before b was confirmed
+	assert.Nil(t, <-p2)
+	assert.Equal(t, "UNSUBSCRIBE b", c.sent()[3])
+	require.NoError(t, r.Resubscribe(context.Background()))
+	assert.Equal(t, "SUBSCRIBE a", c.sent()[4], "a, confirmed, is subscribed again")
+
+	var d counter
+	p3 := subscribe(r, context.Background(), "c", d.fn)
+	require.Eventually(t, func() bool { return len(c.sent()) == 6 }, time.Second, time.Millisecond)
+	var e counter
+	unE, err := r.Subscribe(context.Background(), "a", e.fn)
+	require.NoError(t, err)
+	r.Close()
+	r.Close()
+	assert.Nil(t, <-p3, "a waiting Subscribe fails at Close")
+	r.Message("a")
+	r.Confirmed("a")
+	assert.Zero(t, e.n.Load(), "no call after Close")
+	un1()
+	unE()
+	_, err = r.Subscribe(context.Background(), "a", func() {})
+	assert.ErrorIs(t, err, fanout.ErrClosed)
+	assert.True(t, r.Idle())
+}
+
+// A callback may unsubscribe itself and subscribe again without deadlock.
+func TestReentrantCallback(t *testing.T) {
+	c := &conn{}
+	r := fanout.New(c)
+	p := subscribe(r, context.Background(), "ch", func() {})
+	confirmWhenSent(t, c, r, "ch", 1)
+	<-p
+	var self atomic.Pointer[func()]
+	var calls counter
+	un, err := r.Subscribe(context.Background(), "ch", func() {
+		calls.fn()
+		(*self.Load())()
+		u, err := r.Subscribe(context.Background(), "ch", func() {}) // confirmed: returns at once
+		assert.NoError(t, err)
+		u()
+	})
+	require.NoError(t, err)
+	self.Store(&un)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		r.Confirmed("ch") // a re-subscription: calls every callback
+	}()
+	select {
+	case <-done:
+	case <-time.After(time.Second):
+		t.Fatal("deadlock")
+	}
+	assert.Equal(t, int64(1), calls.n.Load())
+}

@@ -1,0 +1,30 @@
+package redigo_test
+
+import (
+	"context"
+	"testing"
+
+	"github.com/go-redlock/redlock/backends/redigo"
+	"github.com/go-redlock/redlock/conformance"
+	"github.com/go-redlock/redlock/core"
+	"github.com/gomodule/redigo/redis"
+)
+
+// TestConformance runs the shared conformance suite on the redigo Node, on miniredis and on
+// real redis-server processes.
+func TestConformance(t *testing.T) {
+	conformance.Run(t, conformance.Harness{
+		NewNode: func(t testing.TB, addr string) core.Node {
+			pool := &redis.Pool{
+				MaxIdle: 10,
+				DialContext: func(ctx context.Context) (redis.Conn, error) {
+					return redis.DialContext(ctx, "tcp", addr)
+				},
+			}
+			t.Cleanup(func() { _ = pool.Close() })
+			node := redigo.New(pool, addr)
+			t.Cleanup(func() { _ = node.Close() }) // runs first: the Node before its pool
+			return node
+		},
+	})
+}

@@ -1,0 +1,57 @@
+package redigo_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/alicebob/miniredis/v2"
+	"github.com/go-redlock/redlock"
+	"github.com/go-redlock/redlock/backends/redigo"
+	"github.com/gomodule/redigo/redis"
+)
+
+// One redigo pool per Redis master, each wrapped by New with the master's address as its
+// name, makes the nodes of a redlock Client. Here a single in-process server (miniredis)
+// stands in for Redis.
+func ExampleNew() {
+	server, err := miniredis.Run()
+	if err != nil {
+		panic(err)
+	}
+	defer server.Close()
+
+	pool := &redis.Pool{
+		MaxIdle: 4,
+		DialContext: func(ctx context.Context) (redis.Conn, error) {
+			return redis.DialContext(ctx, "tcp", server.Addr())
+		},
+	}
+	defer pool.Close()
+	node := redigo.New(pool, server.Addr())
+	defer node.Close() // ends the node's pub/sub connection, if it made one
+
+	client, err := redlock.New([]redlock.Node{node})
+	if err != nil {
+		panic(err)
+	}
+
+	ctx := context.Background()
+	lease, err := client.TryAcquire(ctx, "reports")
+	if err != nil {
+		panic(err)
+	}
+	fmt.Println("acquired", lease.Name())
+
+	_, err = client.TryAcquire(ctx, "reports")
+	fmt.Println("second attempt refused:", errors.Is(err, redlock.ErrHeld))
+
+	if err := lease.Release(ctx); err != nil {
+		panic(err)
+	}
+	fmt.Println("released")
+	// Output:
+	// acquired reports
+	// second attempt refused: true
+	// released
+}

@@ -1,0 +1,114 @@
+// Package redigo is the redlock backend for redigo (github.com/gomodule/redigo): a core.Node
+// over a pool of connections to one Redis master, such as a *redis.Pool.
+package redigo
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"reflect"
+	"strings"
+	"time"
+
+	"github.com/go-redlock/redlock/core"
+	"github.com/gomodule/redigo/redis"
+)
+
+// Pool hands out connections to one Redis server. *redis.Pool satisfies it. A connection
+// is closed after each use (which returns a pooled one to its pool). Its connections must
+// implement redis.ConnWithContext and redis.ConnWithTimeout, as redigo's own do.
+type Pool interface {
+	GetContext(ctx context.Context) (redis.Conn, error)
+}
+
+// Node is one Redis master reached through a redigo pool. It is safe for concurrent use;
+// it does not own the pool and never closes it.
+type Node struct {
+	pool Pool
+	name string
+	ps   *pubsub // Subscribe's state; see subscribe.go
+}
+
+var _ core.Node = (*Node)(nil)
+
+// New returns the Node for pool. name names the node in errors, usually the server's
+// address ("10.0.0.1:6379"): a pool does not know its address. New of a nil pool returns
+// nil, which redlock.New rejects.
+//
+// Each Node's pool should be its own: Redlock needs N independent masters. Eval takes one
+// connection per call; Subscribe keeps one more for pub/sub (see Subscribe), so a pool with
+// MaxActive set needs room for it. Give the pool a DialContext, so that dialling honours the
+// caller's context too.
+func New(pool Pool, name string) *Node {
+	if pool == nil || reflect.ValueOf(pool).Kind() == reflect.Pointer && reflect.ValueOf(pool).IsNil() {
+		return nil
+	}
+	return &Node{pool: pool, name: name, ps: newPubSub(pool)}
+}
+
+// String returns the name given to New.
+func (n *Node) String() string { return n.name }
+
+// Eval runs s with EVALSHA, and with EVAL when the server does not have the script yet.
+//
+// It honours ctx through redis.DoContext: when ctx ends first, redigo closes the connection
+// (the pool then drops it) and Eval returns ctx's error. A server error reply, such as
+// WRONGTYPE, is returned as a redis.Error.
+func (n *Node) Eval(ctx context.Context, s *core.Script, keys []string, args ...string) ([]int64, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	conn, err := n.pool.GetContext(ctx)
+	if err != nil {
+		return nil, ctxErr(ctx, err)
+	}
+	defer conn.Close()
+	argv := make([]any, 0, 2+len(keys)+len(args))
+	argv = append(argv, s.SHA1(), len(keys))
+	for _, k := range keys {
+		argv = append(argv, k)
+	}
+	for _, a := range args {
+		argv = append(argv, a)
+	}
+	v, err := redis.DoContext(conn, ctx, "EVALSHA", argv...)
+	var rerr redis.Error
+	if errors.As(err, &rerr) && strings.HasPrefix(string(rerr), "NOSCRIPT") {
+		argv[0] = s.Source()
+		v, err = redis.DoContext(conn, ctx, "EVAL", argv...)
+	}
+	if err != nil {
+		return nil, ctxErr(ctx, err)
+	}
+	return ints(s, v)
+}
+
+// ctxErr returns ctx's error once ctx has ended, whatever redigo made of it (a read
+// deadline, a closed connection), and err otherwise. redigo's read deadline is ctx's, so it
+// may fire a moment before ctx reports it.
+func ctxErr(ctx context.Context, err error) error {
+	if cerr := ctx.Err(); cerr != nil {
+		return cerr
+	}
+	if dl, ok := ctx.Deadline(); ok && !time.Now().Before(dl) {
+		return context.DeadlineExceeded
+	}
+	return err
+}
+
+// ints converts a script's reply, an array of integers, to []int64.
+func ints(s *core.Script, v any) ([]int64, error) {
+	arr, ok := v.([]any)
+	if !ok {
+		return nil, fmt.Errorf("redlock: %s script replied %T, want an array", s.Name(), v)
+	}
+	out := make([]int64, len(arr))
+	for i, e := range arr {
+		n, ok := e.(int64)
+		if !ok {
+			return nil, fmt.Errorf("redlock: %s script replied %T at %d, want an integer", s.Name(), e, i)
+		}
+		out[i] = n
+	}
+	return out, nil
+}

@@ -1,0 +1,114 @@
+package redigo_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/go-redlock/redlock/backends/internal/backendtest"
+	"github.com/go-redlock/redlock/backends/redigo"
+	"github.com/go-redlock/redlock/core"
+	"github.com/go-redlock/redlock/internal/redistest"
+	"github.com/gomodule/redigo/redis"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// newPool returns a redigo pool for addr, closed at the end of the test.
+func newPool(t *testing.T, addr string) *redis.Pool {
+	pool := &redis.Pool{
+		MaxIdle: 10,
+		DialContext: func(ctx context.Context) (redis.Conn, error) {
+			return redis.DialContext(ctx, "tcp", addr)
+		},
+	}
+	t.Cleanup(func() { _ = pool.Close() })
+	return pool
+}
+
+// newNode builds the Node over a fresh pool, and closes both at the end of the test.
+func newNode(t *testing.T, s *backendtest.Server) core.Node {
+	pool := newPool(t, s.Addr)
+	node := redigo.New(pool, s.Addr)
+	t.Cleanup(func() { _ = node.Close() })
+	return node
+}
+
+func hungNode(t *testing.T) core.Node {
+	addr := redistest.Hung(t)
+	node := redigo.New(newPool(t, addr), addr)
+	t.Cleanup(func() { _ = node.Close() })
+	return node
+}
+
+// TestEval: every core script's replies, NOSCRIPT fallback after SCRIPT FLUSH, a cancelled
+// context, WRONGTYPE as an error, malformed replies as errors, 100 concurrent calls; on
+// miniredis, redis-server and a one-node cluster.
+func TestEval(t *testing.T) { backendtest.Eval(t, newNode) }
+
+// TestEvalHonoursContext: a server that never answers holds Eval no longer than its context.
+func TestEvalHonoursContext(t *testing.T) { backendtest.EvalHonoursContext(t, hungNode) }
+
+// TestSubscriber: the Subscriber contract on miniredis and redis-server, with a leak check.
+func TestSubscriber(t *testing.T) {
+	backendtest.Subscriber(t, newNode, backendtest.Miniredis, backendtest.Redis)
+}
+
+// TestSubscribeHonoursContext: a server that never confirms holds Subscribe no longer than
+// its context.
+func TestSubscribeHonoursContext(t *testing.T) { backendtest.SubscribeHonoursContext(t, hungNode) }
+
+// TestEvalServerErrorType: a server error reply is a redis.Error.
+func TestEvalServerErrorType(t *testing.T) {
+	s := backendtest.Start(t, backendtest.Miniredis)
+	require.NoError(t, s.Admin.HSet(context.Background(), "lock", "field", "value").Err())
+	_, err := newNode(t, s).Eval(context.Background(), core.Scripts()[0], []string{"lock", "fence"}, "token", "10000")
+	var rerr redis.Error
+	assert.True(t, errors.As(err, &rerr), "%T %v", err, err)
+}
+
+// TestPubSubConnectionLeavesPool: the pub/sub connection never goes back to the pool, in
+// subscribed state or otherwise; Close gives it up, and the pool's connections stay usable.
+func TestPubSubConnectionLeavesPool(t *testing.T) {
+	s := backendtest.Start(t, backendtest.Redis)
+	pool := newPool(t, s.Addr)
+	node := redigo.New(pool, s.Addr)
+	ctx := context.Background()
+	unsubscribe, err := node.Subscribe(ctx, "ch", func() {})
+	require.NoError(t, err)
+	_, err = node.Eval(ctx, core.Scripts()[1], []string{"lock"}, "token", "1000")
+	require.NoError(t, err)
+	assert.Equal(t, 2, pool.ActiveCount(), "one idle connection for Eval, one for pub/sub")
+	assert.Equal(t, 1, pool.IdleCount())
+	unsubscribe()
+	require.NoError(t, node.Close())
+	assert.Equal(t, 1, pool.ActiveCount(), "the pub/sub connection is gone")
+	conn := pool.Get()
+	defer conn.Close()
+	_, err = redis.String(conn.Do("SET", "k", "v"))
+	assert.NoError(t, err, "a pooled connection is not in subscribed state")
+}
+
+func TestNew(t *testing.T) {
+	assert.Nil(t, redigo.New(nil, "x"))
+	var pool *redis.Pool
+	assert.Nil(t, redigo.New(pool, "x"), "a nil *redis.Pool")
+	node := redigo.New(&redis.Pool{}, "10.0.0.1:6379")
+	assert.Equal(t, "10.0.0.1:6379", node.String())
+	_ = node.Close()
+}
+
+// TestEvalCancelledWhileWaitingForPool: a pool with no connection to spare makes Eval wait,
+// and its context still ends the wait.
+func TestEvalCancelledWhileWaitingForPool(t *testing.T) {
+	s := backendtest.Start(t, backendtest.Miniredis)
+	pool := newPool(t, s.Addr)
+	pool.MaxActive, pool.Wait = 1, true
+	held := pool.Get()
+	defer held.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	_, err := redigo.New(pool, s.Addr).Eval(ctx, core.Scripts()[1], []string{"lock"}, "token", "1000")
+	assert.ErrorIs(t, err, context.DeadlineExceeded)
+}

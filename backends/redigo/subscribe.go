@@ -1,0 +1,175 @@
+package redigo
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"github.com/go-redlock/redlock/backends/internal/fanout"
+	"github.com/go-redlock/redlock/core"
+	"github.com/gomodule/redigo/redis"
+)
+
+var _ core.Subscriber = (*Node)(nil)
+
+// Subscribe implements core.Subscriber: onMessage is called for every message on channel,
+// and once more after the pub/sub connection was re-established, since messages may have
+// been missed meanwhile. It returns once the server confirmed the subscription; it fails
+// with ctx's error if ctx ends first, with the pool's error if no connection can be had,
+// and with an error after Close.
+//
+// One connection from the pool serves every channel of the node. It is taken on the first
+// Subscribe and kept, subscribed or not, until Close; it is never returned to the pool in
+// subscribed state. When it breaks, the Node takes another one and re-subscribes.
+//
+// unsubscribe is idempotent; once it returns no call to onMessage starts (one already under
+// way may still be running). Callbacks run on a goroutine of the Node's and must not block;
+// they may call unsubscribe. Subscribe is safe for concurrent use.
+func (n *Node) Subscribe(ctx context.Context, channel string, onMessage func()) (unsubscribe func(), err error) {
+	return n.ps.reg.Subscribe(ctx, channel, onMessage)
+}
+
+// Close stops the Node's pub/sub machinery: it ends every subscription (no callback starts
+// after Close returns), drops the pub/sub connection and waits for the Node's goroutines to
+// exit. Eval keeps working; Subscribe fails afterwards. Close never closes the pool, which
+// belongs to the caller. It is idempotent, and must not be called from a Subscribe callback.
+func (n *Node) Close() error {
+	n.ps.close()
+	return nil
+}
+
+// pubsub is the redigo side of a fanout.Registry: one connection, read by one goroutine
+// while any channel is subscribed, written by the Registry's calls.
+type pubsub struct {
+	pool   Pool
+	reg    *fanout.Registry
+	ctx    context.Context // ends at close
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+
+	mu     sync.Mutex
+	conn   redis.Conn // nil while disconnected
+	closed bool
+}
+
+func newPubSub(pool Pool) *pubsub {
+	ctx, cancel := context.WithCancel(context.Background())
+	p := &pubsub{pool: pool, ctx: ctx, cancel: cancel}
+	p.reg = fanout.New(p)
+	return p
+}
+
+// Start starts the reader (fanout.Conn).
+func (p *pubsub) Start() {
+	p.wg.Add(1)
+	go p.read()
+}
+
+// Subscribe sends SUBSCRIBE (fanout.Conn). Without a connection, or when the send fails,
+// it leaves the channel to the reader, which (re)connects and re-subscribes every channel.
+func (p *pubsub) Subscribe(_ context.Context, channel string) error {
+	p.send("SUBSCRIBE", channel)
+	return nil
+}
+
+// Unsubscribe sends UNSUBSCRIBE (fanout.Conn).
+func (p *pubsub) Unsubscribe(channel string) { p.send("UNSUBSCRIBE", channel) }
+
+func (p *pubsub) send(cmd, channel string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.conn != nil {
+		if p.conn.Send(cmd, channel) == nil {
+			_ = p.conn.Flush()
+		}
+	}
+}
+
+// read reports what the connection receives to the Registry, and reconnects after an
+// error, until no channel is left or close. It alone closes a connection it read from.
+func (p *pubsub) read() {
+	defer p.wg.Done()
+	failures := 0 // in a row
+	for !p.reg.Idle() {
+		p.mu.Lock()
+		conn := p.conn
+		p.mu.Unlock()
+		if conn == nil {
+			if conn = p.connect(failures); conn == nil {
+				failures++
+				continue
+			}
+		}
+		switch m := (redis.PubSubConn{Conn: conn}).ReceiveWithTimeout(0).(type) {
+		case redis.Message:
+			failures = 0
+			p.reg.Message(m.Channel)
+		case redis.Subscription:
+			failures = 0
+			if m.Kind == "subscribe" {
+				p.reg.Confirmed(m.Channel)
+			}
+		case error:
+			failures++
+			p.mu.Lock()
+			p.conn = nil
+			p.mu.Unlock()
+			_ = conn.Close() // broken: the pool drops it
+		}
+	}
+}
+
+// connect takes a connection from the pool, after a pause if the last attempts failed, and
+// subscribes every channel on it. When none can be had, the Subscribe calls still waiting
+// fail with the pool's error. It returns nil on failure or after close.
+func (p *pubsub) connect(failures int) redis.Conn {
+	if failures > 1 {
+		select {
+		case <-p.ctx.Done():
+			return nil
+		case <-time.After(min(time.Duration(failures-1)*100*time.Millisecond, time.Second)):
+		}
+	}
+	conn, err := p.pool.GetContext(p.ctx)
+	if err != nil {
+		p.reg.Fail("", err)
+		return nil
+	}
+	p.mu.Lock()
+	if p.closed {
+		p.mu.Unlock()
+		_ = conn.Close()
+		return nil
+	}
+	p.conn = conn
+	p.mu.Unlock()
+	_ = p.reg.Resubscribe(p.ctx)
+	return conn
+}
+
+func (p *pubsub) close() {
+	p.cancel()
+	p.reg.Close() // no Registry calls from here on, and the reader stops at its next turn
+	p.mu.Lock()
+	if p.conn != nil && !p.closed {
+		breakConn(p.conn) // wakes the reader
+	}
+	p.closed = true
+	p.mu.Unlock()
+	p.wg.Wait()
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.conn != nil { // no reader ran: nothing was subscribed
+		_ = p.conn.Close()
+		p.conn = nil
+	}
+}
+
+// breakConn makes redigo close conn's socket at once, from any goroutine and without
+// reading: redis.ReceiveContext with a context whose deadline has passed does exactly that.
+// A reader blocked on conn then gets an error, and the pool drops conn when it is closed.
+func breakConn(conn redis.Conn) {
+	ctx, cancel := context.WithDeadline(context.Background(), time.Unix(0, 0))
+	cancel()
+	_, _ = redis.ReceiveContext(conn, ctx)
+}

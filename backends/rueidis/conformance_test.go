@@ -1,0 +1,33 @@
+package rueidis_test
+
+import (
+	"testing"
+
+	rlrueidis "github.com/go-redlock/redlock/backends/rueidis"
+	"github.com/go-redlock/redlock/conformance"
+	"github.com/go-redlock/redlock/core"
+	"github.com/redis/rueidis"
+)
+
+// TestConformance runs the shared conformance suite on the rueidis Node, on miniredis and
+// on real redis-server processes.
+func TestConformance(t *testing.T) {
+	conformance.Run(t, conformance.Harness{
+		NewNode: func(t testing.TB, addr string) core.Node {
+			// miniredis has neither client-side caching nor CLUSTER commands; a standalone
+			// redis-server needs neither, so the options suit both.
+			c, err := rueidis.NewClient(rueidis.ClientOption{
+				InitAddress:       []string{addr},
+				DisableCache:      true,
+				ForceSingleClient: true,
+			})
+			if err != nil {
+				t.Fatalf("rueidis.NewClient(%s): %v", addr, err)
+			}
+			t.Cleanup(c.Close)
+			node := rlrueidis.New(c)
+			t.Cleanup(func() { _ = node.Close() }) // runs first: the Node before its client
+			return node
+		},
+	})
+}

@@ -1,0 +1,95 @@
+package rueidis_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+
+	"github.com/go-redlock/redlock/backends/internal/backendtest"
+	rlrueidis "github.com/go-redlock/redlock/backends/rueidis"
+	"github.com/go-redlock/redlock/core"
+	"github.com/go-redlock/redlock/internal/redistest"
+	"github.com/redis/rueidis"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// newClient connects a rueidis client to addr, closed at the end of the test. miniredis
+// runs no command on a subscribed RESP3 connection, has no client-side caching, and would
+// pass for a cluster, hence its options.
+func newClient(t *testing.T, addr string, mini bool) rueidis.Client {
+	c, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{addr}, AlwaysRESP2: mini, DisableCache: mini, ForceSingleClient: mini})
+	require.NoError(t, err)
+	t.Cleanup(c.Close)
+	return c
+}
+
+// newNode builds the Node over a fresh client, and closes both at the end of the test.
+func newNode(t *testing.T, s *backendtest.Server) core.Node {
+	node := rlrueidis.New(newClient(t, s.Addr, s.Kind == backendtest.Miniredis))
+	t.Cleanup(func() { _ = node.Close() })
+	return node
+}
+
+// pausedNode is a Node whose server stops answering (SIGSTOP) once the client connected:
+// rueidis.NewClient itself would not return on a server that never answers.
+func pausedNode(t *testing.T) core.Node {
+	s := redistest.Start(t)
+	node := rlrueidis.New(newClient(t, s.Addr(), false))
+	t.Cleanup(func() { _ = node.Close() })
+	s.Pause()
+	t.Cleanup(s.Resume) // runs first: the client closes against a live server
+	return node
+}
+
+// TestEval: every core script's replies, NOSCRIPT fallback after SCRIPT FLUSH, a cancelled
+// context, WRONGTYPE as an error, malformed replies as errors, 100 concurrent calls; on
+// miniredis, redis-server and a one-node cluster.
+func TestEval(t *testing.T) { backendtest.Eval(t, newNode) }
+
+// TestEvalHonoursContext: a server that stopped answering holds Eval no longer than its
+// context.
+func TestEvalHonoursContext(t *testing.T) { backendtest.EvalHonoursContext(t, pausedNode) }
+
+// TestSubscriber: the Subscriber contract on miniredis, redis-server and a one-node Redis
+// Cluster (SSUBSCRIBE), with a leak check.
+func TestSubscriber(t *testing.T) {
+	backendtest.Subscriber(t, newNode, backendtest.Miniredis, backendtest.Redis, backendtest.Cluster)
+}
+
+// TestSubscribeHonoursContext: a server that stopped answering holds Subscribe no longer
+// than its context.
+func TestSubscribeHonoursContext(t *testing.T) { backendtest.SubscribeHonoursContext(t, pausedNode) }
+
+// TestEvalServerErrorType: a server error reply is a *rueidis.RedisError.
+func TestEvalServerErrorType(t *testing.T) {
+	s := backendtest.Start(t, backendtest.Miniredis)
+	require.NoError(t, s.Admin.HSet(context.Background(), "lock", "field", "value").Err())
+	_, err := newNode(t, s).Eval(context.Background(), core.Scripts()[0], []string{"lock", "fence"}, "token", "10000")
+	var rerr *rueidis.RedisError
+	assert.True(t, errors.As(err, &rerr), "%T %v", err, err)
+}
+
+// TestNew: the name and the sharded pub/sub choice follow the client's mode.
+func TestNew(t *testing.T) {
+	assert.Nil(t, rlrueidis.New(nil))
+	single := backendtest.Start(t, backendtest.Redis)
+	cluster := backendtest.Start(t, backendtest.Cluster)
+	cases := []struct {
+		name    string
+		client  rueidis.Client
+		want    string
+		sharded bool
+	}{
+		{"standalone", newClient(t, single.Addr, false), single.Addr, false},
+		{"cluster", newClient(t, cluster.Addr, false), "cluster(" + cluster.Addr + ")", true},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			node := rlrueidis.New(c.client)
+			assert.Equal(t, c.want, node.String())
+			assert.Equal(t, c.sharded, node.ShardedPubSub())
+			require.NoError(t, node.Close())
+		})
+	}
+}

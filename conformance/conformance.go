@@ -1,0 +1,267 @@
+package conformance
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/alicebob/miniredis/v2"
+	"github.com/go-redlock/redlock/core"
+	"github.com/go-redlock/redlock/internal/redistest"
+)
+
+// Harness tells Run how to make the Node under test. Only NewNode is required.
+type Harness struct {
+	// NewNode returns a Node connected to the Redis server at addr ("127.0.0.1:port"). Run
+	// calls it one or more times per check, from the check's goroutine (checks run in
+	// parallel), sometimes with the address of a proxy that later stops answering or drops
+	// its connections. Run closes nothing: register the client's cleanup with t.Cleanup. To
+	// give up, call t.Fatal (or t.Skip).
+	//
+	// A Node that also implements core.Subscriber (found by type assertion) is checked as
+	// one; for a Node that does not, the pub/sub checks skip, with a message.
+	NewNode func(t testing.TB, addr string) core.Node
+
+	// Servers are the Redis implementations every check runs against, in this order.
+	// Default (nil): Miniredis and RedisServer.
+	Servers []Server
+
+	// RequireRedisServer makes the RedisServer checks fail, rather than skip, when
+	// redis-server is not on PATH: set it in CI so that a missing binary cannot pass
+	// unnoticed. Default false: they skip with a message saying how to install it.
+	RequireRedisServer bool
+}
+
+// Server is a Redis implementation the suite runs against. Each check starts its own fresh
+// servers, on 127.0.0.1 ports of their own, and stops them when it ends.
+type Server string
+
+const (
+	// Miniredis is github.com/alicebob/miniredis/v2, in-process: always available. It has no
+	// CLIENT KILL, CLIENT LIST or sharded pub/sub: the checks that need them cut connections
+	// through a TCP proxy instead, or say in the log what they leave out.
+	Miniredis Server = "miniredis"
+	// RedisServer is a real redis-server process (the binary on PATH), started and stopped by
+	// the suite. Without the binary, its checks skip with a message, or fail with
+	// Harness.RequireRedisServer.
+	RedisServer Server = "redis-server"
+)
+
+// Timing of the checks: a call that must end at a deadline or cancellation gets ctxBound to
+// return; anything the suite waits for gets waitBound (generous: CI machines can be slow).
+const (
+	ctxDeadline = 50 * time.Millisecond // the deadline or cancellation delay the checks use
+	ctxBound    = time.Second           // how soon after it Eval or Subscribe must return
+	waitBound   = 5 * time.Second       // for a message, a reconnection or a call to finish
+	quietPeriod = 200 * time.Millisecond
+)
+
+// Run runs the conformance suite against the Node that h.NewNode makes: every check, as a
+// named subtest "<server>/<group>/<check>", on each of h.Servers. A failure message says
+// which part of the core.Node (or core.Subscriber) contract was broken.
+//
+// The checks of one server run in parallel, each on fresh servers of its own; the servers
+// take turns. Run returns when every check has finished, and it takes a few seconds per
+// server.
+func Run(t *testing.T, h Harness) {
+	t.Helper()
+	if h.NewNode == nil {
+		t.Fatal("conformance: Harness.NewNode is nil")
+	}
+	servers := h.Servers
+	if servers == nil {
+		servers = []Server{Miniredis, RedisServer}
+	}
+	for _, kind := range servers {
+		if kind != Miniredis && kind != RedisServer {
+			t.Fatalf("conformance: unknown Harness.Servers entry %q: want conformance.Miniredis or conformance.RedisServer", kind)
+		}
+	}
+	for _, kind := range servers {
+		t.Run(string(kind), func(t *testing.T) {
+			if kind == RedisServer && !redistest.Available() {
+				const msg = "conformance: redis-server is not on PATH; install it (apt-get install -y redis-server) to run the checks on a real server"
+				if h.RequireRedisServer {
+					t.Fatal(msg + " (Harness.RequireRedisServer is set)")
+				}
+				t.Skip(msg)
+			}
+			for _, g := range groups {
+				t.Run(g.name, func(t *testing.T) {
+					t.Parallel()
+					if g.skip != nil {
+						g.skip(t, &env{h: h, kind: kind})
+					}
+					for _, c := range g.checks {
+						t.Run(c.name, func(t *testing.T) {
+							t.Parallel()
+							c.run(t, &env{h: h, kind: kind})
+						})
+					}
+				})
+			}
+		})
+	}
+}
+
+// check is one named conformance check.
+type check struct {
+	name string
+	run  func(t *testing.T, e *env)
+}
+
+// group is a named set of checks.
+type group struct {
+	name   string
+	checks []check
+	skip   func(t *testing.T, e *env) // if set, may skip the whole group
+}
+
+// groups is the whole suite, in the order it is reported.
+var groups = []group{
+	{name: "scripts", checks: scriptChecks()},
+	{name: "noscript", checks: noscriptChecks()},
+	{name: "errors", checks: errorChecks()},
+	{name: "context", checks: contextChecks()},
+	{name: "names", checks: nameChecks()},
+	{name: "concurrency", checks: concurrencyChecks()},
+	{name: "pubsub", checks: pubsubChecks(), skip: skipUnlessSubscriber},
+	{name: "cluster", checks: clusterChecks()},
+}
+
+// env is what one check runs in: the harness and the kind of server.
+type env struct {
+	h    Harness
+	kind Server
+}
+
+// servers starts n fresh servers of the check's kind and returns their addresses. It skips
+// the check when redis-server is missing.
+func (e *env) servers(t *testing.T, n int) []string {
+	t.Helper()
+	addrs := make([]string, n)
+	switch e.kind {
+	case Miniredis:
+		for i := range addrs {
+			addrs[i] = miniredis.RunT(t).Addr()
+		}
+	default:
+		for i, s := range redistest.StartN(t, n) {
+			addrs[i] = s.Addr()
+		}
+	}
+	return addrs
+}
+
+// server starts one fresh server and returns its address.
+func (e *env) server(t *testing.T) string {
+	t.Helper()
+	return e.servers(t, 1)[0]
+}
+
+// node returns a Node on addr from the harness.
+func (e *env) node(t *testing.T, addr string) core.Node {
+	t.Helper()
+	n := e.h.NewNode(t, addr)
+	if n == nil || isNilNode(n) {
+		t.Fatalf("conformance: Harness.NewNode(%q) returned a nil Node", addr)
+	}
+	return n
+}
+
+func isNilNode(n core.Node) bool {
+	_, err := core.NewCluster([]core.Node{n})
+	return err != nil
+}
+
+// admin runs a command on addr through the suite's own client and fails the check on an
+// error.
+func admin(t testing.TB, addr string, args ...string) any {
+	t.Helper()
+	v, err := do(addr, args...)
+	if err != nil {
+		t.Fatalf("conformance: admin command %q on %s: %v", args, addr, err)
+	}
+	return v
+}
+
+// script returns the core script called name.
+func script(t testing.TB, name string) *core.Script {
+	t.Helper()
+	i := slices.IndexFunc(core.Scripts(), func(s *core.Script) bool { return s.Name() == name })
+	if i < 0 {
+		t.Fatalf("conformance: core.Scripts() has no %q script", name)
+	}
+	return core.Scripts()[i]
+}
+
+// eval calls n.Eval with a generous deadline: a healthy node on loopback answers in
+// milliseconds.
+func eval(n core.Node, s *core.Script, keys []string, args ...string) ([]int64, error) {
+	return evalWithin(waitBound, n, s, keys, args...)
+}
+
+// evalWithin calls n.Eval with a deadline bound away.
+func evalWithin(bound time.Duration, n core.Node, s *core.Script, keys []string, args ...string) ([]int64, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), bound)
+	defer cancel()
+	return n.Eval(ctx, s, keys, args...)
+}
+
+// mustEval is eval that fails the check on an error.
+func mustEval(t testing.TB, n core.Node, s *core.Script, keys []string, args ...string) []int64 {
+	t.Helper()
+	got, err := eval(n, s, keys, args...)
+	if err != nil {
+		t.Fatalf("Eval(%s) on a healthy server returned error %v: the Node must run the script and return its reply", s.Name(), err)
+	}
+	return got
+}
+
+// withinBound runs f in a goroutine and waits up to bound for it. If f has not returned
+// by then, it calls unblock (which must make f return, by closing connections, say), waits
+// waitBound more, and returns false.
+func withinBound(t testing.TB, bound time.Duration, unblock func(), f func()) (time.Duration, bool) {
+	t.Helper()
+	done := make(chan struct{})
+	start := time.Now()
+	go func() { defer close(done); f() }()
+	timer := time.NewTimer(bound)
+	defer timer.Stop()
+	select {
+	case <-done:
+		return time.Since(start), true
+	case <-timer.C:
+	}
+	unblock()
+	select {
+	case <-done:
+	case <-time.After(waitBound):
+		t.Errorf("conformance: the call still had not returned %v after that", waitBound)
+	}
+	return time.Since(start), false
+}
+
+// eventually polls cond every few milliseconds until it holds or bound passes.
+func eventually(bound time.Duration, cond func() bool) bool {
+	deadline := time.Now().Add(bound)
+	for {
+		if cond() {
+			return true
+		}
+		if time.Now().After(deadline) {
+			return false
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// format renders a reply for failure messages.
+func format(v []int64) string {
+	if v == nil {
+		return "nil"
+	}
+	return fmt.Sprint(v)
+}

@@ -1,0 +1,166 @@
+package conformance_test
+
+import (
+	"bytes"
+	"errors"
+	"os"
+	"os/exec"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/go-redlock/redlock/conformance"
+	"github.com/go-redlock/redlock/core"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// TestGoodNode: the go-redis backend passes the whole suite, pub/sub included, on miniredis
+// and on redis-server.
+func TestGoodNode(t *testing.T) {
+	conformance.Run(t, conformance.Harness{NewNode: goodNode})
+}
+
+// faultEnv names the faulty node TestFaultyHelper runs the suite against.
+const faultEnv = "REDLOCK_CONFORMANCE_FAULT"
+
+// fault is a meta-test: a deliberately faulty node, and how the suite must report it.
+type fault struct {
+	name    string
+	newNode func(t testing.TB, addr string) core.Node
+	servers []conformance.Server
+	failing []string // the leaf subtests under TestFaultyHelper that fail
+	message string   // a phrase of the failure message
+}
+
+// faults are the meta-tests: each deliberately faulty node, the servers it runs on, and
+// exactly the checks that must fail for it (every other check must pass), with a phrase
+// the failure message must contain.
+var faults = []fault{
+	{
+		name: "ignores-ctx", newNode: newIgnoresCtx,
+		servers: []conformance.Server{conformance.Miniredis},
+		failing: []string{
+			"miniredis/context/deadline/open-connection",
+			"miniredis/context/deadline/new-connection",
+			"miniredis/context/cancel/open-connection",
+			"miniredis/context/cancel/new-connection",
+			"miniredis/context/cancelled-before",
+		},
+		message: "the Node must honour ctx",
+	},
+	{
+		name: "no-eval-fallback", newNode: newPreloaded,
+		servers: []conformance.Server{conformance.Miniredis},
+		failing: []string{
+			"miniredis/noscript/acquire",
+			"miniredis/noscript/extend",
+			"miniredis/noscript/release",
+			"miniredis/noscript/raise",
+			// Its one script that is not core's was never loaded: NOSCRIPT hides the
+			// script's own error message.
+			"miniredis/errors/server-error/error-reply",
+		},
+		message: "the Node must fall back to EVAL",
+	},
+	{
+		name: "error-as-reply", newNode: newErrorAsReply,
+		servers: []conformance.Server{conformance.Miniredis},
+		failing: []string{
+			"miniredis/errors/server-error/wrongtype",
+			"miniredis/errors/server-error/error-reply",
+		},
+		message: "never as a reply",
+	},
+	// One child per server, so that their 5 s waits for the missing call overlap.
+	{
+		name: "no-recovery-callback-miniredis", newNode: newForgetful,
+		servers: []conformance.Server{conformance.Miniredis},
+		failing: []string{"miniredis/pubsub/recovery"}, // the connection cut by a proxy
+		message: "it must call onMessage once after recovery",
+	},
+	{
+		name: "no-recovery-callback-redis-server", newNode: newForgetful,
+		servers: []conformance.Server{conformance.RedisServer},
+		failing: []string{"redis-server/pubsub/recovery"}, // CLIENT KILL TYPE pubsub
+		message: "it must call onMessage once after recovery",
+	},
+}
+
+// TestFaultyHelper runs the suite against the faulty node named by $REDLOCK_CONFORMANCE_FAULT.
+// It is meant to fail: TestFaultyNodesAreCaught runs it in a child process and reads the
+// report. Without the variable it skips.
+func TestFaultyHelper(t *testing.T) {
+	name := os.Getenv(faultEnv)
+	if name == "" {
+		t.Skip("run by TestFaultyNodesAreCaught in a child process")
+	}
+	i := slices.IndexFunc(faults, func(f fault) bool { return f.name == name })
+	require.GreaterOrEqual(t, i, 0, "unknown fault %q", name)
+	conformance.Run(t, conformance.Harness{NewNode: faults[i].newNode, Servers: faults[i].servers})
+}
+
+var failLine = regexp.MustCompile(`--- FAIL: TestFaultyHelper/(\S+)`)
+
+// TestFaultyNodesAreCaught is the suite's own test: for each faulty node it runs the suite
+// in a child process (all at once: they mostly wait for timeouts) and checks that the run
+// failed, by exactly the expected checks, with the expected message.
+func TestFaultyNodesAreCaught(t *testing.T) {
+	if os.Getenv(faultEnv) != "" {
+		t.Skip("already in a child process")
+	}
+	type child struct {
+		cmd *exec.Cmd
+		out bytes.Buffer
+	}
+	children := make([]*child, len(faults))
+	for i, f := range faults {
+		if slices.Contains(f.servers, conformance.RedisServer) && !redisServerAvailable() {
+			continue // its subtest skips
+		}
+		c := &child{cmd: exec.Command(os.Args[0], "-test.run=^TestFaultyHelper$", "-test.v", "-test.count=1")}
+		c.cmd.Env = append(os.Environ(), faultEnv+"="+f.name)
+		c.cmd.Stdout, c.cmd.Stderr = &c.out, &c.out
+		require.NoError(t, c.cmd.Start())
+		children[i] = c
+	}
+	for i, f := range faults {
+		t.Run(f.name, func(t *testing.T) {
+			c := children[i]
+			if c == nil {
+				t.Skip("redis-server not on PATH")
+			}
+			err := c.cmd.Wait()
+			out := c.out.String()
+			var exit *exec.ExitError
+			require.True(t, errors.As(err, &exit), "the suite passed (or did not run) for the faulty node %s: %v\n%s", f.name, err, out)
+
+			var failed []string
+			for _, m := range failLine.FindAllStringSubmatch(out, -1) {
+				failed = append(failed, m[1])
+			}
+			assert.ElementsMatch(t, f.failing, leaves(failed), "the checks that failed for the faulty node %s\n%s", f.name, out)
+			assert.Contains(t, out, f.message, "the failure message for %s", f.name)
+			if !t.Failed() {
+				t.Logf("caught by %s", strings.Join(f.failing, ", "))
+			}
+		})
+	}
+}
+
+// leaves returns the failed subtests that have no failed subtest of their own.
+func leaves(failed []string) []string {
+	var out []string
+	for _, name := range failed {
+		if !slices.ContainsFunc(failed, func(other string) bool { return strings.HasPrefix(other, name+"/") }) {
+			out = append(out, name)
+		}
+	}
+	return out
+}
+
+func redisServerAvailable() bool {
+	_, err := exec.LookPath("redis-server")
+	return err == nil
+}

@@ -1,0 +1,129 @@
+package conformance
+
+import (
+	"testing"
+
+	"github.com/go-redlock/redlock/core"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// noscriptChecks: each core script is called right after SCRIPT FLUSH, three times over, so
+// that EVALSHA meets NOSCRIPT every time; Eval must fall back to EVAL and succeed.
+func noscriptChecks() []check {
+	var checks []check
+	for _, s := range core.Scripts() {
+		checks = append(checks, check{s.Name(), func(t *testing.T, e *env) {
+			addr := e.server(t)
+			n := e.node(t, addr)
+			k := core.NewKeys("conformance:", "noscript")
+			keys, args, want := emptyCall(s, k)
+			for round := 1; round <= 3; round++ {
+				admin(t, addr, "FLUSHALL")
+				admin(t, addr, "SCRIPT", "FLUSH")
+				exists, _ := admin(t, addr, "SCRIPT", "EXISTS", s.SHA1()).([]any)
+				require.Equal(t, []any{int64(0)}, exists, "conformance: SCRIPT FLUSH did not forget the script")
+				got, err := eval(n, s, keys, args...)
+				require.NoError(t, err, "round %d: Eval(%s) right after SCRIPT FLUSH failed: on a NOSCRIPT reply to EVALSHA the Node must fall back to EVAL", round, s.Name())
+				if want != nil {
+					want(t, got)
+				}
+			}
+		}})
+	}
+	return checks
+}
+
+// emptyCall returns arguments for s on an empty server, and what s must reply there
+// (nil: any reply, for a script this suite does not know).
+func emptyCall(s *core.Script, k core.Keys) (keys, args []string, want func(*testing.T, []int64)) {
+	equal := func(want ...int64) func(*testing.T, []int64) {
+		return func(t *testing.T, got []int64) {
+			assert.Equal(t, want, got, "Eval(%s) on an empty server replied %s, want %v", s.Name(), format(got), want)
+		}
+	}
+	switch s.Name() {
+	case "acquire":
+		return []string{k.Lock, k.Fence}, []string{ours, ttl}, func(t *testing.T, got []int64) {
+			assert.True(t, len(got) >= 2 && got[0] == 1, "Eval(acquire) of a free lock replied %s, want {1, fence}", format(got))
+		}
+	case "extend":
+		return []string{k.Lock}, []string{ours, ttl}, equal(0)
+	case "release":
+		return []string{k.Lock}, []string{ours, k.Channel, "PUBLISH"}, equal(0, 0)
+	case "raise":
+		return []string{k.Lock, k.Fence}, []string{ours, "5"}, equal(0)
+	}
+	return []string{k.Lock, k.Fence}, []string{ours, ttl}, nil
+}
+
+// errorChecks: a script that fails on the server, or replies something other than an array
+// of integers, must give an error and no reply.
+func errorChecks() []check {
+	k := core.NewKeys("conformance:", "errors")
+	cases := []struct {
+		name    string
+		setup   []string // an admin command run first, if any
+		src     string   // the script's source; "" for core's acquire script
+		keys    []string
+		args    []string
+		message string // what the error must mention ("" for anything)
+		what    string // what happened on the server, for the failure message
+	}{
+		{
+			name: "server-error/wrongtype", setup: []string{"HSET", k.Lock, "field", "value"},
+			keys: []string{k.Lock, k.Fence}, args: []string{ours, ttl},
+			message: "WRONGTYPE", what: "acquire failed with WRONGTYPE (the lock key holds a hash)",
+		},
+		{
+			name:    "server-error/error-reply",
+			src:     "return redis.error_reply('CONFORMANCE deliberate error')",
+			keys:    []string{k.Lock},
+			message: "CONFORMANCE deliberate error", what: "the script replied with an error",
+		},
+		{
+			name: "bad-reply/string",
+			src:  "return 'x'", keys: []string{k.Lock},
+			what: "the script replied with a string, not an array of integers",
+		},
+		{
+			name: "bad-reply/integer",
+			src:  "return 1", keys: []string{k.Lock},
+			what: "the script replied with an integer, not an array of integers",
+		},
+		{
+			name: "bad-reply/text-in-array",
+			src:  "return {1, 'x'}", keys: []string{k.Lock},
+			what: "the script replied with an array holding text",
+		},
+		{
+			name: "bad-reply/nested-array",
+			src:  "return {1, {2}}", keys: []string{k.Lock},
+			what: "the script replied with a nested array",
+		},
+	}
+	var checks []check
+	for _, c := range cases {
+		checks = append(checks, check{c.name, func(t *testing.T, e *env) {
+			addr := e.server(t)
+			n := e.node(t, addr)
+			if c.setup != nil {
+				admin(t, addr, c.setup...)
+			}
+			s := core.NewScript("conformance", c.src)
+			if c.src == "" {
+				s = script(t, "acquire")
+			}
+			got, err := eval(n, s, c.keys, c.args...)
+			if err == nil {
+				t.Fatalf("Eval returned reply %s and no error when %s: an error must be returned as an error, never as a reply", format(got), c.what)
+			}
+			assert.Empty(t, got, "Eval returned error %q together with reply %s when %s: an error comes with no (partial) reply", err, format(got), c.what)
+			if c.message != "" {
+				assert.Contains(t, err.Error(), c.message, "when %s, the error must keep the server's message", c.what)
+			}
+			t.Logf("%s: %v", c.what, err)
+		}})
+	}
+	return checks
+}

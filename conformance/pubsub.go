@@ -1,0 +1,288 @@
+package conformance
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/go-redlock/redlock/core"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// pubsubChecks check a Node that implements core.Subscriber against the Subscriber
+// contract. Notifications are published by the suite's own client, as the release script
+// publishes them: PUBLISH (SPUBLISH for a Node whose ShardedPubSub reports true) of an
+// empty message on the lock's release channel.
+func pubsubChecks() []check {
+	return []check{
+		{"delivery", checkDelivery},
+		{"unsubscribe", checkUnsubscribe},
+		{"two-subscribers", checkTwoSubscribers},
+		{"shared-connection", checkSharedConnection},
+		{"recovery", checkRecovery},
+		{"subscribe-deadline/new-connection", func(t *testing.T, e *env) { checkSubscribeDeadline(t, e, false) }},
+		{"subscribe-deadline/open-connection", func(t *testing.T, e *env) { checkSubscribeDeadline(t, e, true) }},
+	}
+}
+
+// skipUnlessSubscriber skips the pub/sub checks, once, for a Node that does not implement
+// core.Subscriber. It asks NewNode for one Node, to learn its type.
+func skipUnlessSubscriber(t *testing.T, e *env) {
+	n := e.node(t, e.server(t))
+	if _, ok := n.(core.Subscriber); !ok {
+		t.Skipf("conformance: the Node (%T) does not implement core.Subscriber: pub/sub checks skipped", n)
+	}
+}
+
+// pubsub is the Subscriber under test on one server.
+type pubsub struct {
+	t       *testing.T
+	addr    string // the server's own address, for the suite's client
+	sub     core.Subscriber
+	sharded bool
+}
+
+// newPubsub makes a Node on nodeAddr (the server at addr, or a proxy to it) and returns it
+// as a Subscriber; it skips the check if the Node is not one.
+func newPubsub(t *testing.T, e *env, addr, nodeAddr string) *pubsub {
+	t.Helper()
+	n := e.node(t, nodeAddr)
+	sub, ok := n.(core.Subscriber)
+	if !ok {
+		t.Skipf("conformance: the Node (%T) does not implement core.Subscriber: pub/sub checks skipped", n)
+	}
+	sh, ok := n.(core.ShardedPubSub)
+	sharded := ok && sh.ShardedPubSub()
+	if sharded && e.kind == Miniredis {
+		t.Skip("conformance: the Node uses sharded pub/sub (ShardedPubSub), which miniredis does not have: checked on redis-server only")
+	}
+	return &pubsub{t: t, addr: addr, sub: sub, sharded: sharded}
+}
+
+// channel returns a release channel named after the check.
+func channel(name string) string { return core.NewKeys("conformance:", name).Channel }
+
+// counter counts calls of an onMessage callback.
+type counter struct{ n atomic.Int64 }
+
+func (c *counter) onMessage()   { c.n.Add(1) }
+func (c *counter) calls() int64 { return c.n.Load() }
+
+// grows waits up to waitBound for more than from calls.
+func (c *counter) grows(from int64) bool {
+	return eventually(waitBound, func() bool { return c.calls() > from })
+}
+
+// subscribe subscribes c to ch and fails the check on an error. t.Cleanup unsubscribes.
+func (p *pubsub) subscribe(ch string, c *counter) (unsubscribe func()) {
+	p.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), waitBound)
+	defer cancel()
+	unsub, err := p.sub.Subscribe(ctx, ch, c.onMessage)
+	require.NoError(p.t, err, "Subscribe(%q) on a healthy server", ch)
+	require.NotNil(p.t, unsub, "Subscribe(%q) returned a nil unsubscribe function and no error", ch)
+	p.t.Cleanup(func() { p.unsubscribe(unsub) })
+	return func() { p.unsubscribe(unsub) }
+}
+
+// unsubscribe calls unsub, failing the check if it panics or blocks.
+func (p *pubsub) unsubscribe(unsub func()) {
+	p.t.Helper()
+	var panicked any
+	_, ok := withinBound(p.t, waitBound, func() {}, func() {
+		defer func() { panicked = recover() }()
+		unsub()
+	})
+	if !ok {
+		p.t.Errorf("unsubscribe had not returned after %v", 2*waitBound)
+	} else if panicked != nil {
+		p.t.Errorf("unsubscribe panicked (it must be idempotent): %v", panicked)
+	}
+}
+
+// publish sends a release notification on ch and returns how many subscribers the server
+// delivered it to.
+func (p *pubsub) publish(ch string) int64 {
+	p.t.Helper()
+	cmd := "PUBLISH"
+	if p.sharded {
+		cmd = "SPUBLISH"
+	}
+	n, _ := admin(p.t, p.addr, cmd, ch, "").(int64)
+	return n
+}
+
+// subscribers returns how many connections the server has subscribed to ch.
+func (p *pubsub) subscribers(ch string) int64 {
+	p.t.Helper()
+	cmd := "NUMSUB"
+	if p.sharded {
+		cmd = "SHARDNUMSUB"
+	}
+	v, _ := admin(p.t, p.addr, "PUBSUB", cmd, ch).([]any)
+	if len(v) != 2 {
+		p.t.Fatalf("conformance: PUBSUB %s replied %#v", cmd, v)
+	}
+	n, _ := v[1].(int64)
+	return n
+}
+
+// delivered publishes on ch and checks that the server had a subscriber and that c was
+// called, saying when in the failure message.
+func (p *pubsub) delivered(ch string, c *counter, when string) bool {
+	p.t.Helper()
+	before := c.calls()
+	if n := p.publish(ch); n < 1 {
+		p.t.Errorf("%s, PUBLISH on %q reached %d subscribers: the subscription must be active on the server", when, ch, n)
+		return false
+	}
+	if !c.grows(before) {
+		p.t.Errorf("%s, a notification published on %q was not delivered to onMessage within %v", when, ch, waitBound)
+		return false
+	}
+	return true
+}
+
+func checkDelivery(t *testing.T, e *env) {
+	addr := e.server(t)
+	p := newPubsub(t, e, addr, addr)
+	ch := channel("delivery")
+	var c counter
+	p.subscribe(ch, &c)
+	// No wait here: Subscribe must return only once the server has the subscription.
+	p.delivered(ch, &c, "right after Subscribe returned")
+}
+
+func checkUnsubscribe(t *testing.T, e *env) {
+	addr := e.server(t)
+	p := newPubsub(t, e, addr, addr)
+	ch := channel("unsubscribe")
+	var c counter
+	unsub := p.subscribe(ch, &c)
+	if !p.delivered(ch, &c, "after Subscribe returned") {
+		return
+	}
+	unsub()
+	unsub() // idempotent
+	after := c.calls()
+	for range 3 {
+		p.publish(ch)
+	}
+	time.Sleep(quietPeriod)
+	assert.Equal(t, after, c.calls(), "onMessage was called after unsubscribe returned: unsubscribe must stop delivery to it")
+}
+
+func checkTwoSubscribers(t *testing.T, e *env) {
+	addr := e.server(t)
+	p := newPubsub(t, e, addr, addr)
+	ch := channel("two-subscribers")
+	var a, b counter
+	unsubA := p.subscribe(ch, &a)
+	p.subscribe(ch, &b)
+	a0, b0 := a.calls(), b.calls()
+	require.GreaterOrEqual(t, p.publish(ch), int64(1), "with two subscriptions to %q, PUBLISH reached no subscriber", ch)
+	assert.True(t, a.grows(a0), "with two subscriptions to one channel, the first onMessage was not called within %v", waitBound)
+	assert.True(t, b.grows(b0), "with two subscriptions to one channel, the second onMessage was not called within %v", waitBound)
+
+	unsubA()
+	a1 := a.calls()
+	p.delivered(ch, &b, "after the first of two subscriptions to one channel was unsubscribed, the second must stay active:")
+	time.Sleep(quietPeriod)
+	assert.Equal(t, a1, a.calls(), "onMessage of an unsubscribed subscription was called while another subscription to the same channel stayed")
+}
+
+func checkSharedConnection(t *testing.T, e *env) {
+	addr := e.server(t)
+	p := newPubsub(t, e, addr, addr)
+	chans := []string{channel("shared-1"), channel("shared-2"), channel("shared-3")}
+	counters := make([]counter, len(chans)+1)
+	for i, ch := range chans {
+		p.subscribe(ch, &counters[i])
+	}
+	p.subscribe(chans[0], &counters[len(chans)]) // the same channel twice
+	for i, ch := range chans {
+		p.delivered(ch, &counters[i], fmt.Sprintf("with %d channels subscribed on one Node", len(chans)))
+	}
+	if e.kind == Miniredis {
+		t.Log("conformance: miniredis has no CLIENT LIST: the number of pub/sub connections is checked on redis-server only")
+		return
+	}
+	list, _ := admin(t, addr, "CLIENT", "LIST", "TYPE", "pubsub").(string)
+	conns := strings.Count(strings.TrimSpace(list), "\n") + 1
+	if strings.TrimSpace(list) == "" {
+		conns = 0
+	}
+	assert.Equal(t, 1, conns, "with %d channels subscribed on one Node, the server has %d pub/sub connections: a backend shares one pub/sub connection per node among all channels\n%s", len(chans), conns, list)
+}
+
+// checkRecovery kills the Node's pub/sub connection: on redis-server with CLIENT KILL TYPE
+// pubsub, on miniredis (which has no CLIENT KILL) by closing every connection of a proxy the
+// Node goes through. The backend must re-subscribe by itself, call onMessage once because
+// messages may have been lost, and deliver later messages.
+func checkRecovery(t *testing.T, e *env) {
+	addr := e.server(t)
+	kill := func() {
+		killed, _ := admin(t, addr, "CLIENT", "KILL", "TYPE", "pubsub").(int64)
+		require.Positive(t, killed, "CLIENT KILL TYPE pubsub found no pub/sub connection to kill, though Subscribe returned")
+	}
+	nodeAddr := addr
+	if e.kind == Miniredis {
+		px := startProxy(t, addr)
+		nodeAddr, kill = px.addr(), px.cut
+	}
+	p := newPubsub(t, e, addr, nodeAddr)
+	ch := channel("recovery")
+	var c counter
+	p.subscribe(ch, &c)
+	if !p.delivered(ch, &c, "before the connection was killed") {
+		return
+	}
+	before := c.calls()
+	kill()
+	if !eventually(waitBound, func() bool { return p.subscribers(ch) > 0 }) {
+		t.Fatalf("after the server killed the pub/sub connection, the backend had not re-subscribed to %q within %v: it must reconnect and re-subscribe by itself", ch, waitBound)
+	}
+	if !c.grows(before) {
+		t.Fatalf("after the server killed the pub/sub connection, the backend re-subscribed but did not call onMessage within %v: it must call onMessage once after recovery, because messages may have been lost meanwhile", waitBound)
+	}
+	t.Logf("onMessage was called %d times on recovery", c.calls()-before)
+	p.delivered(ch, &c, "after the backend recovered from a killed connection")
+}
+
+// checkSubscribeDeadline: against a server that stopped answering, Subscribe must return
+// soon after its context's deadline, with an error. open: the Node already has an active
+// subscription (an open pub/sub connection) when the server stops answering.
+func checkSubscribeDeadline(t *testing.T, e *env, open bool) {
+	addr := e.server(t)
+	px := startProxy(t, addr)
+	p := newPubsub(t, e, addr, px.addr())
+	defer px.close() // before the Node's cleanup: closing a client must not wait for a frozen server
+	if open {
+		var c counter
+		p.subscribe(channel("deadline-open"), &c)
+	}
+	px.freeze()
+	ctx, cancel := context.WithTimeout(context.Background(), ctxDeadline)
+	defer cancel()
+	var unsub func()
+	var err error
+	bound := ctxDeadline + ctxBound
+	elapsed, ok := withinBound(t, bound, px.close, func() {
+		unsub, err = p.sub.Subscribe(ctx, channel("deadline"), func() {})
+	})
+	px.close() // from here on, connections fail at once: nothing the backend does can hang
+	if !ok {
+		t.Fatalf("Subscribe with a context with a deadline %v away, against a server that never replies, had not returned within %v: Subscribe must honour ctx while it waits for the subscription", ctxDeadline, bound)
+	}
+	if err == nil {
+		if unsub != nil {
+			p.unsubscribe(unsub)
+		}
+		t.Fatalf("Subscribe against a server that never replies returned no error after %v: it must return only once the subscription is active on the server, or ctx's error", elapsed.Round(time.Millisecond))
+	}
+	t.Logf("Subscribe returned after %v: %v", elapsed.Round(time.Millisecond), err)
+}

@@ -1,0 +1,147 @@
+package conformance
+
+import (
+	"strconv"
+	"testing"
+
+	"github.com/go-redlock/redlock/core"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// Arguments the script checks pass, as core passes them.
+const (
+	ours   = "conformance-token-ours"
+	theirs = "conformance-token-theirs"
+	ttlMS  = 10000
+	ttl    = "10000"
+	// bigFence is a fence counter above 2^32 and above any server clock in microseconds, but
+	// below 2^53: the reply must carry it exactly (no int32 or float32 on the way).
+	bigFence = 4_000_000_000_000_000
+)
+
+var bigFenceStr = strconv.FormatInt(bigFence, 10)
+
+// scriptCase runs one core script through the Node on a prepared server and checks the
+// reply and what the script did to the server.
+type scriptCase struct {
+	name string
+	run  func(t *testing.T, n core.Node, addr string, k core.Keys)
+}
+
+func scriptChecks() []check {
+	cases := []scriptCase{
+		{"acquire/free", func(t *testing.T, n core.Node, addr string, k core.Keys) {
+			got := mustEval(t, n, script(t, "acquire"), []string{k.Lock, k.Fence}, ours, ttl)
+			require.GreaterOrEqual(t, len(got), 2, "acquire of a free lock replied %s, want {1, fence}: the Node must return the script's whole integer array", format(got))
+			assert.Equal(t, int64(1), got[0], "acquire of a free lock replied %s, want {1, fence}", format(got))
+			assert.Greater(t, got[1], int64(1_000_000_000_000_000), "acquire of a free lock replied fence %d, want the server clock in microseconds: the Node must keep int64 replies exact", got[1])
+			assert.Equal(t, ours, admin(t, addr, "GET", k.Lock), "after acquire, the lock key must hold our token: the Node must pass KEYS and ARGV in order, unchanged")
+			wantPTTL(t, addr, k.Lock, 1, ttlMS, "after acquire with TTL "+ttl+" ms")
+			assert.Equal(t, strconv.FormatInt(got[1], 10), admin(t, addr, "GET", k.Fence), "the fence key must hold the fence the reply carried")
+		}},
+		{"acquire/held", func(t *testing.T, n core.Node, addr string, k core.Keys) {
+			admin(t, addr, "SET", k.Lock, theirs, "PX", "5000")
+			got := mustEval(t, n, script(t, "acquire"), []string{k.Lock, k.Fence}, ours, ttl)
+			require.GreaterOrEqual(t, len(got), 2, "acquire of a lock held by another owner replied %s, want {0, pttl}", format(got))
+			assert.Equal(t, int64(0), got[0], "acquire of a lock held by another owner replied %s, want {0, pttl}", format(got))
+			assert.True(t, got[1] > 0 && got[1] <= 5000, "acquire of a lock held for 5000 ms more replied pttl %d, want 0 < pttl <= 5000", got[1])
+			assert.Equal(t, theirs, admin(t, addr, "GET", k.Lock), "acquire must not touch a lock held by another owner")
+		}},
+		{"acquire/own-token-retry", func(t *testing.T, n core.Node, addr string, k core.Keys) {
+			first := mustEval(t, n, script(t, "acquire"), []string{k.Lock, k.Fence}, ours, "5000")
+			got := mustEval(t, n, script(t, "acquire"), []string{k.Lock, k.Fence}, ours, ttl)
+			require.GreaterOrEqual(t, len(first), 2, "acquire of a free lock replied %s, want {1, fence}", format(first))
+			require.GreaterOrEqual(t, len(got), 2, "acquire retried with our own token replied %s, want {1, fence}", format(got))
+			assert.Equal(t, int64(1), got[0], "acquire retried with our own token (a retry after a lost reply) replied %s, want {1, fence}", format(got))
+			assert.Greater(t, got[1], first[1], "acquire retried with our own token replied fence %d after %d, want a larger one", got[1], first[1])
+			wantPTTL(t, addr, k.Lock, 5001, ttlMS, "after the retry with TTL "+ttl+" ms")
+		}},
+		{"acquire/fence-advances", func(t *testing.T, n core.Node, addr string, k core.Keys) {
+			admin(t, addr, "SET", k.Fence, bigFenceStr)
+			for i, token := range []string{ours, theirs, ours} {
+				got := mustEval(t, n, script(t, "acquire"), []string{k.Lock, k.Fence}, token, ttl)
+				want := []int64{1, bigFence + int64(i) + 1}
+				require.Equal(t, want, got[:min(len(got), 2)], "acquire #%d with the fence counter at %d replied %s, want %v: the Node must carry 64-bit integers exactly", i+1, bigFence+int64(i), format(got), want)
+				admin(t, addr, "DEL", k.Lock)
+			}
+		}},
+		{"extend/ours", func(t *testing.T, n core.Node, addr string, k core.Keys) {
+			admin(t, addr, "SET", k.Lock, ours, "PX", "5000")
+			got := mustEval(t, n, script(t, "extend"), []string{k.Lock}, ours, ttl)
+			assert.Equal(t, []int64{1}, got, "extend of our lock replied %s, want {1}", format(got))
+			wantPTTL(t, addr, k.Lock, 5001, ttlMS, "after extending our lock from 5000 ms to "+ttl+" ms")
+		}},
+		{"extend/not-ours", func(t *testing.T, n core.Node, addr string, k core.Keys) {
+			admin(t, addr, "SET", k.Lock, theirs, "PX", "5000")
+			got := mustEval(t, n, script(t, "extend"), []string{k.Lock}, ours, ttl)
+			assert.Equal(t, []int64{0}, got, "extend of another owner's lock replied %s, want {0}", format(got))
+			wantPTTL(t, addr, k.Lock, 1, 5000, "after a refused extend of a lock with 5000 ms left")
+		}},
+		{"extend/missing", func(t *testing.T, n core.Node, addr string, k core.Keys) {
+			got := mustEval(t, n, script(t, "extend"), []string{k.Lock}, ours, ttl)
+			assert.Equal(t, []int64{0}, got, "extend of a missing lock replied %s, want {0}", format(got))
+			assert.Equal(t, int64(0), admin(t, addr, "EXISTS", k.Lock), "extend must never re-create a missing lock")
+		}},
+		{"release/ours", func(t *testing.T, n core.Node, addr string, k core.Keys) {
+			admin(t, addr, "SET", k.Lock, ours, "PX", ttl)
+			sub, err := subscribe(addr, k.Channel)
+			require.NoError(t, err, "conformance: subscribe to the release channel")
+			defer sub.close()
+			got := mustEval(t, n, script(t, "release"), []string{k.Lock}, ours, k.Channel, "PUBLISH")
+			assert.Equal(t, []int64{1, 1}, got, "release of our lock with one subscriber listening replied %s, want {1, 1}", format(got))
+			assert.Equal(t, int64(0), admin(t, addr, "EXISTS", k.Lock), "release of our lock must delete it")
+			ch, ok := sub.next(waitBound)
+			assert.True(t, ok, "release of our lock must publish on the release channel: no message within %v", waitBound)
+			if ok {
+				assert.Equal(t, k.Channel, ch, "release published on the wrong channel")
+			}
+		}},
+		{"release/not-ours", func(t *testing.T, n core.Node, addr string, k core.Keys) {
+			admin(t, addr, "SET", k.Lock, theirs, "PX", ttl)
+			got := mustEval(t, n, script(t, "release"), []string{k.Lock}, ours, k.Channel, "PUBLISH")
+			assert.Equal(t, []int64{0, 0}, got, "release of another owner's lock replied %s, want {0, 0}", format(got))
+			assert.Equal(t, theirs, admin(t, addr, "GET", k.Lock), "release must not delete another owner's lock")
+		}},
+		{"release/missing", func(t *testing.T, n core.Node, addr string, k core.Keys) {
+			got := mustEval(t, n, script(t, "release"), []string{k.Lock}, ours, k.Channel, "PUBLISH")
+			assert.Equal(t, []int64{0, 0}, got, "release of a missing lock replied %s, want {0, 0}", format(got))
+		}},
+		{"raise/ours", func(t *testing.T, n core.Node, addr string, k core.Keys) {
+			admin(t, addr, "SET", k.Lock, ours, "PX", ttl)
+			admin(t, addr, "SET", k.Fence, "5")
+			got := mustEval(t, n, script(t, "raise"), []string{k.Lock, k.Fence}, ours, bigFenceStr)
+			assert.Equal(t, []int64{1}, got, "raise while we hold the lock replied %s, want {1}", format(got))
+			assert.Equal(t, bigFenceStr, admin(t, addr, "GET", k.Fence), "raise while we hold the lock must set the fence counter to T")
+		}},
+		{"raise/never-lowers", func(t *testing.T, n core.Node, addr string, k core.Keys) {
+			admin(t, addr, "SET", k.Lock, ours, "PX", ttl)
+			admin(t, addr, "SET", k.Fence, bigFenceStr)
+			got := mustEval(t, n, script(t, "raise"), []string{k.Lock, k.Fence}, ours, "5")
+			assert.Equal(t, []int64{1}, got, "raise to a lower T while we hold the lock replied %s, want {1}", format(got))
+			assert.Equal(t, bigFenceStr, admin(t, addr, "GET", k.Fence), "raise must never lower the fence counter")
+		}},
+		{"raise/not-ours", func(t *testing.T, n core.Node, addr string, k core.Keys) {
+			admin(t, addr, "SET", k.Lock, theirs, "PX", ttl)
+			admin(t, addr, "SET", k.Fence, "5")
+			got := mustEval(t, n, script(t, "raise"), []string{k.Lock, k.Fence}, ours, bigFenceStr)
+			assert.Equal(t, []int64{0}, got, "raise of another owner's lock replied %s, want {0}", format(got))
+			assert.Equal(t, "5", admin(t, addr, "GET", k.Fence), "raise of another owner's lock must leave the counter alone")
+		}},
+	}
+	checks := make([]check, len(cases))
+	for i, c := range cases {
+		checks[i] = check{c.name, func(t *testing.T, e *env) {
+			addr := e.server(t)
+			c.run(t, e.node(t, addr), addr, core.NewKeys("conformance:", "scripts"))
+		}}
+	}
+	return checks
+}
+
+// wantPTTL checks that key's remaining TTL is within [lo, hi] milliseconds.
+func wantPTTL(t *testing.T, addr, key string, lo, hi int64, when string) {
+	t.Helper()
+	got, _ := admin(t, addr, "PTTL", key).(int64)
+	assert.True(t, got >= lo && got <= hi, "%s, PTTL is %d ms, want %d to %d: the Node must pass ARGV unchanged", when, got, lo, hi)
+}
