@@ -193,6 +193,7 @@ func TestMutexUnlock(t *testing.T) {
 	}))
 	assert.PanicsWithValue(t, "redlock: unlock of unlocked mutex", m.Unlock)
 	m.Lock()
+	//lint:ignore SA2001 the test is about Unlock itself
 	m.Unlock()
 	assert.PanicsWithValue(t, "redlock: unlock of unlocked mutex", m.Unlock, "second Unlock")
 
