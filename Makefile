@@ -9,7 +9,7 @@ GOBIN_DIR := $(firstword $(subst :, ,$(shell $(GO) env GOPATH)))/bin
 STATICCHECK := $(GOBIN_DIR)/staticcheck
 
 .DEFAULT_GOAL := test
-.PHONY: test lint bench example staticcheck-install
+.PHONY: test lint bench bench-compare example staticcheck-install
 
 test:
 	$(GO) test -race -count=1 ./...
@@ -33,6 +33,12 @@ staticcheck-install:
 
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem ./...
+
+# bench/ is its own module, so the libraries it compares against never enter go.mod. It
+# waits up to 10 minutes for the load average to fall below 1; BENCH_ARGS="-maxload 0"
+# skips the wait. Results: bench/results.txt.
+bench-compare:
+	cd bench && $(GO) run . -maxload 1.0 $(BENCH_ARGS)
 
 example:
 	$(GO) run ./examples/quickstart

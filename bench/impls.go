@@ -1,0 +1,533 @@
+package main
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/bsm/redislock"
+	"github.com/go-redlock/redlock"
+	rlgoredis "github.com/go-redlock/redlock/backends/goredis"
+	rlredigo "github.com/go-redlock/redlock/backends/redigo"
+	rlrueidis "github.com/go-redlock/redlock/backends/rueidis"
+	"github.com/go-redlock/redlock/core"
+	"github.com/go-redsync/redsync/v4"
+	rsredis "github.com/go-redsync/redsync/v4/redis"
+	rsgoredis "github.com/go-redsync/redsync/v4/redis/goredis/v9"
+	rsrueidis "github.com/go-redsync/redsync/v4/redis/rueidis"
+	redigo "github.com/gomodule/redigo/redis"
+	goredis "github.com/redis/go-redis/v9"
+	"github.com/redis/rueidis"
+	"github.com/redis/rueidis/rueidiscompat"
+	"github.com/redis/rueidis/rueidislock"
+)
+
+// locker is one lock name as a library exposes it: Lock blocks until held (or ctx ends).
+type locker interface {
+	Lock(ctx context.Context) error
+	Unlock(ctx context.Context) error
+}
+
+// client is one process's view of the lock service: its own connections to the N nodes.
+type client interface {
+	Locker(name string) locker
+	Close()
+}
+
+// impl is one row of the tables: a library, configured with its shipped defaults unless
+// notes say otherwise.
+type impl struct {
+	key     string // for -impls
+	name    string // row label
+	single  bool   // the library locks on one Redis only: N=1 rows only
+	handoff bool   // can wait for a held lock: takes part in the handoff test
+	ours    bool
+	extra   bool // diagnostic: only when named in -impls
+	notes   string
+	// new returns a client over addrs (one per node). waiting is true for the handoff
+	// test, where Lock must wait for a held lock.
+	new func(addrs []string, waiting bool) (client, error)
+}
+
+// ourOpts are the options every redlock row uses: the servers are fresh, so the restart
+// guard (default 30s for N > 1) would make every node abstain for its first 30s.
+var ourOpts = []redlock.Option{redlock.WithRestartGuard(0)}
+
+func impls() []impl {
+	return []impl{
+		{key: "floor", name: "floor: SET NX PX ×N ∥, CAD Lua ×N ∥ (go-redis)",
+			notes: "hand-written: SET NX PX to all N in parallel, wait for all; compare-and-delete (EVALSHA) to all N in parallel, wait for all. No waiting, no retries, no extension.",
+			new:   newFloor},
+		{key: "floor-rueidis", name: "floor: SET NX PX ×N ∥, CAD Lua ×N ∥ (rueidis)",
+			notes: "the same floor over rueidis clients (defaults; concurrent commands are auto-pipelined): the leaner driver's floor.",
+			new:   newFloorRueidis},
+		{key: "floor-scripts", name: "floor with redlock's Lua scripts (rueidis)", extra: true,
+			notes: "diagnostic, only with -impls: the rueidis floor, but sending redlock's own acquire and release scripts (no fence, no guard) instead of SET NX PX and compare-and-delete: the server-side cost of the scripts, without core.",
+			new:   newFloorScripts},
+		{key: "redlock-goredis", name: "redlock Mutex (go-redis)", handoff: true, ours: true,
+			notes: "redis.Options{ContextTimeoutEnabled: true} as the README asks; WithRestartGuard(0).",
+			new:   func(a []string, _ bool) (client, error) { return newOurs(a, goredisNodes, false) }},
+		{key: "redlock-redigo", name: "redlock Mutex (redigo)", handoff: true, ours: true,
+			notes: "redis.Pool{MaxIdle: 64, DialContext} (redigo's default MaxIdle 0 dials per call); WithRestartGuard(0).",
+			new:   func(a []string, _ bool) (client, error) { return newOurs(a, redigoNodes, false) }},
+		{key: "redlock-rueidis", name: "redlock Mutex (rueidis)", handoff: true, ours: true,
+			notes: "rueidis.ClientOption{InitAddress} defaults; WithRestartGuard(0).",
+			new:   func(a []string, _ bool) (client, error) { return newOurs(a, rueidisNodes, false) }},
+		{key: "redlock-lease", name: "redlock Lease, fenced (go-redis)", handoff: true, ours: true,
+			notes: "TryAcquire+Release (Acquire+Release in the handoff test); N>1 pays the fence-raise round; WithRestartGuard(0).",
+			new:   func(a []string, w bool) (client, error) { return newOurs(a, goredisNodes, true, w) }},
+		{key: "redsync-goredis", name: "redsync v4 (go-redis pool)", handoff: true,
+			notes: "defaults: 8s expiry, 32 tries, 50-250ms random retry delay; Lock returns ErrFailed after 32 tries (the handoff test then calls it again).",
+			new:   newRedsyncGoredis},
+		{key: "redsync-rueidis", name: "redsync v4 (rueidis pool)", handoff: true,
+			notes: "as above, over rueidiscompat.NewAdapter(rueidis client with defaults).",
+			new:   newRedsyncRueidis},
+		{key: "redislock", name: "bsm/redislock", single: true, handoff: true,
+			notes: "single-node. TTL 10s (a required argument). Its default is NoRetry: in the handoff test only, Options{RetryStrategy: LinearBackoff(10ms)} (our WithRetry minimum).",
+			new:   newRedislock},
+		{key: "rueidislock", name: "rueidislock", single: true, handoff: true,
+			notes: "defaults: KeyMajority 2 (2 of 3 keys on ONE client: one server or one Redis Cluster, not independent masters, so N=1 only), KeyValidity 5s, client-side-caching invalidations wake waiters.",
+			new:   newRueidislock},
+	}
+}
+
+// ---- ours ----
+
+type nodesFunc func(addrs []string) ([]redlock.Node, func(), error)
+
+func goredisNodes(addrs []string) ([]redlock.Node, func(), error) {
+	var nodes []redlock.Node
+	var closers []func()
+	for _, a := range addrs {
+		rdb := goredis.NewClient(&goredis.Options{Addr: a, ContextTimeoutEnabled: true})
+		n := rlgoredis.New(rdb)
+		nodes = append(nodes, n)
+		closers = append(closers, func() { n.Close(); rdb.Close() })
+	}
+	return nodes, runAll(closers), nil
+}
+
+func redigoNodes(addrs []string) ([]redlock.Node, func(), error) {
+	var nodes []redlock.Node
+	var closers []func()
+	for _, a := range addrs {
+		pool := &redigo.Pool{
+			MaxIdle: 64,
+			DialContext: func(ctx context.Context) (redigo.Conn, error) {
+				return redigo.DialContext(ctx, "tcp", a)
+			},
+		}
+		n := rlredigo.New(pool, a)
+		nodes = append(nodes, n)
+		closers = append(closers, func() { n.Close(); pool.Close() })
+	}
+	return nodes, runAll(closers), nil
+}
+
+func rueidisNodes(addrs []string) ([]redlock.Node, func(), error) {
+	var nodes []redlock.Node
+	var closers []func()
+	for _, a := range addrs {
+		rc, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{a}})
+		if err != nil {
+			runAll(closers)()
+			return nil, nil, err
+		}
+		n := rlrueidis.New(rc)
+		nodes = append(nodes, n)
+		closers = append(closers, func() { n.Close(); rc.Close() })
+	}
+	return nodes, runAll(closers), nil
+}
+
+func runAll(fs []func()) func() {
+	return func() {
+		for _, f := range fs {
+			f()
+		}
+	}
+}
+
+type ours struct {
+	c       *redlock.Client
+	close   func()
+	lease   bool
+	waiting bool
+}
+
+func newOurs(addrs []string, nodes nodesFunc, lease bool, waiting ...bool) (client, error) {
+	ns, closer, err := nodes(addrs)
+	if err != nil {
+		return nil, err
+	}
+	c, err := redlock.New(ns, ourOpts...)
+	if err != nil {
+		closer()
+		return nil, err
+	}
+	return &ours{c: c, close: closer, lease: lease, waiting: len(waiting) > 0 && waiting[0]}, nil
+}
+
+func (o *ours) Locker(name string) locker {
+	if o.lease {
+		return &ourLease{c: o.c, name: name, waiting: o.waiting}
+	}
+	return ourMutex{o.c.NewMutex(name)}
+}
+
+func (o *ours) Close() { o.close() }
+
+type ourMutex struct{ m *redlock.Mutex }
+
+func (m ourMutex) Lock(ctx context.Context) error   { return m.m.LockContext(ctx) }
+func (m ourMutex) Unlock(ctx context.Context) error { return m.m.UnlockContext(ctx) }
+
+type ourLease struct {
+	c       *redlock.Client
+	name    string
+	waiting bool
+	l       *redlock.Lease
+}
+
+func (l *ourLease) Lock(ctx context.Context) (err error) {
+	if l.waiting {
+		l.l, err = l.c.Acquire(ctx, l.name)
+	} else {
+		l.l, err = l.c.TryAcquire(ctx, l.name)
+	}
+	return err
+}
+
+func (l *ourLease) Unlock(ctx context.Context) error { return l.l.Release(ctx) }
+
+// ---- redsync ----
+
+type redsyncClient struct {
+	rs    *redsync.Redsync
+	close func()
+}
+
+func newRedsyncGoredis(addrs []string, _ bool) (client, error) {
+	var pools []rsredis.Pool
+	var closers []func()
+	for _, a := range addrs {
+		rdb := goredis.NewClient(&goredis.Options{Addr: a})
+		pools = append(pools, rsgoredis.NewPool(rdb))
+		closers = append(closers, func() { rdb.Close() })
+	}
+	return &redsyncClient{rs: redsync.New(pools...), close: runAll(closers)}, nil
+}
+
+func newRedsyncRueidis(addrs []string, _ bool) (client, error) {
+	var pools []rsredis.Pool
+	var closers []func()
+	for _, a := range addrs {
+		rc, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{a}})
+		if err != nil {
+			runAll(closers)()
+			return nil, err
+		}
+		pools = append(pools, rsrueidis.NewPool(rueidiscompat.NewAdapter(rc)))
+		closers = append(closers, rc.Close)
+	}
+	return &redsyncClient{rs: redsync.New(pools...), close: runAll(closers)}, nil
+}
+
+func (r *redsyncClient) Locker(name string) locker { return redsyncMutex{r.rs.NewMutex(name)} }
+func (r *redsyncClient) Close()                    { r.close() }
+
+type redsyncMutex struct{ m *redsync.Mutex }
+
+func (m redsyncMutex) Lock(ctx context.Context) error {
+	// redsync's Lock gives up with ErrFailed after 32 tries (about 4.8s): a blocking lock
+	// as the other rows have it calls it again, until ctx ends.
+	for {
+		err := m.m.LockContext(ctx)
+		if err == nil || ctx.Err() != nil || !errors.Is(err, redsync.ErrFailed) {
+			return err
+		}
+	}
+}
+
+func (m redsyncMutex) Unlock(ctx context.Context) error {
+	ok, err := m.m.UnlockContext(ctx)
+	if err == nil && !ok {
+		err = errors.New("redsync: unlock: not held")
+	}
+	return err
+}
+
+// ---- bsm/redislock ----
+
+type redislockClient struct {
+	rdb  *goredis.Client
+	c    *redislock.Client
+	opts *redislock.Options
+}
+
+const redislockTTL = 10 * time.Second
+
+func newRedislock(addrs []string, waiting bool) (client, error) {
+	rdb := goredis.NewClient(&goredis.Options{Addr: addrs[0]})
+	c := &redislockClient{rdb: rdb, c: redislock.New(rdb)}
+	if waiting {
+		c.opts = &redislock.Options{RetryStrategy: redislock.LinearBackoff(10 * time.Millisecond)}
+	}
+	return c, nil
+}
+
+func (r *redislockClient) Locker(name string) locker { return &redislockLock{c: r, name: name} }
+func (r *redislockClient) Close()                    { r.rdb.Close() }
+
+type redislockLock struct {
+	c    *redislockClient
+	name string
+	l    *redislock.Lock
+}
+
+func (l *redislockLock) Lock(ctx context.Context) (err error) {
+	for {
+		l.l, err = l.c.c.Obtain(ctx, l.name, redislockTTL, l.c.opts)
+		// Without a ctx deadline, Obtain stops retrying after the TTL: call it again.
+		if err == nil || l.c.opts == nil || ctx.Err() != nil || !errors.Is(err, redislock.ErrNotObtained) {
+			return err
+		}
+	}
+}
+
+func (l *redislockLock) Unlock(ctx context.Context) error { return l.l.Release(ctx) }
+
+// ---- rueidislock ----
+
+type rueidislockClient struct{ l rueidislock.Locker }
+
+func newRueidislock(addrs []string, _ bool) (client, error) {
+	l, err := rueidislock.NewLocker(rueidislock.LockerOption{
+		ClientOption: rueidis.ClientOption{InitAddress: []string{addrs[0]}},
+	})
+	if err != nil {
+		return nil, err
+	}
+	return &rueidislockClient{l: l}, nil
+}
+
+func (r *rueidislockClient) Locker(name string) locker { return &rueidislockLock{l: r.l, name: name} }
+func (r *rueidislockClient) Close()                    { r.l.Close() }
+
+type rueidislockLock struct {
+	l      rueidislock.Locker
+	name   string
+	cancel context.CancelFunc
+}
+
+func (l *rueidislockLock) Lock(ctx context.Context) (err error) {
+	_, l.cancel, err = l.l.WithContext(ctx, l.name)
+	return err
+}
+
+// Unlock: rueidislock's cancel releases the keys and returns once they are deleted.
+func (l *rueidislockLock) Unlock(context.Context) error { l.cancel(); return nil }
+
+// ---- the floor ----
+
+// floorClient is the least any Redlock can do: SET NX PX to every node in parallel, then
+// compare-and-delete to every node in parallel. Two parallel round trips, no extras.
+type floorClient struct {
+	rdbs   []*goredis.Client
+	quorum int
+}
+
+var cad = goredis.NewScript(`if redis.call("GET", KEYS[1]) == ARGV[1] then return redis.call("DEL", KEYS[1]) end return 0`)
+
+const floorTTL = 10 * time.Second
+
+func newFloor(addrs []string, _ bool) (client, error) {
+	f := &floorClient{quorum: len(addrs)/2 + 1}
+	for _, a := range addrs {
+		f.rdbs = append(f.rdbs, goredis.NewClient(&goredis.Options{Addr: a}))
+	}
+	return f, nil
+}
+
+func (f *floorClient) Locker(name string) locker { return &floorLock{f: f, key: name} }
+func (f *floorClient) Close() {
+	for _, r := range f.rdbs {
+		r.Close()
+	}
+}
+
+type floorLock struct {
+	f     *floorClient
+	key   string
+	token string
+}
+
+// each runs fn on every node, nodes 1..N-1 on their own goroutines and node 0 on this one,
+// and returns how many returned true.
+func each[T any](nodes []T, fn func(T) bool) int {
+	if len(nodes) == 1 {
+		if fn(nodes[0]) {
+			return 1
+		}
+		return 0
+	}
+	var wg sync.WaitGroup
+	var ok atomic.Int32
+	for _, n := range nodes[1:] {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if fn(n) {
+				ok.Add(1)
+			}
+		}()
+	}
+	if fn(nodes[0]) {
+		ok.Add(1)
+	}
+	wg.Wait()
+	return int(ok.Load())
+}
+
+func newToken() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:])
+	return base64.RawURLEncoding.EncodeToString(b[:])
+}
+
+func (l *floorLock) Lock(ctx context.Context) error {
+	l.token = newToken()
+	n := each(l.f.rdbs, func(r *goredis.Client) bool {
+		ok, err := r.SetNX(ctx, l.key, l.token, floorTTL).Result()
+		return err == nil && ok
+	})
+	if n < l.f.quorum {
+		_ = l.Unlock(context.WithoutCancel(ctx))
+		return fmt.Errorf("floor: %d of %d nodes", n, len(l.f.rdbs))
+	}
+	return nil
+}
+
+func (l *floorLock) Unlock(ctx context.Context) error {
+	n := each(l.f.rdbs, func(r *goredis.Client) bool {
+		v, err := cad.Run(ctx, r, []string{l.key}, l.token).Int64()
+		return err == nil && v == 1
+	})
+	if n < l.f.quorum {
+		return fmt.Errorf("floor: released on %d of %d nodes", n, len(l.f.rdbs))
+	}
+	return nil
+}
+
+// floorRueidis is the floor over rueidis clients.
+type floorRueidis struct {
+	cs     []rueidis.Client
+	quorum int
+}
+
+var cadRueidis = rueidis.NewLuaScript(`if redis.call("GET", KEYS[1]) == ARGV[1] then return redis.call("DEL", KEYS[1]) end return 0`)
+
+func newFloorRueidis(addrs []string, _ bool) (client, error) {
+	f := &floorRueidis{quorum: len(addrs)/2 + 1}
+	for _, a := range addrs {
+		c, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{a}})
+		if err != nil {
+			f.Close()
+			return nil, err
+		}
+		f.cs = append(f.cs, c)
+	}
+	return f, nil
+}
+
+func (f *floorRueidis) Locker(name string) locker { return &floorRueidisLock{f: f, key: name} }
+func (f *floorRueidis) Close() {
+	for _, c := range f.cs {
+		c.Close()
+	}
+}
+
+type floorRueidisLock struct {
+	f     *floorRueidis
+	key   string
+	token string
+}
+
+func (l *floorRueidisLock) Lock(ctx context.Context) error {
+	l.token = newToken()
+	n := each(l.f.cs, func(c rueidis.Client) bool {
+		return c.Do(ctx, c.B().Set().Key(l.key).Value(l.token).Nx().PxMilliseconds(floorTTL.Milliseconds()).Build()).Error() == nil
+	})
+	if n < l.f.quorum {
+		_ = l.Unlock(context.WithoutCancel(ctx))
+		return fmt.Errorf("floor: %d of %d nodes", n, len(l.f.cs))
+	}
+	return nil
+}
+
+func (l *floorRueidisLock) Unlock(ctx context.Context) error {
+	n := each(l.f.cs, func(c rueidis.Client) bool {
+		v, err := cadRueidis.Exec(ctx, c, []string{l.key}, []string{l.token}).AsInt64()
+		return err == nil && v == 1
+	})
+	if n < l.f.quorum {
+		return fmt.Errorf("floor: released on %d of %d nodes", n, len(l.f.cs))
+	}
+	return nil
+}
+
+// floorScripts is the rueidis floor sending redlock's own scripts.
+type floorScripts struct{ floorRueidis }
+
+var (
+	acquireLua = rueidis.NewLuaScript(core.Scripts()[0].Source())
+	releaseLua = rueidis.NewLuaScript(core.Scripts()[2].Source())
+)
+
+func newFloorScripts(addrs []string, w bool) (client, error) {
+	f, err := newFloorRueidis(addrs, w)
+	if err != nil {
+		return nil, err
+	}
+	return &floorScripts{*f.(*floorRueidis)}, nil
+}
+
+func (f *floorScripts) Locker(name string) locker {
+	k := core.NewKeys("redlock:", name)
+	return &floorScriptsLock{f: &f.floorRueidis, keys: k}
+}
+
+type floorScriptsLock struct {
+	f     *floorRueidis
+	keys  core.Keys
+	token string
+}
+
+func (l *floorScriptsLock) Lock(ctx context.Context) error {
+	l.token = newToken()
+	n := each(l.f.cs, func(c rueidis.Client) bool {
+		v, err := acquireLua.Exec(ctx, c, []string{l.keys.Lock, l.keys.Fence}, []string{l.token, "10000", "0", "0"}).AsIntSlice()
+		return err == nil && len(v) > 0 && v[0] == 1
+	})
+	if n < l.f.quorum {
+		_ = l.Unlock(context.WithoutCancel(ctx))
+		return fmt.Errorf("floor: %d of %d nodes", n, len(l.f.cs))
+	}
+	return nil
+}
+
+func (l *floorScriptsLock) Unlock(ctx context.Context) error {
+	n := each(l.f.cs, func(c rueidis.Client) bool {
+		v, err := releaseLua.Exec(ctx, c, []string{l.keys.Lock}, []string{l.token, l.keys.Channel, "PUBLISH"}).AsIntSlice()
+		return err == nil && len(v) > 0 && v[0] == 1
+	})
+	if n < l.f.quorum {
+		return fmt.Errorf("floor: released on %d of %d nodes", n, len(l.f.cs))
+	}
+	return nil
+}

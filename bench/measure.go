@@ -1,0 +1,341 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"runtime"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	goredis "github.com/redis/go-redis/v9"
+)
+
+// latency is a set of samples; pct wants it sorted.
+type latency []time.Duration
+
+func (l latency) pct(q float64) time.Duration {
+	if len(l) == 0 {
+		return 0
+	}
+	i := int(float64(len(l))*q+0.999999) - 1
+	return l[min(max(i, 0), len(l)-1)]
+}
+
+// uncontendedResult is test 1 (latency) and test 4 (allocations) of one row at one N.
+type uncontendedResult struct {
+	lat          latency
+	allocs, byts float64 // per lock+unlock pair
+	errs         int
+}
+
+// uncontendedRun locks and unlocks one free name over and over on one goroutine. Its
+// rounds are interleaved with the other rows' (see measureAll), so that a change of the
+// machine's state during the run spreads over every row instead of favouring one.
+type uncontendedRun struct {
+	ctx     context.Context
+	c       client
+	l       locker
+	lat     latency
+	mallocs uint64
+	bytes   uint64
+	errs    int
+	lastErr error
+}
+
+func (u *uncontendedRun) pair() error {
+	if err := u.l.Lock(u.ctx); err != nil {
+		return err
+	}
+	return u.l.Unlock(u.ctx)
+}
+
+// warm runs pairs for about 200ms (at least 50): connections, scripts, pools.
+func (u *uncontendedRun) warm() error {
+	end := time.Now().Add(200 * time.Millisecond)
+	for i := 0; i < 50 || time.Now().Before(end) && i < 5000; i++ {
+		if err := u.pair(); err != nil {
+			return fmt.Errorf("warm-up: %w", err)
+		}
+	}
+	return nil
+}
+
+// round runs up to count pairs or for d. Allocations are runtime.MemStats deltas: every
+// goroutine of the process counts, the drivers' included.
+func (u *uncontendedRun) round(d time.Duration, count int) error {
+	lat := make(latency, 0, count)
+	errs := 0
+	runtime.GC()
+	var m0, m1 runtime.MemStats
+	runtime.ReadMemStats(&m0)
+	end := time.Now().Add(d)
+	for len(lat)+errs < count {
+		t := time.Now()
+		if t.After(end) {
+			break
+		}
+		if err := u.pair(); err != nil {
+			errs++
+			u.lastErr = err
+			if errs > 100 {
+				break
+			}
+			continue
+		}
+		lat = append(lat, time.Since(t))
+	}
+	runtime.ReadMemStats(&m1)
+	u.mallocs += m1.Mallocs - m0.Mallocs
+	u.bytes += m1.TotalAlloc - m0.TotalAlloc
+	u.lat = append(u.lat, lat...)
+	u.errs += errs
+	if errs > 100 {
+		return fmt.Errorf("too many errors, last: %w", u.lastErr)
+	}
+	return nil
+}
+
+func (u *uncontendedRun) result() uncontendedResult {
+	slices.Sort(u.lat)
+	n := float64(len(u.lat) + u.errs)
+	if n == 0 {
+		n = 1
+	}
+	return uncontendedResult{lat: u.lat, allocs: float64(u.mallocs) / n, byts: float64(u.bytes) / n, errs: u.errs}
+}
+
+// pingClient makes PING a "lock": to node 0 alone, or to every node in parallel waiting for
+// all (the floor's fan-out without the lock), through go-redis with defaults.
+type pingClient struct {
+	ctx  context.Context
+	rdbs []*goredis.Client
+}
+
+func newPing(ctx context.Context, addrs []string) *pingClient {
+	p := &pingClient{ctx: ctx}
+	for _, a := range addrs {
+		p.rdbs = append(p.rdbs, goredis.NewClient(&goredis.Options{Addr: a}))
+	}
+	return p
+}
+
+func (p *pingClient) Locker(string) locker { return p }
+func (p *pingClient) Close() {
+	for _, r := range p.rdbs {
+		r.Close()
+	}
+}
+func (p *pingClient) Unlock(context.Context) error { return nil }
+func (p *pingClient) Lock(ctx context.Context) error {
+	if each(p.rdbs, func(r *goredis.Client) bool { return r.Ping(ctx).Err() == nil }) != len(p.rdbs) {
+		return errors.New("PING failed")
+	}
+	return nil
+}
+
+// handoffResult is test 2 of one row at one N and G.
+type handoffResult struct {
+	gaps      latency // every gap
+	others    latency // the gaps where the lock went to another goroutine
+	acqs      int
+	elapsed   time.Duration
+	longest   time.Duration
+	censored  bool             // longest is a wait still unfinished when the window closed
+	calls     map[string]int64 // server commands during the window, summed over the nodes
+	errs      int
+	lastError error
+}
+
+// runHandoff runs g goroutines, each with its own client (as g processes would), that take
+// turns on one name for d: Lock, hold for hold, Unlock. A gap is the time from the moment a
+// holder calls Unlock to the moment the next holder's Lock returns. The longest wait is the
+// longest any goroutine spent inside Lock, counting the waits that the end of the window cut
+// short.
+//
+// think is how long a goroutine waits after its Unlock before its next Lock (0: it asks again
+// at once, competing with the waiters).
+func runHandoff(ctx context.Context, im impl, addrs []string, name string, g int, hold, think, d time.Duration, maxAcqs int) (handoffResult, error) {
+	clients := make([]client, g)
+	for i := range clients {
+		c, err := im.new(addrs, true)
+		if err != nil {
+			for _, c := range clients[:i] {
+				c.Close()
+			}
+			return handoffResult{}, err
+		}
+		clients[i] = c
+	}
+	defer func() {
+		for _, c := range clients {
+			c.Close()
+		}
+	}()
+	// Warm every client's connections on a name of its own.
+	for i, c := range clients {
+		l := c.Locker(fmt.Sprintf("%s:warm:%d", name, i))
+		if err := l.Lock(ctx); err != nil {
+			return handoffResult{}, fmt.Errorf("warm-up: %w", err)
+		}
+		if err := l.Unlock(ctx); err != nil {
+			return handoffResult{}, fmt.Errorf("warm-up: %w", err)
+		}
+	}
+
+	var (
+		mu       sync.Mutex
+		r        handoffResult
+		holder   = -1         // the last goroutine to get the lock; guarded by mu
+		unlocked atomic.Int64 // UnixNano of the last Unlock call, 0 before the first
+		acqs     atomic.Int64
+		wg       sync.WaitGroup
+	)
+	r.gaps = make(latency, 0, 4096)
+	before := commandCalls(addrs)
+	start := time.Now()
+	rctx, cancel := context.WithDeadline(ctx, start.Add(d))
+	defer cancel()
+	for id, c := range clients {
+		l := c.Locker(name)
+		wg.Add(1)
+		goSafe(func() {
+			defer wg.Done()
+			for rctx.Err() == nil && acqs.Load() < int64(maxAcqs) {
+				asked := time.Now()
+				err := l.Lock(rctx)
+				now := time.Now()
+				mu.Lock()
+				if wait := now.Sub(asked); wait > r.longest {
+					r.longest, r.censored = wait, err != nil
+				}
+				if err != nil {
+					if rctx.Err() == nil {
+						r.errs++
+						r.lastError = err
+					}
+					mu.Unlock()
+					continue
+				}
+				if last := unlocked.Load(); last != 0 {
+					gap := now.Sub(time.Unix(0, last))
+					r.gaps = append(r.gaps, gap)
+					if holder != id {
+						r.others = append(r.others, gap)
+					}
+				}
+				holder = id
+				mu.Unlock()
+				acqs.Add(1)
+				time.Sleep(hold)
+				unlocked.Store(time.Now().UnixNano())
+				if err := l.Unlock(context.Background()); err != nil {
+					mu.Lock()
+					r.errs++
+					r.lastError = err
+					mu.Unlock()
+				}
+				if think > 0 {
+					time.Sleep(think)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	r.elapsed = time.Since(start)
+	r.calls = callsDelta(before, commandCalls(addrs))
+	r.acqs = int(acqs.Load())
+	slices.Sort(r.gaps)
+	slices.Sort(r.others)
+	return r, nil
+}
+
+// throughputRun: goroutines share one client, each locking and unlocking names of its own
+// in turn (no contention). Like uncontendedRun, it runs in rounds interleaved with the
+// other rows'. Each round uses fresh names, so that a lock left behind by a failed release
+// (it waits out its TTL) cannot stall a later round.
+type throughputRun struct {
+	ctx               context.Context
+	c                 client
+	prefix            string
+	goroutines, names int
+	rounds            int
+	pairs             int64
+	elapsed           time.Duration
+	errs              int64
+	lastErr           error
+}
+
+func newThroughputRun(ctx context.Context, c client, prefix string, goroutines, names int) *throughputRun {
+	return &throughputRun{ctx: ctx, c: c, prefix: prefix, goroutines: goroutines, names: names}
+}
+
+// round starts the goroutines, lets them warm up for warm, then counts pairs for d.
+func (t *throughputRun) round(warm, d time.Duration) {
+	t.rounds++
+	lockers := make([][]locker, t.goroutines)
+	for i := range lockers {
+		for k := range t.names {
+			lockers[i] = append(lockers[i], t.c.Locker(fmt.Sprintf("%s:r%d:%d:%d", t.prefix, t.rounds, i, k)))
+		}
+	}
+	var (
+		count   atomic.Int64
+		errs    atomic.Int64
+		lastErr atomic.Value
+		stop    atomic.Bool
+		wg      sync.WaitGroup
+	)
+	// A safety net: a goroutine still waiting a second after the end is cancelled.
+	ctx, cancel := context.WithCancel(t.ctx)
+	defer cancel()
+	for _, ls := range lockers {
+		wg.Add(1)
+		goSafe(func() {
+			defer wg.Done()
+			for k := 0; !stop.Load(); k++ {
+				l := ls[k%len(ls)]
+				err := l.Lock(ctx)
+				if err == nil {
+					err = l.Unlock(context.Background())
+				}
+				if err != nil {
+					if !stop.Load() {
+						errs.Add(1)
+						lastErr.Store(err)
+					}
+					continue
+				}
+				count.Add(1)
+			}
+		})
+	}
+	time.Sleep(warm)
+	c0, t0 := count.Load(), time.Now()
+	time.Sleep(d)
+	c1, t1 := count.Load(), time.Now()
+	stop.Store(true)
+	done := make(chan struct{})
+	go func() { wg.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(time.Second):
+		cancel()
+		<-done
+	}
+	t.pairs += c1 - c0
+	t.elapsed += t1.Sub(t0)
+	t.errs += errs.Load()
+	if e, ok := lastErr.Load().(error); ok {
+		t.lastErr = e
+	}
+}
+
+func (t *throughputRun) rate() float64 {
+	if t.elapsed == 0 {
+		return 0
+	}
+	return float64(t.pairs) / t.elapsed.Seconds()
+}
