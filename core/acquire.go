@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"strconv"
 	"time"
 )
@@ -30,11 +31,17 @@ func (c *Cluster) Acquire(ctx context.Context, l *Lock) (Grant, error) {
 	return g, err
 }
 
-// acquire is Acquire that also returns, when the lock is held by someone else, the longest
-// the holder can keep it.
-func (c *Cluster) acquire(ctx context.Context, l *Lock) (Grant, time.Duration, error) {
+// outcome is what a failed attempt tells the next one.
+type outcome struct {
+	wait  time.Duration // the longest a refusing node said the holder can keep the lock
+	split bool          // some nodes granted it to us: competitors split the votes
+	took  time.Duration // how long the attempt took
+}
+
+// acquire is Acquire that also says, on failure, what the next attempt should know.
+func (c *Cluster) acquire(ctx context.Context, l *Lock) (Grant, outcome, error) {
 	if err := ctxError(ctx, "acquire", l.Keys.Lock); err != nil {
-		return Grant{}, 0, err
+		return Grant{}, outcome{}, err
 	}
 	start := time.Now()
 	fence := "0"
@@ -80,10 +87,10 @@ func (c *Cluster) acquire(ctx context.Context, l *Lock) (Grant, time.Duration, e
 	}
 	if err == nil {
 		l.acquiring = c.stragglers(ch, answered)
-		return Grant{Start: start, Until: until, Fence: uint64(top)}, 0, nil
+		return Grant{Start: start, Until: until, Fence: uint64(top)}, outcome{}, nil
 	}
 	c.abandon(ctx, l, ch, answered, mayHold)
-	return Grant{}, time.Duration(wait) * time.Millisecond, err
+	return Grant{}, outcome{wait: time.Duration(wait) * time.Millisecond, split: t.yes > 0, took: time.Since(start)}, err
 }
 
 // stragglers returns a channel closed once the nodes that have not answered yet do, or nil
@@ -198,7 +205,7 @@ func (c *Cluster) AcquireWait(ctx context.Context, l *Lock, b Backoff) (Grant, e
 	}
 	for attempt := 0; ; attempt++ {
 		l.Token = NewToken()
-		g, wait, err := c.acquire(ctx, l)
+		g, o, err := c.acquire(ctx, l)
 		if err == nil {
 			return g, nil
 		}
@@ -211,10 +218,17 @@ func (c *Cluster) AcquireWait(ctx context.Context, l *Lock, b Backoff) (Grant, e
 					continue
 				}
 			}
-			delay := b.Delay(attempt, wait)
+			delay := b.Delay(attempt, o.wait)
 			var wake <-chan struct{}
-			if held && w.active() {
-				delay, wake = max(wait, time.Millisecond), w.wake
+			switch {
+			case o.split:
+				// Competitors took some nodes each and all let go: retry after a random
+				// pause of up to two attempts' time, so that the next round has a winner.
+				// Our own release woke us; that wake-up is not news.
+				w.drain()
+				delay = rand.N(2*o.took + 1)
+			case held && w.active():
+				delay, wake = max(o.wait, time.Millisecond), w.wake
 			}
 			timer := time.NewTimer(delay)
 			select {

@@ -157,26 +157,59 @@ func (r reply) yes() bool { return r.err == nil && len(r.vals) > 0 && r.vals[0] 
 
 // call runs s on every node at once, each bounded by timeout, and returns the channel that
 // receives the N replies in the order they arrive. It has room for all N, so a caller may
-// stop reading as soon as the outcome is decided: the rest finish on their own.
+// stop reading as soon as the outcome is decided: the rest finish on their own. All nodes
+// share one deadline, released when the last of them answers. A single node is called in
+// the caller's goroutine: there is nothing to run in parallel with it.
 func (c *Cluster) call(ctx context.Context, timeout time.Duration, s *Script, keys []string, args ...string) <-chan reply {
 	out := make(chan reply, len(c.nodes))
+	dctx, cancel := context.WithTimeout(ctx, timeout)
+	if len(c.nodes) == 1 {
+		out <- c.eval(ctx, dctx, 0, timeout, s, keys, args)
+		cancel()
+		return out
+	}
+	last := &lastOut{cancel: cancel}
+	last.running.Store(int32(len(c.nodes)))
 	for i := range c.nodes {
-		go func() { out <- c.callNode(ctx, i, timeout, s, keys, args) }()
+		go func() {
+			out <- c.eval(ctx, dctx, i, timeout, s, keys, args)
+			last.done()
+		}()
 	}
 	return out
 }
 
+// lastOut releases a fan-out's shared deadline when the last node has answered.
+type lastOut struct {
+	running atomic.Int32
+	cancel  context.CancelFunc
+}
+
+func (l *lastOut) done() {
+	if l.running.Add(-1) == 0 {
+		l.cancel()
+	}
+}
+
+// callNode runs s on node i alone, bounded by timeout.
 func (c *Cluster) callNode(ctx context.Context, i int, timeout time.Duration, s *Script, keys, args []string) reply {
+	dctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	return c.eval(ctx, dctx, i, timeout, s, keys, args)
+}
+
+// eval runs s on node i under dctx, the caller's ctx with the node deadline, and turns the
+// outcome into a reply: the caller's ctx error if it ended, ErrNodeTimeout if the deadline
+// passed, an error for an empty reply.
+func (c *Cluster) eval(ctx, dctx context.Context, i int, timeout time.Duration, s *Script, keys, args []string) reply {
 	if s == releaseScript { // [token, channel]: add this node's publish command
 		args = []string{args[0], args[1], c.publish[i]}
 	}
-	nctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	vals, err := c.nodes[i].Eval(nctx, s, keys, args...)
+	vals, err := c.nodes[i].Eval(dctx, s, keys, args...)
 	switch {
 	case ctx.Err() != nil:
 		err = ctx.Err()
-	case err != nil && nctx.Err() != nil:
+	case err != nil && dctx.Err() != nil:
 		err = timeoutError(timeout, err)
 	case err == nil && len(vals) == 0:
 		err = fmt.Errorf("redlock: %s script: empty reply", s.Name())

@@ -170,10 +170,10 @@ func TestFailedAcquireReleasesEveryNodeThatMayHoldIt(t *testing.T) {
 
 func TestHeldReportsTheHoldersRemainingTime(t *testing.T) {
 	c, fakes := cluster(t, held(300), held(700), grants(1))
-	_, wait, err := c.acquire(context.Background(), testLock())
+	_, o, err := c.acquire(context.Background(), testLock())
 	require.ErrorIs(t, err, ErrHeld)
 	assert.NotErrorIs(t, err, ErrNoQuorum)
-	assert.Equal(t, 700*time.Millisecond, wait)
+	assert.Equal(t, 700*time.Millisecond, o.wait)
 	assert.Contains(t, err.Error(), "700ms")
 	require.Eventually(t, func() bool { return len(fakes[2].scripts()) == 2 }, time.Second, time.Millisecond,
 		"the node that granted was not released")

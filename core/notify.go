@@ -130,3 +130,14 @@ func (w *watch) stop() {
 		}
 	}
 }
+
+// drain forgets a pending wake-up. It is a no-op on a nil watch.
+func (w *watch) drain() {
+	if w == nil {
+		return
+	}
+	select {
+	case <-w.wake:
+	default:
+	}
+}
