@@ -194,17 +194,14 @@ func (c *Cluster) AcquireWait(ctx context.Context, l *Lock, b Backoff) (Grant, e
 	defer func() { w.stop() }()
 	var last error // the last attempt's error that was not ctx's
 	if l.Yield > 0 {
-		// Listen from now on, then let the others go first. A wake-up during the yield may
-		// be our own release's message (a lingering subscription hears it), so it is not
-		// taken as a reason to try early.
 		w = c.watch(ctx, l.Keys.Channel, l.NodeTimeout)
 		timer := time.NewTimer(l.Yield)
 		select {
 		case <-timer.C:
+		case <-w.wake: // the lock changed hands and was released again: try now
 		case <-ctx.Done():
 		}
 		timer.Stop()
-		w.drain()
 	}
 	for attempt := 0; ; attempt++ {
 		l.Token = NewToken()

@@ -15,9 +15,10 @@ import (
 // Node is one Redis master (or one Redis Cluster) reached through a go-redis client. It is
 // safe for concurrent use; it does not own the client and never closes it.
 type Node struct {
-	client redis.UniversalClient
-	name   string
-	ps     *pubsub // Subscribe's state; see subscribe.go
+	client   redis.UniversalClient
+	name     string
+	deadline bool    // the client applies a context's deadline to all its I/O
+	ps       *pubsub // Subscribe's state; see subscribe.go
 }
 
 var _ core.Node = (*Node)(nil)
@@ -32,7 +33,19 @@ func New(c redis.UniversalClient) *Node {
 	if c == nil || reflect.ValueOf(c).IsNil() {
 		return nil
 	}
-	return &Node{client: c, name: name(c), ps: newPubSub(c)}
+	return &Node{client: c, name: name(c), deadline: honoursDeadline(c), ps: newPubSub(c)}
+}
+
+// honoursDeadline reports whether c was built with ContextTimeoutEnabled, so that a
+// context's deadline bounds its reads, writes and connection handshakes.
+func honoursDeadline(c redis.UniversalClient) bool {
+	switch c := c.(type) {
+	case *redis.Client:
+		return c.Options().ContextTimeoutEnabled
+	case *redis.ClusterClient:
+		return c.Options().ContextTimeoutEnabled
+	}
+	return false
 }
 
 func name(c redis.UniversalClient) string {
@@ -50,10 +63,12 @@ func (n *Node) String() string { return n.name }
 
 // Eval runs s with EVALSHA, and with EVAL when the server does not have the script yet.
 //
-// It returns when ctx ends even if the server has not answered. go-redis applies a
-// context's deadline to reads only with Options.ContextTimeoutEnabled, and never to the
-// connection handshake, so the call goes on in the background until the client's own
-// timeouts end it; set ContextTimeoutEnabled: true to free the connection at the deadline.
+// It returns when ctx ends even if the server has not answered. With
+// Options.ContextTimeoutEnabled (recommended), go-redis bounds the call's reads, writes and
+// connection handshake by ctx's deadline, so Eval calls it directly when ctx has one (core's
+// contexts always do); a cancellation before that deadline is then noticed at the deadline.
+// Otherwise the call runs in a goroutine of its own, Eval returns at ctx's end, and the call
+// goes on in the background until the client's own timeouts (seconds) end it.
 func (n *Node) Eval(ctx context.Context, s *core.Script, keys []string, args ...string) ([]int64, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
@@ -61,6 +76,15 @@ func (n *Node) Eval(ctx context.Context, s *core.Script, keys []string, args ...
 	argv := make([]any, len(args))
 	for i, a := range args {
 		argv[i] = a
+	}
+	if _, ok := ctx.Deadline(); ok && n.deadline {
+		// go-redis itself ends the call at the deadline: no goroutine needed. A
+		// cancellation before the deadline is then noticed at the deadline.
+		r := n.eval(ctx, s, keys, argv)
+		if r.err != nil {
+			return nil, r.err
+		}
+		return ints(s, r.v)
 	}
 	done := make(chan result, 1)
 	go func() { done <- n.eval(ctx, s, keys, argv) }()

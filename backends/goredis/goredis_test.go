@@ -27,6 +27,17 @@ func TestEvalHonoursContext(t *testing.T) {
 	})
 }
 
+// TestEvalHonoursContextWithDeadlines: the same with ContextTimeoutEnabled, where Eval leaves
+// a deadline to go-redis and calls it directly.
+func TestEvalHonoursContextWithDeadlines(t *testing.T) {
+	backendtest.EvalHonoursContext(t, func(t *testing.T) core.Node {
+		rdb := redis.NewClient(&redis.Options{Addr: redistest.Hung(t), ContextTimeoutEnabled: true})
+		node := goredis.New(rdb)
+		t.Cleanup(func() { _ = node.Close(); _ = rdb.Close() })
+		return node
+	})
+}
+
 func TestString(t *testing.T) {
 	single := redis.NewClient(&redis.Options{Addr: "10.1.2.3:6380"})
 	cluster := redis.NewClusterClient(&redis.ClusterOptions{Addrs: []string{"10.0.0.1:7000", "10.0.0.2:7000"}})
