@@ -77,6 +77,14 @@ func TestReleaseWithWrongTokenChangesNothing(t *testing.T) {
 			ctx := ctxT(t, 10*time.Second)
 			l, err := c.TryAcquire(ctx, "job")
 			require.NoError(t, err)
+			require.Eventually(t, func() bool { // the acquisition's straggler has landed
+				for _, s := range stores {
+					if !s.exists(lockKey("job")) {
+						return false
+					}
+				}
+				return true
+			}, 2*time.Second, time.Millisecond)
 
 			cluster, err := core.NewCluster(nodes)
 			require.NoError(t, err)
