@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/alicebob/miniredis/v2"
 	"github.com/go-redlock/redlock"
 	"github.com/go-redlock/redlock/core"
 	"github.com/go-redlock/redlock/internal/redistest"
@@ -111,6 +112,7 @@ func TestExpiredLeaseCannotReleaseTheNextHolder(t *testing.T) {
 	ctx := ctxT(t, 10*time.Second)
 	old, err := c.TryAcquire(ctx, "job")
 	require.NoError(t, err)
+	onAll(t, servers, "job") // the acquisition's straggler has landed
 	for _, s := range servers {
 		s.FastForward(time.Second)
 	}
@@ -118,6 +120,7 @@ func TestExpiredLeaseCannotReleaseTheNextHolder(t *testing.T) {
 	// behind the old lease until that lease ends.
 	next, err := newClient(t, nodes).TryAcquire(ctx, "job", redlock.WithTTL(time.Minute))
 	require.NoError(t, err)
+	onAll(t, servers, "job")
 
 	require.ErrorIs(t, old.Extend(ctx), redlock.ErrNotHeld)
 	require.ErrorIs(t, old.Release(ctx), redlock.ErrNotHeld)
@@ -129,6 +132,20 @@ func TestExpiredLeaseCannotReleaseTheNextHolder(t *testing.T) {
 	require.NoError(t, next.Release(ctx))
 }
 
+// onAll waits until the lock called name is on every server: an operation returns at
+// quorum, and the last node's request lands just after.
+func onAll(t *testing.T, servers []*miniredis.Miniredis, name string) {
+	t.Helper()
+	require.Eventually(t, func() bool {
+		for _, s := range servers {
+			if !s.Exists(lockKey(name)) {
+				return false
+			}
+		}
+		return true
+	}, 2*time.Second, time.Millisecond, "the lock is not on every server")
+}
+
 // TestExtend: Extend resets the TTL on the nodes and moves Until; after the keys vanish
 // behind the lease's back, Extend reports the lease lost and does not re-create them.
 func TestExtend(t *testing.T) {
@@ -137,6 +154,7 @@ func TestExtend(t *testing.T) {
 	ctx := ctxT(t, 10*time.Second)
 	l, err := c.TryAcquire(ctx, "job")
 	require.NoError(t, err)
+	onAll(t, servers, "job")
 	first := l.Until()
 	for _, s := range servers {
 		s.FastForward(800 * time.Millisecond)
@@ -144,8 +162,16 @@ func TestExtend(t *testing.T) {
 	time.Sleep(5 * time.Millisecond)
 	require.NoError(t, l.Extend(ctx))
 	assert.True(t, l.Until().After(first))
+	// Extend returns at quorum; the last node's extension lands just after.
+	require.Eventually(t, func() bool {
+		for _, s := range servers {
+			if s.TTL(lockKey("job")) <= 900*time.Millisecond {
+				return false
+			}
+		}
+		return true
+	}, 2*time.Second, time.Millisecond, "TTL was not reset")
 	for _, s := range servers {
-		assert.Greater(t, s.TTL(lockKey("job")), 900*time.Millisecond, "TTL was not reset")
 		s.FastForward(800 * time.Millisecond)
 		assert.True(t, s.Exists(lockKey("job")), "extended key expired on its first TTL")
 		s.Del(lockKey("job"))
