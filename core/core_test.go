@@ -532,7 +532,15 @@ func TestWaitersWakeOnRelease(t *testing.T) {
 		c.notify.mu.Lock()
 		defer c.notify.mu.Unlock()
 		sub := c.notify.subs[holder.Keys.Channel]
-		return sub != nil && len(sub.waiters) == waiters
+		if sub == nil || len(sub.waiters) != waiters {
+			return false
+		}
+		select {
+		case <-sub.ready: // the nodes have answered Subscribe
+			return true
+		default:
+			return false
+		}
 	}, time.Second, time.Millisecond, "the waiters are not all waiting")
 	n.mu.Lock()
 	assert.Equal(t, 1, n.subcall, "waiters did not share one subscription")
