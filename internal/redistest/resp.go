@@ -20,13 +20,19 @@ const doDefaultTimeout = 5 * time.Second
 // message (e.g. "ERR unknown command ..."); inside an array it is stored as
 // an error element. The whole call times out after 5 s.
 func (s *Server) Do(args ...string) (any, error) {
-	return s.doTimeout(doDefaultTimeout, args...)
+	return DoTimeout(s.Addr(), doDefaultTimeout, args...)
 }
 
 // doTimeout is Do with a caller-chosen timeout.
 func (s *Server) doTimeout(timeout time.Duration, args ...string) (any, error) {
+	return DoTimeout(s.Addr(), timeout, args...)
+}
+
+// DoTimeout sends one command to the Redis server at addr, as Server.Do does, over a fresh
+// connection, within timeout. It is for servers this package did not start (miniredis, say).
+func DoTimeout(addr string, timeout time.Duration, args ...string) (any, error) {
 	deadline := time.Now().Add(timeout)
-	conn, err := (&net.Dialer{Deadline: deadline}).Dial("tcp", s.Addr())
+	conn, err := (&net.Dialer{Deadline: deadline}).Dial("tcp", addr)
 	if err != nil {
 		return nil, err
 	}
@@ -34,10 +40,10 @@ func (s *Server) doTimeout(timeout time.Duration, args ...string) (any, error) {
 	if err := conn.SetDeadline(deadline); err != nil {
 		return nil, err
 	}
-	if _, err := conn.Write(encodeCommand(args)); err != nil {
+	if _, err := conn.Write(EncodeCommand(args)); err != nil {
 		return nil, err
 	}
-	reply, err := readReply(bufio.NewReader(conn))
+	reply, err := ReadReply(bufio.NewReader(conn))
 	if err != nil {
 		return nil, err
 	}
@@ -47,8 +53,8 @@ func (s *Server) doTimeout(timeout time.Duration, args ...string) (any, error) {
 	return reply, nil
 }
 
-// encodeCommand encodes args as a RESP array of bulk strings.
-func encodeCommand(args []string) []byte {
+// EncodeCommand encodes args as a RESP array of bulk strings.
+func EncodeCommand(args []string) []byte {
 	b := fmt.Appendf(nil, "*%d\r\n", len(args))
 	for _, arg := range args {
 		b = fmt.Appendf(b, "$%d\r\n%s\r\n", len(arg), arg)
@@ -56,9 +62,9 @@ func encodeCommand(args []string) []byte {
 	return b
 }
 
-// readReply reads one RESP2 reply. Error replies are returned as values of
+// ReadReply reads one RESP2 reply. Error replies are returned as values of
 // type error; the error result is for I/O and protocol failures only.
-func readReply(r *bufio.Reader) (any, error) {
+func ReadReply(r *bufio.Reader) (any, error) {
 	line, err := r.ReadString('\n')
 	if err != nil {
 		return nil, err
@@ -91,7 +97,7 @@ func readReply(r *bufio.Reader) (any, error) {
 		}
 		elems := make([]any, n)
 		for i := range elems {
-			if elems[i], err = readReply(r); err != nil {
+			if elems[i], err = ReadReply(r); err != nil {
 				return nil, err
 			}
 		}
