@@ -562,3 +562,35 @@ func TestWaitersWakeOnRelease(t *testing.T) {
 	assert.Empty(t, n.subs, "the subscription outlived its waiters")
 	assert.Equal(t, n.subcall, n.unsubs)
 }
+
+// TestReleaseCountsListeners: Release reports how many subscribers heard it, which is what
+// tells a Mutex that others are waiting.
+func TestReleaseCountsListeners(t *testing.T) {
+	n := newPubsubNode()
+	c, err := NewCluster([]Node{n})
+	require.NoError(t, err)
+	l := testLock()
+	l.Fence = false
+	_, err = c.Acquire(context.Background(), l)
+	require.NoError(t, err)
+	for range 2 {
+		_, err := n.Subscribe(context.Background(), l.Keys.Channel, func() {})
+		require.NoError(t, err)
+	}
+	require.NoError(t, c.Release(context.Background(), l))
+	assert.Equal(t, 2, l.Listeners)
+}
+
+// TestYieldDelaysTheFirstAttempt: with Yield set, AcquireWait lets others go first: it makes
+// no attempt before the yield has passed, even when the lock is free.
+func TestYieldDelaysTheFirstAttempt(t *testing.T) {
+	n := newPubsubNode()
+	c, err := NewCluster([]Node{n})
+	require.NoError(t, err)
+	l := testLock()
+	l.Fence, l.Yield = false, 100*time.Millisecond
+	start := time.Now()
+	_, err = c.AcquireWait(context.Background(), l, Backoff{Min: time.Millisecond, Max: time.Millisecond})
+	require.NoError(t, err)
+	assert.GreaterOrEqual(t, time.Since(start), l.Yield, "the first attempt did not wait for the yield")
+}
