@@ -1,8 +1,10 @@
 package redlock_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
+	"log/slog"
 	"runtime"
 	"sync"
 	"sync/atomic"
@@ -240,4 +242,39 @@ func TestMutexContextAndTryLock(t *testing.T) {
 	var zero redlock.Mutex
 	require.ErrorIs(t, zero.LockContext(context.Background()), redlock.ErrInvalid)
 	assert.True(t, errors.Is(zero.LockContext(context.Background()), redlock.ErrInvalid))
+}
+
+// TestMutexUnlockErrorGoesToTheLogger: without an error handler, a failed release in Unlock
+// is logged through WithLogger.
+func TestMutexUnlockErrorGoesToTheLogger(t *testing.T) {
+	nodes, servers := miniNodes(t, 3)
+	var logs syncBuffer
+	c := newClient(t, nodes, redlock.WithNodeTimeout(200*time.Millisecond),
+		redlock.WithLogger(slog.New(slog.NewTextHandler(&logs, nil))))
+	m := c.NewMutex("logged")
+	m.Lock()
+	for _, s := range servers {
+		s.Close()
+	}
+	assert.NotPanics(t, m.Unlock)
+	assert.Contains(t, logs.String(), "redlock: unlock")
+	assert.Contains(t, logs.String(), "no quorum")
+}
+
+// syncBuffer is a bytes.Buffer safe for the logger's concurrent writes.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
 }

@@ -84,9 +84,9 @@ func WithAutoExtend(on bool) Option { return func(s *settings) { s.autoExtend = 
 // itself. Default 0: no bound. It must not be negative.
 func WithMaxHold(d time.Duration) Option { return func(s *settings) { s.maxHold = d } }
 
-// WithLogger sets where the Client reports what it cannot return as an error: today, a
-// node that cannot apply the restart guard (logged once per node at Warn). Default none.
-// It applies to New only.
+// WithLogger sets where the Client reports what it cannot return as an error, at Warn: a
+// node that cannot apply the restart guard (once per node), and a Mutex.Unlock whose release
+// failed when no WithErrorHandler is set. Default none. It applies to New only.
 func WithLogger(l *slog.Logger) Option { return func(s *settings) { s.logger = l } }
 
 // WithLostHandler sets a function a Mutex calls, in a goroutine of its own, when the lock it
