@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"sync"
-	"time"
 
 	"github.com/go-redlock/redlock/core"
 )
@@ -37,13 +36,7 @@ type Mutex struct {
 	lease *Lease        // the current holding; nil when unlocked
 	lost  chan struct{} // closed when the current holding is lost
 	queue *queue        // this name's local queue, while locked
-	yield bool          // the last Unlock was heard by waiters: let them go first
 }
-
-// yieldWindow is how long a Mutex that re-locks right after an Unlock that others were
-// waiting for gives them to take the lock first. It is a few round trips on a LAN: enough
-// for a woken waiter to get in, short enough not to matter if none does.
-const yieldWindow = 2 * time.Millisecond
 
 var _ sync.Locker = (*Mutex)(nil)
 
@@ -84,11 +77,6 @@ func (m *Mutex) LockContext(ctx context.Context) error {
 		return fmt.Errorf("redlock: lock %q: %w", m.name, err)
 	}
 	l := m.newLease()
-	m.mu.Lock()
-	if m.yield {
-		l.lock.Yield, m.yield = yieldWindow, false
-	}
-	m.mu.Unlock()
 	g, err := m.client.cluster.AcquireWait(ctx, &l.lock, core.Backoff{Min: m.opts.retryMin, Max: m.opts.retryMax})
 	if err != nil {
 		m.client.leave(m.keys.Lock, q)
@@ -152,11 +140,6 @@ func (m *Mutex) UnlockContext(ctx context.Context) error {
 		panic("redlock: unlock of unlocked mutex")
 	}
 	err := l.Release(ctx)
-	if l.lock.Listeners > 0 {
-		m.mu.Lock()
-		m.yield = true
-		m.mu.Unlock()
-	}
 	m.client.leave(m.keys.Lock, q)
 	return err
 }

@@ -43,9 +43,9 @@ func concurrencyChecks() []check {
 					args []string
 					want []int64
 				}{
-					{acquire, []string{k.Lock, k.Fence}, []string{token, ttl}, []int64{1, fenceOf(i) + 1}},
+					{acquire, acquireKeys(k), acquireArgs(token, ttl), []int64{1, fenceOf(i) + 1}},
 					{extend, []string{k.Lock}, []string{token, ttl}, []int64{1}},
-					{release, []string{k.Lock}, []string{token, k.Channel, "PUBLISH"}, []int64{1, 0}},
+					{release, releaseKeys(k), releaseArgs(token, k), []int64{1, 0}},
 				}
 				for _, st := range steps {
 					got, err := evalWithin(callBound, n, st.s, st.keys, st.args...)
@@ -71,7 +71,7 @@ func concurrencyChecks() []check {
 			acquire := script(t, "acquire")
 			replies := make([][]int64, goroutines)
 			errs := together(t, func(i int) error {
-				got, err := evalWithin(callBound, n, acquire, []string{k.Lock, k.Fence}, "token-"+strconv.Itoa(i), ttl)
+				got, err := evalWithin(callBound, n, acquire, acquireKeys(k), acquireArgs("token-"+strconv.Itoa(i), ttl)...)
 				replies[i] = got
 				return err
 			})

@@ -44,13 +44,13 @@ func emptyCall(s *core.Script, k core.Keys) (keys, args []string, want func(*tes
 	}
 	switch s.Name() {
 	case "acquire":
-		return []string{k.Lock, k.Fence}, []string{ours, ttl}, func(t *testing.T, got []int64) {
+		return acquireKeys(k), acquireArgs(ours, ttl), func(t *testing.T, got []int64) {
 			assert.True(t, len(got) >= 2 && got[0] == 1, "Eval(acquire) of a free lock replied %s, want {1, fence}", format(got))
 		}
 	case "extend":
 		return []string{k.Lock}, []string{ours, ttl}, equal(0)
 	case "release":
-		return []string{k.Lock}, []string{ours, k.Channel, "PUBLISH"}, equal(0, 0)
+		return releaseKeys(k), releaseArgs(ours, k), equal(0, 0)
 	case "raise":
 		return []string{k.Lock, k.Fence}, []string{ours, "5"}, equal(0)
 	}
@@ -72,7 +72,7 @@ func errorChecks() []check {
 	}{
 		{
 			name: "server-error/wrongtype", setup: []string{"HSET", k.Lock, "field", "value"},
-			keys: []string{k.Lock, k.Fence}, args: []string{ours, ttl},
+			keys: acquireKeys(k), args: acquireArgs(ours, ttl),
 			message: "WRONGTYPE", what: "acquire failed with WRONGTYPE (the lock key holds a hash)",
 		},
 		{

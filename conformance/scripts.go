@@ -32,7 +32,7 @@ type scriptCase struct {
 func scriptChecks() []check {
 	cases := []scriptCase{
 		{"acquire/free", func(t *testing.T, n core.Node, addr string, k core.Keys) {
-			got := mustEval(t, n, script(t, "acquire"), []string{k.Lock, k.Fence}, ours, ttl)
+			got := mustEval(t, n, script(t, "acquire"), acquireKeys(k), acquireArgs(ours, ttl)...)
 			require.GreaterOrEqual(t, len(got), 2, "acquire of a free lock replied %s, want {1, fence}: the Node must return the script's whole integer array", format(got))
 			assert.Equal(t, int64(1), got[0], "acquire of a free lock replied %s, want {1, fence}", format(got))
 			assert.Greater(t, got[1], int64(1_000_000_000_000_000), "acquire of a free lock replied fence %d, want the server clock in microseconds: the Node must keep int64 replies exact", got[1])
@@ -42,15 +42,15 @@ func scriptChecks() []check {
 		}},
 		{"acquire/held", func(t *testing.T, n core.Node, addr string, k core.Keys) {
 			admin(t, addr, "SET", k.Lock, theirs, "PX", "5000")
-			got := mustEval(t, n, script(t, "acquire"), []string{k.Lock, k.Fence}, ours, ttl)
+			got := mustEval(t, n, script(t, "acquire"), acquireKeys(k), acquireArgs(ours, ttl)...)
 			require.GreaterOrEqual(t, len(got), 2, "acquire of a lock held by another owner replied %s, want {0, pttl}", format(got))
 			assert.Equal(t, int64(0), got[0], "acquire of a lock held by another owner replied %s, want {0, pttl}", format(got))
 			assert.True(t, got[1] > 0 && got[1] <= 5000, "acquire of a lock held for 5000 ms more replied pttl %d, want 0 < pttl <= 5000", got[1])
 			assert.Equal(t, theirs, admin(t, addr, "GET", k.Lock), "acquire must not touch a lock held by another owner")
 		}},
 		{"acquire/own-token-retry", func(t *testing.T, n core.Node, addr string, k core.Keys) {
-			first := mustEval(t, n, script(t, "acquire"), []string{k.Lock, k.Fence}, ours, "5000")
-			got := mustEval(t, n, script(t, "acquire"), []string{k.Lock, k.Fence}, ours, ttl)
+			first := mustEval(t, n, script(t, "acquire"), acquireKeys(k), acquireArgs(ours, "5000")...)
+			got := mustEval(t, n, script(t, "acquire"), acquireKeys(k), acquireArgs(ours, ttl)...)
 			require.GreaterOrEqual(t, len(first), 2, "acquire of a free lock replied %s, want {1, fence}", format(first))
 			require.GreaterOrEqual(t, len(got), 2, "acquire retried with our own token replied %s, want {1, fence}", format(got))
 			assert.Equal(t, int64(1), got[0], "acquire retried with our own token (a retry after a lost reply) replied %s, want {1, fence}", format(got))
@@ -60,7 +60,7 @@ func scriptChecks() []check {
 		{"acquire/fence-advances", func(t *testing.T, n core.Node, addr string, k core.Keys) {
 			admin(t, addr, "SET", k.Fence, bigFenceStr)
 			for i, token := range []string{ours, theirs, ours} {
-				got := mustEval(t, n, script(t, "acquire"), []string{k.Lock, k.Fence}, token, ttl)
+				got := mustEval(t, n, script(t, "acquire"), acquireKeys(k), acquireArgs(token, ttl)...)
 				want := []int64{1, bigFence + int64(i) + 1}
 				require.Equal(t, want, got[:min(len(got), 2)], "acquire #%d with the fence counter at %d replied %s, want %v: the Node must carry 64-bit integers exactly", i+1, bigFence+int64(i), format(got), want)
 				admin(t, addr, "DEL", k.Lock)
@@ -83,28 +83,50 @@ func scriptChecks() []check {
 			assert.Equal(t, []int64{0}, got, "extend of a missing lock replied %s, want {0}", format(got))
 			assert.Equal(t, int64(0), admin(t, addr, "EXISTS", k.Lock), "extend must never re-create a missing lock")
 		}},
+		{"acquire/queue-order", func(t *testing.T, n core.Node, addr string, k core.Keys) {
+			admin(t, addr, "SET", k.Lock, theirs, "PX", ttl)
+			for _, w := range []struct{ id, ticket string }{{"w2", "2"}, {"w1", "1"}} {
+				got := mustEval(t, n, script(t, "acquire"), acquireKeys(k), waiterArgs(w.id+"-token", ttl, w.id, w.ticket)...)
+				assert.Equal(t, int64(0), got[0], "acquire by waiter %s of a held lock replied %s, want {0, pttl}", w.id, format(got))
+			}
+			assert.Equal(t, int64(2), admin(t, addr, "ZCARD", k.Queue), "a waiter refused a held lock must be queued: the Node must pass every KEYS and ARGV in order")
+			admin(t, addr, "DEL", k.Lock)
+			for _, c := range []struct {
+				who  string
+				args []string
+			}{{"an owner that does not wait", acquireArgs(ours, ttl)}, {"waiter w2 (ticket 2)", waiterArgs("w2-token", ttl, "w2", "2")}} {
+				got := mustEval(t, n, script(t, "acquire"), acquireKeys(k), c.args...)
+				assert.Equal(t, []int64{0, 0}, got, "acquire by %s of a free lock with waiter w1 (ticket 1) first in the queue replied %s, want {0, 0}", c.who, format(got))
+			}
+			got := mustEval(t, n, script(t, "acquire"), acquireKeys(k), waiterArgs("w1-token", ttl, "w1", "1")...)
+			assert.Equal(t, int64(1), got[0], "acquire by waiter w1, first in the queue, of a free lock replied %s, want {1, fence}", format(got))
+			assert.Equal(t, "w1-token", admin(t, addr, "GET", k.Lock), "the lock must go to the first waiter")
+			assert.Equal(t, int64(2), admin(t, addr, "ZCARD", k.Queue), "a waiter that takes the lock keeps its place until it releases it, and the others stay")
+		}},
 		{"release/ours", func(t *testing.T, n core.Node, addr string, k core.Keys) {
 			admin(t, addr, "SET", k.Lock, ours, "PX", ttl)
-			sub, err := subscribe(addr, k.Channel)
-			require.NoError(t, err, "conformance: subscribe to the release channel")
+			queued := mustEval(t, n, script(t, "acquire"), acquireKeys(k), waiterArgs(theirs, ttl, "waiter", "1")...)
+			require.Equal(t, int64(0), queued[0], "acquire by a waiter of a held lock replied %s, want {0, pttl}", format(queued))
+			sub, err := subscribe(addr, k.Wake("waiter"))
+			require.NoError(t, err, "conformance: subscribe to the waiter's channel")
 			defer sub.close()
-			got := mustEval(t, n, script(t, "release"), []string{k.Lock}, ours, k.Channel, "PUBLISH")
-			assert.Equal(t, []int64{1, 1}, got, "release of our lock with one subscriber listening replied %s, want {1, 1}", format(got))
+			got := mustEval(t, n, script(t, "release"), releaseKeys(k), releaseArgs(ours, k)...)
+			assert.Equal(t, []int64{1, 1}, got, "release of our lock with one waiter listening replied %s, want {1, 1}", format(got))
 			assert.Equal(t, int64(0), admin(t, addr, "EXISTS", k.Lock), "release of our lock must delete it")
 			ch, ok := sub.next(waitBound)
-			assert.True(t, ok, "release of our lock must publish on the release channel: no message within %v", waitBound)
+			assert.True(t, ok, "release of our lock must wake the first waiter on its channel: no message within %v", waitBound)
 			if ok {
-				assert.Equal(t, k.Channel, ch, "release published on the wrong channel")
+				assert.Equal(t, k.Wake("waiter"), ch, "release published on the wrong channel")
 			}
 		}},
 		{"release/not-ours", func(t *testing.T, n core.Node, addr string, k core.Keys) {
 			admin(t, addr, "SET", k.Lock, theirs, "PX", ttl)
-			got := mustEval(t, n, script(t, "release"), []string{k.Lock}, ours, k.Channel, "PUBLISH")
+			got := mustEval(t, n, script(t, "release"), releaseKeys(k), releaseArgs(ours, k)...)
 			assert.Equal(t, []int64{0, 0}, got, "release of another owner's lock replied %s, want {0, 0}", format(got))
 			assert.Equal(t, theirs, admin(t, addr, "GET", k.Lock), "release must not delete another owner's lock")
 		}},
 		{"release/missing", func(t *testing.T, n core.Node, addr string, k core.Keys) {
-			got := mustEval(t, n, script(t, "release"), []string{k.Lock}, ours, k.Channel, "PUBLISH")
+			got := mustEval(t, n, script(t, "release"), releaseKeys(k), releaseArgs(ours, k)...)
 			assert.Equal(t, []int64{0, 0}, got, "release of a missing lock replied %s, want {0, 0}", format(got))
 		}},
 		{"raise/ours", func(t *testing.T, n core.Node, addr string, k core.Keys) {

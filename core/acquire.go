@@ -49,7 +49,8 @@ func (c *Cluster) acquire(ctx context.Context, l *Lock) (Grant, outcome, error) 
 		fence = "1"
 	}
 	guard := strconv.FormatInt(int64((l.Guard+time.Second-1)/time.Second), 10)
-	ch := c.call(ctx, l.NodeTimeout, acquireScript, []string{l.Keys.Lock, l.Keys.Fence}, l.Token, millis(l.TTL), guard, fence)
+	ch := c.call(ctx, l.NodeTimeout, acquireScript, l.Keys.acquire(), l.Token, millis(l.TTL), guard, fence,
+		l.Waiter, strconv.FormatInt(l.Ticket, 10), millis(l.placeKept()))
 
 	t := tally{c: c, op: "acquire", key: l.Keys.Lock}
 	// The largest fence counter granted, and the longest a refusing node can keep us waiting.
@@ -90,7 +91,10 @@ func (c *Cluster) acquire(ctx context.Context, l *Lock) (Grant, outcome, error) 
 		return Grant{Start: start, Until: until, Fence: uint64(top)}, outcome{}, nil
 	}
 	c.abandon(ctx, l, ch, answered, mayHold)
-	return Grant{}, outcome{wait: time.Duration(wait) * time.Millisecond, split: t.yes > 0, took: time.Since(start)}, err
+	// A split vote is one that no owner won: some nodes granted us the lock, and the
+	// refusals alone did not decide it (then another owner holds it, and we wait for it).
+	split := t.yes > 0 && !errors.Is(err, ErrHeld)
+	return Grant{}, outcome{wait: time.Duration(wait) * time.Millisecond, split: split, took: time.Since(start)}, err
 }
 
 // stragglers returns a channel closed once the nodes that have not answered yet do, or nil
@@ -148,7 +152,8 @@ func (c *Cluster) raise(ctx context.Context, l *Lock, fence int64, until time.Ti
 func (c *Cluster) abandon(ctx context.Context, l *Lock, ch <-chan reply, answered, mayHold []bool) {
 	ctx = context.WithoutCancel(ctx)
 	// A copy: the caller's next attempt puts a new token in l while stragglers are released.
-	keys, args, timeout := []string{l.Keys.Lock}, []string{l.Token, l.Keys.Channel}, l.NodeTimeout
+	// The waiter keeps its place in the queue, and is not woken by its own release.
+	keys, args, timeout := l.Keys.release(), []string{l.Token, l.Keys.Channel, l.Waiter, "stay"}, l.NodeTimeout
 	release := func(i int) { c.callNode(ctx, i, timeout, releaseScript, keys, args) }
 	pending := 0
 	done := make(chan struct{}, len(c.nodes))
@@ -182,27 +187,27 @@ func (c *Cluster) abandon(ctx context.Context, l *Lock, ch <-chan reply, answere
 // token (so a late release of a failed attempt can never delete a later one's keys); on
 // success l.Token is the owner's.
 //
-// While the lock is held by another owner, it waits without polling where it can: it
-// subscribes to the lock's release channel on the nodes that are Subscribers, tries once
-// more at once (the release may have come before the subscription), and then sleeps until a
-// release notification or the holder's remaining TTL, whichever comes first. Without an
-// active subscription, and after other failures, it sleeps a jittered backoff, never longer
-// than the holder's remaining TTL. When ctx ends it returns an error that matches both ctx's
-// error and the last attempt's (ErrHeld or ErrNoQuorum, say) under errors.Is.
+// Waiters take turns in order. AcquireWait gives l a waiter id and a ticket (the time of
+// the call, in microseconds); every node that finds the lock held queues the waiter by
+// ticket, and a free lock goes only to the first live waiter in its queue, so a newcomer
+// (or the owner that just let go) cannot barge ahead of those already waiting. A waiter
+// keeps its place by calling again at least every refresh interval (2.5 node timeouts, at
+// least 50ms); one that stops calling for four intervals (it crashed, say) loses its place,
+// and one that gives up (ctx ended) leaves the queue at once, in the background.
+//
+// While it waits, it does not poll where it can: it subscribes to its own wake-up channel
+// on the nodes that are Subscribers, tries once more at once (the release may have come
+// before the subscription), and then sleeps until a release wakes it (a release wakes only
+// the first waiter), the holder's remaining TTL or the refresh interval, whichever comes
+// first. Without an active subscription, and after other failures, it sleeps a jittered
+// backoff, never longer than the holder's remaining TTL or the refresh interval. When ctx
+// ends it returns an error that matches both ctx's error and the last attempt's (ErrHeld or
+// ErrNoQuorum, say) under errors.Is.
 func (c *Cluster) AcquireWait(ctx context.Context, l *Lock, b Backoff) (Grant, error) {
-	var w *watch // the release subscription, from the first time the lock is found held
+	l.Waiter, l.Ticket = NewToken(), time.Now().UnixMicro()
+	var w *watch // the wake-up subscription, from the first time the lock is found held
 	defer func() { w.stop() }()
 	var last error // the last attempt's error that was not ctx's
-	if l.Yield > 0 {
-		w = c.watch(ctx, l.Keys.Channel, l.NodeTimeout)
-		timer := time.NewTimer(l.Yield)
-		select {
-		case <-timer.C:
-		case <-w.wake: // the lock changed hands and was released again: try now
-		case <-ctx.Done():
-		}
-		timer.Stop()
-	}
 	for attempt := 0; ; attempt++ {
 		l.Token = NewToken()
 		g, o, err := c.acquire(ctx, l)
@@ -213,22 +218,24 @@ func (c *Cluster) AcquireWait(ctx context.Context, l *Lock, b Backoff) (Grant, e
 			last = err
 			held := errors.Is(err, ErrHeld)
 			if held && w == nil {
-				w = c.watch(ctx, l.Keys.Channel, l.NodeTimeout)
+				w = c.watch(ctx, l.Keys.Wake(l.Waiter), l.NodeTimeout)
 				if w.active() {
 					continue
 				}
 			}
-			delay := b.Delay(attempt, o.wait)
+			delay := min(b.Delay(attempt, o.wait), l.refresh())
 			var wake <-chan struct{}
 			switch {
 			case o.split:
 				// Competitors took some nodes each and all let go: retry after a random
 				// pause of up to two attempts' time, so that the next round has a winner.
-				// Our own release woke us; that wake-up is not news.
 				w.drain()
 				delay = rand.N(2*o.took + 1)
 			case held && w.active():
-				delay, wake = max(o.wait, time.Millisecond), w.wake
+				delay, wake = l.refresh(), w.wake
+				if o.wait > 0 {
+					delay = min(o.wait, delay)
+				}
 			}
 			timer := time.NewTimer(delay)
 			select {
@@ -243,9 +250,26 @@ func (c *Cluster) AcquireWait(ctx context.Context, l *Lock, b Backoff) (Grant, e
 		} else if !errors.Is(err, ctx.Err()) {
 			last = err
 		}
+		if last != nil || attempt > 0 { // the nodes may have queued us
+			c.leave(l)
+		}
 		if last == nil {
 			return Grant{}, ctxError(ctx, "acquire", l.Keys.Lock)
 		}
 		return Grant{}, fmt.Errorf("%w; last attempt: %w", ctxError(ctx, "acquire", l.Keys.Lock), last)
 	}
 }
+
+// leave takes l's waiter out of the queue on every node, in the background (each node
+// within a node timeout), and wakes the next waiter if the lock is free.
+func (c *Cluster) leave(l *Lock) {
+	keys, args, timeout := l.Keys.release(), []string{"", l.Keys.Channel, l.Waiter, "leave"}, l.NodeTimeout
+	go c.call(context.Background(), timeout, releaseScript, keys, args...)
+}
+
+// refresh is how often a waiter calls again to keep its place in the queue.
+func (l *Lock) refresh() time.Duration { return max(50*time.Millisecond, l.NodeTimeout*5/2) }
+
+// placeKept is how long a node keeps a waiter's place after its last call: four refresh
+// intervals, so that a waiter loses it only after several calls in a row failed.
+func (l *Lock) placeKept() time.Duration { return 4 * l.refresh() }

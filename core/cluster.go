@@ -121,14 +121,11 @@ type Lock struct {
 	// (rounded up to whole seconds) abstains from granting. 0 turns it off.
 	Guard time.Duration
 
-	// Yield, if positive, makes AcquireWait give other waiters this long to take the lock
-	// before its first attempt (it listens for releases meanwhile): for an owner that
-	// re-locks right after a release that others were waiting for (see Listeners), so that
-	// it does not barge ahead of them.
-	Yield time.Duration
-	// Listeners is set by Release: how many subscribers heard the release notification,
-	// summed over the nodes. More than zero means others wait for this lock.
-	Listeners int
+	// Waiter is the id under which the lock's waiters queue this owner, and Ticket its
+	// place in the queue (smaller first). AcquireWait sets both; with an empty Waiter (a
+	// single Acquire, say) the owner never queues and is refused while live waiters queue.
+	Waiter string
+	Ticket int64
 
 	// acquiring is closed when every node answered the acquisition that granted the lock
 	// (nil if all had answered by then). Release waits for it, so that a straggler's SET
@@ -202,8 +199,8 @@ func (c *Cluster) callNode(ctx context.Context, i int, timeout time.Duration, s 
 // outcome into a reply: the caller's ctx error if it ended, ErrNodeTimeout if the deadline
 // passed, an error for an empty reply.
 func (c *Cluster) eval(ctx, dctx context.Context, i int, timeout time.Duration, s *Script, keys, args []string) reply {
-	if s == releaseScript { // [token, channel]: add this node's publish command
-		args = []string{args[0], args[1], c.publish[i]}
+	if s == releaseScript { // [token, channel, ...]: add this node's publish command
+		args = append([]string{args[0], args[1], c.publish[i]}, args[2:]...)
 	}
 	vals, err := c.nodes[i].Eval(dctx, s, keys, args...)
 	switch {

@@ -6,19 +6,25 @@ import (
 )
 
 // Keys are the Redis names one lock uses. The lock name sits in braces, so on Redis Cluster
-// the lock key and the fence key hash to one slot and one script can touch both.
+// all of them hash to one slot and one script can touch them together.
 type Keys struct {
 	Lock    string // holds the owner's random token, with the lock's TTL
 	Fence   string // the fencing counter; it has no TTL, so it outlives every holder
-	Channel string // release notifications are published here
+	Queue   string // the waiters in turn order: a sorted set of waiter ids by ticket
+	Alive   string // when each waiter's place lapses: a sorted set of waiter ids by deadline
+	Channel string // a waiter is woken on Channel + ":" + its waiter id (see Wake)
 }
 
-// NewKeys returns the keys of the lock called name: "<prefix>{<name>}", then ":fence" and
-// ":released" after it.
+// NewKeys returns the keys of the lock called name: "<prefix>{<name>}", then ":fence",
+// ":queue", ":alive" and ":released" after it.
 func NewKeys(prefix, name string) Keys {
 	base := prefix + "{" + name + "}"
-	return Keys{Lock: base, Fence: base + ":fence", Channel: base + ":released"}
+	return Keys{Lock: base, Fence: base + ":fence", Queue: base + ":queue", Alive: base + ":alive", Channel: base + ":released"}
 }
+
+// Wake returns the channel on which the waiter with id waiter is told that its turn may
+// have come.
+func (k Keys) Wake(waiter string) string { return k.Channel + ":" + waiter }
 
 // NewToken returns a fresh random owner token: 16 bytes from crypto/rand, base64url-encoded.
 func NewToken() string {
@@ -26,3 +32,7 @@ func NewToken() string {
 	_, _ = rand.Read(b[:]) // crypto/rand.Read never returns an error since Go 1.24
 	return base64.RawURLEncoding.EncodeToString(b[:])
 }
+
+// acquire and release are the KEYS of the scripts of those names.
+func (k Keys) acquire() []string { return []string{k.Lock, k.Fence, k.Queue, k.Alive} }
+func (k Keys) release() []string { return []string{k.Lock, k.Queue, k.Alive} }

@@ -34,8 +34,8 @@ func (c *Cluster) Extend(ctx context.Context, l *Lock) (time.Time, error) {
 	return time.Time{}, t.err()
 }
 
-// Release deletes l on every node that holds it with l.Token and publishes on its release
-// channel. It first lets the nodes that had not answered the acquisition yet answer (within
+// Release deletes l on every node that holds it with l.Token, takes l.Waiter out of the
+// queue, and wakes the first waiter in the queue. It first lets the nodes that had not answered the acquisition yet answer (within
 // a node timeout), so that no late SET lands after the release; then it waits for every
 // node, but no longer than l.NodeTimeout, so that when it returns the lock is gone from
 // every node that answered. It runs even if ctx is
@@ -53,14 +53,9 @@ func (c *Cluster) Release(ctx context.Context, l *Lock) error {
 		}
 		timer.Stop()
 	}
-	ch := c.call(ctx, l.NodeTimeout, releaseScript, []string{l.Keys.Lock}, l.Token, l.Keys.Channel)
+	ch := c.call(ctx, l.NodeTimeout, releaseScript, l.Keys.release(), l.Token, l.Keys.Channel, l.Waiter, "leave")
 	t := tally{c: c, op: "release", key: l.Keys.Lock, all: true}
-	l.Listeners = 0
-	c.collect(ctx, l.NodeTimeout, ch, &t, func(r reply) {
-		if r.yes() && len(r.vals) > 1 {
-			l.Listeners += int(r.vals[1])
-		}
-	})
+	c.collect(ctx, l.NodeTimeout, ch, &t, nil)
 	switch {
 	case t.won():
 		return nil

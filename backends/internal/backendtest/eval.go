@@ -45,16 +45,16 @@ func evalScripts(t *testing.T, newNode NewNode) {
 	}
 	cases := map[string]struct{ missing, held run }{
 		"acquire": {
-			missing: run{[]string{keys.Lock, keys.Fence}, []string{token, ttl}, granted},
-			held:    run{[]string{keys.Lock, keys.Fence}, []string{token, ttl}, granted}, // a retried acquire
+			missing: run{acquireKeys(keys), acquireArgs(token, ttl), granted},
+			held:    run{acquireKeys(keys), acquireArgs(token, ttl), granted}, // a retried acquire
 		},
 		"extend": {
 			missing: run{[]string{keys.Lock}, []string{token, ttl}, equals(0)},
 			held:    run{[]string{keys.Lock}, []string{token, ttl}, equals(1)},
 		},
 		"release": {
-			missing: run{[]string{keys.Lock}, []string{token, keys.Channel}, equals(0, 0)},
-			held:    run{[]string{keys.Lock}, []string{token, keys.Channel}, equals(1, 0)}, // 0 listeners
+			missing: run{releaseKeys(keys), releaseArgs(token, keys, "PUBLISH"), equals(0, 0)},
+			held:    run{releaseKeys(keys), releaseArgs(token, keys, "PUBLISH"), equals(1, 0)}, // no waiter woken
 		},
 		"raise": {
 			missing: run{[]string{keys.Lock, keys.Fence}, []string{token, "5"}, equals(0)},
@@ -100,7 +100,7 @@ func evalNoScript(t *testing.T, newNode NewNode) {
 			return exists[0]
 		}
 		eval := func() {
-			got, err := node.Eval(ctx, s, []string{keys.Lock}, "token", keys.Channel)
+			got, err := node.Eval(ctx, s, releaseKeys(keys), releaseArgs("token", keys, "PUBLISH")...)
 			require.NoError(t, err)
 			assert.Equal(t, []int64{0, 0}, got)
 		}
@@ -135,7 +135,7 @@ func evalServerError(t *testing.T, newNode NewNode) {
 	s := script(t, "acquire")
 	onEach(t, newNode, []Kind{Miniredis, Redis}, nil, func(t *testing.T, srv *Server, node core.Node) {
 		require.NoError(t, srv.Admin.HSet(context.Background(), keys.Lock, "field", "value").Err())
-		got, err := node.Eval(context.Background(), s, []string{keys.Lock, keys.Fence}, "token", "10000")
+		got, err := node.Eval(context.Background(), s, acquireKeys(keys), acquireArgs("token", "10000")...)
 		require.Error(t, err)
 		assert.Contains(t, err.Error(), "WRONGTYPE")
 		assert.Nil(t, got)
@@ -174,7 +174,7 @@ func evalConcurrent(t *testing.T, newNode NewNode) {
 			go func() {
 				defer wg.Done()
 				keys := core.NewKeys("test:", strings.Repeat("n", i+1))
-				got, err := node.Eval(context.Background(), s, []string{keys.Lock, keys.Fence}, "token", "10000")
+				got, err := node.Eval(context.Background(), s, acquireKeys(keys), acquireArgs("token", "10000")...)
 				if err == nil && (len(got) < 2 || got[0] != 1) {
 					err = errors.New("not granted")
 				}

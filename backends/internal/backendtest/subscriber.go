@@ -313,9 +313,13 @@ func Subscriber(t *testing.T, newNode NewNode, kinds ...Kind) {
 		}
 		assert.Equal(t, srv.Kind == Cluster, publish == "SPUBLISH", "ShardedPubSub on %v", srv.Kind)
 		var c counter
-		defer subscribe(t, s, keys.Channel, &c)()
+		defer subscribe(t, s, keys.Wake("waiter"), &c)()
 		require.NoError(t, srv.Admin.Set(context.Background(), keys.Lock, "token", time.Minute).Err())
-		got, err := node.Eval(context.Background(), script(t, "release"), []string{keys.Lock}, "token", keys.Channel, publish)
+		// A waiter queues behind the holder; the release wakes it on its own channel.
+		queued, err := node.Eval(context.Background(), script(t, "acquire"), acquireKeys(keys), "waiter-token", "10000", "0", "1", "waiter", "1", "10000")
+		require.NoError(t, err)
+		require.Equal(t, int64(0), queued[0], "the waiter is refused and queued")
+		got, err := node.Eval(context.Background(), script(t, "release"), releaseKeys(keys), releaseArgs("token", keys, publish)...)
 		require.NoError(t, err)
 		assert.Equal(t, []int64{1, 1}, got, "released, heard by one subscriber")
 		waitCalls(t, &c, 1, "release notification")

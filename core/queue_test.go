@@ -1,0 +1,221 @@
+package core_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/alicebob/miniredis/v2"
+	"github.com/go-redlock/redlock/backends/goredis"
+	"github.com/go-redlock/redlock/core"
+	"github.com/go-redlock/redlock/internal/redistest"
+	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// These tests run core's real scripts, through the go-redis backend, on miniredis and on
+// redis-server processes.
+
+// server is what a queue test needs of a server: its address and a way to run a command.
+type server struct {
+	addr string
+	do   func(args ...string) (any, error)
+}
+
+func miniServers(t *testing.T, n int) []server {
+	s := make([]server, n)
+	for i := range s {
+		m := miniredis.RunT(t)
+		c := redis.NewClient(&redis.Options{Addr: m.Addr()})
+		t.Cleanup(func() { _ = c.Close() })
+		s[i] = server{m.Addr(), func(args ...string) (any, error) {
+			a := make([]any, len(args))
+			for i, v := range args {
+				a[i] = v
+			}
+			return c.Do(context.Background(), a...).Result()
+		}}
+	}
+	return s
+}
+
+func realServers(t *testing.T, n int) []server {
+	s := make([]server, n)
+	for i, r := range redistest.StartN(t, n) {
+		s[i] = server{r.Addr(), func(args ...string) (any, error) {
+			v, err := r.Do(args...)
+			if err == nil && v == nil {
+				err = redis.Nil
+			}
+			return v, err
+		}}
+	}
+	return s
+}
+
+// newCluster returns a Cluster of go-redis Nodes over servers.
+func newCluster(t *testing.T, servers []server) *core.Cluster {
+	nodes := make([]core.Node, len(servers))
+	for i, s := range servers {
+		c := redis.NewClient(&redis.Options{Addr: s.addr})
+		n := goredis.New(c)
+		t.Cleanup(func() { _ = n.Close(); _ = c.Close() })
+		nodes[i] = n
+	}
+	c, err := core.NewCluster(nodes)
+	require.NoError(t, err)
+	return c
+}
+
+func lock(name string) *core.Lock {
+	return &core.Lock{Keys: core.NewKeys("q:", name), Token: core.NewToken(), TTL: 10 * time.Second, NodeTimeout: 100 * time.Millisecond, DriftFactor: 0.01}
+}
+
+// queued returns how many waiters each server has queued for k.
+func queued(t *testing.T, servers []server, k core.Keys) []int64 {
+	n := make([]int64, len(servers))
+	for i, s := range servers {
+		v, err := s.do("ZCARD", k.Queue)
+		require.NoError(t, err)
+		n[i] = v.(int64)
+	}
+	return n
+}
+
+func allEqual(ns []int64, want int64) bool {
+	for _, n := range ns {
+		if n != want {
+			return false
+		}
+	}
+	return true
+}
+
+var patient = core.Backoff{Min: time.Minute, Max: time.Minute}
+
+// TestWaitersTakeTurnsInOrder: waiters that queued one after another get the lock in that
+// order, whatever the order in which their retries reach the nodes.
+func TestWaitersTakeTurnsInOrder(t *testing.T) {
+	for _, c := range []struct {
+		name    string
+		servers func(*testing.T, int) []server
+		n       int
+	}{{"miniredis/N=1", miniServers, 1}, {"miniredis/N=3", miniServers, 3}, {"redis-server/N=3", realServers, 3}} {
+		t.Run(c.name, func(t *testing.T) {
+			servers := c.servers(t, c.n)
+			cl := newCluster(t, servers)
+			holder := lock("order")
+			_, err := cl.Acquire(context.Background(), holder)
+			require.NoError(t, err)
+
+			const waiters = 5
+			order := make(chan int, waiters)
+			var wg sync.WaitGroup
+			for i := range waiters {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					l := lock("order")
+					if _, err := cl.AcquireWait(context.Background(), l, patient); err != nil {
+						order <- -1
+						return
+					}
+					order <- i
+					assert.NoError(t, cl.Release(context.Background(), l))
+				}()
+				// The next waiter starts only once this one is queued everywhere.
+				require.Eventually(t, func() bool { return allEqual(queued(t, servers, holder.Keys), int64(i+1)) },
+					5*time.Second, time.Millisecond, "waiter %d is not queued: %v", i, queued(t, servers, holder.Keys))
+			}
+			require.NoError(t, cl.Release(context.Background(), holder))
+			for want := range waiters {
+				select {
+				case got := <-order:
+					require.Equal(t, want, got, "the waiters did not take turns in the order they queued")
+				case <-time.After(10 * time.Second):
+					t.Fatalf("waiter %d did not get the lock", want)
+				}
+			}
+			wg.Wait()
+			assert.True(t, allEqual(queued(t, servers, holder.Keys), 0), "the queue is not empty after every waiter had its turn")
+		})
+	}
+}
+
+// TestNoBargingPastALiveWaiter: while a waiter that queued first keeps its place, a free lock
+// goes neither to a single attempt nor to a later waiter; once its place lapses (it stopped
+// calling: it crashed, say), the later waiter gets the lock.
+func TestNoBargingPastALiveWaiter(t *testing.T) {
+	servers := miniServers(t, 3)
+	cl := newCluster(t, servers)
+	k := core.NewKeys("q:", "barging")
+	// A waiter that queued long ago and then went silent: its place lapses in 500 ms.
+	lapse := time.Now().Add(500 * time.Millisecond)
+	for _, s := range servers {
+		_, err := s.do("ZADD", k.Queue, "1", "ghost")
+		require.NoError(t, err)
+		_, err = s.do("ZADD", k.Alive, strconv.FormatInt(lapse.UnixMilli(), 10), "ghost")
+		require.NoError(t, err)
+	}
+
+	_, err := cl.Acquire(context.Background(), lock("barging"))
+	require.ErrorIs(t, err, core.ErrHeld, "a single attempt took a free lock past a live waiter")
+
+	l := lock("barging")
+	_, err = cl.AcquireWait(context.Background(), l, patient)
+	require.NoError(t, err)
+	assert.False(t, time.Now().Before(lapse), "a later waiter took the lock before the first one's place lapsed")
+	for i, s := range servers {
+		v, err := s.do("ZSCORE", k.Queue, "ghost")
+		assert.True(t, errors.Is(err, redis.Nil), "server %d still queues the lapsed waiter (score %v)", i, v)
+	}
+}
+
+// TestWaiterThatGivesUpLeavesTheQueue: a waiter whose ctx ends leaves the queue on every
+// node at once, and a release wakes the next waiter by notification (its own refresh
+// interval is far longer than the test).
+func TestWaiterThatGivesUpLeavesTheQueue(t *testing.T) {
+	servers := miniServers(t, 3)
+	cl := newCluster(t, servers)
+	holder := lock("leave")
+	_, err := cl.Acquire(context.Background(), holder)
+	require.NoError(t, err)
+
+	quitter := lock("leave")
+	ctx, cancel := context.WithCancel(context.Background())
+	quit := make(chan error, 1)
+	go func() { _, err := cl.AcquireWait(ctx, quitter, patient); quit <- err }()
+	require.Eventually(t, func() bool { return allEqual(queued(t, servers, holder.Keys), 1) }, 5*time.Second, time.Millisecond)
+
+	stayer := lock("leave")
+	stayer.NodeTimeout = 10 * time.Second // a refresh every 25 s: only a notification wakes it in time
+	got := make(chan error, 1)
+	go func() { _, err := cl.AcquireWait(context.Background(), stayer, patient); got <- err }()
+	require.Eventually(t, func() bool { return allEqual(queued(t, servers, holder.Keys), 2) }, 5*time.Second, time.Millisecond)
+
+	cancel()
+	require.ErrorIs(t, <-quit, context.Canceled)
+	require.Eventually(t, func() bool { return allEqual(queued(t, servers, holder.Keys), 1) }, time.Second, time.Millisecond,
+		"the waiter that gave up is still queued")
+	for i, s := range servers {
+		_, err := s.do("ZSCORE", holder.Keys.Queue, quitter.Waiter)
+		assert.ErrorIs(t, err, redis.Nil, "server %d still queues the waiter that gave up", i)
+	}
+
+	start := time.Now()
+	require.NoError(t, cl.Release(context.Background(), holder))
+	select {
+	case err := <-got:
+		require.NoError(t, err)
+		assert.Less(t, time.Since(start), 5*time.Second)
+	case <-time.After(10 * time.Second):
+		t.Fatal("the remaining waiter was not woken by the release")
+	}
+	require.NoError(t, cl.Release(context.Background(), stayer))
+	assert.True(t, allEqual(queued(t, servers, holder.Keys), 0), fmt.Sprint("queues: ", queued(t, servers, holder.Keys)))
+}
