@@ -84,15 +84,16 @@ func TestMutexExcludes(t *testing.T) {
 type withoutSubscriber struct{ redlock.Node }
 
 // TestMutexWakesOnRelease: a holder with a 30 s TTL unlocks after 50 ms; a waiter whose
-// polling backoff is 5 s or more holds the lock within 1 s, because the release wakes it. A
-// poller with only the holder's TTL and its backoff to go by would wait seconds.
+// polling backoff is 5 s or more, and whose refresh interval (2.5 node timeouts) is 5 s,
+// holds the lock within 1 s, because the release wakes it. A poller with only the holder's
+// TTL, its backoff and its refresh to go by would wait seconds.
 func TestMutexWakesOnRelease(t *testing.T) {
 	nodes, _ := realNodes(t, 3)
 	if _, ok := nodes[0].(core.Subscriber); !ok {
 		t.Fatalf("%T is not a core.Subscriber", nodes[0])
 	}
 	holderClient := newClient(t, nodes, redlock.WithTTL(30*time.Second))
-	waiterClient := newClient(t, nodes, redlock.WithTTL(30*time.Second), redlock.WithRetry(5*time.Second, 30*time.Second))
+	waiterClient := newClient(t, nodes, redlock.WithTTL(30*time.Second), redlock.WithRetry(5*time.Second, 30*time.Second), redlock.WithNodeTimeout(2*time.Second))
 	holder := holderClient.NewMutex("wake")
 	holder.Lock()
 
@@ -124,7 +125,7 @@ func TestMutexPollsWithoutSubscriber(t *testing.T) {
 	}
 	crashed, err := newClient(t, plain, redlock.WithTTL(400*time.Millisecond)).TryAcquire(ctxT(t, 5*time.Second), "poll")
 	require.NoError(t, err) // never released: its keys expire by TTL
-	waiter := newClient(t, plain, redlock.WithRetry(5*time.Second, 30*time.Second)).NewMutex("poll")
+	waiter := newClient(t, plain, redlock.WithRetry(5*time.Second, 30*time.Second), redlock.WithNodeTimeout(2*time.Second)).NewMutex("poll")
 	start := time.Now()
 	require.NoError(t, waiter.LockContext(ctxT(t, 10*time.Second)))
 	elapsed := time.Since(start)
@@ -277,4 +278,33 @@ func (s *syncBuffer) String() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.b.String()
+}
+
+// TestMutexDoesNotBargeAheadOfWaiters: a holder that unlocks and locks again at once, while
+// another process waits, goes after it: the waiter holds the lock first.
+func TestMutexDoesNotBargeAheadOfWaiters(t *testing.T) {
+	nodes, servers := miniNodes(t, 3)
+	holder := newClient(t, nodes).NewMutex("turns")
+	waiter := newClient(t, nodes).NewMutex("turns")
+	holder.Lock()
+
+	order := make(chan string, 2)
+	go func() {
+		waiter.Lock()
+		order <- "waiter"
+		waiter.Unlock()
+	}()
+	require.Eventually(t, func() bool {
+		for _, s := range servers {
+			if n, _ := s.ZMembers(core.NewKeys("redlock:", "turns").Queue); len(n) != 1 {
+				return false
+			}
+		}
+		return true
+	}, 5*time.Second, time.Millisecond, "the waiter is not queued")
+	holder.Unlock()
+	holder.Lock()
+	order <- "holder"
+	holder.Unlock()
+	assert.Equal(t, "waiter", <-order, "the holder locked again ahead of the waiting process")
 }
