@@ -54,7 +54,7 @@ func (c *Client) Unguarded() []string { return c.cluster.Unguarded() }
 // TryAcquire makes one attempt to take the lock called name, and returns its Lease.
 //
 // Errors: ErrHeld if another owner holds it, including another goroutine of this Client
-// (found without a round trip); a *QuorumError (ErrNoQuorum) if too few nodes
+// (found without a round trip), or if waiters are queued for it (they go first); a *QuorumError (ErrNoQuorum) if too few nodes
 // answered yes; ErrExpired if the nodes answered slower than the validity; ErrInvalid for an
 // empty name or a bad option; ctx's error (errors.Is(err, context.Canceled), say) if ctx ended.
 func (c *Client) TryAcquire(ctx context.Context, name string, opts ...Option) (*Lease, error) {
@@ -80,7 +80,8 @@ func (c *Client) TryAcquire(ctx context.Context, name string, opts ...Option) (*
 // Acquire takes the lock called name, waiting while another owner holds it and retrying
 // through node failures, until it succeeds or ctx ends. It returns the Lease. Goroutines of
 // one Client that wait for one name (through Acquire, Do or a Mutex) queue locally in FIFO
-// order, and only the first of them waits in Redis.
+// order, and only the first of them waits in Redis, where the waiters of all processes take
+// turns in the order they started waiting (see core.Cluster.AcquireWait).
 //
 // When ctx ends first, the error matches ctx's error (context.DeadlineExceeded, say) and the
 // last attempt's error (ErrHeld, ErrNoQuorum...) under errors.Is. It also fails at once with

@@ -14,8 +14,12 @@ import (
 //
 // One Mutex is safe for use by many goroutines. Goroutines of one Client that wait for the
 // same name, through one Mutex or several, queue locally in FIFO order, and only the first
-// of them waits in Redis. A waiter does not poll where the nodes offer release
-// notifications (core.Subscriber): it wakes within about a round trip of the Unlock.
+// of them waits in Redis, where the waiters of all processes queue in the order they
+// started waiting: a Mutex that unlocks and locks again goes behind those already waiting
+// (see core.Cluster.AcquireWait). A waiter does not poll for the release where the nodes
+// offer notifications (core.Subscriber): the release wakes the first waiter within about a
+// round trip. It calls again every refresh interval (2.5 node timeouts, at least 50 ms) to
+// keep its place.
 //
 // While locked, the Mutex extends its lock before it expires (when about a third of the
 // validity is left). If an extension fails until the validity runs out, or the nodes no
@@ -88,7 +92,7 @@ func (m *Mutex) LockContext(ctx context.Context) error {
 
 // TryLock tries to lock m once, without waiting, and reports whether it succeeded. It fails
 // if another goroutine of this Client holds or waits for the name, if another owner holds
-// it, or if too few nodes answer (within the node timeout).
+// it or waits for it (in any process), or if too few nodes answer (within the node timeout).
 //
 // Note that while correct uses of TryLock do exist, they are rare, and use of TryLock is
 // often a sign of a deeper problem in a particular use of mutexes.

@@ -206,12 +206,14 @@ func (c *Cluster) abandon(ctx context.Context, l *Lock, ch <-chan reply, answere
 func (c *Cluster) AcquireWait(ctx context.Context, l *Lock, b Backoff) (Grant, error) {
 	l.Waiter, l.Ticket = NewToken(), time.Now().UnixMicro()
 	var w *watch // the wake-up subscription, from the first time the lock is found held
-	defer func() { w.stop() }()
 	var last error // the last attempt's error that was not ctx's
 	for attempt := 0; ; attempt++ {
 		l.Token = NewToken()
 		g, o, err := c.acquire(ctx, l)
 		if err == nil {
+			if w != nil {
+				go w.stop() // the new owner need not wait for its UNSUBSCRIBE to be sent
+			}
 			return g, nil
 		}
 		if ctx.Err() == nil {
@@ -250,6 +252,7 @@ func (c *Cluster) AcquireWait(ctx context.Context, l *Lock, b Backoff) (Grant, e
 		} else if !errors.Is(err, ctx.Err()) {
 			last = err
 		}
+		w.stop()
 		if last != nil || attempt > 0 { // the nodes may have queued us
 			c.leave(l)
 		}
