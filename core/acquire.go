@@ -205,7 +205,7 @@ func (c *Cluster) abandon(ctx context.Context, l *Lock, ch <-chan reply, answere
 // ErrNoQuorum, say) under errors.Is.
 func (c *Cluster) AcquireWait(ctx context.Context, l *Lock, b Backoff) (Grant, error) {
 	l.Waiter, l.Ticket = NewToken(), time.Now().UnixMicro()
-	var w *watch // the wake-up subscription, from the first time the lock is found held
+	var w *watch   // the wake-up subscription, from the first time the lock is found held
 	var last error // the last attempt's error that was not ctx's
 	for attempt := 0; ; attempt++ {
 		l.Token = NewToken()
