@@ -219,3 +219,26 @@ func TestWaiterThatGivesUpLeavesTheQueue(t *testing.T) {
 	require.NoError(t, cl.Release(context.Background(), stayer))
 	assert.True(t, allEqual(queued(t, servers, holder.Keys), 0), fmt.Sprint("queues: ", queued(t, servers, holder.Keys)))
 }
+
+// TestQueueKeepsTheLongestPlace: waiters with different node timeouts keep their places for
+// different times; a shorter one never shortens the queue's own expiry below a longer one's.
+func TestQueueKeepsTheLongestPlace(t *testing.T) {
+	servers := miniServers(t, 1)
+	cl := newCluster(t, servers)
+	holder := lock("keep")
+	_, err := cl.Acquire(context.Background(), holder)
+	require.NoError(t, err)
+
+	long, short := lock("keep"), lock("keep")
+	long.Waiter, long.Ticket, long.NodeTimeout = "long", 1, 10*time.Second // its place is kept 100 s
+	short.Waiter, short.Ticket = "short", 2                                // 1 s
+	for _, l := range []*core.Lock{long, short} {
+		_, err := cl.Acquire(context.Background(), l)
+		require.ErrorIs(t, err, core.ErrHeld)
+	}
+	for _, key := range []string{holder.Keys.Queue, holder.Keys.Alive} {
+		v, err := servers[0].do("PTTL", key)
+		require.NoError(t, err)
+		assert.Greater(t, v.(int64), int64(50_000), "%s expires before the longest-kept waiter's place lapses", key)
+	}
+}

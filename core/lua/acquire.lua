@@ -52,8 +52,11 @@ local function queue()
   end
   redis.call('ZADD', KEYS[3], ARGV[6], waiter)
   redis.call('ZADD', KEYS[4], string.format('%d', now_ms() + keep), waiter)
-  redis.call('PEXPIRE', KEYS[3], keep)
-  redis.call('PEXPIRE', KEYS[4], keep)
+  -- Never shorten: another waiter may keep its place longer (a longer node timeout).
+  if redis.call('PTTL', KEYS[3]) < keep then
+    redis.call('PEXPIRE', KEYS[3], keep)
+    redis.call('PEXPIRE', KEYS[4], keep)
+  end
 end
 
 local holder = redis.call('GET', KEYS[1])
