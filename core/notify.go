@@ -8,8 +8,8 @@ import (
 
 // notifier keeps the wake-up subscriptions of a Cluster's waiters: the first waiter for a
 // channel subscribes on every node that is a Subscriber, later ones join it, and the last
-// one to leave unsubscribes. Since each waiter now has a channel of its own (Keys.Wake),
-// a channel has one waiter; the sharing is kept for callers that wait on a common channel.
+// one to leave unsubscribes. Each waiter now has a channel of its own (Keys.Wake), so
+// a channel has exactly one waiter and the sharing goes unused.
 type notifier struct {
 	mu   sync.Mutex
 	subs map[string]*subscription
