@@ -153,7 +153,8 @@ func (c *Cluster) abandon(ctx context.Context, l *Lock, ch <-chan reply, answere
 	ctx = context.WithoutCancel(ctx)
 	// A copy: the caller's next attempt puts a new token in l while stragglers are released.
 	// The waiter keeps its place in the queue, and is not woken by its own release.
-	keys, args, timeout := l.Keys.release(), []string{l.Token, l.Keys.Channel, l.Waiter, "stay"}, l.NodeTimeout
+	keys, timeout := l.Keys.release(), l.NodeTimeout
+	args := []string{l.Token, l.Keys.Channel, l.Waiter, "stay", strconv.FormatInt(l.Ticket, 10), millis(l.placeKept())}
 	release := func(i int) { c.callNode(ctx, i, timeout, releaseScript, keys, args) }
 	pending := 0
 	done := make(chan struct{}, len(c.nodes))

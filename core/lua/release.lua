@@ -6,7 +6,10 @@
 -- ARGV[3] "SPUBLISH" to publish with sharded pub/sub (Redis Cluster), anything else: PUBLISH,
 -- ARGV[4] our waiter id ("" if none),
 -- ARGV[5] "leave" to take our waiter id out of the queue; anything else keeps our place (a
---         failed attempt lets go of its keys but goes on waiting), and we are not woken.
+--         failed attempt lets go of its keys but goes on waiting), and we are not woken,
+-- ARGV[6], ARGV[7] when keeping our place: our ticket, and how long in milliseconds the
+--         place is kept (see acquire). A node that granted our failed attempt may not have
+--         queued us yet: this queues us, so that we are first here too.
 -- Reply {released, woken}: released is 1 if the lock was ours and is deleted, else 0; woken
 -- is how many subscribers heard the wake-up (0 if no one was woken).
 if redis.replicate_commands then
@@ -22,6 +25,15 @@ local waiter = ARGV[4]
 if waiter ~= '' and ARGV[5] == 'leave' then
   redis.call('ZREM', KEYS[2], waiter)
   redis.call('ZREM', KEYS[3], waiter)
+elseif waiter ~= '' and released == 1 then
+  local t = redis.call('TIME')
+  local keep = tonumber(ARGV[7])
+  redis.call('ZADD', KEYS[2], ARGV[6], waiter)
+  redis.call('ZADD', KEYS[3], string.format('%d', tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000) + keep), waiter)
+  if redis.call('PTTL', KEYS[2]) < keep then
+    redis.call('PEXPIRE', KEYS[2], keep)
+    redis.call('PEXPIRE', KEYS[3], keep)
+  end
 end
 if holder then
   return {released, 0}
