@@ -12,10 +12,13 @@ var (
 	releaseSource string
 	//go:embed lua/raise.lua
 	raiseSource string
+	// queue.lua holds the waiter queue's functions that acquire and release both use.
+	//go:embed lua/queue.lua
+	queueSource string
 
-	acquireScript = NewScript("acquire", acquireSource)
+	acquireScript = NewScript("acquire", queueSource+acquireSource)
 	extendScript  = NewScript("extend", extendSource)
-	releaseScript = NewScript("release", releaseSource)
+	releaseScript = NewScript("release", queueSource+releaseSource)
 	raiseScript   = NewScript("raise", raiseSource)
 )
 

@@ -1,5 +1,5 @@
--- acquire: take the lock if it is free (or already ours) and no live waiter queued before us,
--- and advance the fence counter; otherwise queue us as a waiter.
+-- acquire (run after queue.lua): take the lock if it is free (or already ours) and no live
+-- waiter queued before us, and advance the fence counter; otherwise queue us as a waiter.
 -- KEYS[1] lock key, KEYS[2] fence counter key, KEYS[3] waiter queue (a sorted set: waiter
 -- id by ticket), KEYS[4] waiter liveness (a sorted set: waiter id by deadline, server ms)
 -- ARGV[1] our random token, ARGV[2] TTL in milliseconds,
@@ -21,9 +21,6 @@
 --   {0, 0}         it is free, but a live waiter queued before us: its turn comes first.
 --   {-1, wait}     the server started less than the guard ago, so it may have forgotten locks
 --                  it granted before a restart: it abstains for wait more milliseconds.
-if redis.replicate_commands then
-  redis.replicate_commands() -- Redis 3.2 to 4 need this before TIME; later versions ignore it
-end
 local unguarded = false
 local guard = tonumber(ARGV[3]) or 0
 if guard > 0 then
@@ -39,23 +36,10 @@ if guard > 0 then
 end
 
 local waiter, ticket, keep = ARGV[5], tonumber(ARGV[6]), tonumber(ARGV[7])
-local t -- the server's TIME, read once when first needed
-local function now_ms()
-  t = t or redis.call('TIME')
-  return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-end
--- queue keeps our place (or takes it) until now + keep; the sets expire when no one calls.
--- Scores go as strings: Lua would print a 16-digit number in exponent form, inexactly.
+-- queue keeps our place, or takes one, if we wait.
 local function queue()
-  if waiter == '' then
-    return
-  end
-  redis.call('ZADD', KEYS[3], ARGV[6], waiter)
-  redis.call('ZADD', KEYS[4], string.format('%d', now_ms() + keep), waiter)
-  -- Never shorten: another waiter may keep its place longer (a longer node timeout).
-  if redis.call('PTTL', KEYS[3]) < keep then
-    redis.call('PEXPIRE', KEYS[3], keep)
-    redis.call('PEXPIRE', KEYS[4], keep)
+  if waiter ~= '' then
+    enqueue(KEYS[3], KEYS[4], waiter, ARGV[6], keep)
   end
 end
 
@@ -65,19 +49,7 @@ if holder and holder ~= ARGV[1] then
   return {0, redis.call('PTTL', KEYS[1])}
 end
 if not holder then
-  local head = redis.call('ZRANGE', KEYS[3], 0, 0, 'WITHSCORES')
-  if #head > 0 then
-    -- Forget the waiters that stopped calling, then see who is first.
-    local now = string.format('%d', now_ms())
-    local gone = redis.call('ZRANGEBYSCORE', KEYS[4], '-inf', now)
-    if #gone > 0 then
-      for _, id in ipairs(gone) do
-        redis.call('ZREM', KEYS[3], id)
-      end
-      redis.call('ZREMRANGEBYSCORE', KEYS[4], '-inf', now)
-      head = redis.call('ZRANGE', KEYS[3], 0, 0, 'WITHSCORES')
-    end
-  end
+  local head = first(KEYS[3], KEYS[4])
   if #head > 0 and head[1] ~= waiter then
     local score = tonumber(head[2])
     if waiter == '' or score < ticket or (score == ticket and head[1] < waiter) then
@@ -91,7 +63,7 @@ end
 redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
 local fence = 0
 if ARGV[4] ~= '0' then
-  t = t or redis.call('TIME')
+  local t = server_time()
   -- The microseconds as a decimal string: exact, and never printed in exponent form.
   local now = t[1] .. string.format('%06d', tonumber(t[2]))
   local counter = redis.call('GET', KEYS[2])
