@@ -3,6 +3,7 @@ package conformance
 import (
 	"strconv"
 	"testing"
+	"time"
 
 	"github.com/go-redlock/redlock/core"
 	"github.com/stretchr/testify/assert"
@@ -105,19 +106,34 @@ func scriptChecks() []check {
 		}},
 		{"release/ours", func(t *testing.T, n core.Node, addr string, k core.Keys) {
 			admin(t, addr, "SET", k.Lock, ours, "PX", ttl)
-			queued := mustEval(t, n, script(t, "acquire"), acquireKeys(k), waiterArgs(theirs, ttl, "waiter", "1")...)
-			require.Equal(t, int64(0), queued[0], "acquire by a waiter of a held lock replied %s, want {0, pttl}", format(queued))
+			for _, w := range []struct{ id, ticket string }{{"waiter", "1"}, {"second", "2"}} {
+				queued := mustEval(t, n, script(t, "acquire"), acquireKeys(k), waiterArgs(w.id+"-token", ttl, w.id, w.ticket)...)
+				require.Equal(t, int64(0), queued[0], "acquire by a waiter of a held lock replied %s, want {0, pttl}", format(queued))
+			}
 			sub, err := subscribe(addr, k.Wake("waiter"))
 			require.NoError(t, err, "conformance: subscribe to the waiter's channel")
 			defer sub.close()
+			second, err := subscribe(addr, k.Wake("second"))
+			require.NoError(t, err, "conformance: subscribe to the second waiter's channel")
+			defer second.close()
 			got := mustEval(t, n, script(t, "release"), releaseKeys(k), releaseArgs(ours, k)...)
-			assert.Equal(t, []int64{1, 1}, got, "release of our lock with one waiter listening replied %s, want {1, 1}", format(got))
+			assert.Equal(t, []int64{1, 1}, got, "release of our lock with two waiters listening replied %s, want {1, 1}: only the first is woken", format(got))
 			assert.Equal(t, int64(0), admin(t, addr, "EXISTS", k.Lock), "release of our lock must delete it")
 			ch, ok := sub.next(waitBound)
 			assert.True(t, ok, "release of our lock must wake the first waiter on its channel: no message within %v", waitBound)
 			if ok {
 				assert.Equal(t, k.Wake("waiter"), ch, "release published on the wrong channel")
 			}
+			_, woken := second.next(100 * time.Millisecond)
+			assert.False(t, woken, "release woke the second waiter too")
+		}},
+		{"release/keeps-place", func(t *testing.T, n core.Node, addr string, k core.Keys) {
+			// A failed attempt lets go of a node that granted it, and keeps (or takes) its place.
+			admin(t, addr, "SET", k.Lock, ours, "PX", ttl)
+			got := mustEval(t, n, script(t, "release"), releaseKeys(k), ours, k.Channel, "PUBLISH", "waiter", "stay", "7", "10000")
+			assert.Equal(t, []int64{1, 0}, got, "release of our lock by a waiter that keeps its place replied %s, want {1, 0}: it does not wake itself", format(got))
+			assert.Equal(t, "7", admin(t, addr, "ZSCORE", k.Queue, "waiter"), "a waiter that keeps its place must be queued at its ticket")
+			wantPTTL(t, addr, k.Queue, 1, 10000, "after queueing a waiter whose place is kept 10000 ms")
 		}},
 		{"release/not-ours", func(t *testing.T, n core.Node, addr string, k core.Keys) {
 			admin(t, addr, "SET", k.Lock, theirs, "PX", ttl)

@@ -469,6 +469,7 @@ type pubsubNode struct {
 	next    int
 	unsubs  int
 	subcall int
+	tries   int // acquire calls
 }
 
 func newPubsubNode() *pubsubNode { return &pubsubNode{subs: map[int]func(){}} }
@@ -478,6 +479,7 @@ func (n *pubsubNode) Eval(_ context.Context, s *Script, keys []string, args ...s
 	defer n.mu.Unlock()
 	switch s {
 	case acquireScript:
+		n.tries++
 		if n.held != "" && n.held != args[0] {
 			return []int64{0, 30_000}, nil // the holder may keep it 30 more seconds
 		}
@@ -573,4 +575,49 @@ func TestWaitersWakeOnRelease(t *testing.T) {
 		defer n.mu.Unlock()
 		return len(n.subs) == 0 && n.subcall == n.unsubs
 	}, 5*time.Second, time.Millisecond, "a subscription outlived its waiter")
+}
+
+// TestWaitersCallAgainEveryRefreshInterval: a waiter whose backoff is a minute still calls
+// the nodes every refresh interval (2.5 node timeouts, at least 50 ms) to keep its place in
+// the queue, both when it polls (no Subscriber) and when it waits for a notification.
+func TestWaitersCallAgainEveryRefreshInterval(t *testing.T) {
+	l := testLock()
+	l.NodeTimeout = 40 * time.Millisecond // refresh: 100 ms
+	require.Equal(t, 100*time.Millisecond, l.refresh())
+	require.Equal(t, 400*time.Millisecond, l.placeKept())
+	short := testLock()
+	short.NodeTimeout = time.Millisecond
+	require.Equal(t, 50*time.Millisecond, short.refresh(), "the refresh interval is at least 50 ms")
+
+	polling, fakes := cluster(t, held(30_000))
+	subscribed := newPubsubNode()
+	notified, err := NewCluster([]Node{subscribed})
+	require.NoError(t, err)
+	holder := testLock()
+	_, err = notified.Acquire(context.Background(), holder)
+	require.NoError(t, err)
+
+	for _, c := range []struct {
+		name  string
+		c     *Cluster
+		tries func() int
+	}{
+		{"polling", polling, func() int { return len(fakes[0].scripts()) }},
+		{"subscribed", notified, func() int { subscribed.mu.Lock(); defer subscribed.mu.Unlock(); return subscribed.tries }},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			before := c.tries()
+			ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+			defer cancel()
+			w := testLock()
+			w.NodeTimeout = l.NodeTimeout
+			_, err := c.c.AcquireWait(ctx, w, Backoff{Min: time.Minute, Max: time.Minute})
+			require.ErrorIs(t, err, context.DeadlineExceeded)
+			// About 10 calls in a second (plus the one right after subscribing); a minute's
+			// backoff alone would allow 1 or 2, a busy loop hundreds.
+			tries := c.tries() - before
+			assert.GreaterOrEqual(t, tries, 5, "the waiter did not call again every refresh interval")
+			assert.LessOrEqual(t, tries, 15, "the waiter called far more often than every refresh interval")
+		})
+	}
 }

@@ -223,25 +223,40 @@ func TestWaiterThatGivesUpLeavesTheQueue(t *testing.T) {
 	assert.True(t, allEqual(queued(t, servers, holder.Keys), 0), fmt.Sprint("queues: ", queued(t, servers, holder.Keys)))
 }
 
-// TestQueueKeepsTheLongestPlace: waiters with different node timeouts keep their places for
-// different times; a shorter one never shortens the queue's own expiry below a longer one's.
+// TestQueueKeepsTheLongestPlace: a node keeps a waiter's place four refresh intervals (1 s
+// with a 100 ms node timeout) after its last call, and the queue's sets expire with the
+// places they keep: a shorter place never shortens them below a longer one's.
 func TestQueueKeepsTheLongestPlace(t *testing.T) {
 	servers := miniServers(t, 1)
 	cl := newCluster(t, servers)
 	holder := lock("keep")
 	_, err := cl.Acquire(context.Background(), holder)
 	require.NoError(t, err)
+	pttl := func(key string) int64 {
+		v, err := servers[0].do("PTTL", key)
+		require.NoError(t, err)
+		return v.(int64)
+	}
 
-	long, short := lock("keep"), lock("keep")
-	long.Waiter, long.Ticket, long.NodeTimeout = "long", 1, 10*time.Second // its place is kept 100 s
+	short, long := lock("keep"), lock("keep")
 	short.Waiter, short.Ticket = "short", 2                                // 1 s
+	long.Waiter, long.Ticket, long.NodeTimeout = "long", 1, 10*time.Second // 100 s
+	called := time.Now().UnixMilli()
+	_, err = cl.Acquire(context.Background(), short)
+	require.ErrorIs(t, err, core.ErrHeld)
+	v, err := servers[0].do("ZSCORE", holder.Keys.Alive, "short")
+	require.NoError(t, err)
+	lapses := int64(v.(float64)) // go-redis reads RESP3 doubles
+	assert.InDelta(t, called+1000, lapses, 500, "the place lapses %d ms after the call, want 1000", lapses-called)
+	for _, key := range []string{holder.Keys.Queue, holder.Keys.Alive} {
+		assert.True(t, pttl(key) > 0 && pttl(key) <= 1000, "%s expires in %d ms, want within the 1 s place", key, pttl(key))
+	}
+
 	for _, l := range []*core.Lock{long, short} {
 		_, err := cl.Acquire(context.Background(), l)
 		require.ErrorIs(t, err, core.ErrHeld)
 	}
 	for _, key := range []string{holder.Keys.Queue, holder.Keys.Alive} {
-		v, err := servers[0].do("PTTL", key)
-		require.NoError(t, err)
-		assert.Greater(t, v.(int64), int64(50_000), "%s expires before the longest-kept waiter's place lapses", key)
+		assert.Greater(t, pttl(key), int64(50_000), "%s expires before the longest-kept waiter's place lapses", key)
 	}
 }
