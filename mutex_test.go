@@ -308,3 +308,24 @@ func TestMutexDoesNotBargeAheadOfWaiters(t *testing.T) {
 	holder.Unlock()
 	assert.Equal(t, "waiter", <-order, "the holder locked again ahead of the waiting process")
 }
+
+// TestMutexTryLockFailsWhileOthersWait: a free lock that another process waits for (it is
+// queued on the nodes) is not taken by TryLock; once the queue is empty, it is.
+func TestMutexTryLockFailsWhileOthersWait(t *testing.T) {
+	nodes, servers := miniNodes(t, 3)
+	m := newClient(t, nodes).NewMutex("try")
+	k := core.NewKeys("redlock:", "try")
+	for _, s := range servers {
+		_, err := s.ZAdd(k.Queue, 1, "other")
+		require.NoError(t, err)
+		_, err = s.ZAdd(k.Alive, float64(time.Now().Add(time.Hour).UnixMilli()), "other")
+		require.NoError(t, err)
+	}
+	assert.False(t, m.TryLock(), "TryLock took a free lock that another process waits for")
+	for _, s := range servers {
+		s.Del(k.Queue)
+		s.Del(k.Alive)
+	}
+	require.True(t, m.TryLock(), "TryLock failed on a free lock no one waits for")
+	m.Unlock()
+}
