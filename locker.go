@@ -17,9 +17,9 @@ import (
 // of them waits in Redis, where the waiters of all processes queue in the order they
 // started waiting: a Mutex that unlocks and locks again goes behind those already waiting
 // (see core.Cluster.AcquireWait). A waiter does not poll for the release where the nodes
-// offer notifications (core.Subscriber): the release wakes the first waiter within about a
-// round trip. It calls again every refresh interval (2.5 node timeouts, at least 50 ms) to
-// keep its place.
+// offer notifications (core.Subscriber): the release hands the lock to the first waiter and
+// tells it so, and that waiter holds the lock without another round trip. It calls again
+// every refresh interval (2.5 node timeouts, at least 50 ms) to keep its place.
 //
 // While locked, the Mutex extends its lock before it expires (when about a third of the
 // validity is left). If an extension fails until the validity runs out, or the nodes no

@@ -128,7 +128,7 @@ type forgetful struct {
 	wg       sync.WaitGroup
 }
 
-type subscriber struct{ fn func() }
+type subscriber struct{ fn func(string) }
 
 var _ core.Subscriber = (*forgetful)(nil)
 
@@ -144,7 +144,7 @@ func newForgetful(t testing.TB, addr string) core.Node {
 	return f
 }
 
-func (f *forgetful) Subscribe(ctx context.Context, channel string, onMessage func()) (func(), error) {
+func (f *forgetful) Subscribe(ctx context.Context, channel string, onMessage func(string)) (func(), error) {
 	s := &subscriber{fn: onMessage}
 	confirmed := make(chan struct{})
 	f.mu.Lock()
@@ -208,7 +208,7 @@ func (f *forgetful) read(ps *redis.PubSub) {
 			delete(f.confirms, m.Channel)
 		case *redis.Message:
 			for s := range f.subs[m.Channel] {
-				s.fn() // under the lock, so that no call starts after unsubscribe returns
+				s.fn(m.Payload) // under the lock, so that no call starts after unsubscribe returns
 			}
 		}
 		f.mu.Unlock()

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -15,8 +16,9 @@ import (
 
 // pubsubChecks check a Node that implements core.Subscriber against the Subscriber
 // contract. Notifications are published by the suite's own client, as the release script
-// publishes them: PUBLISH (SPUBLISH for a Node whose ShardedPubSub reports true) of an
-// empty message on the lock's release channel.
+// publishes them: PUBLISH (SPUBLISH for a Node whose ShardedPubSub reports true) on a
+// waiter's channel, of an empty message (a wake-up) or a hand-over, whose payload must
+// reach onMessage unchanged.
 func pubsubChecks() []check {
 	return []check{
 		{"delivery", checkDelivery},
@@ -66,11 +68,31 @@ func newPubsub(t *testing.T, e *env, addr, nodeAddr string) *pubsub {
 // channel returns a release channel named after the check.
 func channel(name string) string { return core.NewKeys("conformance:", name).Channel }
 
-// counter counts calls of an onMessage callback.
-type counter struct{ n atomic.Int64 }
+// counter counts calls of an onMessage callback, and keeps the payloads it was given.
+type counter struct {
+	n        atomic.Int64
+	mu       sync.Mutex
+	payloads map[string]bool
+}
 
-func (c *counter) onMessage()   { c.n.Add(1) }
+func (c *counter) onMessage(payload string) {
+	c.mu.Lock()
+	if c.payloads == nil {
+		c.payloads = make(map[string]bool)
+	}
+	c.payloads[payload] = true
+	c.mu.Unlock()
+	c.n.Add(1)
+}
+
 func (c *counter) calls() int64 { return c.n.Load() }
+
+// got reports whether onMessage was given payload.
+func (c *counter) got(payload string) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.payloads[payload]
+}
 
 // grows waits up to waitBound for more than from calls.
 func (c *counter) grows(from int64) bool {
@@ -104,15 +126,15 @@ func (p *pubsub) unsubscribe(unsub func()) {
 	}
 }
 
-// publish sends a release notification on ch and returns how many subscribers the server
-// delivered it to.
-func (p *pubsub) publish(ch string) int64 {
+// publish sends a release notification on ch, with payload, and returns how many
+// subscribers the server delivered it to.
+func (p *pubsub) publish(ch, payload string) int64 {
 	p.t.Helper()
 	cmd := "PUBLISH"
 	if p.sharded {
 		cmd = "SPUBLISH"
 	}
-	n, _ := admin(p.t, p.addr, cmd, ch, "").(int64)
+	n, _ := admin(p.t, p.addr, cmd, ch, payload).(int64)
 	return n
 }
 
@@ -131,17 +153,23 @@ func (p *pubsub) subscribers(ch string) int64 {
 	return n
 }
 
-// delivered publishes on ch and checks that the server had a subscriber and that c was
-// called, saying when in the failure message.
+// delivered publishes on ch, with a payload of its own, and checks that the server had a
+// subscriber and that c was called with that payload, saying when in the failure message.
 func (p *pubsub) delivered(ch string, c *counter, when string) bool {
 	p.t.Helper()
 	before := c.calls()
-	if n := p.publish(ch); n < 1 {
+	// A hand-over's shape (see release.lua), distinct per call.
+	payload := fmt.Sprintf("conformance-waiter.%d %d", before+1, bigFence)
+	if n := p.publish(ch, payload); n < 1 {
 		p.t.Errorf("%s, PUBLISH on %q reached %d subscribers: the subscription must be active on the server", when, ch, n)
 		return false
 	}
 	if !c.grows(before) {
 		p.t.Errorf("%s, a notification published on %q was not delivered to onMessage within %v", when, ch, waitBound)
+		return false
+	}
+	if !eventually(waitBound, func() bool { return c.got(payload) }) {
+		p.t.Errorf("%s, a notification published on %q with payload %q reached onMessage without it: the payload must be passed unchanged", when, ch, payload)
 		return false
 	}
 	return true
@@ -170,7 +198,7 @@ func checkUnsubscribe(t *testing.T, e *env) {
 	unsub() // idempotent
 	after := c.calls()
 	for range 3 {
-		p.publish(ch)
+		p.publish(ch, "")
 	}
 	time.Sleep(quietPeriod)
 	assert.Equal(t, after, c.calls(), "onMessage was called after unsubscribe returned: unsubscribe must stop delivery to it")
@@ -184,7 +212,7 @@ func checkTwoSubscribers(t *testing.T, e *env) {
 	unsubA := p.subscribe(ch, &a)
 	p.subscribe(ch, &b)
 	a0, b0 := a.calls(), b.calls()
-	require.GreaterOrEqual(t, p.publish(ch), int64(1), "with two subscriptions to %q, PUBLISH reached no subscriber", ch)
+	require.GreaterOrEqual(t, p.publish(ch, ""), int64(1), "with two subscriptions to %q, PUBLISH reached no subscriber", ch)
 	assert.True(t, a.grows(a0), "with two subscriptions to one channel, the first onMessage was not called within %v", waitBound)
 	assert.True(t, b.grows(b0), "with two subscriptions to one channel, the second onMessage was not called within %v", waitBound)
 
@@ -272,7 +300,7 @@ func checkSubscribeDeadline(t *testing.T, e *env, open bool) {
 	var err error
 	bound := ctxDeadline + ctxBound
 	elapsed, ok := withinBound(t, bound, px.close, func() {
-		unsub, err = p.sub.Subscribe(ctx, channel("deadline"), func() {})
+		unsub, err = p.sub.Subscribe(ctx, channel("deadline"), func(string) {})
 	})
 	px.close() // from here on, connections fail at once: nothing the backend does can hang
 	if !ok {

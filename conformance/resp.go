@@ -25,7 +25,7 @@ func do(addr string, args ...string) (any, error) {
 // independently of the Node's own Subscriber.
 type subscription struct {
 	conn     net.Conn
-	messages chan string // the channel name of every message received
+	messages chan [2]string // the channel name of every message received
 	done     chan struct{}
 }
 
@@ -50,7 +50,7 @@ func subscribe(addr, channel string) (*subscription, error) {
 		return nil, fmt.Errorf("conformance: SUBSCRIBE replied %#v", v)
 	}
 	_ = conn.SetDeadline(time.Time{})
-	s := &subscription{conn: conn, messages: make(chan string, 16), done: make(chan struct{})}
+	s := &subscription{conn: conn, messages: make(chan [2]string, 16), done: make(chan struct{})}
 	go func() {
 		defer close(s.done)
 		for {
@@ -60,8 +60,9 @@ func subscribe(addr, channel string) (*subscription, error) {
 			}
 			if arr, _ := v.([]any); len(arr) == 3 && arr[0] == "message" {
 				ch, _ := arr[1].(string)
+				payload, _ := arr[2].(string)
 				select {
-				case s.messages <- ch:
+				case s.messages <- [2]string{ch, payload}:
 				default:
 				}
 			}
@@ -70,15 +71,15 @@ func subscribe(addr, channel string) (*subscription, error) {
 	return s, nil
 }
 
-// next waits up to timeout for a message and returns its channel, or false.
-func (s *subscription) next(timeout time.Duration) (string, bool) {
+// next waits up to timeout for a message and returns its channel and payload, or false.
+func (s *subscription) next(timeout time.Duration) (channel, payload string, ok bool) {
 	timer := time.NewTimer(timeout)
 	defer timer.Stop()
 	select {
-	case ch := <-s.messages:
-		return ch, true
+	case m := <-s.messages:
+		return m[0], m[1], true
 	case <-timer.C:
-		return "", false
+		return "", "", false
 	}
 }
 

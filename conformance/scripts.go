@@ -1,6 +1,7 @@
 package conformance
 
 import (
+	"fmt"
 	"strconv"
 	"testing"
 	"time"
@@ -117,14 +118,17 @@ func scriptChecks() []check {
 			require.NoError(t, err, "conformance: subscribe to the second waiter's channel")
 			defer second.close()
 			got := mustEval(t, n, script(t, "release"), releaseKeys(k), releaseArgs(ours, k)...)
-			assert.Equal(t, []int64{1, 1}, got, "release of our lock with two waiters listening replied %s, want {1, 1}: only the first is woken", format(got))
-			assert.Equal(t, int64(0), admin(t, addr, "EXISTS", k.Lock), "release of our lock must delete it")
-			ch, ok := sub.next(waitBound)
-			assert.True(t, ok, "release of our lock must wake the first waiter on its channel: no message within %v", waitBound)
+			assert.Equal(t, []int64{1, 1}, got, "release of our lock with two waiters listening replied %s, want {1, 1}: only the first is told", format(got))
+			assert.Equal(t, "waiter-token", admin(t, addr, "GET", k.Lock), "release of our lock must hand it to the first waiter's attempt")
+			wantPTTL(t, addr, k.Lock, 1, ttlMS, "after the lock was handed over with TTL "+ttl+" ms")
+			ch, payload, ok := sub.next(waitBound)
+			assert.True(t, ok, "release of our lock must tell the first waiter on its channel: no message within %v", waitBound)
 			if ok {
 				assert.Equal(t, k.Wake("waiter"), ch, "release published on the wrong channel")
+				assert.Equal(t, fmt.Sprintf("waiter-token %s", admin(t, addr, "GET", k.Fence)), payload,
+					"the message must name the token the lock was handed to and the fence it advanced to")
 			}
-			_, woken := second.next(100 * time.Millisecond)
+			_, _, woken := second.next(100 * time.Millisecond)
 			assert.False(t, woken, "release woke the second waiter too")
 		}},
 		{"release/keeps-place", func(t *testing.T, n core.Node, addr string, k core.Keys) {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"strconv"
+	"strings"
 	"time"
 )
 
@@ -36,6 +37,10 @@ type outcome struct {
 	wait  time.Duration // the longest a refusing node said the holder can keep the lock
 	split bool          // some nodes granted it to us: competitors split the votes
 	took  time.Duration // how long the attempt took
+	start time.Time     // when the attempt began
+	// refused marks the nodes that answered a waiter's attempt with a refusal ({0, ...}):
+	// only those can hand this attempt the lock later. nil for a single attempt.
+	refused []bool
 }
 
 // acquire is Acquire that also says, on failure, what the next attempt should know.
@@ -49,7 +54,7 @@ func (c *Cluster) acquire(ctx context.Context, l *Lock) (Grant, outcome, error) 
 		fence = "1"
 	}
 	guard := strconv.FormatInt(int64((l.Guard+time.Second-1)/time.Second), 10)
-	ch := c.call(ctx, l.NodeTimeout, acquireScript, l.Keys.acquire(), l.Token, millis(l.TTL), guard, fence,
+	ch := c.call(ctx, l.NodeTimeout, acquireScript, l.Keys.AcquireKeys(), l.Token, millis(l.TTL), guard, fence,
 		l.Waiter, strconv.FormatInt(l.Ticket, 10), millis(l.placeKept()))
 
 	t := tally{c: c, op: "acquire", key: l.Keys.Lock}
@@ -57,7 +62,12 @@ func (c *Cluster) acquire(ctx context.Context, l *Lock) (Grant, outcome, error) 
 	var top, wait int64
 	// Per node: it granted, or failed after the request may have landed.
 	mayHold := make([]bool, len(c.nodes))
-	answered := c.collect(ctx, l.NodeTimeout, ch, &t, func(r reply) {
+	answered := make([]bool, len(c.nodes))
+	var refused []bool
+	if l.Waiter != "" {
+		refused = make([]bool, len(c.nodes))
+	}
+	seen := func(r reply) {
 		switch {
 		case r.err != nil:
 			mayHold[r.node] = true
@@ -69,8 +79,21 @@ func (c *Cluster) acquire(ctx context.Context, l *Lock) (Grant, outcome, error) 
 			c.noteGuard(r)
 		case len(r.vals) > 1: // refused (0) or abstaining (-1): either way, how long
 			wait = max(wait, r.vals[1])
+			if refused != nil && r.vals[0] == 0 {
+				refused[r.node] = true
+			}
 		}
-	})
+	}
+	c.collect(ctx, l.NodeTimeout, ch, &t, answered, seen)
+	// A waiter that lost hears the other nodes out too (within the node timeout): a release
+	// can hand it the lock on each node that refused it, and it takes a hand-over only from
+	// a node whose refusal it saw.
+	if refused != nil && !t.won() && t.answers < len(c.nodes) && ctx.Err() == nil {
+		if rest := l.NodeTimeout - time.Since(start); rest > 0 {
+			t.all = true
+			c.collect(ctx, rest, ch, &t, answered, seen)
+		}
+	}
 	until := start.Add(l.TTL - l.Drift())
 
 	var err error
@@ -94,7 +117,8 @@ func (c *Cluster) acquire(ctx context.Context, l *Lock) (Grant, outcome, error) 
 	// A split vote is one that no owner won: some nodes granted us the lock, and the
 	// refusals alone did not decide it (then another owner holds it, and we wait for it).
 	split := t.yes > 0 && !errors.Is(err, ErrHeld)
-	return Grant{}, outcome{wait: time.Duration(wait) * time.Millisecond, split: split, took: time.Since(start)}, err
+	o := outcome{wait: time.Duration(wait) * time.Millisecond, split: split, took: time.Since(start), start: start, refused: refused}
+	return Grant{}, o, err
 }
 
 // stragglers returns a channel closed once the nodes that have not answered yet do, or nil
@@ -133,7 +157,7 @@ func (c *Cluster) noteGuard(r reply) {
 func (c *Cluster) raise(ctx context.Context, l *Lock, fence int64, until time.Time) error {
 	ch := c.call(ctx, l.NodeTimeout, raiseScript, []string{l.Keys.Lock, l.Keys.Fence}, l.Token, strconv.FormatInt(fence, 10))
 	t := tally{c: c, op: "raise", key: l.Keys.Lock}
-	c.collect(ctx, l.NodeTimeout, ch, &t, nil)
+	c.collect(ctx, l.NodeTimeout, ch, &t, make([]bool, len(c.nodes)), nil)
 	switch {
 	case ctx.Err() != nil:
 		return ctxError(ctx, "acquire", l.Keys.Lock)
@@ -153,7 +177,7 @@ func (c *Cluster) abandon(ctx context.Context, l *Lock, ch <-chan reply, answere
 	ctx = context.WithoutCancel(ctx)
 	// A copy: the caller's next attempt puts a new token in l while stragglers are released.
 	// The waiter keeps its place in the queue, and is not woken by its own release.
-	keys, timeout := l.Keys.release(), l.NodeTimeout
+	keys, timeout := l.Keys.ReleaseKeys(), l.NodeTimeout
 	args := []string{l.Token, l.Keys.Channel, l.Waiter, "stay", strconv.FormatInt(l.Ticket, 10), millis(l.placeKept())}
 	release := func(i int) { c.callNode(ctx, i, timeout, releaseScript, keys, args) }
 	pending := 0
@@ -184,32 +208,41 @@ func (c *Cluster) abandon(ctx context.Context, l *Lock, ch <-chan reply, answere
 	}
 }
 
-// AcquireWait takes l, retrying until it succeeds or ctx ends. Each attempt uses a fresh
-// token (so a late release of a failed attempt can never delete a later one's keys); on
-// success l.Token is the owner's.
+// AcquireWait takes l, retrying until it succeeds or ctx ends. It gives l a waiter id, and
+// each attempt a token of its own, "<waiter id>.<attempt number>" (so a late release of a
+// failed attempt can never delete a later one's keys); on success l.Token is the owner's.
 //
-// Waiters take turns in order. AcquireWait gives l a waiter id and a ticket (the time of
-// the call, in microseconds); every node that finds the lock held queues the waiter by
-// ticket, and a free lock goes only to the first live waiter in its queue, so a newcomer
-// (or the owner that just let go) cannot barge ahead of those already waiting. A waiter
-// keeps its place by calling again at least every refresh interval (2.5 node timeouts, at
-// least 50ms); one that stops calling for four intervals (it crashed, say) loses its place,
-// and one that gives up (ctx ended) leaves the queue at once, in the background.
+// Waiters take turns in order. AcquireWait gives l a ticket (the time of the call, in
+// microseconds); every node that finds the lock held queues the waiter by ticket, and a
+// free lock goes only to the first live waiter in its queue, so a newcomer (or the owner
+// that just let go) cannot barge ahead of those already waiting. A waiter keeps its place
+// by calling again at least every refresh interval (2.5 node timeouts, at least 50ms); one
+// that stops calling for four intervals (it crashed, say) loses its place, and one that
+// gives up (ctx ended) leaves the queue at once, in the background, letting go of the lock
+// wherever a release handed it over. (A call of its that was under way when ctx ended may
+// still land after that and queue it again on a node, until the place lapses.)
 //
-// While it waits, it does not poll where it can: it subscribes to its own wake-up channel
-// on the nodes that are Subscribers, tries once more at once (the release may have come
-// before the subscription), and then sleeps until a release wakes it (a release wakes only
-// the first waiter), the holder's remaining TTL or the refresh interval, whichever comes
-// first. Without an active subscription, and after other failures, it sleeps a jittered
-// backoff, never longer than the holder's remaining TTL or the refresh interval. When ctx
-// ends it returns an error that matches both ctx's error and the last attempt's (ErrHeld or
-// ErrNoQuorum, say) under errors.Is.
+// A release hands the lock to the first waiter: the node sets it to the waiter's latest
+// attempt's token, with its TTL, and says so on the waiter's own channel. A waiter that
+// hears this from a quorum of the nodes that refused its latest attempt holds the lock
+// without calling again; its validity counts from the start of that attempt, which came
+// before every hand-over it accepts. It takes a hand-over only if at least half the TTL
+// is left; otherwise it calls again, and the nodes that hold the lock for it renew it.
+//
+// While it waits, it does not poll where it can: it subscribes to its own channel on the
+// nodes that are Subscribers, tries once more at once (the release may have come before
+// the subscription), and then sleeps until a release hands it the lock or wakes it, the
+// holder's remaining TTL or the refresh interval, whichever comes first. Without an active
+// subscription, and after other failures, it sleeps a jittered backoff, never longer than
+// the holder's remaining TTL or the refresh interval. When ctx ends it returns an error
+// that matches both ctx's error and the last attempt's (ErrHeld or ErrNoQuorum, say) under
+// errors.Is.
 func (c *Cluster) AcquireWait(ctx context.Context, l *Lock, b Backoff) (Grant, error) {
 	l.Waiter, l.Ticket = NewToken(), time.Now().UnixMicro()
 	var w *watch   // the wake-up subscription, from the first time the lock is found held
 	var last error // the last attempt's error that was not ctx's
 	for attempt := 0; ; attempt++ {
-		l.Token = NewToken()
+		l.Token = l.Waiter + "." + strconv.Itoa(attempt+1)
 		g, o, err := c.acquire(ctx, l)
 		if err == nil {
 			if w != nil {
@@ -222,33 +255,29 @@ func (c *Cluster) AcquireWait(ctx context.Context, l *Lock, b Backoff) (Grant, e
 			held := errors.Is(err, ErrHeld)
 			if held && w == nil {
 				w = c.watch(ctx, l.Keys.Wake(l.Waiter), l.NodeTimeout)
-				if w.active() {
+				if w.isActive() {
 					continue
 				}
 			}
 			delay := min(b.Delay(attempt, o.wait), l.refresh())
-			var wake <-chan struct{}
+			listen := false
 			switch {
 			case o.split:
 				// Competitors took some nodes each and all let go: retry after a random
 				// pause of up to two attempts' time, so that the next round has a winner.
-				w.drain()
 				delay = rand.N(2*o.took + 1)
-			case held && w.active():
-				delay, wake = l.refresh(), w.wake
+			case held && w.isActive():
+				delay, listen = l.refresh(), true
 				if o.wait > 0 {
 					delay = min(o.wait, delay)
 				}
 			}
-			timer := time.NewTimer(delay)
-			select {
-			case <-timer.C:
+			if g, ok := c.await(ctx, l, w, o, delay, listen); ok {
+				go w.stop()
+				return g, nil
+			}
+			if ctx.Err() == nil {
 				continue
-			case <-wake:
-				timer.Stop()
-				continue
-			case <-ctx.Done():
-				timer.Stop()
 			}
 		} else if !errors.Is(err, ctx.Err()) {
 			last = err
@@ -264,10 +293,88 @@ func (c *Cluster) AcquireWait(ctx context.Context, l *Lock, b Backoff) (Grant, e
 	}
 }
 
+// await sleeps after the failed attempt o until delay passes or ctx ends, or, if listen,
+// until a message on w wakes it or hands it the lock: then it reports the Grant and true
+// once a quorum of the nodes that refused o handed l over (raising the fence first if l
+// asks for one at N > 1). Any other message ends the sleep, so that the waiter calls again.
+func (c *Cluster) await(ctx context.Context, l *Lock, w *watch, o outcome, delay time.Duration, listen bool) (Grant, bool) {
+	deadline := time.Now().Add(delay)
+	timer := time.NewTimer(delay)
+	defer timer.Stop()
+	var msgs <-chan message
+	if listen {
+		msgs = w.msgs
+	}
+	handed := make([]bool, len(c.nodes))
+	var count int
+	var top int64
+	for {
+		select {
+		case <-timer.C:
+			return Grant{}, false
+		case <-ctx.Done():
+			return Grant{}, false
+		case m := <-msgs:
+			h, ok := parseHandover(m.payload)
+			if !ok {
+				return Grant{}, false // a plain wake-up: the lock may be free
+			}
+			if h.token != l.Token || o.refused == nil || !o.refused[m.node] || handed[m.node] {
+				continue // an earlier attempt's, or from a node whose refusal we did not see
+			}
+			handed[m.node] = true
+			count++
+			top = max(top, h.fence)
+			if h.unguarded {
+				c.markUnguarded(m.node)
+			}
+			if count < c.quorum {
+				// The other nodes hand it over in the same release, moments apart; if they
+				// do not within a node timeout, call again.
+				timer.Reset(min(l.NodeTimeout, time.Until(deadline)))
+				continue
+			}
+			until := o.start.Add(l.TTL - l.Drift())
+			if time.Until(until) < l.TTL/2 {
+				return Grant{}, false // call again: the nodes that hold it for us renew it
+			}
+			if l.Fence && len(c.nodes) > 1 {
+				if err := c.raise(ctx, l, top, until); err != nil {
+					return Grant{}, false
+				}
+			}
+			return Grant{Start: o.start, Until: until, Fence: uint64(top)}, true
+		}
+	}
+}
+
+// handover is a release's message that it handed the lock to a waiter's attempt.
+type handover struct {
+	token     string
+	fence     int64
+	unguarded bool
+}
+
+// parseHandover parses "<token> <fence>[ u]" (see release.lua); ok is false for anything
+// else, such as the empty message of a plain wake-up.
+func parseHandover(p string) (h handover, ok bool) {
+	token, rest, found := strings.Cut(p, " ")
+	if !found || token == "" {
+		return h, false
+	}
+	fence, flag, _ := strings.Cut(rest, " ")
+	n, err := strconv.ParseInt(fence, 10, 64)
+	if err != nil || n < 0 || (flag != "" && flag != "u") {
+		return h, false
+	}
+	return handover{token: token, fence: n, unguarded: flag == "u"}, true
+}
+
 // leave takes l's waiter out of the queue on every node, in the background (each node
-// within a node timeout), and wakes the next waiter if the lock is free.
+// within a node timeout), lets go of the lock where a release handed it to one of l's
+// attempts, and hands it on (or wakes the next waiter) if the lock is then free.
 func (c *Cluster) leave(l *Lock) {
-	keys, args, timeout := l.Keys.release(), []string{"", l.Keys.Channel, l.Waiter, "leave"}, l.NodeTimeout
+	keys, args, timeout := l.Keys.ReleaseKeys(), []string{l.Token, l.Keys.Channel, l.Waiter, "leave"}, l.NodeTimeout
 	go c.call(context.Background(), timeout, releaseScript, keys, args...)
 }
 

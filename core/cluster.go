@@ -18,7 +18,6 @@ type Cluster struct {
 	publish   []string      // per node: the release script's publish command
 	unguarded []atomic.Bool // per node: it cannot report its uptime to the restart guard
 	warn      func(node string)
-	notify    notifier // release subscriptions shared by this Cluster's waiters
 }
 
 // ClusterOption configures a Cluster.
@@ -265,9 +264,8 @@ func (t *tally) err() error {
 
 // collect reads replies from ch into t until the outcome is decided (unless t.all), every node answered,
 // timeout passed (a node that ignores its context cannot hold us longer) or ctx ended. It
-// calls seen for each reply. It returns which nodes answered.
-func (c *Cluster) collect(ctx context.Context, timeout time.Duration, ch <-chan reply, t *tally, seen func(reply)) []bool {
-	answered := make([]bool, len(c.nodes))
+// calls seen for each reply, and marks in answered (one entry per node) which nodes answered.
+func (c *Cluster) collect(ctx context.Context, timeout time.Duration, ch <-chan reply, t *tally, answered []bool, seen func(reply)) {
 	timer := time.NewTimer(timeout)
 	defer timer.Stop()
 	for t.answers < len(c.nodes) && (t.all || !t.won() && !t.lost()) {
@@ -280,13 +278,12 @@ func (c *Cluster) collect(ctx context.Context, timeout time.Duration, ch <-chan 
 			}
 		case <-timer.C:
 			t.missing(answered, timeoutError(timeout, nil))
-			return answered
+			return
 		case <-ctx.Done():
 			t.missing(answered, ctx.Err())
-			return answered
+			return
 		}
 	}
-	return answered
 }
 
 // timeoutError is ErrNodeTimeout, with the driver's own error when it says more than that

@@ -12,18 +12,20 @@ type Keys struct {
 	Fence   string // the fencing counter; it has no TTL, so it outlives every holder
 	Queue   string // the waiters in turn order: a sorted set of waiter ids by ticket
 	Alive   string // when each waiter's place lapses: a sorted set of waiter ids by deadline
+	Waiters string // each waiter's latest attempt, for a release to hand it the lock: a hash
 	Channel string // a waiter is woken on Channel + ":" + its waiter id (see Wake)
 }
 
 // NewKeys returns the keys of the lock called name: "<prefix>{<name>}", then ":fence",
-// ":queue", ":alive" and ":released" after it.
+// ":queue", ":alive", ":waiters" and ":released" after it.
 func NewKeys(prefix, name string) Keys {
 	base := prefix + "{" + name + "}"
-	return Keys{Lock: base, Fence: base + ":fence", Queue: base + ":queue", Alive: base + ":alive", Channel: base + ":released"}
+	return Keys{Lock: base, Fence: base + ":fence", Queue: base + ":queue", Alive: base + ":alive", Waiters: base + ":waiters",
+		Channel: base + ":released"}
 }
 
-// Wake returns the channel on which the waiter with id waiter is told that its turn may
-// have come.
+// Wake returns the channel on which the waiter with id waiter is told that a release handed
+// it the lock, or that its turn may have come.
 func (k Keys) Wake(waiter string) string { return k.Channel + ":" + waiter }
 
 // NewToken returns a fresh random owner token: 16 bytes from crypto/rand, base64url-encoded.
@@ -33,6 +35,9 @@ func NewToken() string {
 	return base64.RawURLEncoding.EncodeToString(b[:])
 }
 
-// acquire and release are the KEYS of the scripts of those names.
-func (k Keys) acquire() []string { return []string{k.Lock, k.Fence, k.Queue, k.Alive} }
-func (k Keys) release() []string { return []string{k.Lock, k.Queue, k.Alive} }
+// AcquireKeys returns the KEYS that core passes to the acquire script, in order: for
+// backend tests (such as the conformance suite) that call the scripts as core does.
+func (k Keys) AcquireKeys() []string { return []string{k.Lock, k.Fence, k.Queue, k.Alive, k.Waiters} }
+
+// ReleaseKeys returns the KEYS that core passes to the release script, in order.
+func (k Keys) ReleaseKeys() []string { return []string{k.Lock, k.Queue, k.Alive, k.Waiters, k.Fence} }

@@ -6,76 +6,42 @@ import (
 	"time"
 )
 
-// notifier keeps the wake-up subscriptions of a Cluster's waiters: the first waiter for a
-// channel subscribes on every node that is a Subscriber, later ones join it, and the last
-// one to leave unsubscribes. Each waiter now has a channel of its own (Keys.Wake), so
-// a channel has exactly one waiter and the sharing goes unused.
-type notifier struct {
-	mu   sync.Mutex
-	subs map[string]*subscription
+// message is one notification on a waiter's channel: which node sent it, and its payload
+// ("" for a plain wake-up, see release.lua for a hand-over).
+type message struct {
+	node    int
+	payload string
 }
 
-// subscription is one channel's subscription on the nodes, and the waiters it wakes.
-type subscription struct {
-	ready   chan struct{} // closed once the nodes answered Subscribe
-	active  bool          // at least one node confirmed (set before ready closes)
-	unsubs  []func()
-	waiters map[*watch]struct{} // guarded by notifier.mu
-}
-
-// watch is one waiter's view of a subscription.
+// watch is one waiter's subscription to its own wake-up channel (Keys.Wake) on every node
+// that is a Subscriber.
 type watch struct {
-	c    *Cluster
-	ch   string
-	sub  *subscription
-	wake chan struct{} // receives when a release may have happened
+	ready  chan struct{} // closed once the nodes answered Subscribe
+	active bool          // at least one node confirmed (set before ready closes)
+	unsubs []func()
+	msgs   chan message // what the nodes said; messages beyond its room are dropped
 }
 
-// watch subscribes to channel (or joins the subscription already there) and returns once
-// the nodes have confirmed it, each within timeout. w.active reports whether any node did;
-// if none did (no node is a Subscriber, or all failed) the waiter must poll.
+// watch subscribes to channel on every Subscriber node in parallel and returns once they
+// have answered, each within timeout, or ctx ended. w.active reports whether any node
+// confirmed; if none did (no node is a Subscriber, or all failed) the waiter must poll.
 func (c *Cluster) watch(ctx context.Context, channel string, timeout time.Duration) *watch {
-	n := &c.notify
-	w := &watch{c: c, ch: channel, wake: make(chan struct{}, 1)}
-	n.mu.Lock()
-	if n.subs == nil {
-		n.subs = make(map[string]*subscription)
-	}
-	sub, ok := n.subs[channel]
-	if !ok {
-		sub = &subscription{ready: make(chan struct{}), waiters: make(map[*watch]struct{})}
-		n.subs[channel] = sub
-	}
-	sub.waiters[w] = struct{}{}
-	w.sub = sub
-	n.mu.Unlock()
-
-	if !ok {
-		c.subscribe(ctx, sub, channel, timeout)
-	}
+	// Room for several messages per node: a waiter reads them between attempts, and a
+	// dropped one costs at most a refresh interval (the hand-over is taken at the next call).
+	w := &watch{ready: make(chan struct{}), msgs: make(chan message, 4*len(c.nodes)+4)}
+	go c.subscribe(ctx, w, channel, timeout)
 	select {
-	case <-sub.ready:
+	case <-w.ready:
 	case <-ctx.Done():
 	}
 	return w
 }
 
-// active reports whether the waiter will be woken by release notifications.
-func (w *watch) active() bool {
-	select {
-	case <-w.sub.ready:
-		return w.sub.active
-	default:
-		return false
-	}
-}
-
-// subscribe subscribes sub on every Subscriber node in parallel and closes sub.ready.
-func (c *Cluster) subscribe(ctx context.Context, sub *subscription, channel string, timeout time.Duration) {
-	onMessage := func() { c.notify.wakeAll(sub) }
+// subscribe subscribes w on every Subscriber node in parallel and closes w.ready.
+func (c *Cluster) subscribe(ctx context.Context, w *watch, channel string, timeout time.Duration) {
 	var mu sync.Mutex
 	var wg sync.WaitGroup
-	for _, node := range c.nodes {
+	for i, node := range c.nodes {
 		s, ok := node.(Subscriber)
 		if !ok {
 			continue
@@ -85,60 +51,47 @@ func (c *Cluster) subscribe(ctx context.Context, sub *subscription, channel stri
 			defer wg.Done()
 			sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), timeout)
 			defer cancel()
-			unsub, err := s.Subscribe(sctx, channel, onMessage)
+			unsub, err := s.Subscribe(sctx, channel, func(payload string) {
+				select {
+				case w.msgs <- message{node: i, payload: payload}:
+				default:
+				}
+			})
 			if err != nil {
 				return
 			}
 			mu.Lock()
-			sub.unsubs = append(sub.unsubs, unsub)
-			sub.active = true
+			w.unsubs = append(w.unsubs, unsub)
+			w.active = true
 			mu.Unlock()
 		}()
 	}
 	wg.Wait()
-	close(sub.ready)
+	close(w.ready)
 }
 
-func (n *notifier) wakeAll(sub *subscription) {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	for w := range sub.waiters {
-		select {
-		case w.wake <- struct{}{}:
-		default:
-		}
+// isActive reports whether the waiter will hear release notifications. It is false on a
+// nil watch.
+func (w *watch) isActive() bool {
+	if w == nil {
+		return false
+	}
+	select {
+	case <-w.ready:
+		return w.active
+	default:
+		return false
 	}
 }
 
-// stop leaves the subscription; the last waiter to leave unsubscribes on the nodes. It is a
-// no-op on a nil watch.
+// stop unsubscribes on the nodes, after the subscriptions still under way have answered
+// (within a node timeout). It is a no-op on a nil watch.
 func (w *watch) stop() {
 	if w == nil {
 		return
 	}
-	n := &w.c.notify
-	n.mu.Lock()
-	delete(w.sub.waiters, w)
-	last := len(w.sub.waiters) == 0
-	if last && n.subs[w.ch] == w.sub {
-		delete(n.subs, w.ch)
-	}
-	n.mu.Unlock()
-	if last {
-		<-w.sub.ready // its subscriber set the unsubs; it returns within a node timeout
-		for _, unsub := range w.sub.unsubs {
-			unsub()
-		}
-	}
-}
-
-// drain forgets a pending wake-up. It is a no-op on a nil watch.
-func (w *watch) drain() {
-	if w == nil {
-		return
-	}
-	select {
-	case <-w.wake:
-	default:
+	<-w.ready
+	for _, unsub := range w.unsubs {
+		unsub()
 	}
 }

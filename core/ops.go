@@ -19,7 +19,7 @@ func (c *Cluster) Extend(ctx context.Context, l *Lock) (time.Time, error) {
 	start := time.Now()
 	ch := c.call(ctx, l.NodeTimeout, extendScript, []string{l.Keys.Lock}, l.Token, millis(l.TTL))
 	t := tally{c: c, op: "extend", key: l.Keys.Lock}
-	c.collect(ctx, l.NodeTimeout, ch, &t, nil)
+	c.collect(ctx, l.NodeTimeout, ch, &t, make([]bool, len(c.nodes)), nil)
 	until := start.Add(l.TTL - l.Drift())
 	switch {
 	case ctx.Err() != nil:
@@ -34,8 +34,9 @@ func (c *Cluster) Extend(ctx context.Context, l *Lock) (time.Time, error) {
 	return time.Time{}, t.err()
 }
 
-// Release deletes l on every node that holds it with l.Token, takes l.Waiter out of the
-// queue, and wakes the first waiter in the queue. It first lets the nodes that had not answered the acquisition yet answer (within
+// Release deletes l on every node that holds it with l.Token (or, for a waiter's token,
+// with an earlier attempt's), takes l.Waiter out of the queue, and hands the lock to the
+// first waiter in the queue, telling it on its channel (see AcquireWait). It first lets the nodes that had not answered the acquisition yet answer (within
 // a node timeout), so that no late SET lands after the release; then it waits for every
 // node, but no longer than l.NodeTimeout, so that when it returns the lock is gone from
 // every node that answered. It runs even if ctx is
@@ -53,9 +54,9 @@ func (c *Cluster) Release(ctx context.Context, l *Lock) error {
 		}
 		timer.Stop()
 	}
-	ch := c.call(ctx, l.NodeTimeout, releaseScript, l.Keys.release(), l.Token, l.Keys.Channel, l.Waiter, "leave")
+	ch := c.call(ctx, l.NodeTimeout, releaseScript, l.Keys.ReleaseKeys(), l.Token, l.Keys.Channel, l.Waiter, "leave")
 	t := tally{c: c, op: "release", key: l.Keys.Lock, all: true}
-	c.collect(ctx, l.NodeTimeout, ch, &t, nil)
+	c.collect(ctx, l.NodeTimeout, ch, &t, make([]bool, len(c.nodes)), nil)
 	switch {
 	case t.won():
 		return nil

@@ -190,6 +190,10 @@ func TestWaiterThatGivesUpLeavesTheQueue(t *testing.T) {
 	require.NoError(t, err)
 
 	quitter := lock("leave")
+	// Its refresh interval (25 s) keeps it from calling again while it waits: a call under
+	// way when its ctx ends may land after the leave and queue it again until its place
+	// lapses (see AcquireWait).
+	quitter.NodeTimeout = 10 * time.Second
 	ctx, cancel := context.WithCancel(context.Background())
 	quit := make(chan error, 1)
 	go func() { _, err := cl.AcquireWait(ctx, quitter, patient); quit <- err }()

@@ -17,7 +17,7 @@ var (
 	_ core.ShardedPubSub = (*Node)(nil)
 )
 
-// Subscribe implements core.Subscriber: onMessage is called for every message on channel,
+// Subscribe implements core.Subscriber: onMessage is called with every message on channel,
 // and once more after the pub/sub connection was re-established, since messages may have
 // been missed meanwhile. It returns once the server confirmed the subscription; it fails
 // with ctx's error if ctx ends first, with the driver's error if SUBSCRIBE cannot be sent,
@@ -30,7 +30,7 @@ var (
 // unsubscribe is idempotent; once it returns no call to onMessage starts (one already under
 // way may still be running). Callbacks run on a goroutine of the Node's and must not block;
 // they may call unsubscribe. Subscribe is safe for concurrent use.
-func (n *Node) Subscribe(ctx context.Context, channel string, onMessage func()) (unsubscribe func(), err error) {
+func (n *Node) Subscribe(ctx context.Context, channel string, onMessage func(payload string)) (unsubscribe func(), err error) {
 	// Without Options.ContextTimeoutEnabled, go-redis connects and sends with its own
 	// timeouts only; the subscription then completes in the background and is dropped.
 	var abandoned atomic.Bool
@@ -40,9 +40,9 @@ func (n *Node) Subscribe(ctx context.Context, channel string, onMessage func()) 
 	}
 	done := make(chan result, 1)
 	go func() {
-		u, err := n.ps.reg.Subscribe(ctx, channel, func() {
+		u, err := n.ps.reg.Subscribe(ctx, channel, func(payload string) {
 			if !abandoned.Load() {
-				onMessage()
+				onMessage(payload)
 			}
 		})
 		done <- result{u, err}
@@ -159,7 +159,7 @@ func (p *pubsub) read(ps *redis.PubSub, idle bool) {
 		msg, err := ps.Receive(context.Background())
 		switch m := msg.(type) {
 		case *redis.Message:
-			p.reg.Message(m.Channel)
+			p.reg.Message(m.Channel, m.Payload)
 		case *redis.Subscription:
 			if m.Kind == "subscribe" || m.Kind == "ssubscribe" {
 				p.reg.Confirmed(m.Channel)

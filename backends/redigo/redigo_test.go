@@ -75,7 +75,7 @@ func TestPubSubConnectionLeavesPool(t *testing.T) {
 	pool := newPool(t, s.Addr)
 	node := redigo.New(pool, s.Addr)
 	ctx := context.Background()
-	unsubscribe, err := node.Subscribe(ctx, "ch", func() {})
+	unsubscribe, err := node.Subscribe(ctx, "ch", func(string) {})
 	require.NoError(t, err)
 	_, err = node.Eval(ctx, core.Scripts()[1], []string{"lock"}, "token", "1000")
 	require.NoError(t, err)

@@ -12,7 +12,7 @@ import (
 
 var _ core.Subscriber = (*Node)(nil)
 
-// Subscribe implements core.Subscriber: onMessage is called for every message on channel,
+// Subscribe implements core.Subscriber: onMessage is called with every message on channel,
 // and once more after the pub/sub connection was re-established, since messages may have
 // been missed meanwhile. It returns once the server confirmed the subscription; it fails
 // with ctx's error if ctx ends first, with the pool's error if no connection can be had,
@@ -25,7 +25,7 @@ var _ core.Subscriber = (*Node)(nil)
 // unsubscribe is idempotent; once it returns no call to onMessage starts (one already under
 // way may still be running). Callbacks run on a goroutine of the Node's and must not block;
 // they may call unsubscribe. Subscribe is safe for concurrent use.
-func (n *Node) Subscribe(ctx context.Context, channel string, onMessage func()) (unsubscribe func(), err error) {
+func (n *Node) Subscribe(ctx context.Context, channel string, onMessage func(payload string)) (unsubscribe func(), err error) {
 	return n.ps.reg.Subscribe(ctx, channel, onMessage)
 }
 
@@ -103,7 +103,7 @@ func (p *pubsub) read() {
 		switch m := (redis.PubSubConn{Conn: conn}).ReceiveWithTimeout(0).(type) {
 		case redis.Message:
 			failures = 0
-			p.reg.Message(m.Channel)
+			p.reg.Message(m.Channel, string(m.Data))
 		case redis.Subscription:
 			failures = 0
 			if m.Kind == "subscribe" {

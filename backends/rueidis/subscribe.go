@@ -16,7 +16,7 @@ var (
 	_ core.ShardedPubSub = (*Node)(nil)
 )
 
-// Subscribe implements core.Subscriber: onMessage is called for every message on channel,
+// Subscribe implements core.Subscriber: onMessage is called with every message on channel,
 // and once more after the subscription was re-established on a new connection, since
 // messages may have been missed meanwhile. It returns once the server confirmed the
 // subscription; it fails with ctx's error if ctx ends first, with the client's error if
@@ -29,7 +29,7 @@ var (
 // unsubscribe is idempotent; once it returns no call to onMessage starts (one already under
 // way may still be running). Callbacks run on a goroutine of the Node's or rueidis's and must
 // not block; they may call unsubscribe. Subscribe is safe for concurrent use.
-func (n *Node) Subscribe(ctx context.Context, channel string, onMessage func()) (unsubscribe func(), err error) {
+func (n *Node) Subscribe(ctx context.Context, channel string, onMessage func(payload string)) (unsubscribe func(), err error) {
 	return n.ps.reg.Subscribe(ctx, channel, onMessage)
 }
 
@@ -124,7 +124,7 @@ func (p *pubsub) receive(ctx context.Context, channel string, r, prev *receiver)
 			p.reg.Confirmed(channel)
 		}
 	})
-	onMessage := func(rueidis.PubSubMessage) { p.reg.Message(channel) }
+	onMessage := func(m rueidis.PubSubMessage) { p.reg.Message(channel, m.Message) }
 	for failures := 0; ; failures++ {
 		cmd := p.client.B().Subscribe().Channel(channel).Build()
 		if p.sharded {

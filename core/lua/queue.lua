@@ -1,7 +1,11 @@
--- queue: the waiter queue, shared by the acquire and release scripts (core puts this text
--- in front of each). A queue is two sorted sets: q holds waiter ids by ticket (the turn
--- order, smaller first, ties by id), a holds the same ids by the server time in
--- milliseconds at which each waiter's place lapses unless it calls again.
+-- queue: what the acquire and release scripts share (core puts this text in front of
+-- each): the waiter queue, the restart guard, the fence counter and attempt tokens.
+--
+-- A queue is two sorted sets and a hash: q holds waiter ids by ticket (the turn order,
+-- smaller first, ties by id), a holds the same ids by the server time in milliseconds at
+-- which each waiter's place lapses unless it calls again, and w maps each waiter id to its
+-- latest attempt, "<token> <ttl ms> <fence flag> <guard s>", so that a release can hand the
+-- lock to the first waiter in its name.
 if redis.replicate_commands then
   redis.replicate_commands() -- Redis 3.2 to 4 need this before TIME; later versions ignore it
 end
@@ -17,26 +21,92 @@ local function now_ms()
   return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 end
 
--- enqueue puts waiter in the queue at ticket (a decimal string: Lua would print a 16-digit
--- number in exponent form, inexactly), or keeps its place, for keep more milliseconds. The
--- sets expire when no one calls, but never before a place they keep.
-local function enqueue(q, a, waiter, ticket, keep)
-  redis.call('ZADD', q, ticket, waiter)
-  redis.call('ZADD', a, string.format('%d', now_ms() + keep), waiter)
-  if redis.call('PTTL', q) < keep then
-    redis.call('PEXPIRE', q, keep)
-    redis.call('PEXPIRE', a, keep)
+-- attempt splits a waiter's token "<waiter id>.<attempt>" into the id and the attempt
+-- number; any other token gives nil: it matches only itself.
+local function attempt(token)
+  local id, n = string.match(token, '^(.+)%.(%d+)$')
+  if id then
+    return id, tonumber(n)
   end
 end
 
-local function dequeue(q, a, waiter)
+-- ours reports whether holder is token, or an earlier attempt of token's waiter (a
+-- straggler's grant, or the lock handed to an attempt that has since been superseded).
+local function ours(holder, token)
+  if holder == token then
+    return true
+  end
+  local id, n = attempt(token)
+  local hid, hn = attempt(holder)
+  return id ~= nil and id == hid and hn <= n
+end
+
+-- guarded checks the restart guard of guard seconds (0: off). It returns the milliseconds to
+-- abstain for if the server started less than the guard ago (it may have forgotten locks it
+-- granted before a restart), else nil, and then whether the server could not report its
+-- uptime (the node is not guarded).
+local function guarded(guard)
+  if guard <= 0 then
+    return nil, false
+  end
+  local info = redis.pcall('INFO', 'server')
+  local uptime = type(info) == 'string' and tonumber(string.match(info, 'uptime_in_seconds:(%d+)'))
+  if not uptime then
+    return nil, true
+  end
+  if uptime <= guard then
+    -- uptime_in_seconds is a difference of whole wall-clock seconds and can read one more
+    -- than has passed: only uptime > guard proves that the guard's time has gone by.
+    return (guard - uptime + 1) * 1000, false
+  end
+  return nil, false
+end
+
+-- advance advances the fence counter f and returns it: max(counter + 1, server time in
+-- microseconds), so that a node that lost its data does not start again from 1.
+local function advance(f)
+  local t = server_time()
+  -- The microseconds as a decimal string: exact, and never printed in exponent form.
+  local now = t[1] .. string.format('%06d', tonumber(t[2]))
+  local counter = redis.call('GET', f)
+  if counter and tonumber(counter) >= tonumber(now) then
+    return redis.call('INCR', f)
+  end
+  redis.call('SET', f, now)
+  return tonumber(now)
+end
+
+-- enqueue puts waiter in the queue at ticket (a decimal string: Lua would print a 16-digit
+-- number in exponent form, inexactly), or keeps its place, for keep more milliseconds, and
+-- records its attempt (reg, or nothing if reg is nil) unless a later one is recorded. The
+-- sets expire when no one calls, but never before a place they keep.
+local function enqueue(q, a, w, waiter, ticket, keep, reg)
+  redis.call('ZADD', q, ticket, waiter)
+  redis.call('ZADD', a, string.format('%d', now_ms() + keep), waiter)
+  if reg then
+    local old = redis.call('HGET', w, waiter)
+    local _, n = attempt(string.match(reg, '^%S+'))
+    local _, m = attempt(old and string.match(old, '^%S+') or '')
+    if not (n and m and m > n) then
+      redis.call('HSET', w, waiter, reg)
+    end
+  end
+  if redis.call('PTTL', q) < keep then
+    redis.call('PEXPIRE', q, keep)
+    redis.call('PEXPIRE', a, keep)
+    redis.call('PEXPIRE', w, keep)
+  end
+end
+
+local function dequeue(q, a, w, waiter)
   redis.call('ZREM', q, waiter)
   redis.call('ZREM', a, waiter)
+  redis.call('HDEL', w, waiter)
 end
 
 -- first forgets the waiters whose place lapsed and returns the first one left as
 -- {id, ticket}, or an empty table if none is queued.
-local function first(q, a)
+local function first(q, a, w)
   local head = redis.call('ZRANGE', q, 0, 0, 'WITHSCORES')
   if #head == 0 then
     return head
@@ -48,8 +118,8 @@ local function first(q, a)
   end
   for _, id in ipairs(gone) do
     redis.call('ZREM', q, id)
+    redis.call('HDEL', w, id)
   end
   redis.call('ZREMRANGEBYSCORE', a, '-inf', now)
   return redis.call('ZRANGE', q, 0, 0, 'WITHSCORES')
 end
-

@@ -1,8 +1,11 @@
 -- release (run after queue.lua): delete the lock if it is ours; then, if the lock is free,
--- wake the first live waiter in the queue (on its own channel), so that waiters take turns.
--- KEYS[1] lock key, KEYS[2] waiter queue, KEYS[3] waiter liveness (see acquire)
--- ARGV[1] our random token ("" to release nothing), ARGV[2] release channel: the first
--- waiter's channel is ARGV[2] .. ':' .. its waiter id,
+-- hand it to the first live waiter in the queue and tell that waiter on its own channel, so
+-- that waiters take turns and the next one need not call again to get it.
+-- KEYS[1] lock key, KEYS[2] waiter queue, KEYS[3] waiter liveness, KEYS[4] the waiters'
+-- latest attempts, KEYS[5] fence counter key (see acquire)
+-- ARGV[1] our random token ("" to release nothing); with a waiter's token, the lock held
+--         by an earlier attempt of the same waiter is released too,
+-- ARGV[2] release channel: the first waiter's channel is ARGV[2] .. ':' .. its waiter id,
 -- ARGV[3] "SPUBLISH" to publish with sharded pub/sub (Redis Cluster), anything else: PUBLISH,
 -- ARGV[4] our waiter id ("" if none),
 -- ARGV[5] "leave" to take our waiter id out of the queue; anything else keeps our place (a
@@ -10,29 +13,54 @@
 -- ARGV[6], ARGV[7] when keeping our place: our ticket, and how long in milliseconds the
 --         place is kept (see acquire). A node that granted our failed attempt may not have
 --         queued us yet: this queues us, so that we are first here too.
+-- The message to the first waiter is "<token> <fence>" if the lock is now its latest
+-- attempt's (token; fence as acquire's reply would carry it, 0 if it did not ask for one),
+-- followed by " u" if it asked for the restart guard and the server cannot report its
+-- uptime. It is empty if the lock could not be handed over (the waiter recorded no attempt
+-- here, or the restart guard abstains): then the waiter should call again.
 -- Reply {released, woken}: released is 1 if the lock was ours and is deleted, else 0; woken
--- is how many subscribers heard the wake-up (0 if no one was woken).
+-- is how many subscribers heard the message (0 if no one was told).
 local holder = redis.call('GET', KEYS[1])
 local released = 0
-if holder == ARGV[1] then
+if holder and ours(holder, ARGV[1]) then
   redis.call('DEL', KEYS[1])
   released, holder = 1, false
 end
 local waiter = ARGV[4]
 if waiter ~= '' and ARGV[5] == 'leave' then
-  dequeue(KEYS[2], KEYS[3], waiter)
+  dequeue(KEYS[2], KEYS[3], KEYS[4], waiter)
 elseif waiter ~= '' and released == 1 then
-  enqueue(KEYS[2], KEYS[3], waiter, ARGV[6], tonumber(ARGV[7]))
+  enqueue(KEYS[2], KEYS[3], KEYS[4], waiter, ARGV[6], tonumber(ARGV[7]), nil)
 end
 if holder then
   return {released, 0}
 end
-local head = first(KEYS[2], KEYS[3])
+local head = first(KEYS[2], KEYS[3], KEYS[4])
 if #head == 0 or (head[1] == waiter and ARGV[5] ~= 'leave') then
   return {released, 0}
+end
+local message = ''
+local reg = redis.call('HGET', KEYS[4], head[1])
+local token, ttl, fenced, guard
+if reg then
+  token, ttl, fenced, guard = string.match(reg, '^(%S+) (%d+) (%d) (%d+)$')
+end
+if token then
+  local abstain, unguarded = guarded(tonumber(guard))
+  if not abstain then
+    redis.call('SET', KEYS[1], token, 'PX', ttl)
+    local fence = 0
+    if fenced ~= '0' then
+      fence = advance(KEYS[5])
+    end
+    message = token .. ' ' .. string.format('%d', fence)
+    if unguarded then
+      message = message .. ' u'
+    end
+  end
 end
 local publish = 'PUBLISH'
 if ARGV[3] == 'SPUBLISH' then
   publish = 'SPUBLISH'
 end
-return {released, redis.call(publish, ARGV[2] .. ':' .. head[1], '')}
+return {released, redis.call(publish, ARGV[2] .. ':' .. head[1], message)}

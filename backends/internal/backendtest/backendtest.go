@@ -176,13 +176,13 @@ func flush(t *testing.T, s *Server) {
 // acquireKeys, acquireArgs, releaseKeys and releaseArgs are the KEYS and ARGV of core's
 // acquire and release scripts as core passes them for an owner that does not wait (no
 // restart guard, fence counter advanced, no waiter id); publish is PUBLISH or SPUBLISH.
-func acquireKeys(k core.Keys) []string { return []string{k.Lock, k.Fence, k.Queue, k.Alive} }
+func acquireKeys(k core.Keys) []string { return k.AcquireKeys() }
 
 func acquireArgs(token, ttl string) []string {
 	return []string{token, ttl, "0", "1", "", "0", "10000"}
 }
 
-func releaseKeys(k core.Keys) []string { return []string{k.Lock, k.Queue, k.Alive} }
+func releaseKeys(k core.Keys) []string { return k.ReleaseKeys() }
 
 func releaseArgs(token string, k core.Keys, publish string) []string {
 	return []string{token, k.Channel, publish, "", "leave"}

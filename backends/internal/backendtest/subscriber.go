@@ -21,7 +21,7 @@ type Closer interface{ Close() error }
 // counter is a Subscribe callback that counts its calls.
 type counter struct{ n atomic.Int64 }
 
-func (c *counter) fn()          { c.n.Add(1) }
+func (c *counter) fn(string)    { c.n.Add(1) }
 func (c *counter) calls() int64 { return c.n.Load() }
 
 // waitCalls waits until c was called want times, then checks it is not called again.
@@ -195,8 +195,8 @@ func Subscriber(t *testing.T, newNode NewNode, kinds ...Kind) {
 	run("unsubscribe from a callback", func(t *testing.T, srv *Server, _ core.Node, s core.Subscriber) {
 		var c counter
 		var self atomic.Pointer[func()]
-		unsubscribe, err := s.Subscribe(context.Background(), "ch:{self}", func() {
-			c.fn()
+		unsubscribe, err := s.Subscribe(context.Background(), "ch:{self}", func(payload string) {
+			c.fn(payload)
 			if u := self.Load(); u != nil {
 				(*u)()
 			}
@@ -253,7 +253,7 @@ func Subscriber(t *testing.T, newNode NewNode, kinds ...Kind) {
 					if j%4 == 3 { // some give up early, before or after the confirmation
 						cancel()
 					}
-					unsubscribe, err := s.Subscribe(ctx, ch, func() {})
+					unsubscribe, err := s.Subscribe(ctx, ch, func(string) {})
 					cancel()
 					if err == nil {
 						if j%2 == 0 {
@@ -295,7 +295,7 @@ func Subscriber(t *testing.T, newNode NewNode, kinds ...Kind) {
 		settle()
 		assert.Zero(t, a.calls()+b.calls(), "calls after Close")
 
-		_, err := s.Subscribe(context.Background(), "ch:{close3}", func() {})
+		_, err := s.Subscribe(context.Background(), "ch:{close3}", func(string) {})
 		assert.Error(t, err, "Subscribe after Close")
 
 		got, err := node.Eval(context.Background(), script(t, "extend"), []string{"lock"}, "token", "1000")
@@ -335,7 +335,7 @@ func SubscribeHonoursContext(t *testing.T, hung func(t *testing.T) core.Node) {
 	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
 	defer cancel()
 	start := time.Now()
-	unsubscribe, err := s.Subscribe(ctx, "ch:{hung}", func() {})
+	unsubscribe, err := s.Subscribe(ctx, "ch:{hung}", func(string) {})
 	elapsed := time.Since(start)
 	assert.ErrorIs(t, err, context.DeadlineExceeded)
 	assert.Nil(t, unsubscribe)

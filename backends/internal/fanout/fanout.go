@@ -49,7 +49,7 @@ type entry struct {
 }
 
 type sub struct {
-	fn  func()
+	fn  func(payload string)
 	off atomic.Bool // set under Registry.mu: no call to fn starts afterwards
 }
 
@@ -61,7 +61,7 @@ func New(conn Conn) *Registry {
 // Subscribe implements core.Subscriber: it adds onMessage to channel, asks the Conn to
 // subscribe when channel is new, and returns once the server confirmed the subscription,
 // ctx ended (ctx.Err()), it failed (Fail's error) or the Registry was closed (ErrClosed).
-func (r *Registry) Subscribe(ctx context.Context, channel string, onMessage func()) (unsubscribe func(), err error) {
+func (r *Registry) Subscribe(ctx context.Context, channel string, onMessage func(payload string)) (unsubscribe func(), err error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
@@ -118,18 +118,19 @@ func (r *Registry) unsubscribe(channel string, e *entry, s *sub) {
 	}
 }
 
-// Message calls every callback of channel. It runs the callbacks on the caller's goroutine,
-// without the Registry's lock.
-func (r *Registry) Message(channel string) {
+// Message calls every callback of channel with the message's payload. It runs the
+// callbacks on the caller's goroutine, without the Registry's lock.
+func (r *Registry) Message(channel, payload string) {
 	r.mu.Lock()
 	subs := r.snapshot(r.chans[channel])
 	r.mu.Unlock()
-	call(subs)
+	call(subs, payload)
 }
 
 // Confirmed records the server's subscribe confirmation for channel. The first one lets
 // Subscribe return; a later one means the driver re-subscribed on a new connection, and
-// every callback of channel is called once because messages may have been lost meanwhile.
+// every callback of channel is called once, with an empty payload, because messages may
+// have been lost meanwhile.
 func (r *Registry) Confirmed(channel string) {
 	r.mu.Lock()
 	e := r.chans[channel]
@@ -149,7 +150,7 @@ func (r *Registry) Confirmed(channel string) {
 	}
 	subs := r.snapshot(e)
 	r.mu.Unlock()
-	call(subs)
+	call(subs, "")
 }
 
 // Fail fails the Subscribe calls still waiting for a confirmation, on channel, or on every
@@ -233,10 +234,10 @@ func (r *Registry) snapshot(e *entry) []*sub {
 }
 
 // call runs each callback that has not been unsubscribed meanwhile.
-func call(subs []*sub) {
+func call(subs []*sub, payload string) {
 	for _, s := range subs {
 		if !s.off.Load() {
-			s.fn()
+			s.fn(payload)
 		}
 	}
 }

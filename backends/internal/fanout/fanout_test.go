@@ -48,10 +48,10 @@ func (c *conn) sent() []string {
 
 type counter struct{ n atomic.Int64 }
 
-func (c *counter) fn() { c.n.Add(1) }
+func (c *counter) fn(string) { c.n.Add(1) }
 
 // subscribe calls Subscribe in the background: it returns only after Confirmed.
-func subscribe(r *fanout.Registry, ctx context.Context, ch string, fn func()) <-chan func() {
+func subscribe(r *fanout.Registry, ctx context.Context, ch string, fn func(string)) <-chan func() {
 	out := make(chan func(), 1)
 	go func() {
 		u, err := r.Subscribe(ctx, ch, fn)
@@ -92,8 +92,8 @@ func TestLifecycle(t *testing.T) {
 	assert.Equal(t, []string{"SUBSCRIBE ch"}, c.sent())
 	assert.Equal(t, 1, c.starts)
 
-	r.Message("ch")
-	r.Message("other")
+	r.Message("ch", "")
+	r.Message("other", "")
 	assert.Equal(t, int64(1), a.n.Load())
 	assert.Equal(t, int64(1), b.n.Load())
 
@@ -103,7 +103,7 @@ func TestLifecycle(t *testing.T) {
 
 	unA()
 	unA()
-	r.Message("ch")
+	r.Message("ch", "")
 	assert.Equal(t, int64(2), a.n.Load(), "after unsubscribe")
 	assert.Equal(t, int64(3), b.n.Load())
 	assert.False(t, r.Idle())
@@ -124,7 +124,7 @@ func TestGiveUpBeforeConfirmation(t *testing.T) {
 	c := &conn{}
 	r := fanout.New(c)
 	ctx, cancel := context.WithCancel(context.Background())
-	p := subscribe(r, ctx, "ch", func() { t.Error("called after giving up") })
+	p := subscribe(r, ctx, "ch", func(string) { t.Error("called after giving up") })
 	require.Eventually(t, func() bool { return len(c.sent()) == 1 }, time.Second, time.Millisecond)
 	var b counter
 	pb := subscribe(r, context.Background(), "ch", b.fn) // joins the pending SUBSCRIBE
@@ -135,12 +135,12 @@ func TestGiveUpBeforeConfirmation(t *testing.T) {
 	r.Confirmed("ch")
 	unB := <-pb
 	require.NotNil(t, unB)
-	r.Message("ch")
+	r.Message("ch", "")
 	assert.Equal(t, int64(1), b.n.Load())
 	unB()
 
 	ctx, cancel = context.WithCancel(context.Background())
-	p = subscribe(r, ctx, "ch2", func() {})
+	p = subscribe(r, ctx, "ch2", func(string) {})
 	require.Eventually(t, func() bool { return len(c.sent()) == 3 }, time.Second, time.Millisecond)
 	cancel()
 	<-p
@@ -153,14 +153,14 @@ func TestFailAndClose(t *testing.T) {
 	boom := errors.New("boom")
 	c := &conn{fail: boom}
 	r := fanout.New(c)
-	_, err := r.Subscribe(context.Background(), "ch", func() {})
+	_, err := r.Subscribe(context.Background(), "ch", func(string) {})
 	assert.ErrorIs(t, err, boom, "SUBSCRIBE could not be sent")
 
 	c.fail = nil
-	p1 := subscribe(r, context.Background(), "a", func() {})
+	p1 := subscribe(r, context.Background(), "a", func(string) {})
 	confirmWhenSent(t, c, r, "a", 1)
 	un1 := <-p1
-	p2 := subscribe(r, context.Background(), "b", func() {})
+	p2 := subscribe(r, context.Background(), "b", func(string) {})
 	require.Eventually(t, func() bool { return len(c.sent()) == 3 }, time.Second, time.Millisecond)
 	r.Fail("", boom) // the connection broke before b was confirmed
 	assert.Nil(t, <-p2)
@@ -177,12 +177,12 @@ func TestFailAndClose(t *testing.T) {
 	r.Close()
 	r.Close()
 	assert.Nil(t, <-p3, "a waiting Subscribe fails at Close")
-	r.Message("a")
+	r.Message("a", "")
 	r.Confirmed("a")
 	assert.Zero(t, e.n.Load(), "no call after Close")
 	un1()
 	unE()
-	_, err = r.Subscribe(context.Background(), "a", func() {})
+	_, err = r.Subscribe(context.Background(), "a", func(string) {})
 	assert.ErrorIs(t, err, fanout.ErrClosed)
 	assert.True(t, r.Idle())
 }
@@ -191,15 +191,15 @@ func TestFailAndClose(t *testing.T) {
 func TestReentrantCallback(t *testing.T) {
 	c := &conn{}
 	r := fanout.New(c)
-	p := subscribe(r, context.Background(), "ch", func() {})
+	p := subscribe(r, context.Background(), "ch", func(string) {})
 	confirmWhenSent(t, c, r, "ch", 1)
 	<-p
 	var self atomic.Pointer[func()]
 	var calls counter
-	un, err := r.Subscribe(context.Background(), "ch", func() {
-		calls.fn()
+	un, err := r.Subscribe(context.Background(), "ch", func(string) {
+		calls.fn("")
 		(*self.Load())()
-		u, err := r.Subscribe(context.Background(), "ch", func() {}) // confirmed: returns at once
+		u, err := r.Subscribe(context.Background(), "ch", func(string) {}) // confirmed: returns at once
 		assert.NoError(t, err)
 		u()
 	})

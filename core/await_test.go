@@ -1,0 +1,111 @@
+package core
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func TestParseHandover(t *testing.T) {
+	for _, c := range []struct {
+		payload string
+		want    handover
+		ok      bool
+	}{
+		{"w.3 0", handover{token: "w.3"}, true},
+		{"w.3 1700000000000001", handover{token: "w.3", fence: 1700000000000001}, true},
+		{"w.3 12 u", handover{token: "w.3", fence: 12, unguarded: true}, true},
+		{"", handover{}, false},         // a plain wake-up
+		{"w.3", handover{}, false},      // no fence
+		{" 12", handover{}, false},      // no token
+		{"w.3 -1", handover{}, false},   // a negative fence
+		{"w.3 x", handover{}, false},    // not a number
+		{"w.3 12 x", handover{}, false}, // an unknown flag
+	} {
+		got, ok := parseHandover(c.payload)
+		assert.Equal(t, c.ok, ok, "%q", c.payload)
+		assert.Equal(t, c.want, got, "%q", c.payload)
+	}
+}
+
+// TestAwaitTakesOnlyFreshHandovers: a waiter takes the lock from hand-over messages only
+// once a quorum of the nodes that refused its latest attempt sent one for that attempt's
+// token; messages for an earlier attempt, repeats, and messages from nodes whose refusal
+// it did not see count for nothing; a plain wake-up ends the wait so that it calls again;
+// and a hand-over with less than half the TTL left is not taken.
+func TestAwaitTakesOnlyFreshHandovers(t *testing.T) {
+	refused := []bool{true, true, false, true, true} // node 2's answer was not seen
+	type step struct {
+		m     message
+		taken bool // the wait ends with the lock after this message
+	}
+	for _, c := range []struct {
+		name  string
+		age   time.Duration // how long ago the attempt started
+		steps []step
+		ends  bool // the wait ends (without the lock) after the last message
+	}{
+		{"a quorum of fresh ones", 0, []step{{m: message{0, "w.2 5"}}, {m: message{1, "w.2 9"}}, {m: message{3, "w.2 7"}, taken: true}}, true},
+		{"stale, repeated and unseen ones", 0, []step{
+			{m: message{0, "w.1 5"}}, {m: message{1, "w.1 5"}}, {m: message{3, "w.1 5"}}, // an earlier attempt's
+			{m: message{0, "w.2 5"}}, {m: message{0, "w.2 5"}}, // a repeat
+			{m: message{2, "w.2 5"}}, // a node whose refusal it did not see
+			{m: message{4, "v.2 5"}}, // another waiter's
+			{m: message{1, "w.2 9"}}, {m: message{4, "w.2 7"}, taken: true},
+		}, true},
+		{"a plain wake-up", 0, []step{{m: message{0, "w.2 5"}}, {m: message{1, ""}}}, true},
+		{"too little TTL left", 3 * time.Second, []step{{m: message{0, "w.2 5"}}, {m: message{1, "w.2 5"}}, {m: message{3, "w.2 5"}}}, true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			cl, _ := cluster(t, grants(1), grants(1), grants(1), grants(1), grants(1))
+			l := testLock() // TTL 5 s
+			l.Fence, l.Token, l.NodeTimeout = false, "w.2", time.Minute
+			w := &watch{ready: make(chan struct{}), active: true, msgs: make(chan message, 16)}
+			close(w.ready)
+			o := outcome{start: time.Now().Add(-c.age), refused: refused}
+			type result struct {
+				g  Grant
+				ok bool
+			}
+			done := make(chan result, 1)
+			go func() { g, ok := cl.await(context.Background(), l, w, o, time.Minute, true); done <- result{g, ok} }()
+			for i, s := range c.steps {
+				w.msgs <- s.m
+				last := i == len(c.steps)-1
+				if !s.taken && !last {
+					continue
+				}
+				select {
+				case r := <-done:
+					require.Equal(t, s.taken, r.ok, "after message %d", i)
+					if r.ok {
+						assert.Equal(t, uint64(9), r.g.Fence, "the fence is not the largest handed over")
+						assert.Equal(t, o.start, r.g.Start)
+						assert.Equal(t, o.start.Add(l.TTL-l.Drift()), r.g.Until)
+					}
+					return
+				case <-time.After(5 * time.Second):
+					t.Fatalf("the wait did not end after message %d", i)
+				}
+			}
+		})
+	}
+}
+
+// TestAwaitCallsAgainWhenAQuorumDoesNotFollow: after a first hand-over, a waiter waits at
+// most a node timeout for the rest of the quorum before it calls again.
+func TestAwaitCallsAgainWhenAQuorumDoesNotFollow(t *testing.T) {
+	cl, _ := cluster(t, grants(1), grants(1), grants(1))
+	l := testLock()
+	l.Fence, l.Token, l.NodeTimeout = false, "w.2", 100*time.Millisecond
+	w := &watch{ready: make(chan struct{}), active: true, msgs: make(chan message, 16)}
+	close(w.ready)
+	w.msgs <- message{0, "w.2 0"}
+	start := time.Now()
+	_, taken := cl.await(context.Background(), l, w, outcome{start: start, refused: []bool{true, true, true}}, time.Minute, true)
+	assert.False(t, taken)
+	assert.Less(t, time.Since(start), 10*time.Second, "the wait did not end a node timeout after a lone hand-over")
+}

@@ -1,0 +1,322 @@
+package core_test
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/go-redlock/redlock/backends/goredis"
+	"github.com/go-redlock/redlock/core"
+	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// get returns the value of key on s, or "" if it has none.
+func get(t *testing.T, s server, key string) string {
+	t.Helper()
+	v, err := s.do("GET", key)
+	if err == redis.Nil {
+		return ""
+	}
+	require.NoError(t, err)
+	return v.(string)
+}
+
+// listen subscribes to channel on s and returns the payloads it receives.
+func listen(t *testing.T, s server, channel string) <-chan string {
+	t.Helper()
+	c := redis.NewClient(&redis.Options{Addr: s.addr})
+	ps := c.Subscribe(context.Background(), channel)
+	_, err := ps.Receive(context.Background()) // the confirmation
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = ps.Close(); _ = c.Close() })
+	out := make(chan string, 16)
+	go func() {
+		for m := range ps.Channel() {
+			out <- m.Payload
+		}
+	}()
+	return out
+}
+
+func receive(t *testing.T, msgs <-chan string) string {
+	t.Helper()
+	select {
+	case p := <-msgs:
+		return p
+	case <-time.After(5 * time.Second):
+		t.Fatal("no message within 5 s")
+		return ""
+	}
+}
+
+// TestReleaseHandsTheLockToTheFirstWaiter: a release sets the lock to the first waiter's
+// latest attempt's token, with that attempt's TTL, advances the fence if the waiter asked
+// for one, and says so on the waiter's channel; where the waiter's restart guard abstains,
+// it only wakes the waiter.
+func TestReleaseHandsTheLockToTheFirstWaiter(t *testing.T) {
+	for _, c := range []struct {
+		name    string
+		servers func(*testing.T, int) []server
+	}{{"miniredis", miniServers}, {"redis-server", realServers}} {
+		t.Run(c.name, func(t *testing.T) {
+			s := c.servers(t, 1)[0]
+			cl := newCluster(t, []server{s})
+			holder := lock("handover")
+			_, err := cl.Acquire(context.Background(), holder)
+			require.NoError(t, err)
+
+			w := lock("handover")
+			w.Waiter, w.Ticket, w.TTL, w.Fence = "w", 1, 7*time.Second, true
+			for _, attempt := range []string{"w.1", "w.2"} {
+				w.Token = attempt
+				_, err = cl.Acquire(context.Background(), w)
+				require.ErrorIs(t, err, core.ErrHeld)
+			}
+			msgs := listen(t, s, holder.Keys.Wake("w"))
+
+			require.NoError(t, cl.Release(context.Background(), holder))
+			assert.Equal(t, "w.2", get(t, s, holder.Keys.Lock), "the lock is not the waiter's latest attempt's")
+			pttl, err := s.do("PTTL", holder.Keys.Lock)
+			require.NoError(t, err)
+			assert.InDelta(t, 7000, pttl.(int64), 1000, "the lock does not have the waiter's TTL")
+			token, fence, ok := strings.Cut(receive(t, msgs), " ")
+			require.True(t, ok, "the message is not a hand-over")
+			assert.Equal(t, "w.2", token)
+			assert.Equal(t, get(t, s, holder.Keys.Fence), fence, "the message does not carry the fence counter")
+			n, err := strconv.ParseInt(fence, 10, 64)
+			require.NoError(t, err)
+			assert.Greater(t, n, time.Now().Add(-time.Hour).UnixMicro(), "the fence did not advance to at least the server clock")
+
+			// The waiter's release hands the lock on. The next waiter asked for a restart guard
+			// of an hour: redis-server (younger than that) abstains, so the waiter is only
+			// woken; miniredis cannot report its uptime, so it hands the lock over and says
+			// that it is not guarded.
+			next := lock("handover")
+			next.Waiter, next.Ticket, next.Token = "x", 2, "x.1"
+			_, err = cl.Acquire(context.Background(), next)
+			require.ErrorIs(t, err, core.ErrHeld)
+			_, err = s.do("HSET", holder.Keys.Waiters, "x", "x.1 5000 0 3600")
+			require.NoError(t, err)
+			woken := listen(t, s, holder.Keys.Wake("x"))
+			w.Token = "w.2"
+			require.NoError(t, cl.Release(context.Background(), w))
+			if c.name == "miniredis" {
+				assert.Equal(t, "x.1", get(t, s, holder.Keys.Lock))
+				assert.Equal(t, "x.1 0 u", receive(t, woken), "the hand-over does not say that the node is not guarded")
+				return
+			}
+			assert.Equal(t, "", get(t, s, holder.Keys.Lock), "a release handed the lock over where the guard abstains")
+			assert.Equal(t, "", receive(t, woken), "where the guard abstains, the waiter is only woken")
+		})
+	}
+}
+
+// TestAttemptsOfOneWaiter: a waiter's attempt counts a lock held by an earlier attempt of
+// the same waiter as its own, never a later one's; a release of an attempt lets go of the
+// lock held by it or an earlier attempt, never a later one; and a late attempt does not
+// replace the later attempt that a release would hand the lock to.
+func TestAttemptsOfOneWaiter(t *testing.T) {
+	s := miniServers(t, 1)[0]
+	cl := newCluster(t, []server{s})
+	k := core.NewKeys("q:", "attempts")
+	w := func(attempt string) *core.Lock {
+		l := lock("attempts")
+		l.Waiter, l.Ticket, l.Token = "w", 1, attempt
+		return l
+	}
+
+	_, err := cl.Acquire(context.Background(), w("w.1"))
+	require.NoError(t, err)
+	_, err = cl.Acquire(context.Background(), w("w.3"))
+	require.NoError(t, err, "an attempt did not take the lock from an earlier attempt of its waiter")
+	assert.Equal(t, "w.3", get(t, s, k.Lock))
+	_, err = cl.Acquire(context.Background(), w("w.2"))
+	require.ErrorIs(t, err, core.ErrHeld, "a late attempt took the lock from a later attempt")
+	assert.Equal(t, "w.3", get(t, s, k.Lock))
+
+	require.ErrorIs(t, cl.Release(context.Background(), w("w.2")), core.ErrNotHeld, "a release of an earlier attempt let go of a later one's lock")
+	assert.Equal(t, "w.3", get(t, s, k.Lock))
+	require.NoError(t, cl.Release(context.Background(), w("w.4")))
+	assert.Equal(t, "", get(t, s, k.Lock), "a release did not let go of an earlier attempt's lock")
+
+	// While another owner holds it, the queue records the latest attempt, not a late one.
+	_, err = cl.Acquire(context.Background(), lock("attempts"))
+	require.NoError(t, err)
+	for _, attempt := range []string{"w.5", "w.4"} {
+		_, err = cl.Acquire(context.Background(), w(attempt))
+		require.ErrorIs(t, err, core.ErrHeld)
+	}
+	v, err := s.do("HGET", k.Waiters, "w")
+	require.NoError(t, err)
+	assert.True(t, strings.HasPrefix(v.(string), "w.5 "), "the queue records %q, want the latest attempt w.5", v)
+}
+
+// heldEverywhere waits until every server holds l: Acquire returns at a quorum, and the
+// last node's SET may land a moment later.
+func heldEverywhere(t *testing.T, servers []server, l *core.Lock) {
+	t.Helper()
+	for i, s := range servers {
+		require.Eventually(t, func() bool { return get(t, s, l.Keys.Lock) == l.Token }, time.Second, time.Millisecond,
+			"server %d does not hold the lock", i)
+	}
+}
+
+// countingNode counts the acquire calls that reach a Node that is also a Subscriber.
+type countingNode struct {
+	core.Node
+	core.Subscriber
+	acquires atomic.Int64
+}
+
+func (n *countingNode) Eval(ctx context.Context, s *core.Script, keys []string, args ...string) ([]int64, error) {
+	if s.Name() == "acquire" {
+		n.acquires.Add(1)
+	}
+	return n.Node.Eval(ctx, s, keys, args...)
+}
+
+// TestWaiterTakesTheHandOver: a waiter whose refresh interval and backoff are far longer
+// than the test gets the lock when the holder lets go, without calling again: it holds the
+// lock under the token of the attempt the nodes refused, on every node, with a validity
+// counted from that attempt's start.
+func TestWaiterTakesTheHandOver(t *testing.T) {
+	for _, c := range []struct {
+		name    string
+		servers func(*testing.T, int) []server
+		n       int
+	}{{"miniredis/N=1", miniServers, 1}, {"miniredis/N=3", miniServers, 3}, {"redis-server/N=3", realServers, 3}} {
+		t.Run(c.name, func(t *testing.T) {
+			servers := c.servers(t, c.n)
+			counted := make([]*countingNode, len(servers))
+			nodes := make([]core.Node, len(servers))
+			for i, s := range servers {
+				rc := redis.NewClient(&redis.Options{Addr: s.addr})
+				n := goredis.New(rc)
+				t.Cleanup(func() { _ = n.Close(); _ = rc.Close() })
+				counted[i] = &countingNode{Node: n, Subscriber: n}
+				nodes[i] = counted[i]
+			}
+			cl, err := core.NewCluster(nodes)
+			require.NoError(t, err)
+			calls := func() (sum int64) {
+				for _, n := range counted {
+					sum += n.acquires.Load()
+				}
+				return sum
+			}
+			holder := lock("take")
+			_, err = cl.Acquire(context.Background(), holder)
+			require.NoError(t, err)
+			heldEverywhere(t, servers, holder)
+
+			w := lock("take")
+			w.NodeTimeout = 10 * time.Second // a refresh every 25 s
+			type result struct {
+				g   core.Grant
+				err error
+			}
+			got := make(chan result, 1)
+			go func() { g, err := cl.AcquireWait(context.Background(), w, patient); got <- result{g, err} }()
+			// Wait until the waiter is queued everywhere under one attempt and calls no more.
+			var attempt, last string
+			var before int64
+			queuedOnce := assert.Eventually(t, func() bool {
+				n := calls()
+				var tokens []string
+				for _, s := range servers {
+					v, err := s.do("HVALS", holder.Keys.Waiters)
+					require.NoError(t, err)
+					if vals, _ := v.([]any); len(vals) == 1 {
+						token, _, _ := strings.Cut(vals[0].(string), " ")
+						tokens = append(tokens, token)
+					}
+				}
+				if len(tokens) != len(servers) || len(slices.Compact(slices.Clone(tokens))) != 1 {
+					last = fmt.Sprint(tokens, n)
+					return false
+				}
+				time.Sleep(100 * time.Millisecond)
+				attempt, before = tokens[0], n
+				return calls() == n
+			}, 5*time.Second, time.Millisecond, "the waiter is not queued under one attempt on every node")
+			require.True(t, queuedOnce, "last seen: %s", last)
+
+			released := time.Now()
+			require.NoError(t, cl.Release(context.Background(), holder))
+			var r result
+			select {
+			case r = <-got:
+			case <-time.After(5 * time.Second):
+				t.Fatal("the waiter did not get the lock")
+			}
+			require.NoError(t, r.err)
+			assert.Equal(t, before, calls(), "the waiter called again instead of taking the hand-over")
+			assert.Equal(t, attempt, w.Token, "the waiter holds the lock under another token than the attempt the nodes refused")
+			for i, s := range servers {
+				assert.Eventually(t, func() bool { return get(t, s, holder.Keys.Lock) == attempt }, time.Second, time.Millisecond,
+					"server %d does not hold the lock for the waiter", i)
+			}
+			assert.True(t, r.g.Start.Before(released), "the validity does not count from the refused attempt's start")
+			assert.Equal(t, w.TTL-w.Drift(), r.g.Until.Sub(r.g.Start))
+			require.NoError(t, cl.Release(context.Background(), w))
+			assert.True(t, allEqual(queued(t, servers, holder.Keys), 0), "the queue is not empty")
+		})
+	}
+}
+
+// plainNode hides a Node's other methods, Subscribe among them: its waiters poll.
+type plainNode struct{ core.Node }
+
+// TestWaiterThatGivesUpLetsGoOfAHandOver: a release that hands the lock to a waiter whose
+// ctx ends before it takes the hand-over does not keep the lock from the next waiter: the
+// waiter that gives up lets go of it.
+func TestWaiterThatGivesUpLetsGoOfAHandOver(t *testing.T) {
+	servers := miniServers(t, 3)
+	cl := newCluster(t, servers)
+	nodes := make([]core.Node, len(servers))
+	for i, s := range servers {
+		c := redis.NewClient(&redis.Options{Addr: s.addr})
+		t.Cleanup(func() { _ = c.Close() })
+		nodes[i] = plainNode{goredis.New(c)}
+	}
+	polling, err := core.NewCluster(nodes)
+	require.NoError(t, err)
+
+	holder := lock("gives-up")
+	_, err = cl.Acquire(context.Background(), holder)
+	require.NoError(t, err)
+	heldEverywhere(t, servers, holder)
+	// A waiter that polls every 25 s (its refresh interval): it hears no hand-over.
+	quitter := lock("gives-up")
+	quitter.NodeTimeout = 10 * time.Second
+	ctx, cancel := context.WithCancel(context.Background())
+	quit := make(chan error, 1)
+	go func() { _, err := polling.AcquireWait(ctx, quitter, patient); quit <- err }()
+	require.Eventually(t, func() bool { return allEqual(queued(t, servers, holder.Keys), 1) }, 5*time.Second, time.Millisecond)
+	next := lock("gives-up")
+	got := make(chan error, 1)
+	go func() { _, err := cl.AcquireWait(context.Background(), next, patient); got <- err }()
+	require.Eventually(t, func() bool { return allEqual(queued(t, servers, holder.Keys), 2) }, 5*time.Second, time.Millisecond)
+
+	require.NoError(t, cl.Release(context.Background(), holder))
+	for i, s := range servers {
+		require.Eventually(t, func() bool { return strings.HasPrefix(get(t, s, holder.Keys.Lock), quitter.Waiter+".") },
+			time.Second, time.Millisecond, "server %d did not hand the lock to the first waiter", i)
+	}
+	cancel()
+	require.ErrorIs(t, <-quit, context.Canceled)
+	select {
+	case err := <-got:
+		require.NoError(t, err)
+	case <-time.After(5 * time.Second):
+		t.Fatal("the next waiter did not get the lock that the first one gave up")
+	}
+	require.NoError(t, cl.Release(context.Background(), next))
+}
