@@ -1,7 +1,10 @@
 package redlock_test
 
 import (
+	"context"
 	"math/rand/v2"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -102,4 +105,43 @@ func TestFencingThreeNodesAcrossOverlappingMajorities(t *testing.T) {
 		})
 		assert.Equal(t, []uint64{f + 1, f + 2, f + 3}, tokens)
 	})
+}
+
+// TestFencedHandoversIncrease: fenced leases that take turns through hand-overs (each
+// release hands the lock to the next waiter, which raises the fence on a quorum) are
+// exclusive and get strictly increasing tokens. Four Clients, each its own process in
+// effect, take the lock ten times each on three real servers; their backoff and refresh
+// interval are far longer than the test, so only hand-overs and wake-ups move the lock.
+func TestFencedHandoversIncrease(t *testing.T) {
+	nodes, _ := realNodes(t, 3)
+	var mu sync.Mutex
+	var tokens []uint64
+	var inside atomic.Bool
+	var wg sync.WaitGroup
+	for range 4 {
+		c := newClient(t, nodes, redlock.WithTTL(10*time.Second), redlock.WithNodeTimeout(5*time.Second),
+			redlock.WithRetry(time.Minute, time.Minute))
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for range 10 {
+				l, err := c.Acquire(ctxT(t, 20*time.Second), "handover")
+				if !assert.NoError(t, err) {
+					return
+				}
+				assert.False(t, inside.Swap(true), "two holders at once")
+				mu.Lock()
+				tokens = append(tokens, l.Token())
+				mu.Unlock()
+				time.Sleep(time.Millisecond)
+				inside.Store(false)
+				assert.NoError(t, l.Release(context.Background()))
+			}
+		}()
+	}
+	wg.Wait()
+	require.Len(t, tokens, 40)
+	for i := 1; i < len(tokens); i++ {
+		assert.Greater(t, tokens[i], tokens[i-1], "holder %d got a token no larger than the previous one", i)
+	}
 }

@@ -18,7 +18,7 @@ var (
 )
 
 // Subscribe implements core.Subscriber: onMessage is called with every message on channel,
-// and once more after the pub/sub connection was re-established, since messages may have
+// and once more, with an empty payload, after the pub/sub connection was re-established, since messages may have
 // been missed meanwhile. It returns once the server confirmed the subscription; it fails
 // with ctx's error if ctx ends first, with the driver's error if SUBSCRIBE cannot be sent,
 // and with an error after Close.

@@ -13,7 +13,7 @@ import (
 var _ core.Subscriber = (*Node)(nil)
 
 // Subscribe implements core.Subscriber: onMessage is called with every message on channel,
-// and once more after the pub/sub connection was re-established, since messages may have
+// and once more, with an empty payload, after the pub/sub connection was re-established, since messages may have
 // been missed meanwhile. It returns once the server confirmed the subscription; it fails
 // with ctx's error if ctx ends first, with the pool's error if no connection can be had,
 // and with an error after Close.
