@@ -243,6 +243,7 @@ func (c *Cluster) AcquireWait(ctx context.Context, l *Lock, b Backoff) (Grant, e
 	var last error // the last attempt's error that was not ctx's
 	for attempt := 0; ; attempt++ {
 		l.Token = l.Waiter + "." + strconv.Itoa(attempt+1)
+		w.drain() // what was said before this attempt, it finds out for itself
 		g, o, err := c.acquire(ctx, l)
 		if err == nil {
 			if w != nil {

@@ -109,3 +109,17 @@ func TestAwaitCallsAgainWhenAQuorumDoesNotFollow(t *testing.T) {
 	assert.False(t, taken)
 	assert.Less(t, time.Since(start), 10*time.Second, "the wait did not end a node timeout after a lone hand-over")
 }
+
+// TestDrainForgetsEarlierMessages: before each attempt a waiter forgets what it heard so
+// far, so that messages that arrived while it was not listening cannot fill its buffer and
+// crowd out the hand-over of the attempt it is about to make.
+func TestDrainForgetsEarlierMessages(t *testing.T) {
+	w := &watch{msgs: make(chan message, 4)}
+	for range cap(w.msgs) {
+		w.msgs <- message{0, "w.1 0"}
+	}
+	w.drain()
+	assert.Empty(t, w.msgs)
+	var none *watch
+	none.drain() // a no-op on a nil watch
+}

@@ -84,6 +84,23 @@ func (w *watch) isActive() bool {
 	}
 }
 
+// drain forgets the messages received so far: they were sent before the attempt about to
+// be made, whose own answers supersede them. Without it, messages that arrive while the
+// waiter is not listening would fill w.msgs and crowd out later ones. It is a no-op on a
+// nil watch.
+func (w *watch) drain() {
+	if w == nil {
+		return
+	}
+	for {
+		select {
+		case <-w.msgs:
+		default:
+			return
+		}
+	}
+}
+
 // stop unsubscribes on the nodes, after the subscriptions still under way have answered
 // (within a node timeout). It is a no-op on a nil watch.
 func (w *watch) stop() {
