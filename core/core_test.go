@@ -332,8 +332,8 @@ func TestExtendAndRelease(t *testing.T) {
 	require.NoError(t, c.Release(context.Background(), l))
 	assert.GreaterOrEqual(t, time.Since(start), l.NodeTimeout)
 	assert.Less(t, time.Since(start), 2*l.NodeTimeout, "release waited past the node timeout")
-	for _, f := range fakes {
-		assert.Equal(t, []string{"extend", "release"}, f.scripts())
+	for _, f := range fakes { // Extend returns at a quorum: the third may run after Release
+		assert.ElementsMatch(t, []string{"extend", "release"}, f.scripts())
 	}
 
 	c, _ = cluster(t, held(1), held(1), grants(1))

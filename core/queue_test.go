@@ -207,8 +207,15 @@ func TestWaiterThatGivesUpLeavesTheQueue(t *testing.T) {
 
 	cancel()
 	require.ErrorIs(t, <-quit, context.Canceled)
-	require.Eventually(t, func() bool { return allEqual(queued(t, servers, holder.Keys), 1) }, time.Second, time.Millisecond,
-		"the waiter that gave up is still queued")
+	if !assert.Eventually(t, func() bool { return allEqual(queued(t, servers, holder.Keys), 1) }, time.Second, time.Millisecond,
+		"the waiter that gave up is still queued") {
+		for i, s := range servers {
+			q, _ := s.do("ZRANGE", holder.Keys.Queue, "0", "-1")
+			w, _ := s.do("HGETALL", holder.Keys.Waiters)
+			t.Logf("server %d: queue %v, lock %q, attempts %v (quitter %s, stayer %s, holder %s)", i, q, get(t, s, holder.Keys.Lock), w, quitter.Waiter, stayer.Waiter, holder.Token)
+		}
+		t.FailNow()
+	}
 	for i, s := range servers {
 		_, err := s.do("ZSCORE", holder.Keys.Queue, quitter.Waiter)
 		assert.ErrorIs(t, err, redis.Nil, "server %d still queues the waiter that gave up", i)
