@@ -224,7 +224,7 @@ func TestWaiterTakesTheHandOver(t *testing.T) {
 			}
 			got := make(chan result, 1)
 			go func() { g, err := cl.AcquireWait(context.Background(), w, patient); got <- result{g, err} }()
-			// Wait until the waiter is queued everywhere under one attempt and calls no more.
+			// Wait until the waiter is queued everywhere under its second attempt and calls no more.
 			var attempt, last string
 			var before int64
 			queuedOnce := assert.Eventually(t, func() bool {
@@ -238,7 +238,8 @@ func TestWaiterTakesTheHandOver(t *testing.T) {
 						tokens = append(tokens, token)
 					}
 				}
-				if len(tokens) != len(servers) || len(slices.Compact(slices.Clone(tokens))) != 1 {
+				// The second attempt is the one after it subscribed: then it waits.
+				if len(tokens) != len(servers) || len(slices.Compact(slices.Clone(tokens))) != 1 || !strings.HasSuffix(tokens[0], ".2") {
 					last = fmt.Sprint(tokens, n)
 					return false
 				}
@@ -307,8 +308,11 @@ func TestWaiterThatGivesUpLetsGoOfAHandOver(t *testing.T) {
 
 	require.NoError(t, cl.Release(context.Background(), holder))
 	for i, s := range servers {
-		require.Eventually(t, func() bool { return strings.HasPrefix(get(t, s, holder.Keys.Lock), quitter.Waiter+".") },
-			time.Second, time.Millisecond, "server %d did not hand the lock to the first waiter", i)
+		require.Eventually(t, func() bool { // the first waiter's id, read from the queue
+			head, err := s.do("ZRANGE", holder.Keys.Queue, "0", "0")
+			ids, _ := head.([]any)
+			return err == nil && len(ids) == 1 && strings.HasPrefix(get(t, s, holder.Keys.Lock), ids[0].(string)+".")
+		}, time.Second, time.Millisecond, "server %d did not hand the lock to the first waiter", i)
 	}
 	cancel()
 	require.ErrorIs(t, <-quit, context.Canceled)
