@@ -79,7 +79,8 @@ end
 -- enqueue puts waiter in the queue at ticket (a decimal string: Lua would print a 16-digit
 -- number in exponent form, inexactly), or keeps its place, for keep more milliseconds, and
 -- records its attempt (reg, or nothing if reg is nil) unless a later one is recorded. The
--- sets expire when no one calls, but never before a place they keep.
+-- sets expire when no one calls, but never before a place they keep: a call that finds them
+-- expiring sooner gives them two places' time, so that the calls in between need not.
 local function enqueue(q, a, w, waiter, ticket, keep, reg)
   redis.call('ZADD', q, ticket, waiter)
   redis.call('ZADD', a, string.format('%d', now_ms() + keep), waiter)
@@ -92,9 +93,9 @@ local function enqueue(q, a, w, waiter, ticket, keep, reg)
     end
   end
   if redis.call('PTTL', q) < keep then
-    redis.call('PEXPIRE', q, keep)
-    redis.call('PEXPIRE', a, keep)
-    redis.call('PEXPIRE', w, keep)
+    redis.call('PEXPIRE', q, 2 * keep)
+    redis.call('PEXPIRE', a, 2 * keep)
+    redis.call('PEXPIRE', w, 2 * keep)
   end
 end
 
