@@ -46,9 +46,13 @@ func (c *conn) sent() []string {
 	return append([]string(nil), c.log...)
 }
 
-type counter struct{ n atomic.Int64 }
+// counter counts its calls and keeps the last payload.
+type counter struct {
+	n    atomic.Int64
+	last atomic.Value
+}
 
-func (c *counter) fn(string) { c.n.Add(1) }
+func (c *counter) fn(payload string) { c.last.Store(payload); c.n.Add(1) }
 
 // subscribe calls Subscribe in the background: it returns only after Confirmed.
 func subscribe(r *fanout.Registry, ctx context.Context, ch string, fn func(string)) <-chan func() {
@@ -92,14 +96,16 @@ func TestLifecycle(t *testing.T) {
 	assert.Equal(t, []string{"SUBSCRIBE ch"}, c.sent())
 	assert.Equal(t, 1, c.starts)
 
-	r.Message("ch", "")
+	r.Message("ch", "w.1 7")
 	r.Message("other", "")
 	assert.Equal(t, int64(1), a.n.Load())
 	assert.Equal(t, int64(1), b.n.Load())
+	assert.Equal(t, "w.1 7", a.last.Load(), "the payload must reach the callback unchanged")
 
 	r.Confirmed("ch") // a re-subscription after a reconnect: everyone re-checks
 	assert.Equal(t, int64(2), a.n.Load())
 	assert.Equal(t, int64(2), b.n.Load())
+	assert.Equal(t, "", b.last.Load(), "the re-check after a reconnect has an empty payload")
 
 	unA()
 	unA()
