@@ -609,3 +609,27 @@ func TestWaitersCallAgainEveryRefreshInterval(t *testing.T) {
 		})
 	}
 }
+
+// TestSplitVoteRetriesAfterAShortPause: an attempt that some nodes granted but that no owner
+// won (here the other nodes failed) is a split vote: the waiter retries after a random pause
+// of at most two attempts' time, not after its backoff and refresh interval (a minute and
+// 25 s here).
+func TestSplitVoteRetriesAfterAShortPause(t *testing.T) {
+	var calls atomic.Int32
+	// Fails its first acquire call, after 20 ms, and grants the later ones.
+	flaky := func(context.Context, *Script) ([]int64, error) {
+		if calls.Add(1) <= 2 { // the first attempt's call on each flaky node
+			time.Sleep(20 * time.Millisecond)
+			return nil, errors.New("connection reset")
+		}
+		return []int64{1, 1}, nil
+	}
+	c, fakes := cluster(t, grants(1), flaky, flaky)
+	l := testLock()
+	l.Fence, l.NodeTimeout = false, 10*time.Second
+	start := time.Now()
+	_, err := c.AcquireWait(context.Background(), l, Backoff{Min: time.Minute, Max: time.Minute})
+	require.NoError(t, err)
+	assert.Less(t, time.Since(start), 5*time.Second, "the split vote waited for the backoff")
+	assert.GreaterOrEqual(t, len(fakes[1].scripts()), 2, "no second attempt")
+}
