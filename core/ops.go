@@ -36,11 +36,11 @@ func (c *Cluster) Extend(ctx context.Context, l *Lock) (time.Time, error) {
 
 // Release deletes l on every node that holds it with l.Token (or, for a waiter's token,
 // with an earlier attempt's), takes l.Waiter out of the queue, and hands the lock to the
-// first waiter in the queue, telling it on its channel (see AcquireWait). It first lets the nodes that had not answered the acquisition yet answer (within
-// a node timeout), so that no late SET lands after the release; then it waits for every
-// node, but no longer than l.NodeTimeout, so that when it returns the lock is gone from
-// every node that answered. It runs even if ctx is
-// cancelled: a release is never abandoned half-way.
+// first waiter in the queue, telling it on its channel (see AcquireWait). It first lets
+// the nodes that had not answered the acquisition yet answer (within a node timeout), so
+// that no late SET lands after the release; then it waits for every node, but no longer
+// than l.NodeTimeout, so that when it returns the lock is gone from every node that
+// answered. It runs even if ctx is cancelled: a release is never abandoned half-way.
 //
 // Errors: ErrNotHeld (too few nodes still held l: it had expired or been taken), or a
 // *QuorumError (too few nodes answered; their keys expire by their TTL).
