@@ -511,7 +511,7 @@ type floorScriptsLock struct {
 func (l *floorScriptsLock) Lock(ctx context.Context) error {
 	l.token = newToken()
 	n := each(l.f.cs, func(c rueidis.Client) bool {
-		v, err := acquireLua.Exec(ctx, c, []string{l.keys.Lock, l.keys.Fence, l.keys.Queue, l.keys.Alive}, []string{l.token, "10000", "0", "0", "", "0", "1000"}).AsIntSlice()
+		v, err := acquireLua.Exec(ctx, c, l.keys.AcquireKeys(), []string{l.token, "10000", "0", "0", "", "0", "1000"}).AsIntSlice()
 		return err == nil && len(v) > 0 && v[0] == 1
 	})
 	if n < l.f.quorum {
@@ -523,7 +523,7 @@ func (l *floorScriptsLock) Lock(ctx context.Context) error {
 
 func (l *floorScriptsLock) Unlock(ctx context.Context) error {
 	n := each(l.f.cs, func(c rueidis.Client) bool {
-		v, err := releaseLua.Exec(ctx, c, []string{l.keys.Lock, l.keys.Queue, l.keys.Alive}, []string{l.token, l.keys.Channel, "PUBLISH", "", "leave"}).AsIntSlice()
+		v, err := releaseLua.Exec(ctx, c, l.keys.ReleaseKeys(), []string{l.token, l.keys.Channel, "PUBLISH", "", "leave"}).AsIntSlice()
 		return err == nil && len(v) > 0 && v[0] == 1
 	})
 	if n < l.f.quorum {

@@ -26,13 +26,18 @@ if holder and ours(holder, ARGV[1]) then
   redis.call('DEL', KEYS[1])
   released, holder = 1, false
 end
+-- Without a queue (the common, uncontended case) there is no one to take out or hand over to.
+local queued = redis.call('EXISTS', KEYS[2]) == 1
 local waiter = ARGV[4]
 if waiter ~= '' and ARGV[5] == 'leave' then
-  dequeue(KEYS[2], KEYS[3], KEYS[4], waiter)
+  if queued then
+    dequeue(KEYS[2], KEYS[3], KEYS[4], waiter)
+  end
 elseif waiter ~= '' and released == 1 then
   enqueue(KEYS[2], KEYS[3], KEYS[4], waiter, ARGV[6], tonumber(ARGV[7]), nil)
+  queued = true
 end
-if holder then
+if holder or not queued then
   return {released, 0}
 end
 local head = first(KEYS[2], KEYS[3], KEYS[4])
