@@ -40,24 +40,29 @@ local function queue()
   end
 end
 
-local holder = redis.call('GET', KEYS[1])
-if holder and not ours(holder, token) then
-  queue()
-  return {0, redis.call('PTTL', KEYS[1])}
-end
-if not holder then
-  local head = first(KEYS[3], KEYS[4], KEYS[5])
-  if #head > 0 and head[1] ~= waiter then
-    local score = tonumber(head[2])
-    if waiter == '' or score < ticket or (score == ticket and head[1] < waiter) then
-      queue()
-      return {0, 0}
+-- No one waits (the common, uncontended case): a free lock is ours in one call.
+local taken = redis.call('EXISTS', KEYS[3]) == 0 and redis.call('SET', KEYS[1], token, 'NX', 'PX', ARGV[2])
+if not taken then
+  local holder = redis.call('GET', KEYS[1])
+  if holder and not ours(holder, token) then
+    queue()
+    return {0, redis.call('PTTL', KEYS[1])}
+  end
+  if not holder then
+    local head = first(KEYS[3], KEYS[4], KEYS[5])
+    if #head > 0 and head[1] ~= waiter then
+      local score = tonumber(head[2])
+      if waiter == '' or score < ticket or (score == ticket and head[1] < waiter) then
+        queue()
+        return {0, 0}
+      end
     end
   end
+  -- A waiter keeps its place while it holds the lock here: if its attempt fails on the
+  -- other nodes, it lets go of this one and is still first. Its release takes it out of
+  -- the queue.
+  redis.call('SET', KEYS[1], token, 'PX', ARGV[2])
 end
--- A waiter keeps its place while it holds the lock here: if its attempt fails on the other
--- nodes, it lets go of this one and is still first. Its release takes it out of the queue.
-redis.call('SET', KEYS[1], token, 'PX', ARGV[2])
 local fence = 0
 if ARGV[4] ~= '0' then
   fence = advance(KEYS[2])
