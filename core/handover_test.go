@@ -187,11 +187,7 @@ func (n *countingNode) Eval(ctx context.Context, s *core.Script, keys []string, 
 // lock under the token of the attempt the nodes refused, on every node, with a validity
 // counted from that attempt's start.
 func TestWaiterTakesTheHandOver(t *testing.T) {
-	for _, c := range []struct {
-		name    string
-		servers func(*testing.T, int) []server
-		n       int
-	}{{"miniredis/N=1", miniServers, 1}, {"miniredis/N=3", miniServers, 3}, {"redis-server/N=3", realServers, 3}} {
+	for _, c := range setups {
 		t.Run(c.name, func(t *testing.T) {
 			servers := c.servers(t, c.n)
 			counted := make([]*countingNode, len(servers))

@@ -99,14 +99,17 @@ func allEqual(ns []int64, want int64) bool {
 
 var patient = core.Backoff{Min: time.Minute, Max: time.Minute}
 
+// setups are the servers the queue tests run on: one or three miniredis, three redis-server.
+var setups = []struct {
+	name    string
+	servers func(*testing.T, int) []server
+	n       int
+}{{"miniredis/N=1", miniServers, 1}, {"miniredis/N=3", miniServers, 3}, {"redis-server/N=3", realServers, 3}}
+
 // TestWaitersTakeTurnsInOrder: waiters that queued one after another get the lock in that
 // order, whatever the order in which their retries reach the nodes.
 func TestWaitersTakeTurnsInOrder(t *testing.T) {
-	for _, c := range []struct {
-		name    string
-		servers func(*testing.T, int) []server
-		n       int
-	}{{"miniredis/N=1", miniServers, 1}, {"miniredis/N=3", miniServers, 3}, {"redis-server/N=3", realServers, 3}} {
+	for _, c := range setups {
 		t.Run(c.name, func(t *testing.T) {
 			servers := c.servers(t, c.n)
 			cl := newCluster(t, servers)
