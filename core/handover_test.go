@@ -68,15 +68,13 @@ func TestReleaseHandsTheLockToTheFirstWaiter(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			s := c.servers(t, 1)[0]
 			cl := newCluster(t, []server{s})
-			holder := lock("handover")
-			_, err := cl.Acquire(context.Background(), holder)
-			require.NoError(t, err)
+			holder := hold(t, cl, []server{s}, "handover")
 
 			w := lock("handover")
 			w.Waiter, w.Ticket, w.TTL, w.Fence = "w", 1, 7*time.Second, true
 			for _, attempt := range []string{"w.1", "w.2"} {
 				w.Token = attempt
-				_, err = cl.Acquire(context.Background(), w)
+				_, err := cl.Acquire(context.Background(), w)
 				require.ErrorIs(t, err, core.ErrHeld)
 			}
 			msgs := listen(t, s, holder.Keys.Wake("w"))
@@ -158,14 +156,19 @@ func TestAttemptsOfOneWaiter(t *testing.T) {
 	assert.True(t, strings.HasPrefix(v.(string), "w.5 "), "the queue records %q, want the latest attempt w.5", v)
 }
 
-// heldEverywhere waits until every server holds l: Acquire returns at a quorum, and the
-// last node's SET may land a moment later.
-func heldEverywhere(t *testing.T, servers []server, l *core.Lock) {
+// hold takes the lock called name through cl for a holder that never waits, and returns
+// once every server holds it: Acquire returns at a quorum, and the last node's SET may land
+// a moment later (after a waiter's first attempt, which would then find that node free).
+func hold(t *testing.T, cl *core.Cluster, servers []server, name string) *core.Lock {
 	t.Helper()
+	l := lock(name)
+	_, err := cl.Acquire(context.Background(), l)
+	require.NoError(t, err)
 	for i, s := range servers {
 		require.Eventually(t, func() bool { return get(t, s, l.Keys.Lock) == l.Token }, time.Second, time.Millisecond,
 			"server %d does not hold the lock", i)
 	}
+	return l
 }
 
 // countingNode counts the acquire calls that reach a Node that is also a Subscriber.
@@ -207,10 +210,7 @@ func TestWaiterTakesTheHandOver(t *testing.T) {
 				}
 				return sum
 			}
-			holder := lock("take")
-			_, err = cl.Acquire(context.Background(), holder)
-			require.NoError(t, err)
-			heldEverywhere(t, servers, holder)
+			holder := hold(t, cl, servers, "take")
 
 			w := lock("take")
 			w.NodeTimeout = 10 * time.Second // a refresh every 25 s
@@ -286,10 +286,7 @@ func TestWaiterThatGivesUpLetsGoOfAHandOver(t *testing.T) {
 	polling, err := core.NewCluster(nodes)
 	require.NoError(t, err)
 
-	holder := lock("gives-up")
-	_, err = cl.Acquire(context.Background(), holder)
-	require.NoError(t, err)
-	heldEverywhere(t, servers, holder)
+	holder := hold(t, cl, servers, "gives-up")
 	// A waiter that polls every 25 s (its refresh interval): it hears no hand-over.
 	quitter := lock("gives-up")
 	quitter.NodeTimeout = 10 * time.Second

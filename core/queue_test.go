@@ -113,9 +113,7 @@ func TestWaitersTakeTurnsInOrder(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			servers := c.servers(t, c.n)
 			cl := newCluster(t, servers)
-			holder := lock("order")
-			_, err := cl.Acquire(context.Background(), holder)
-			require.NoError(t, err)
+			holder := hold(t, cl, servers, "order")
 
 			const waiters = 5
 			order := make(chan int, waiters)
@@ -189,10 +187,7 @@ func TestNoBargingPastALiveWaiter(t *testing.T) {
 func TestWaiterThatGivesUpLeavesTheQueue(t *testing.T) {
 	servers := miniServers(t, 3)
 	cl := newCluster(t, servers)
-	holder := lock("leave")
-	_, err := cl.Acquire(context.Background(), holder)
-	require.NoError(t, err)
-	heldEverywhere(t, servers, holder)
+	holder := hold(t, cl, servers, "leave")
 
 	quitter := lock("leave")
 	// Its refresh interval (25 s) keeps it from calling again while it waits: a call under
@@ -256,9 +251,7 @@ func TestWaiterThatGivesUpLeavesTheQueue(t *testing.T) {
 func TestQueueKeepsTheLongestPlace(t *testing.T) {
 	servers := miniServers(t, 1)
 	cl := newCluster(t, servers)
-	holder := lock("keep")
-	_, err := cl.Acquire(context.Background(), holder)
-	require.NoError(t, err)
+	holder := hold(t, cl, servers, "keep")
 	pttl := func(key string) int64 {
 		v, err := servers[0].do("PTTL", key)
 		require.NoError(t, err)
@@ -269,7 +262,7 @@ func TestQueueKeepsTheLongestPlace(t *testing.T) {
 	short.Waiter, short.Ticket = "short", 2                                // 1 s
 	long.Waiter, long.Ticket, long.NodeTimeout = "long", 1, 10*time.Second // 100 s
 	called := time.Now().UnixMilli()
-	_, err = cl.Acquire(context.Background(), short)
+	_, err := cl.Acquire(context.Background(), short)
 	require.ErrorIs(t, err, core.ErrHeld)
 	v, err := servers[0].do("ZSCORE", holder.Keys.Alive, "short")
 	require.NoError(t, err)
