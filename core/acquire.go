@@ -39,7 +39,8 @@ type outcome struct {
 	took  time.Duration // how long the attempt took
 	start time.Time     // when the attempt began
 	// refused marks the nodes that answered a waiter's attempt with a refusal ({0, ...}):
-	// only those can hand this attempt the lock later. nil for a single attempt.
+	// only those can hand this attempt the lock later. nil for a single attempt, and when
+	// no node refused.
 	refused []bool
 }
 
@@ -63,10 +64,7 @@ func (c *Cluster) acquire(ctx context.Context, l *Lock) (Grant, outcome, error) 
 	// Per node: it granted, or failed after the request may have landed.
 	mayHold := make([]bool, len(c.nodes))
 	answered := make([]bool, len(c.nodes))
-	var refused []bool
-	if l.Waiter != "" {
-		refused = make([]bool, len(c.nodes))
-	}
+	var refused []bool // made at the first refusal: an uncontended waiter needs none
 	seen := func(r reply) {
 		switch {
 		case r.err != nil:
@@ -79,7 +77,10 @@ func (c *Cluster) acquire(ctx context.Context, l *Lock) (Grant, outcome, error) 
 			c.noteGuard(r)
 		case len(r.vals) > 1: // refused (0) or abstaining (-1): either way, how long
 			wait = max(wait, r.vals[1])
-			if refused != nil && r.vals[0] == 0 {
+			if l.Waiter != "" && r.vals[0] == 0 {
+				if refused == nil {
+					refused = make([]bool, len(c.nodes))
+				}
 				refused[r.node] = true
 			}
 		}
