@@ -20,8 +20,8 @@ type Harness struct {
 	// its connections. Run closes nothing: register the client's cleanup with t.Cleanup. To
 	// give up, call t.Fatal (or t.Skip).
 	//
-	// A Node that also implements core.Subscriber (found by type assertion) is checked as
-	// one; for a Node that does not, the pub/sub checks skip, with a message.
+	// A Node that also implements core.Subscriber or core.Setter (found by type assertion)
+	// is checked as one; for a Node that does not, those checks skip, with a message.
 	NewNode func(t testing.TB, addr string) core.Node
 
 	// Servers are the Redis implementations every check runs against, in this order.
@@ -127,6 +127,7 @@ var groups = []group{
 	{name: "context", checks: contextChecks()},
 	{name: "names", checks: nameChecks()},
 	{name: "concurrency", checks: concurrencyChecks()},
+	{name: "setnx", checks: setNXChecks(), skip: skipUnlessSetter},
 	{name: "pubsub", checks: pubsubChecks(), skip: skipUnlessSubscriber},
 	{name: "cluster", checks: clusterChecks()},
 }

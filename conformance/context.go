@@ -16,6 +16,26 @@ import (
 // call hangs on an established connection; "new-connection" freezes it before the first
 // Eval, so a lazily connecting Node hangs in its dial or handshake.
 func contextChecks() []check {
+	keys := []string{core.NewKeys("conformance:", "context").Lock}
+	return ctxChecks("Eval", func(t *testing.T, n core.Node) call {
+		s := script(t, "extend")
+		return func(ctx context.Context) (string, error) {
+			got, err := n.Eval(ctx, s, keys, ours, ttl)
+			if got != nil {
+				return format(got), err
+			}
+			return "", err
+		}
+	})
+}
+
+// call is one call to a Node under ctx: it returns the reply, rendered ("" for none), and
+// the error.
+type call func(ctx context.Context) (reply string, err error)
+
+// ctxChecks are the context checks for the Node method called method: prepare returns the
+// call to make (on a healthy server first, then on the frozen one).
+func ctxChecks(method string, prepare func(t *testing.T, n core.Node) call) []check {
 	deadline := func() (context.Context, context.CancelFunc) {
 		return context.WithTimeout(context.Background(), ctxDeadline)
 	}
@@ -31,7 +51,7 @@ func contextChecks() []check {
 	}
 	cases := []struct {
 		name   string
-		warm   bool // one Eval before the proxy freezes
+		warm   bool // one call before the proxy freezes
 		ctx    func() (context.Context, context.CancelFunc)
 		wantIs error // the error must match it under errors.Is; nil: any error
 		what   string
@@ -48,32 +68,34 @@ func contextChecks() []check {
 			p := startProxy(t, e.server(t))
 			n := e.node(t, p.addr())
 			defer p.close() // before the Node's cleanup: closing a client must not wait for a frozen server
-			s := script(t, "extend")
-			keys := []string{core.NewKeys("conformance:", "context").Lock}
+			f := prepare(t, n)
 			if c.warm {
-				mustEval(t, n, s, keys, ours, ttl)
+				ctx, cancel := context.WithTimeout(context.Background(), waitBound)
+				_, err := f(ctx)
+				cancel()
+				if err != nil {
+					t.Fatalf("%s on a healthy server returned error %v", method, err)
+				}
 			}
 			p.freeze()
 
 			ctx, cancel := c.ctx()
 			defer cancel()
-			var got []int64
+			var got string
 			var err error
 			bound := ctxDeadline + ctxBound
-			elapsed, ok := withinBound(t, bound, p.close, func() {
-				got, err = n.Eval(ctx, s, keys, ours, ttl)
-			})
+			elapsed, ok := withinBound(t, bound, p.close, func() { got, err = f(ctx) })
 			if !ok {
-				t.Fatalf("Eval with %s, against a server that accepts and never replies, had not returned within %v (it did %v later, once the suite closed its connections): the Node must honour ctx", c.what, bound, (elapsed - bound).Round(time.Millisecond))
+				t.Fatalf("%s with %s, against a server that accepts and never replies, had not returned within %v (it did %v later, once the suite closed its connections): the Node must honour ctx", method, c.what, bound, (elapsed - bound).Round(time.Millisecond))
 			}
 			if err == nil {
-				t.Fatalf("Eval with %s, against a server that never replies, returned %s and no error after %v: an ended context is an error", c.what, format(got), elapsed.Round(time.Millisecond))
+				t.Fatalf("%s with %s, against a server that never replies, returned %q and no error after %v: an ended context is an error", method, c.what, got, elapsed.Round(time.Millisecond))
 			}
-			assert.Empty(t, got, "Eval with %s returned error %q together with reply %s", c.what, err, format(got))
+			assert.Empty(t, got, "%s with %s returned error %q together with reply %s", method, c.what, err, got)
 			if c.wantIs != nil && !errors.Is(err, c.wantIs) {
-				t.Errorf("Eval with %s returned %q (%T), want an error matching %v under errors.Is", c.what, err, err, c.wantIs)
+				t.Errorf("%s with %s returned %q (%T), want an error matching %v under errors.Is", method, c.what, err, err, c.wantIs)
 			}
-			t.Logf("Eval with %s returned after %v: %v", c.what, elapsed.Round(time.Millisecond), err)
+			t.Logf("%s with %s returned after %v: %v", method, c.what, elapsed.Round(time.Millisecond), err)
 		}})
 	}
 	return checks

@@ -55,8 +55,16 @@ func (c *Cluster) acquire(ctx context.Context, l *Lock) (Grant, outcome, error) 
 		fence = "1"
 	}
 	guard := strconv.FormatInt(int64((l.Guard+time.Second-1)/time.Second), 10)
-	ch := c.call(ctx, l.NodeTimeout, acquireScript, l.Keys.AcquireKeys(), l.Token, millis(l.TTL), guard, fence,
-		l.Waiter, strconv.FormatInt(l.Ticket, 10), millis(l.placeKept()))
+	ch := c.fan(ctx, l.NodeTimeout, request{
+		s:    acquireScript,
+		keys: l.Keys.AcquireKeys(),
+		args: []string{l.Token, millis(l.TTL), guard, fence, l.Waiter, strconv.FormatInt(l.Ticket, 10), millis(l.placeKept())},
+		// AcquireWait's first attempt, without guard or fence, needs little of the script
+		// but its SET NX: it need not queue (the waiter does when it tries again, at once),
+		// and no earlier attempt of ours can hold the lock.
+		setNX: l.attempt == 1 && l.Guard <= 0 && !l.Fence,
+		ttl:   l.TTL.Truncate(time.Millisecond),
+	})
 
 	t := tally{c: c, op: "acquire", key: l.Keys.Lock}
 	// The largest fence counter granted, and the longest a refusing node can keep us waiting.
@@ -216,7 +224,12 @@ func (c *Cluster) abandon(ctx context.Context, l *Lock, ch <-chan reply, answere
 // Waiters take turns in order. AcquireWait gives l a ticket (the time of the call, in
 // microseconds); every node that finds the lock held queues the waiter by ticket, and a
 // free lock goes only to the first live waiter in its queue, so a newcomer (or the owner
-// that just let go) cannot barge ahead of those already waiting. A waiter keeps its place
+// that just let go) cannot barge ahead of those already waiting. One exception: if l asks
+// for neither the restart guard nor a fence, the first attempt is a plain SET NX on the
+// nodes that are Setters, which takes a free lock without looking at the queue. A lock is
+// rarely free while waiters queue, since a release hands it straight to the first one: only
+// when a holder's TTL ran out without a release, or a node could not hand it over, and then
+// until the first waiter calls again (within its refresh interval). A waiter keeps its place
 // by calling again at least every refresh interval (2.5 node timeouts, at least 50ms); one
 // that stops calling for four intervals (it crashed, say) loses its place, and one that
 // gives up (ctx ended) leaves the queue at once, in the background, letting go of the lock
@@ -243,7 +256,8 @@ func (c *Cluster) AcquireWait(ctx context.Context, l *Lock, b Backoff) (Grant, e
 	var w *watch   // the wake-up subscription, from the first time the lock is found held
 	var last error // the last attempt's error that was not ctx's
 	for attempt := 0; ; attempt++ {
-		l.Token = l.Waiter + "." + strconv.Itoa(attempt+1)
+		l.attempt = attempt + 1
+		l.Token = l.Waiter + "." + strconv.Itoa(l.attempt)
 		w.drain() // what was said before this attempt, it finds out for itself
 		g, o, err := c.acquire(ctx, l)
 		if err == nil {

@@ -126,6 +126,9 @@ type Lock struct {
 	Waiter string
 	Ticket int64
 
+	// attempt is the number of AcquireWait's attempt under way (0 for Acquire): only its
+	// first attempt may take the lock with a plain SET (see Setter).
+	attempt int
 	// acquiring is closed when every node answered the acquisition that granted the lock
 	// (nil if all had answered by then). Release waits for it, so that a straggler's SET
 	// cannot land after the release and leave a key behind.
@@ -151,16 +154,33 @@ type reply struct {
 // yes reports whether the node answered with a first element of 1.
 func (r reply) yes() bool { return r.err == nil && len(r.vals) > 0 && r.vals[0] == 1 }
 
+// request is one script call, made on every node of a fan-out.
+type request struct {
+	s    *Script
+	keys []string
+	args []string
+	// setNX: a node that is a Setter is sent SET keys[0] args[0] NX PX ttl instead of s,
+	// and its answer counts as the acquire script's {1, 0} (set) or {0, 0} (refused).
+	setNX bool
+	ttl   time.Duration
+}
+
 // call runs s on every node at once, each bounded by timeout, and returns the channel that
+// receives the N replies in the order they arrive (see fan).
+func (c *Cluster) call(ctx context.Context, timeout time.Duration, s *Script, keys []string, args ...string) <-chan reply {
+	return c.fan(ctx, timeout, request{s: s, keys: keys, args: args})
+}
+
+// fan sends req to every node at once, each bounded by timeout, and returns the channel that
 // receives the N replies in the order they arrive. It has room for all N, so a caller may
 // stop reading as soon as the outcome is decided: the rest finish on their own. All nodes
 // share one deadline, released when the last of them answers. A single node is called in
 // the caller's goroutine: there is nothing to run in parallel with it.
-func (c *Cluster) call(ctx context.Context, timeout time.Duration, s *Script, keys []string, args ...string) <-chan reply {
+func (c *Cluster) fan(ctx context.Context, timeout time.Duration, req request) <-chan reply {
 	out := make(chan reply, len(c.nodes))
 	dctx, cancel := context.WithTimeout(ctx, timeout)
 	if len(c.nodes) == 1 {
-		out <- c.eval(ctx, dctx, 0, timeout, s, keys, args)
+		out <- c.eval(ctx, dctx, 0, timeout, req)
 		cancel()
 		return out
 	}
@@ -168,7 +188,7 @@ func (c *Cluster) call(ctx context.Context, timeout time.Duration, s *Script, ke
 	last.running.Store(int32(len(c.nodes)))
 	for i := range c.nodes {
 		go func() {
-			out <- c.eval(ctx, dctx, i, timeout, s, keys, args)
+			out <- c.eval(ctx, dctx, i, timeout, req)
 			last.done()
 		}()
 	}
@@ -191,24 +211,36 @@ func (l *lastOut) done() {
 func (c *Cluster) callNode(ctx context.Context, i int, timeout time.Duration, s *Script, keys, args []string) reply {
 	dctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	return c.eval(ctx, dctx, i, timeout, s, keys, args)
+	return c.eval(ctx, dctx, i, timeout, request{s: s, keys: keys, args: args})
 }
 
-// eval runs s on node i under dctx, the caller's ctx with the node deadline, and turns the
-// outcome into a reply: the caller's ctx error if it ended, ErrNodeTimeout if the deadline
-// passed, an error for an empty reply.
-func (c *Cluster) eval(ctx, dctx context.Context, i int, timeout time.Duration, s *Script, keys, args []string) reply {
-	if s == releaseScript { // [token, channel, ...]: add this node's publish command
-		args = append([]string{args[0], args[1], c.publish[i]}, args[2:]...)
+// eval sends req to node i under dctx, the caller's ctx with the node deadline, and turns
+// the outcome into a reply: the caller's ctx error if it ended, ErrNodeTimeout if the
+// deadline passed, an error for an empty reply.
+func (c *Cluster) eval(ctx, dctx context.Context, i int, timeout time.Duration, req request) reply {
+	var vals []int64
+	var err error
+	if setter, ok := c.nodes[i].(Setter); ok && req.setNX {
+		var set bool
+		if set, err = setter.SetNX(dctx, req.keys[0], req.args[0], req.ttl); set {
+			vals = []int64{1, 0}
+		} else {
+			vals = []int64{0, 0}
+		}
+	} else {
+		args := req.args
+		if req.s == releaseScript { // [token, channel, ...]: add this node's publish command
+			args = append([]string{args[0], args[1], c.publish[i]}, args[2:]...)
+		}
+		vals, err = c.nodes[i].Eval(dctx, req.s, req.keys, args...)
 	}
-	vals, err := c.nodes[i].Eval(dctx, s, keys, args...)
 	switch {
 	case ctx.Err() != nil:
 		err = ctx.Err()
 	case err != nil && dctx.Err() != nil:
 		err = timeoutError(timeout, err)
 	case err == nil && len(vals) == 0:
-		err = fmt.Errorf("redlock: %s script: empty reply", s.Name())
+		err = fmt.Errorf("redlock: %s script: empty reply", req.s.Name())
 	}
 	if err != nil {
 		vals = nil

@@ -79,13 +79,17 @@ func (e *QuorumError) Unwrap() []error {
 }
 
 // heldError is ErrHeld with the longest time the holder can keep the lock, as the nodes
-// reported it: the most a waiter should sleep before it tries again.
+// reported it: the most a waiter should sleep before it tries again. It is 0 when no node
+// said (a refused SET NX does not, nor does a free lock that is another waiter's turn).
 type heldError struct {
 	key  string
 	wait time.Duration
 }
 
 func (e *heldError) Error() string {
+	if e.wait <= 0 {
+		return fmt.Sprintf("redlock: lock %q is held by another owner", e.key)
+	}
 	return fmt.Sprintf("redlock: lock %q is held by another owner (for at most %v)", e.key, e.wait)
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha1"
 	"encoding/hex"
+	"time"
 )
 
 // Node is one independent Redis master, or one Redis Cluster addressed through a cluster
@@ -18,6 +19,18 @@ type Node interface {
 
 	// String names the node in errors, for example "127.0.0.1:6379".
 	String() string
+}
+
+// Setter is an optional capability of a Node, discovered by type assertion: a plain SET,
+// without a script. Core takes a lock with it, as SET key token NX PX ttl, where the acquire
+// script would do little more: on the first attempt of an acquisition that asks for neither
+// the restart guard nor a fencing token. That spares the server a Lua call on every
+// uncontended lock. A Node without it runs the acquire script instead.
+type Setter interface {
+	// SetNX runs SET key value NX PX ttl (ttl is a whole number of milliseconds, at least
+	// 1) and reports whether it set key: false if key exists, which it leaves as it was.
+	// It honours ctx as Eval does. A transport or server error is returned as an error.
+	SetNX(ctx context.Context, key, value string, ttl time.Duration) (bool, error)
 }
 
 // Script is a Lua script with its SHA1 digest, computed once. A Script is immutable and

@@ -150,8 +150,9 @@ func TestWaitersTakeTurnsInOrder(t *testing.T) {
 }
 
 // TestNoBargingPastALiveWaiter: while a waiter that queued first keeps its place, a free lock
-// goes neither to a single attempt nor to a later waiter; once its place lapses (it stopped
-// calling: it crashed, say), the later waiter gets the lock.
+// goes neither to a single attempt nor to a later waiter (whose attempts run the script:
+// see TestSetNXTakesAFreeLockPastTheQueue for a plain first attempt); once its place lapses
+// (it stopped calling: it crashed, say), the later waiter gets the lock.
 func TestNoBargingPastALiveWaiter(t *testing.T) {
 	servers := miniServers(t, 3)
 	cl := newCluster(t, servers)
@@ -169,6 +170,7 @@ func TestNoBargingPastALiveWaiter(t *testing.T) {
 	require.ErrorIs(t, err, core.ErrHeld, "a single attempt took a free lock past a live waiter")
 
 	l := lock("barging")
+	l.Fence = true // every attempt runs the script
 	_, err = cl.AcquireWait(context.Background(), l, patient)
 	require.NoError(t, err)
 	assert.False(t, time.Now().Before(lapse), "a later waiter took the lock before the first one's place lapsed")

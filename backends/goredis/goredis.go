@@ -7,7 +7,9 @@ import (
 	"fmt"
 	"reflect"
 	"strings"
+	"time"
 
+	"github.com/go-redlock/redlock/backends/internal/ctxcall"
 	"github.com/go-redlock/redlock/core"
 	"github.com/redis/go-redis/v9"
 )
@@ -21,7 +23,10 @@ type Node struct {
 	ps       *pubsub // Subscribe's state; see subscribe.go
 }
 
-var _ core.Node = (*Node)(nil)
+var (
+	_ core.Node   = (*Node)(nil)
+	_ core.Setter = (*Node)(nil)
+)
 
 // New returns the Node for c: a *redis.Client, a *redis.ClusterClient, or a failover client
 // (redis.NewFailoverClient). New of a nil client returns nil, which redlock.New rejects.
@@ -77,39 +82,39 @@ func (n *Node) Eval(ctx context.Context, s *core.Script, keys []string, args ...
 	for i, a := range args {
 		argv[i] = a
 	}
-	if _, ok := ctx.Deadline(); ok && n.deadline {
-		// go-redis itself ends the call at the deadline: no goroutine needed. A
-		// cancellation before the deadline is then noticed at the deadline.
-		r := n.eval(ctx, s, keys, argv)
-		if r.err != nil {
-			return nil, r.err
-		}
-		return ints(s, r.v)
+	if n.direct(ctx) {
+		return n.eval(ctx, s, keys, argv)
 	}
-	done := make(chan result, 1)
-	go func() { done <- n.eval(ctx, s, keys, argv) }()
-	select {
-	case r := <-done:
-		if r.err != nil {
-			return nil, r.err
-		}
-		return ints(s, r.v)
-	case <-ctx.Done():
-		return nil, ctx.Err()
-	}
+	return ctxcall.Go(ctx, func() ([]int64, error) { return n.eval(ctx, s, keys, argv) })
 }
 
-type result struct {
-	v   any
-	err error
+// SetNX runs SET key value NX PX ttl (see core.Setter). It honours ctx as Eval does.
+func (n *Node) SetNX(ctx context.Context, key, value string, ttl time.Duration) (bool, error) {
+	if err := ctx.Err(); err != nil {
+		return false, err
+	}
+	if n.direct(ctx) {
+		return n.client.SetNX(ctx, key, value, ttl).Result()
+	}
+	return ctxcall.Go(ctx, func() (bool, error) { return n.client.SetNX(ctx, key, value, ttl).Result() })
 }
 
-func (n *Node) eval(ctx context.Context, s *core.Script, keys []string, argv []any) result {
+// direct reports whether go-redis itself ends a call at ctx's deadline: ctx has one, and
+// the client honours it (a cancellation before the deadline is then noticed at the deadline).
+func (n *Node) direct(ctx context.Context) bool {
+	_, ok := ctx.Deadline()
+	return ok && n.deadline
+}
+
+func (n *Node) eval(ctx context.Context, s *core.Script, keys []string, argv []any) ([]int64, error) {
 	v, err := n.client.EvalSha(ctx, s.SHA1(), keys, argv...).Result()
 	if err != nil && redis.HasErrorPrefix(err, "NOSCRIPT") {
 		v, err = n.client.Eval(ctx, s.Source(), keys, argv...).Result()
 	}
-	return result{v, err}
+	if err != nil {
+		return nil, err
+	}
+	return ints(s, v)
 }
 
 // ints converts a script's reply, an array of integers, to []int64.

@@ -29,7 +29,10 @@ type Node struct {
 	ps   *pubsub // Subscribe's state; see subscribe.go
 }
 
-var _ core.Node = (*Node)(nil)
+var (
+	_ core.Node   = (*Node)(nil)
+	_ core.Setter = (*Node)(nil)
+)
 
 // New returns the Node for pool. name names the node in errors, usually the server's
 // address ("10.0.0.1:6379"): a pool does not know its address. New of a nil pool returns
@@ -81,6 +84,28 @@ func (n *Node) Eval(ctx context.Context, s *core.Script, keys []string, args ...
 		return nil, ctxErr(ctx, err)
 	}
 	return ints(s, v)
+}
+
+// SetNX runs SET key value NX PX ttl (see core.Setter). It honours ctx as Eval does.
+func (n *Node) SetNX(ctx context.Context, key, value string, ttl time.Duration) (bool, error) {
+	if err := ctx.Err(); err != nil {
+		return false, err
+	}
+	conn, err := n.pool.GetContext(ctx)
+	if err != nil {
+		return false, ctxErr(ctx, err)
+	}
+	defer conn.Close()
+	v, err := redis.DoContext(conn, ctx, "SET", key, value, "NX", "PX", ttl.Milliseconds())
+	switch {
+	case err != nil:
+		return false, ctxErr(ctx, err)
+	case v == nil: // NX: the key exists
+		return false, nil
+	case v == "OK":
+		return true, nil
+	}
+	return false, fmt.Errorf("redlock: SET replied %v (%T), want OK or nil", v, v)
 }
 
 // ctxErr returns ctx's error once ctx has ended, whatever redigo made of it (a read

@@ -11,7 +11,9 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"time"
 
+	"github.com/go-redlock/redlock/backends/internal/ctxcall"
 	"github.com/go-redlock/redlock/core"
 	"github.com/redis/rueidis"
 )
@@ -24,7 +26,10 @@ type Node struct {
 	ps     *pubsub // Subscribe's state; see subscribe.go
 }
 
-var _ core.Node = (*Node)(nil)
+var (
+	_ core.Node   = (*Node)(nil)
+	_ core.Setter = (*Node)(nil)
+)
 
 // scripts holds one rueidis.Lua per core script, made once: rueidis.Lua.Exec sends EVALSHA
 // and falls back to EVAL on NOSCRIPT, through the client's auto-pipelining.
@@ -72,26 +77,45 @@ func (n *Node) Eval(ctx context.Context, s *core.Script, keys []string, args ...
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	if _, ok := ctx.Deadline(); ok || ctx.Done() == nil {
+	if direct(ctx) {
 		return n.eval(ctx, s, keys, args)
 	}
-	// rueidis honours a deadline throughout, but a cancellation only once connected: a
-	// connection it opens for this call goes on in the background until its own timeouts.
-	type result struct {
-		vals []int64
-		err  error
+	return ctxcall.Go(ctx, func() ([]int64, error) { return n.eval(ctx, s, keys, args) })
+}
+
+// SetNX runs SET key value NX PX ttl (see core.Setter) through the client's pipelined
+// connection. It honours ctx as Eval does.
+func (n *Node) SetNX(ctx context.Context, key, value string, ttl time.Duration) (bool, error) {
+	if err := ctx.Err(); err != nil {
+		return false, err
 	}
-	done := make(chan result, 1)
-	go func() {
-		vals, err := n.eval(ctx, s, keys, args)
-		done <- result{vals, err}
-	}()
-	select {
-	case r := <-done:
-		return r.vals, r.err
-	case <-ctx.Done():
-		return nil, ctx.Err()
+	if direct(ctx) {
+		return n.setNX(ctx, key, value, ttl)
 	}
+	return ctxcall.Go(ctx, func() (bool, error) { return n.setNX(ctx, key, value, ttl) })
+}
+
+func (n *Node) setNX(ctx context.Context, key, value string, ttl time.Duration) (bool, error) {
+	cmd := n.client.B().Set().Key(key).Value(value).Nx().PxMilliseconds(ttl.Milliseconds()).Build()
+	err := n.client.Do(ctx, cmd).Error()
+	switch {
+	case err == nil:
+		return true, nil
+	case rueidis.IsRedisNil(err): // NX: the key exists
+		return false, nil
+	case ctx.Err() != nil:
+		return false, ctx.Err()
+	}
+	return false, err
+}
+
+// direct reports whether rueidis itself ends a call when ctx ends: it honours a deadline
+// throughout, but a cancellation only once connected, so a call under a cancellable ctx
+// without a deadline runs in a goroutine of its own (a connection it opens goes on in the
+// background until its own timeouts).
+func direct(ctx context.Context) bool {
+	_, ok := ctx.Deadline()
+	return ok || ctx.Done() == nil
 }
 
 func (n *Node) eval(ctx context.Context, s *core.Script, keys, args []string) ([]int64, error) {

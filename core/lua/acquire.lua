@@ -1,4 +1,4 @@
--- acquire (run after queue.lua): take the lock if it is free (or already ours) and no live
+-- acquire (queue.lua is put in place of the line "-- queue.lua"): take the lock if it is free (or already ours) and no live
 -- waiter queued before us, and advance the fence counter; otherwise queue us as a waiter.
 -- KEYS[1] lock key, KEYS[2] fence counter key, KEYS[3] waiter queue (a sorted set: waiter
 -- id by ticket), KEYS[4] waiter liveness (a sorted set: waiter id by deadline, server ms),
@@ -25,6 +25,7 @@
 --   {0, 0}         it is free, but a live waiter queued before us: its turn comes first.
 --   {-1, wait}     the server started less than the guard ago, so it may have forgotten locks
 --                  it granted before a restart: it abstains for wait more milliseconds.
+-- queue.lua
 local abstain, unguarded = guarded(tonumber(ARGV[3]) or 0)
 if abstain then
   return {-1, abstain}

@@ -1,0 +1,160 @@
+package core_test
+
+import (
+	"context"
+	"strconv"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/go-redlock/redlock/backends/goredis"
+	"github.com/go-redlock/redlock/core"
+	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// setCounter is a go-redis Node (a Setter and a Subscriber) that counts its SetNX calls
+// and the acquire scripts it runs.
+type setCounter struct {
+	*goredis.Node
+	sets, acquires atomic.Int64
+}
+
+func (n *setCounter) SetNX(ctx context.Context, key, value string, ttl time.Duration) (bool, error) {
+	n.sets.Add(1)
+	return n.Node.SetNX(ctx, key, value, ttl)
+}
+
+func (n *setCounter) Eval(ctx context.Context, s *core.Script, keys []string, args ...string) ([]int64, error) {
+	if s.Name() == "acquire" {
+		n.acquires.Add(1)
+	}
+	return n.Node.Eval(ctx, s, keys, args...)
+}
+
+// countedCluster returns a Cluster over servers whose nodes count their calls.
+func countedCluster(t *testing.T, servers []server) (*core.Cluster, []*setCounter) {
+	counted := make([]*setCounter, len(servers))
+	nodes := make([]core.Node, len(servers))
+	for i, s := range servers {
+		c := redis.NewClient(&redis.Options{Addr: s.addr})
+		n := goredis.New(c)
+		t.Cleanup(func() { _ = n.Close(); _ = c.Close() })
+		counted[i] = &setCounter{Node: n}
+		nodes[i] = counted[i]
+	}
+	cl, err := core.NewCluster(nodes)
+	require.NoError(t, err)
+	return cl, counted
+}
+
+// TestFirstAttemptSetsNX: AcquireWait's first attempt takes a free lock with a plain SET NX
+// PX on the nodes that are Setters, unless it asks for the restart guard or a fencing
+// token; a single Acquire, and every later attempt, runs the acquire script.
+func TestFirstAttemptSetsNX(t *testing.T) {
+	cases := []struct {
+		name     string
+		setup    func(*core.Lock)
+		wait     bool // AcquireWait, else Acquire
+		wantSets bool
+	}{
+		{"plain", func(*core.Lock) {}, true, true},
+		{"fenced", func(l *core.Lock) { l.Fence = true }, true, false},
+		{"guarded", func(l *core.Lock) { l.Guard = time.Second }, true, false},
+		{"single attempt", func(*core.Lock) {}, false, false},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			servers := miniServers(t, 3)
+			cl, counted := countedCluster(t, servers)
+			l := lock("plain")
+			c.setup(l)
+			var err error
+			if c.wait {
+				_, err = cl.AcquireWait(context.Background(), l, patient)
+			} else {
+				_, err = cl.Acquire(context.Background(), l)
+			}
+			require.NoError(t, err)
+			for i, s := range servers { // Acquire returns at a quorum: wait for the last node
+				require.Eventually(t, func() bool { return get(t, s, l.Keys.Lock) == l.Token }, 5*time.Second, time.Millisecond,
+					"server %d does not hold the lock", i)
+				pttl, err := s.do("PTTL", l.Keys.Lock)
+				require.NoError(t, err)
+				assert.InDelta(t, l.TTL.Milliseconds(), pttl, 1000, "server %d: the lock's TTL", i)
+				if c.wantSets {
+					assert.Equal(t, int64(1), counted[i].sets.Load(), "server %d: SET NX calls", i)
+					assert.Zero(t, counted[i].acquires.Load(), "server %d: acquire scripts run", i)
+				} else {
+					assert.Zero(t, counted[i].sets.Load(), "server %d: SET NX calls", i)
+					assert.Equal(t, int64(1), counted[i].acquires.Load(), "server %d: acquire scripts run", i)
+				}
+			}
+			if c.wait {
+				assert.Equal(t, l.Waiter+".1", l.Token, "the first attempt's token")
+			}
+			require.NoError(t, cl.Release(context.Background(), l))
+		})
+	}
+}
+
+// TestRefusedSetNXQueuesOnTheNextAttempt: a waiter whose SET NX finds the lock held
+// queues on its next attempt, at once, and a release then hands it the lock; its SET NX
+// was its only one.
+func TestRefusedSetNXQueuesOnTheNextAttempt(t *testing.T) {
+	for _, c := range setups {
+		t.Run(c.name, func(t *testing.T) {
+			servers := c.servers(t, c.n)
+			cl, counted := countedCluster(t, servers)
+			holder := hold(t, cl, servers, "refused")
+
+			l := lock("refused")
+			got := make(chan error, 1)
+			go func() {
+				_, err := cl.AcquireWait(context.Background(), l, patient)
+				got <- err
+			}()
+			require.Eventually(t, func() bool { return allEqual(queued(t, servers, holder.Keys), 1) },
+				5*time.Second, time.Millisecond, "the waiter is not queued: %v", queued(t, servers, holder.Keys))
+			require.NoError(t, cl.Release(context.Background(), holder))
+			select {
+			case err := <-got:
+				require.NoError(t, err)
+			case <-time.After(10 * time.Second):
+				t.Fatal("the waiter did not get the lock")
+			}
+			for i, s := range servers {
+				assert.Equal(t, int64(1), counted[i].sets.Load(), "server %d: SET NX calls", i)
+				assert.Equal(t, l.Token, get(t, s, l.Keys.Lock), "server %d: the lock is not the waiter's", i)
+			}
+			require.NoError(t, cl.Release(context.Background(), l))
+		})
+	}
+}
+
+// TestSetNXTakesAFreeLockPastTheQueue: a plain SET NX does not look at the queue, so a
+// waiter's first attempt takes a lock that is free while another waiter queues (a holder's
+// TTL ran out, say), where the script's first attempt would have queued behind it.
+func TestSetNXTakesAFreeLockPastTheQueue(t *testing.T) {
+	servers := miniServers(t, 3)
+	cl := newCluster(t, servers)
+	k := core.NewKeys("q:", "past")
+	for _, s := range servers {
+		_, err := s.do("ZADD", k.Queue, "1", "other")
+		require.NoError(t, err)
+		_, err = s.do("ZADD", k.Alive, strconv.FormatInt(time.Now().Add(time.Hour).UnixMilli(), 10), "other")
+		require.NoError(t, err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	l := lock("past")
+	_, err := cl.AcquireWait(ctx, l, patient)
+	require.NoError(t, err, "the plain first attempt did not take the free lock")
+	require.NoError(t, cl.Release(context.Background(), l))
+
+	scripted := lock("past")
+	scripted.Fence = true // every attempt of a fenced lock runs the script
+	_, err = cl.AcquireWait(ctx, scripted, patient)
+	require.ErrorIs(t, err, context.DeadlineExceeded, "the script's attempt took a free lock past a live waiter")
+}
