@@ -66,8 +66,8 @@ func impls() []impl {
 		{key: "floor-rueidis", name: "floor: SET NX PX ×N ∥, CAD Lua ×N ∥ (rueidis)",
 			notes: "the same floor over rueidis clients (defaults; concurrent commands are auto-pipelined): the leaner driver's floor.",
 			new:   newFloorRueidis},
-		{key: "floor-scripts", name: "floor with redlock's Lua scripts (rueidis)", extra: true,
-			notes: "diagnostic, only with -impls: the rueidis floor, but sending redlock's own acquire and release scripts (no fence, no guard) instead of SET NX PX and compare-and-delete: the server-side cost of the scripts, without core.",
+		{key: "floor-scripts", name: "floor with redlock's release script (rueidis)", extra: true,
+			notes: "diagnostic, only with -impls: the rueidis floor, but sending what an uncontended redlock Mutex sends: SET NX PX (its first attempt, without guard or fence), then redlock's release script instead of compare-and-delete. The server-side cost of the script, without core.",
 			new:   newFloorScripts},
 		{key: "redlock-goredis", name: "redlock Mutex (go-redis)", handoff: true, ours: true,
 			notes: "redis.Options{ContextTimeoutEnabled: true} as the README asks; WithRestartGuard(0).",
@@ -481,13 +481,10 @@ func (l *floorRueidisLock) Unlock(ctx context.Context) error {
 	return nil
 }
 
-// floorScripts is the rueidis floor sending redlock's own scripts.
+// floorScripts is the rueidis floor sending what an uncontended redlock Mutex sends.
 type floorScripts struct{ floorRueidis }
 
-var (
-	acquireLua = rueidis.NewLuaScript(core.Scripts()[0].Source())
-	releaseLua = rueidis.NewLuaScript(core.Scripts()[2].Source())
-)
+var releaseLua = rueidis.NewLuaScript(core.Scripts()[2].Source())
 
 func newFloorScripts(addrs []string, w bool) (client, error) {
 	f, err := newFloorRueidis(addrs, w)
@@ -511,8 +508,7 @@ type floorScriptsLock struct {
 func (l *floorScriptsLock) Lock(ctx context.Context) error {
 	l.token = newToken()
 	n := each(l.f.cs, func(c rueidis.Client) bool {
-		v, err := acquireLua.Exec(ctx, c, l.keys.AcquireKeys(), []string{l.token, "10000", "0", "0", "", "0", "1000"}).AsIntSlice()
-		return err == nil && len(v) > 0 && v[0] == 1
+		return c.Do(ctx, c.B().Set().Key(l.keys.Lock).Value(l.token).Nx().PxMilliseconds(floorTTL.Milliseconds()).Build()).Error() == nil
 	})
 	if n < l.f.quorum {
 		_ = l.Unlock(context.WithoutCancel(ctx))
