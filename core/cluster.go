@@ -11,13 +11,14 @@ import (
 )
 
 // Cluster is a set of N independent nodes that grant a lock by majority (quorum N/2+1).
-// A Cluster is immutable and safe for concurrent use.
+// A Cluster is safe for concurrent use.
 type Cluster struct {
 	nodes     []Node
 	quorum    int
 	publish   []string      // per node: the release script's publish command
 	unguarded []atomic.Bool // per node: it cannot report its uptime to the restart guard
 	warn      func(node string)
+	shared    atomic.Pointer[sharedDeadline] // see bound
 }
 
 // ClusterOption configures a Cluster.
@@ -173,45 +174,68 @@ func (c *Cluster) call(ctx context.Context, timeout time.Duration, s *Script, ke
 
 // fan sends req to every node at once, each bounded by timeout, and returns the channel that
 // receives the N replies in the order they arrive. It has room for all N, so a caller may
-// stop reading as soon as the outcome is decided: the rest finish on their own. All nodes
-// share one deadline, released when the last of them answers. A single node is called in
-// the caller's goroutine: there is nothing to run in parallel with it.
+// stop reading as soon as the outcome is decided: the rest finish on their own, by their
+// deadline at the latest (see deadline). A single node is called in the caller's
+// goroutine, under ctx: there is nothing to run in parallel with it.
 func (c *Cluster) fan(ctx context.Context, timeout time.Duration, req request) <-chan reply {
 	out := make(chan reply, len(c.nodes))
-	dctx, cancel := context.WithTimeout(ctx, timeout)
 	if len(c.nodes) == 1 {
+		if ctx == context.Background() { // nothing to cancel the call but its deadline
+			out <- c.eval(ctx, c.deadline(ctx, timeout), 0, timeout, req)
+			return out
+		}
+		dctx, cancel := context.WithTimeout(ctx, timeout)
 		out <- c.eval(ctx, dctx, 0, timeout, req)
 		cancel()
 		return out
 	}
-	last := &lastOut{cancel: cancel}
-	last.running.Store(int32(len(c.nodes)))
+	dctx := c.deadline(ctx, timeout)
 	for i := range c.nodes {
-		go func() {
-			out <- c.eval(ctx, dctx, i, timeout, req)
-			last.done()
-		}()
+		go func() { out <- c.eval(ctx, dctx, i, timeout, req) }()
 	}
 	return out
 }
 
-// lastOut releases a fan-out's shared deadline when the last node has answered.
-type lastOut struct {
-	running atomic.Int32
-	cancel  context.CancelFunc
-}
-
-func (l *lastOut) done() {
-	if l.running.Add(-1) == 0 {
-		l.cancel()
+// deadline returns a context with a deadline timeout away, and ctx's values but not its
+// cancellation, for calls that run on goroutines of their own (the caller waits for ctx
+// itself: see collect). Such calls share one deadline per millisecond and timeout, at least
+// timeout away and at most a millisecond more: that spares the timer that a context of
+// their own would start, a large part of a busy client's work.
+func (c *Cluster) deadline(ctx context.Context, timeout time.Duration) context.Context {
+	now := time.Now()
+	d := c.shared.Load()
+	if d == nil || d.timeout != timeout || !now.Before(d.until) {
+		d = &sharedDeadline{timeout: timeout, until: now.Add(time.Millisecond)}
+		// Its deadline ends it, never its cancel function: other calls may share it.
+		d.ctx, d.cancel = context.WithDeadline(context.Background(), d.until.Add(timeout))
+		c.shared.Store(d)
 	}
+	if ctx == context.Background() {
+		return d.ctx
+	}
+	return valuesOf{Context: d.ctx, values: ctx}
 }
 
-// callNode runs s on node i alone, bounded by timeout.
+// valuesOf is a shared deadline (Context) that carries the values of a caller's context.
+type valuesOf struct {
+	context.Context
+	values context.Context
+}
+
+func (v valuesOf) Value(key any) any { return v.values.Value(key) }
+
+// sharedDeadline is a context that the fan-outs started before until share (see bound).
+type sharedDeadline struct {
+	ctx     context.Context
+	cancel  context.CancelFunc // never called: the deadline ends the context
+	timeout time.Duration
+	until   time.Time
+}
+
+// callNode runs s on node i alone, bounded by timeout, for a caller that runs it on a
+// goroutine of its own.
 func (c *Cluster) callNode(ctx context.Context, i int, timeout time.Duration, s *Script, keys, args []string) reply {
-	dctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	return c.eval(ctx, dctx, i, timeout, request{s: s, keys: keys, args: args})
+	return c.eval(ctx, c.deadline(ctx, timeout), i, timeout, request{s: s, keys: keys, args: args})
 }
 
 // eval sends req to node i under dctx, the caller's ctx with the node deadline, and turns
@@ -298,22 +322,30 @@ func (t *tally) err() error {
 // timeout passed (a node that ignores its context cannot hold us longer) or ctx ended. It
 // calls seen for each reply, and marks in answered (one entry per node) which nodes answered.
 func (c *Cluster) collect(ctx context.Context, timeout time.Duration, ch <-chan reply, t *tally, answered []bool, seen func(reply)) {
-	timer := time.NewTimer(timeout)
-	defer timer.Stop()
+	var timer *time.Timer // started only when a reply has to be waited for
 	for t.answers < len(c.nodes) && (t.all || !t.won() && !t.lost()) {
+		var r reply
 		select {
-		case r := <-ch:
-			answered[r.node] = true
-			t.add(r)
-			if seen != nil {
-				seen(r)
+		case r = <-ch:
+		default:
+			if timer == nil {
+				timer = time.NewTimer(timeout)
+				defer timer.Stop()
 			}
-		case <-timer.C:
-			t.missing(answered, timeoutError(timeout, nil))
-			return
-		case <-ctx.Done():
-			t.missing(answered, ctx.Err())
-			return
+			select {
+			case r = <-ch:
+			case <-timer.C:
+				t.missing(answered, timeoutError(timeout, nil))
+				return
+			case <-ctx.Done():
+				t.missing(answered, ctx.Err())
+				return
+			}
+		}
+		answered[r.node] = true
+		t.add(r)
+		if seen != nil {
+			seen(r)
 		}
 	}
 }

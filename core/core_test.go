@@ -633,3 +633,41 @@ func TestSplitVoteRetriesAfterAShortPause(t *testing.T) {
 	assert.Less(t, time.Since(start), 5*time.Second, "the split vote waited for the backoff")
 	assert.GreaterOrEqual(t, len(fakes[1].scripts()), 2, "no second attempt")
 }
+
+// TestDetachedCallsShareADeadline: the contexts of detached calls (see Cluster.deadline)
+// have a deadline at least the timeout away and at most a millisecond more, carry the
+// caller's values but not its cancellation, and are shared within a millisecond.
+func TestDetachedCallsShareADeadline(t *testing.T) {
+	c, _ := cluster(t, grants(1), grants(1), grants(1))
+	const timeout = 200 * time.Millisecond
+	type key struct{}
+	caller, cancel := context.WithCancel(context.WithValue(context.Background(), key{}, "v"))
+
+	start := time.Now()
+	d := c.deadline(caller, timeout)
+	shared := c.deadline(context.Background(), timeout)
+	end := time.Now()
+	cancel()
+
+	dl, ok := d.Deadline()
+	require.True(t, ok, "no deadline")
+	assert.False(t, dl.Before(start.Add(timeout)), "the deadline is less than the timeout away")
+	assert.False(t, dl.After(end.Add(timeout+time.Millisecond)), "the deadline is more than a millisecond past the timeout")
+	assert.Equal(t, "v", d.Value(key{}), "the caller's values are lost")
+	assert.NoError(t, d.Err(), "the caller's cancellation ended the calls' context")
+	if end.Sub(start) < time.Millisecond { // the two calls came within the same millisecond
+		sdl, _ := shared.Deadline()
+		assert.Equal(t, dl, sdl, "calls within a millisecond do not share a deadline")
+	}
+	assert.Nil(t, shared.Value(key{}))
+
+	time.Sleep(2 * time.Millisecond)
+	later, _ := c.deadline(context.Background(), timeout).Deadline()
+	assert.True(t, later.After(dl), "a call two milliseconds later shares the earlier deadline")
+	select {
+	case <-d.Done():
+		assert.ErrorIs(t, d.Err(), context.DeadlineExceeded)
+	case <-time.After(5 * time.Second):
+		t.Fatal("the shared context did not end at its deadline")
+	}
+}

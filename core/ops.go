@@ -45,7 +45,9 @@ func (c *Cluster) Extend(ctx context.Context, l *Lock) (time.Time, error) {
 // Errors: ErrNotHeld (too few nodes still held l: it had expired or been taken), or a
 // *QuorumError (too few nodes answered; their keys expire by their TTL).
 func (c *Cluster) Release(ctx context.Context, l *Lock) error {
-	ctx = context.WithoutCancel(ctx)
+	if ctx.Done() != nil {
+		ctx = context.WithoutCancel(ctx)
+	}
 	if l.acquiring != nil {
 		timer := time.NewTimer(l.NodeTimeout)
 		select { // the acquisition's stragglers answer within a node timeout
