@@ -55,7 +55,7 @@ func (c *Cluster) acquire(ctx context.Context, l *Lock) (Grant, outcome, error) 
 		fence = "1"
 	}
 	guard := strconv.FormatInt(int64((l.Guard+time.Second-1)/time.Second), 10)
-	ch := c.fan(ctx, l.NodeTimeout, request{
+	ch, deadline := c.fan(ctx, l.NodeTimeout, request{
 		s:    acquireScript,
 		keys: l.Keys.AcquireKeys(),
 		args: []string{l.Token, millis(l.TTL), guard, fence, l.Waiter, strconv.FormatInt(l.Ticket, 10), millis(l.placeKept())},
@@ -82,7 +82,6 @@ func (c *Cluster) acquire(ctx context.Context, l *Lock) (Grant, outcome, error) 
 			if len(r.vals) > 1 {
 				top = max(top, r.vals[1])
 			}
-			c.noteGuard(r)
 		case len(r.vals) > 1: // refused (0) or abstaining (-1): either way, how long
 			wait = max(wait, r.vals[1])
 			if l.Waiter != "" && r.vals[0] == 0 {
@@ -93,15 +92,13 @@ func (c *Cluster) acquire(ctx context.Context, l *Lock) (Grant, outcome, error) 
 			}
 		}
 	}
-	c.collect(ctx, l.NodeTimeout, ch, &t, answered, seen)
+	c.collect(ctx, deadline, l.NodeTimeout, ch, &t, answered, seen)
 	// A waiter that lost hears the other nodes out too (within the node timeout): a release
 	// can hand it the lock on each node that refused it, and it takes a hand-over only from
 	// a node whose refusal it saw.
 	if refused != nil && !t.won() && t.answers < len(c.nodes) && ctx.Err() == nil {
-		if rest := l.NodeTimeout - time.Since(start); rest > 0 {
-			t.all = true
-			c.collect(ctx, rest, ch, &t, answered, seen)
-		}
+		t.all = true
+		c.collect(ctx, deadline, l.NodeTimeout, ch, &t, answered, seen)
 	}
 	until := start.Add(l.TTL - l.Drift())
 
@@ -119,7 +116,7 @@ func (c *Cluster) acquire(ctx context.Context, l *Lock) (Grant, outcome, error) 
 		err = c.raise(ctx, l, top, until)
 	}
 	if err == nil {
-		l.acquiring = c.stragglers(ch, answered)
+		l.acquiring, l.pending = ch, len(c.nodes)-t.answers
 		return Grant{Start: start, Until: until, Fence: uint64(top)}, outcome{}, nil
 	}
 	c.abandon(ctx, l, ch, answered, mayHold)
@@ -128,29 +125,6 @@ func (c *Cluster) acquire(ctx context.Context, l *Lock) (Grant, outcome, error) 
 	split := t.yes > 0 && !errors.Is(err, ErrHeld)
 	o := outcome{wait: time.Duration(wait) * time.Millisecond, split: split, took: time.Since(start), start: start, refused: refused}
 	return Grant{}, o, err
-}
-
-// stragglers returns a channel closed once the nodes that have not answered yet do, or nil
-// if every node answered. Their answers are dropped: a late grant holds the lock under the
-// owner's token, which Extend and Release cover.
-func (c *Cluster) stragglers(ch <-chan reply, answered []bool) <-chan struct{} {
-	pending := 0
-	for _, ok := range answered {
-		if !ok {
-			pending++
-		}
-	}
-	if pending == 0 {
-		return nil
-	}
-	done := make(chan struct{})
-	go func() {
-		for range pending {
-			c.noteGuard(<-ch)
-		}
-		close(done)
-	}()
-	return done
 }
 
 // noteGuard records a node that granted an acquisition without the restart guard it was
@@ -164,9 +138,9 @@ func (c *Cluster) noteGuard(r reply) {
 // raise sets the fence counter to at least fence on a quorum of the nodes where l is held,
 // so that any later quorum meets a counter >= fence and hands out a larger token.
 func (c *Cluster) raise(ctx context.Context, l *Lock, fence int64, until time.Time) error {
-	ch := c.call(ctx, l.NodeTimeout, raiseScript, []string{l.Keys.Lock, l.Keys.Fence}, l.Token, strconv.FormatInt(fence, 10))
+	ch, deadline := c.call(ctx, l.NodeTimeout, raiseScript, []string{l.Keys.Lock, l.Keys.Fence}, l.Token, strconv.FormatInt(fence, 10))
 	t := tally{c: c, op: "raise", key: l.Keys.Lock}
-	c.collect(ctx, l.NodeTimeout, ch, &t, make([]bool, len(c.nodes)), nil)
+	c.collect(ctx, deadline, l.NodeTimeout, ch, &t, make([]bool, len(c.nodes)), nil)
 	switch {
 	case ctx.Err() != nil:
 		return ctxError(ctx, "acquire", l.Keys.Lock)
@@ -205,7 +179,6 @@ func (c *Cluster) abandon(ctx context.Context, l *Lock, ch <-chan reply, answere
 		go func() {
 			for range pending {
 				r := <-ch
-				c.noteGuard(r)
 				if !answered[r.node] && (r.err != nil || r.yes()) {
 					release(r.node)
 				}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"slices"
 	"strconv"
 	"sync/atomic"
 	"time"
@@ -16,6 +17,7 @@ type Cluster struct {
 	nodes     []Node
 	quorum    int
 	publish   []string      // per node: the release script's publish command
+	sharded   bool          // some node publishes with SPUBLISH
 	unguarded []atomic.Bool // per node: it cannot report its uptime to the restart guard
 	warn      func(node string)
 	shared    atomic.Pointer[sharedDeadline] // see bound
@@ -62,7 +64,7 @@ func NewCluster(nodes []Node, opts ...ClusterOption) (*Cluster, error) {
 	for i, n := range nodes {
 		c.publish[i] = "PUBLISH"
 		if s, ok := n.(ShardedPubSub); ok && s.ShardedPubSub() {
-			c.publish[i] = "SPUBLISH"
+			c.publish[i], c.sharded = "SPUBLISH", true
 		}
 	}
 	return c, nil
@@ -130,10 +132,11 @@ type Lock struct {
 	// attempt is the number of AcquireWait's attempt under way (0 for Acquire): only its
 	// first attempt may take the lock with a plain SET (see Setter).
 	attempt int
-	// acquiring is closed when every node answered the acquisition that granted the lock
-	// (nil if all had answered by then). Release waits for it, so that a straggler's SET
-	// cannot land after the release and leave a key behind.
-	acquiring <-chan struct{}
+	// acquiring receives the replies of the nodes that had not answered the acquisition
+	// that granted the lock when it returned: pending of them. Release waits for them, so
+	// that a straggler's SET cannot land after the release and leave a key behind.
+	acquiring <-chan reply
+	pending   int
 }
 
 // Drift is the clock-drift allowance subtracted from every validity: TTL*DriftFactor + 2ms.
@@ -160,40 +163,77 @@ type request struct {
 	s    *Script
 	keys []string
 	args []string
+	// sharded: the release script's args for nodes with sharded pub/sub (see prepare).
+	sharded []string
 	// setNX: a node that is a Setter is sent SET keys[0] args[0] NX PX ttl instead of s,
-	// and its answer counts as the acquire script's {1, 0} (set) or {0, 0} (refused).
+	// and its answer counts as the acquire script's {1, 0} (set) or {0, 0} (refused), in
+	// its two places of set.
 	setNX bool
 	ttl   time.Duration
+	set   []int64
 }
 
-// call runs s on every node at once, each bounded by timeout, and returns the channel that
-// receives the N replies in the order they arrive (see fan).
-func (c *Cluster) call(ctx context.Context, timeout time.Duration, s *Script, keys []string, args ...string) <-chan reply {
+// call runs s on every node at once, each bounded by timeout (see fan).
+func (c *Cluster) call(ctx context.Context, timeout time.Duration, s *Script, keys []string, args ...string) (<-chan reply, <-chan struct{}) {
 	return c.fan(ctx, timeout, request{s: s, keys: keys, args: args})
 }
 
 // fan sends req to every node at once, each bounded by timeout, and returns the channel that
-// receives the N replies in the order they arrive. It has room for all N, so a caller may
-// stop reading as soon as the outcome is decided: the rest finish on their own, by their
-// deadline at the latest (see deadline). A single node is called in the caller's
-// goroutine, under ctx: there is nothing to run in parallel with it.
-func (c *Cluster) fan(ctx context.Context, timeout time.Duration, req request) <-chan reply {
+// receives the N replies in the order they arrive, and a channel closed at the calls'
+// deadline (see deadline), for collect. The first has room for all N, so a caller may stop
+// reading as soon as the outcome is decided: the rest finish on their own, by their
+// deadline at the latest. A single node is called in the caller's goroutine, under ctx:
+// there is nothing to run in parallel with it, and its reply is in the channel on return
+// (the second channel is then nil).
+func (c *Cluster) fan(ctx context.Context, timeout time.Duration, req request) (<-chan reply, <-chan struct{}) {
 	out := make(chan reply, len(c.nodes))
+	c.prepare(&req)
 	if len(c.nodes) == 1 {
 		if ctx == context.Background() { // nothing to cancel the call but its deadline
-			out <- c.eval(ctx, c.deadline(ctx, timeout), 0, timeout, req)
-			return out
+			out <- c.eval(ctx, c.deadline(ctx, timeout), 0, timeout, &req)
+			return out, nil
 		}
 		dctx, cancel := context.WithTimeout(ctx, timeout)
-		out <- c.eval(ctx, dctx, 0, timeout, req)
+		out <- c.eval(ctx, dctx, 0, timeout, &req)
 		cancel()
-		return out
+		return out, nil
 	}
-	dctx := c.deadline(ctx, timeout)
-	for i := range c.nodes {
-		go func() { out <- c.eval(ctx, dctx, i, timeout, req) }()
+	f := &fanout{c: c, ctx: ctx, dctx: c.deadline(ctx, timeout), timeout: timeout, req: req, out: out}
+	run := f.run // one function for every goroutine: a go statement with arguments would allocate
+	for range c.nodes {
+		go run()
 	}
-	return out
+	return out, f.dctx.Done()
+}
+
+// fanout is one fan-out's calls: each run makes the call to the next node.
+type fanout struct {
+	c         *Cluster
+	ctx, dctx context.Context
+	timeout   time.Duration
+	req       request
+	out       chan<- reply
+	next      atomic.Int32 // the next node to call
+}
+
+func (f *fanout) run() {
+	i := int(f.next.Add(1)) - 1
+	f.out <- f.c.eval(f.ctx, f.dctx, i, f.timeout, &f.req)
+}
+
+// prepare readies req for the nodes' calls: the release script's arguments with each
+// node's publish command, made once, and room for the replies to a SET NX.
+func (c *Cluster) prepare(req *request) {
+	if req.s == releaseScript { // [token, channel, ...]: add the publish command
+		args := req.args
+		req.args = slices.Insert(slices.Clip(args), 2, "PUBLISH")
+		if c.sharded {
+			req.sharded = slices.Insert(slices.Clip(args), 2, "SPUBLISH")
+		}
+	}
+	if req.setNX {
+		req.set = make([]int64, 2*len(c.nodes))
+	}
 }
 
 // deadline returns a context with a deadline timeout away, and ctx's values but not its
@@ -235,26 +275,28 @@ type sharedDeadline struct {
 // callNode runs s on node i alone, bounded by timeout, for a caller that runs it on a
 // goroutine of its own.
 func (c *Cluster) callNode(ctx context.Context, i int, timeout time.Duration, s *Script, keys, args []string) reply {
-	return c.eval(ctx, c.deadline(ctx, timeout), i, timeout, request{s: s, keys: keys, args: args})
+	req := request{s: s, keys: keys, args: args}
+	c.prepare(&req)
+	return c.eval(ctx, c.deadline(ctx, timeout), i, timeout, &req)
 }
 
 // eval sends req to node i under dctx, the caller's ctx with the node deadline, and turns
 // the outcome into a reply: the caller's ctx error if it ended, ErrNodeTimeout if the
 // deadline passed, an error for an empty reply.
-func (c *Cluster) eval(ctx, dctx context.Context, i int, timeout time.Duration, req request) reply {
+func (c *Cluster) eval(ctx, dctx context.Context, i int, timeout time.Duration, req *request) reply {
 	var vals []int64
 	var err error
 	if setter, ok := c.nodes[i].(Setter); ok && req.setNX {
 		var set bool
-		if set, err = setter.SetNX(dctx, req.keys[0], req.args[0], req.ttl); set {
-			vals = []int64{1, 0}
-		} else {
-			vals = []int64{0, 0}
+		set, err = setter.SetNX(dctx, req.keys[0], req.args[0], req.ttl)
+		vals = req.set[2*i : 2*i+2 : 2*i+2] // {0, 0}: refused
+		if set {
+			vals[0] = 1
 		}
 	} else {
 		args := req.args
-		if req.s == releaseScript { // [token, channel, ...]: add this node's publish command
-			args = append([]string{args[0], args[1], c.publish[i]}, args[2:]...)
+		if c.publish[i] == "SPUBLISH" && req.sharded != nil {
+			args = req.sharded
 		}
 		vals, err = c.nodes[i].Eval(dctx, req.s, req.keys, args...)
 	}
@@ -269,7 +311,9 @@ func (c *Cluster) eval(ctx, dctx context.Context, i int, timeout time.Duration, 
 	if err != nil {
 		vals = nil
 	}
-	return reply{node: i, vals: vals, err: err}
+	r := reply{node: i, vals: vals, err: err}
+	c.noteGuard(r)
+	return r
 }
 
 // tally counts the replies to one fan-out until the outcome is decided.
@@ -318,29 +362,25 @@ func (t *tally) err() error {
 	return &QuorumError{Op: t.op, Key: t.key, Quorum: t.c.quorum, Nodes: len(t.c.nodes), OK: t.yes, Refused: t.no, Errs: t.errs}
 }
 
-// collect reads replies from ch into t until the outcome is decided (unless t.all), every node answered,
-// timeout passed (a node that ignores its context cannot hold us longer) or ctx ended. It
-// calls seen for each reply, and marks in answered (one entry per node) which nodes answered.
-func (c *Cluster) collect(ctx context.Context, timeout time.Duration, ch <-chan reply, t *tally, answered []bool, seen func(reply)) {
-	var timer *time.Timer // started only when a reply has to be waited for
+// collect reads replies from ch into t until the outcome is decided (unless t.all), every
+// node answered, the calls' deadline (from fan) passed, or ctx ended: a node that ignores
+// its context cannot hold us longer than its timeout. It calls seen for each reply, and
+// marks in answered (one entry per node) which nodes answered.
+func (c *Cluster) collect(ctx context.Context, deadline <-chan struct{}, timeout time.Duration, ch <-chan reply, t *tally, answered []bool, seen func(reply)) {
 	for t.answers < len(c.nodes) && (t.all || !t.won() && !t.lost()) {
 		var r reply
 		select {
 		case r = <-ch:
-		default:
-			if timer == nil {
-				timer = time.NewTimer(timeout)
-				defer timer.Stop()
-			}
+		case <-deadline:
 			select {
-			case r = <-ch:
-			case <-timer.C:
+			case r = <-ch: // replies that came by the deadline count
+			default:
 				t.missing(answered, timeoutError(timeout, nil))
 				return
-			case <-ctx.Done():
-				t.missing(answered, ctx.Err())
-				return
 			}
+		case <-ctx.Done():
+			t.missing(answered, ctx.Err())
+			return
 		}
 		answered[r.node] = true
 		t.add(r)

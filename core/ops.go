@@ -17,9 +17,9 @@ func (c *Cluster) Extend(ctx context.Context, l *Lock) (time.Time, error) {
 		return time.Time{}, err
 	}
 	start := time.Now()
-	ch := c.call(ctx, l.NodeTimeout, extendScript, []string{l.Keys.Lock}, l.Token, millis(l.TTL))
+	ch, deadline := c.call(ctx, l.NodeTimeout, extendScript, []string{l.Keys.Lock}, l.Token, millis(l.TTL))
 	t := tally{c: c, op: "extend", key: l.Keys.Lock}
-	c.collect(ctx, l.NodeTimeout, ch, &t, make([]bool, len(c.nodes)), nil)
+	c.collect(ctx, deadline, l.NodeTimeout, ch, &t, make([]bool, len(c.nodes)), nil)
 	until := start.Add(l.TTL - l.Drift())
 	switch {
 	case ctx.Err() != nil:
@@ -48,17 +48,10 @@ func (c *Cluster) Release(ctx context.Context, l *Lock) error {
 	if ctx.Done() != nil {
 		ctx = context.WithoutCancel(ctx)
 	}
-	if l.acquiring != nil {
-		timer := time.NewTimer(l.NodeTimeout)
-		select { // the acquisition's stragglers answer within a node timeout
-		case <-l.acquiring:
-		case <-timer.C:
-		}
-		timer.Stop()
-	}
-	ch := c.call(ctx, l.NodeTimeout, releaseScript, l.Keys.ReleaseKeys(), l.Token, l.Keys.Channel, l.Waiter, "leave")
+	l.stragglers()
+	ch, deadline := c.call(ctx, l.NodeTimeout, releaseScript, l.Keys.ReleaseKeys(), l.Token, l.Keys.Channel, l.Waiter, "leave")
 	t := tally{c: c, op: "release", key: l.Keys.Lock, all: true}
-	c.collect(ctx, l.NodeTimeout, ch, &t, make([]bool, len(c.nodes)), nil)
+	c.collect(ctx, deadline, l.NodeTimeout, ch, &t, make([]bool, len(c.nodes)), nil)
 	switch {
 	case t.won():
 		return nil
@@ -66,4 +59,30 @@ func (c *Cluster) Release(ctx context.Context, l *Lock) error {
 		return ErrNotHeld
 	}
 	return t.err()
+}
+
+// stragglers waits for the nodes that had not answered the acquisition when it returned,
+// within a node timeout: they answer by their deadline, unless they ignore it.
+func (l *Lock) stragglers() {
+	for ; l.pending > 0; l.pending-- {
+		select {
+		case <-l.acquiring:
+			continue
+		default:
+		}
+		break
+	}
+	if l.pending == 0 {
+		return
+	}
+	timer := time.NewTimer(l.NodeTimeout)
+	defer timer.Stop()
+	for ; l.pending > 0; l.pending-- {
+		select {
+		case <-l.acquiring:
+		case <-timer.C:
+			l.pending = 0
+			return
+		}
+	}
 }
