@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"sync/atomic"
 
 	"github.com/go-redlock/redlock/core"
 )
@@ -35,6 +36,11 @@ type Mutex struct {
 	opts   settings
 	keys   core.Keys
 	err    error // a bad name or option, reported by every locking call
+
+	// contended: this Mutex's last Lock had to wait (or its TryLock failed), so the next
+	// Lock's first attempt runs the acquire script, which queues it at once, rather than a
+	// plain SET NX (see core.Setter).
+	contended atomic.Bool
 
 	mu    sync.Mutex
 	lease *Lease        // the current holding; nil when unlocked
@@ -81,11 +87,14 @@ func (m *Mutex) LockContext(ctx context.Context) error {
 		return fmt.Errorf("redlock: lock %q: %w", m.name, err)
 	}
 	l := m.newLease()
+	l.lock.Contended = m.contended.Load()
 	g, err := m.client.cluster.AcquireWait(ctx, &l.lock, core.Backoff{Min: m.opts.retryMin, Max: m.opts.retryMax})
 	if err != nil {
+		m.contended.Store(true)
 		m.client.leave(m.keys.Lock, q)
 		return err
 	}
+	m.contended.Store(g.Attempts > 1)
 	m.hold(l, g, q)
 	return nil
 }
@@ -108,6 +117,7 @@ func (m *Mutex) TryLock() bool {
 	l.lock.Token = core.NewToken()
 	g, err := m.client.cluster.Acquire(context.Background(), &l.lock)
 	if err != nil {
+		m.contended.Store(true)
 		m.client.leave(m.keys.Lock, q)
 		return false
 	}

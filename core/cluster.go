@@ -128,9 +128,13 @@ type Lock struct {
 	// single Acquire, say) the owner never queues and is refused while live waiters queue.
 	Waiter string
 	Ticket int64
+	// Contended says that others are likely to hold or wait for the lock (the owner's last
+	// acquisition had to wait, say): AcquireWait's first attempt then runs the acquire
+	// script, which queues the owner at once, rather than a plain SET NX (see Setter).
+	Contended bool
 
 	// attempt is the number of AcquireWait's attempt under way (0 for Acquire): only its
-	// first attempt may take the lock with a plain SET (see Setter).
+	// first attempt may take the lock with a plain SET (see Setter), unless Contended.
 	attempt int
 	// acquiring receives the replies of the nodes that had not answered the acquisition
 	// that granted the lock when it returned: pending of them. Release waits for them, so

@@ -63,6 +63,7 @@ func TestFirstAttemptSetsNX(t *testing.T) {
 		{"fenced", func(l *core.Lock) { l.Fence = true }, true, false},
 		{"guarded", func(l *core.Lock) { l.Guard = time.Second }, true, false},
 		{"single attempt", func(*core.Lock) {}, false, false},
+		{"contended", func(l *core.Lock) { l.Contended = true }, true, false},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -70,13 +71,15 @@ func TestFirstAttemptSetsNX(t *testing.T) {
 			cl, counted := countedCluster(t, servers)
 			l := lock("plain")
 			c.setup(l)
+			var g core.Grant
 			var err error
 			if c.wait {
-				_, err = cl.AcquireWait(context.Background(), l, patient)
+				g, err = cl.AcquireWait(context.Background(), l, patient)
 			} else {
-				_, err = cl.Acquire(context.Background(), l)
+				g, err = cl.Acquire(context.Background(), l)
 			}
 			require.NoError(t, err)
+			assert.Equal(t, 1, g.Attempts, "attempts")
 			for i, s := range servers { // Acquire returns at a quorum: wait for the last node
 				require.Eventually(t, func() bool { return get(t, s, l.Keys.Lock) == l.Token }, 5*time.Second, time.Millisecond,
 					"server %d does not hold the lock", i)
@@ -111,8 +114,10 @@ func TestRefusedSetNXQueuesOnTheNextAttempt(t *testing.T) {
 
 			l := lock("refused")
 			got := make(chan error, 1)
+			var g core.Grant
 			go func() {
-				_, err := cl.AcquireWait(context.Background(), l, patient)
+				var err error
+				g, err = cl.AcquireWait(context.Background(), l, patient)
 				got <- err
 			}()
 			require.Eventually(t, func() bool { return allEqual(queued(t, servers, holder.Keys), 1) },
@@ -124,6 +129,7 @@ func TestRefusedSetNXQueuesOnTheNextAttempt(t *testing.T) {
 			case <-time.After(10 * time.Second):
 				t.Fatal("the waiter did not get the lock")
 			}
+			assert.Equal(t, 2, g.Attempts, "the hand-over goes to the second attempt, the first that queued")
 			for i, s := range servers {
 				assert.Equal(t, int64(1), counted[i].sets.Load(), "server %d: SET NX calls", i)
 				assert.Equal(t, l.Token, get(t, s, l.Keys.Lock), "server %d: the lock is not the waiter's", i)

@@ -1,0 +1,76 @@
+package redlock_test
+
+import (
+	"context"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/go-redlock/redlock"
+	"github.com/go-redlock/redlock/backends/goredis"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// setCounting is a go-redis Node that counts its SetNX calls.
+type setCounting struct {
+	*goredis.Node
+	sets atomic.Int64
+}
+
+func (n *setCounting) SetNX(ctx context.Context, key, value string, ttl time.Duration) (bool, error) {
+	n.sets.Add(1)
+	return n.Node.SetNX(ctx, key, value, ttl)
+}
+
+// TestMutexRemembersContention: a Mutex whose Lock had to wait starts its next Lock with the
+// acquire script (which queues it at once); one whose Lock took a free lock at once starts
+// with a plain SET NX (core.TestFirstAttemptSetsNX has the details).
+func TestMutexRemembersContention(t *testing.T) {
+	_, servers := miniNodes(t, 3)
+	counted := make([]*setCounting, len(servers))
+	nodes := make([]redlock.Node, len(servers))
+	for i, s := range servers {
+		counted[i] = &setCounting{Node: goredisNode(t, s.Addr()).(*goredis.Node)}
+		nodes[i] = counted[i]
+	}
+	sets := func() (n int64) {
+		for _, c := range counted {
+			n += c.sets.Load()
+		}
+		return n
+	}
+	m := newClient(t, nodes).NewMutex("contention")
+	others := make([]redlock.Node, len(servers)) // not counted
+	for i, s := range servers {
+		others[i] = goredisNode(t, s.Addr())
+	}
+	other := newClient(t, others).NewMutex("contention")
+
+	cycle := func(m *redlock.Mutex) { // assert, not require: it runs on another goroutine too
+		if assert.NoError(t, m.LockContext(context.Background())) {
+			assert.NoError(t, m.UnlockContext(context.Background()))
+		}
+	}
+	cycle(m) // free: a plain SET NX on each node
+	assert.Equal(t, int64(3), sets(), "an uncontended Lock's first attempt")
+
+	other.Lock()
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		cycle(m) // held: its SET NX is refused, and it waits
+	}()
+	require.Eventually(t, func() bool { return sets() == 6 }, 5*time.Second, time.Millisecond, "the waiting Lock's first attempt")
+	other.Unlock()
+	select {
+	case <-done:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the waiting Lock did not get the lock")
+	}
+
+	cycle(m) // free again, but the last Lock had to wait: the script first
+	assert.Equal(t, int64(6), sets(), "a Lock after a contended one sent SET NX")
+	cycle(m) // the last Lock took the lock at once: SET NX again
+	assert.Equal(t, int64(9), sets(), "a Lock after an uncontended one")
+}
