@@ -206,10 +206,10 @@ func (c *Cluster) abandon(ctx context.Context, l *Lock, ch <-chan reply, answere
 // that just let go) cannot barge ahead of those already waiting. One exception: if l asks
 // for neither the restart guard nor a fence, and is not Contended, the first attempt is a
 // plain SET NX on the nodes that are Setters, which takes a free lock without looking at
-// the queue. A lock is
-// rarely free while waiters queue, since a release hands it straight to the first one: only
-// when a holder's TTL ran out without a release, or a node could not hand it over, and then
-// until the first waiter calls again (within its refresh interval). A waiter keeps its place
+// the queue. A lock is rarely free while waiters queue, since a release hands it straight
+// to the first one: only when a holder's TTL ran out without a release, or a node could
+// not hand it over, and then until the first waiter calls again (within its refresh
+// interval). A waiter keeps its place
 // by calling again at least every refresh interval (2.5 node timeouts, at least 50ms); one
 // that stops calling for four intervals (it crashed, say) loses its place, and one that
 // gives up (ctx ended) leaves the queue at once, in the background, letting go of the lock

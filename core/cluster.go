@@ -268,7 +268,7 @@ type valuesOf struct {
 
 func (v valuesOf) Value(key any) any { return v.values.Value(key) }
 
-// sharedDeadline is a context that the fan-outs started before until share (see bound).
+// sharedDeadline is a context that the calls started before until share (see deadline).
 type sharedDeadline struct {
 	ctx     context.Context
 	cancel  context.CancelFunc // never called: the deadline ends the context
@@ -284,9 +284,9 @@ func (c *Cluster) callNode(ctx context.Context, i int, timeout time.Duration, s 
 	return c.eval(ctx, c.deadline(ctx, timeout), i, timeout, &req)
 }
 
-// eval sends req to node i under dctx, the caller's ctx with the node deadline, and turns
-// the outcome into a reply: the caller's ctx error if it ended, ErrNodeTimeout if the
-// deadline passed, an error for an empty reply.
+// eval sends req to node i under dctx, which bounds the call by the node timeout, and
+// turns the outcome into a reply: the caller's ctx error if it ended, ErrNodeTimeout if
+// the deadline passed, an error for an empty reply.
 func (c *Cluster) eval(ctx, dctx context.Context, i int, timeout time.Duration, req *request) reply {
 	var vals []int64
 	var err error
