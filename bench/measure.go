@@ -136,6 +136,30 @@ func (p *pingClient) Lock(ctx context.Context) error {
 	return nil
 }
 
+// idlePing measures count PING round trips to addr right after sleeping sleep each, and
+// count back to back, with go-redis.
+func idlePing(ctx context.Context, addr string, sleep time.Duration, count int) (idle, hot latency, err error) {
+	rdb := goredis.NewClient(&goredis.Options{Addr: addr})
+	defer rdb.Close()
+	for i := 0; i < 2*count; i++ {
+		if i < count {
+			time.Sleep(sleep)
+		}
+		start := time.Now()
+		if err := rdb.Ping(ctx).Err(); err != nil {
+			return nil, nil, err
+		}
+		if i < count {
+			idle = append(idle, time.Since(start))
+		} else {
+			hot = append(hot, time.Since(start))
+		}
+	}
+	slices.Sort(idle)
+	slices.Sort(hot)
+	return idle, hot, nil
+}
+
 // handoffResult is test 2 of one row at one N and G.
 type handoffResult struct {
 	gaps      latency // every gap

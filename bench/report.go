@@ -24,6 +24,9 @@ type results struct {
 	tp   map[rkey]throughputResult
 	ho   map[rkey]handoffResult
 	fail map[rkey]error
+	// idle and hot: PING round trips to one node right after sleeping a holder's hold time,
+	// and back to back (the handoff section's floor)
+	idle, hot latency
 }
 
 const pingKey, pingAllKey = "ping", "ping-all"
@@ -130,6 +133,13 @@ func measureAll(ctx context.Context, cfg config, addrs []string, log io.Writer) 
 		}
 	}
 	if cfg.tests["handoff"] {
+		var err error
+		if r.idle, r.hot, err = idlePing(ctx, addrs[0], cfg.hold, 1000); err != nil {
+			fmt.Fprintf(log, "raw idle-ping ERROR %v\n", err)
+		} else {
+			fmt.Fprintf(log, "raw idle-ping n=1 sleep=%v count=%d p50=%v p90=%v hot-p50=%v hot-p90=%v\n",
+				cfg.hold, len(r.idle), r.idle.pct(.5), r.idle.pct(.9), r.hot.pct(.5), r.hot.pct(.9))
+		}
 		for _, n := range cfg.ns {
 			for _, g := range cfg.gs {
 				for _, im := range cfg.impls {
@@ -269,6 +279,11 @@ func (r *results) markdown(cfg config, loadStart, loadEnd, foreign string) strin
 			"\"to another\": the share of acquisitions that went to a different goroutine than the last holder, and the p50 of those gaps. "+
 			"Longest wait: the longest time any goroutine spent in Lock (\"≥\": still waiting when the window closed: starved); "+
 			"the starvation limit is 4 × G × hold. Ratio: gap p50 over the go-redis floor's uncontended lock+unlock p50 at the same N.\n\n", cfg.handoffDur, cfg.hold, thinkText(cfg.think))
+		if len(r.idle) > 0 {
+			fmt.Fprintf(&b, "The floor under every gap: a PING to one node right after sleeping %v, as each holder does before its Unlock, took %s p50 (%s p90) in this run; back to back, %s (%s). "+
+				"The machine's idle cores wake slowly, and a release is at least such a round trip.\n\n",
+				cfg.hold, dur(r.idle.pct(.5)), dur(r.idle.pct(.9)), dur(r.hot.pct(.5)), dur(r.hot.pct(.9)))
+		}
 		fmt.Fprintf(&b, "| row | N | G | gap p50 | gap p99 | / floor | to another | another p50 | acquisitions/s | longest wait | 4·G·hold |\n|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|\n")
 		for _, n := range cfg.ns {
 			for _, g := range cfg.gs {
