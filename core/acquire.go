@@ -15,7 +15,8 @@ type Grant struct {
 	Start time.Time // when the attempt began (monotonic)
 	Until time.Time // Start + TTL - drift: the end of the lock's validity
 	// Fence is the fencing token: for N = 1 the node's counter; for N > 1 (with Lock.Fence)
-	// the largest counter of the quorum, raised on a quorum before the grant was returned.
+	// the largest counter of the quorum, which a quorum held before the grant was returned
+	// (they agreed on it, or it was raised on them).
 	// Without Lock.Fence at N > 1 it is the largest counter seen, with no monotonic promise.
 	Fence uint64
 	// Attempts is how many attempts AcquireWait made: 1 if its first took the lock (a lock
@@ -57,6 +58,11 @@ func (c *Cluster) acquire(ctx context.Context, l *Lock) (Grant, outcome, error) 
 	fence := "0"
 	if l.Fence {
 		fence = "1"
+		if len(c.nodes) > 1 {
+			// A floor for every node's counter, ahead of the servers' clocks: the nodes whose
+			// counters are below it all take it, and agree (see agreed).
+			fence = strconv.FormatInt(time.Now().Add(fenceLead).UnixMicro(), 10)
+		}
 	}
 	guard := strconv.FormatInt(int64((l.Guard+time.Second-1)/time.Second), 10)
 	ch, deadline := c.fan(ctx, l.NodeTimeout, request{
@@ -73,8 +79,10 @@ func (c *Cluster) acquire(ctx context.Context, l *Lock) (Grant, outcome, error) 
 	})
 
 	t := tally{c: c, op: "acquire", key: l.Keys.Lock}
-	// The largest fence counter granted, and the longest a refusing node can keep us waiting.
+	// The largest fence counter granted and how many granted it, and the longest a refusing
+	// node can keep us waiting.
 	var top, wait int64
+	var atTop int
 	// Per node: it granted, or failed after the request may have landed.
 	mayHold := make([]bool, len(c.nodes))
 	answered := make([]bool, len(c.nodes))
@@ -86,7 +94,12 @@ func (c *Cluster) acquire(ctx context.Context, l *Lock) (Grant, outcome, error) 
 		case r.vals[0] == 1:
 			mayHold[r.node] = true
 			if len(r.vals) > 1 {
-				top = max(top, r.vals[1])
+				switch v := r.vals[1]; {
+				case v > top:
+					top, atTop = v, 1
+				case v == top:
+					atTop++
+				}
 			}
 		case len(r.vals) > 1: // refused (0) or abstaining (-1): either way, how long
 			wait = max(wait, r.vals[1])
@@ -118,7 +131,7 @@ func (c *Cluster) acquire(ctx context.Context, l *Lock) (Grant, outcome, error) 
 		err = t.err()
 	case !time.Now().Before(until):
 		err = ErrExpired
-	case l.Fence && len(c.nodes) > 1:
+	case l.Fence && len(c.nodes) > 1 && atTop < c.quorum:
 		err = c.raise(ctx, l, top, until)
 	}
 	if err == nil {
@@ -141,8 +154,16 @@ func (c *Cluster) noteGuard(r reply) {
 	}
 }
 
+// fenceLead is how far ahead of the client's clock a fenced acquisition at N > 1 puts the
+// floor of the nodes' counters (see acquire.lua): far enough ahead of the servers' clocks
+// (which the counters otherwise follow) that the nodes take the floor, and agree on it.
+const fenceLead = time.Second
+
 // raise sets the fence counter to at least fence on a quorum of the nodes where l is held,
-// so that any later quorum meets a counter >= fence and hands out a larger token.
+// so that any later quorum meets a counter >= fence and hands out a larger token. An
+// acquisition skips it where a quorum of the nodes that granted it replied with the same,
+// largest counter: those already hold a counter >= fence. Its acquire script asks every
+// node for at least the same floor, so that they usually do.
 func (c *Cluster) raise(ctx context.Context, l *Lock, fence int64, until time.Time) error {
 	ch, deadline := c.call(ctx, l.NodeTimeout, raiseScript, []string{l.Keys.Lock, l.Keys.Fence}, l.Token, strconv.FormatInt(fence, 10))
 	t := tally{c: c, op: "raise", key: l.Keys.Lock}

@@ -115,9 +115,10 @@ type Lock struct {
 	NodeTimeout time.Duration
 	// DriftFactor scales the clock-drift allowance: validity = TTL - elapsed - (TTL*DriftFactor + 2ms).
 	DriftFactor float64
-	// Fence asks for a fencing token: each node advances its counter, and for N > 1 one more
-	// round raises it on a quorum before the token is returned. Without it the counter is
-	// left alone and Grant.Fence is 0.
+	// Fence asks for a fencing token: each node advances its counter, and for N > 1, unless
+	// a quorum of the granting nodes agree on the largest counter, one more round raises it
+	// on a quorum before the token is returned. Without it the counter is left alone and
+	// Grant.Fence is 0.
 	Fence bool
 	// Guard is the restart guard: a node whose server has been up for less than this
 	// (rounded up to whole seconds) abstains from granting. 0 turns it off.

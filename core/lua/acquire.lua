@@ -7,15 +7,16 @@
 --         held by an earlier attempt of ours counts as ours,
 -- ARGV[2] TTL in milliseconds,
 -- ARGV[3] restart guard in whole seconds ("0": off),
--- ARGV[4] "0" to leave the fence counter alone, "1" to advance it,
+-- ARGV[4] "0" to leave the fence counter alone; otherwise advance it, to at least this
+--         number (a decimal; "1" asks for no more than an advance),
 -- ARGV[5] our waiter id ("": we do not wait, so we are never queued),
 -- ARGV[6] our ticket: where we stand in the queue (smaller first, ties by waiter id),
 -- ARGV[7] how long, in milliseconds, our place is kept unless we call again
 -- Replies:
 --   {1, fence}     the lock is ours: newly set, or already set with our token (a retry after
 --                  a lost reply, or a release handed it to us). fence is the counter, now
---                  max(counter + 1, server time in microseconds), so a node that lost its
---                  data does not start again from 1; 0 when ARGV[4] is "0".
+--                  max(counter + 1, server time in microseconds, ARGV[4]), so a node that
+--                  lost its data does not start again from 1; 0 when ARGV[4] is "0".
 --   {1, fence, 1}  the same, but the guard was asked for and the server cannot report its
 --                  uptime, so this node is not guarded.
 --   {0, pttl}      another owner holds it: the longest this node can keep us waiting. We are
@@ -66,7 +67,7 @@ if not taken then
 end
 local fence = 0
 if ARGV[4] ~= '0' then
-  fence = advance(KEYS[2])
+  fence = advance(KEYS[2], ARGV[4])
 end
 if unguarded then
   return {1, fence, 1}

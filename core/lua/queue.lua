@@ -64,11 +64,16 @@ local function guarded(guard)
 end
 
 -- advance advances the fence counter f and returns it: max(counter + 1, server time in
--- microseconds), so that a node that lost its data does not start again from 1.
-local function advance(f)
+-- microseconds, floor), so that a node that lost its data does not start again from 1, and
+-- so that the nodes given one floor agree on it where their counters are below it. floor
+-- is a decimal string, or nil.
+local function advance(f, floor)
   local t = server_time()
   -- The microseconds as a decimal string: exact, and never printed in exponent form.
   local now = t[1] .. string.format('%06d', tonumber(t[2]))
+  if floor and tonumber(floor) and tonumber(floor) > tonumber(now) then
+    now = floor
+  end
   local counter = redis.call('GET', f)
   if counter and tonumber(counter) >= tonumber(now) then
     return redis.call('INCR', f)

@@ -1,0 +1,100 @@
+package core_test
+
+import (
+	"context"
+	"strconv"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/go-redlock/redlock/backends/goredis"
+	"github.com/go-redlock/redlock/core"
+	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// raiseCounter is a go-redis Node that counts the raise scripts it runs.
+type raiseCounter struct {
+	*goredis.Node
+	raises atomic.Int64
+}
+
+func (n *raiseCounter) Eval(ctx context.Context, s *core.Script, keys []string, args ...string) ([]int64, error) {
+	if s.Name() == "raise" {
+		n.raises.Add(1)
+	}
+	return n.Node.Eval(ctx, s, keys, args...)
+}
+
+// TestAgreedFenceNeedsNoRaise: a fenced acquisition at N > 1 asks every node for the same
+// floor, ahead of the clock; nodes whose counters are below it all take it, and when a
+// quorum of the granting nodes agree on the largest counter, no raise round is needed.
+// Nodes whose counters are past the floor disagree, and the raise brings a quorum up to the
+// largest.
+// Either way the tokens strictly increase, and a quorum holds a counter >= each token.
+func TestAgreedFenceNeedsNoRaise(t *testing.T) {
+	for _, c := range setups[1:] { // N > 1
+		t.Run(c.name, func(t *testing.T) {
+			servers := c.servers(t, c.n)
+			nodes := make([]core.Node, len(servers))
+			counted := make([]*raiseCounter, len(servers))
+			for i, s := range servers {
+				rc := redis.NewClient(&redis.Options{Addr: s.addr})
+				n := goredis.New(rc)
+				t.Cleanup(func() { _ = n.Close(); _ = rc.Close() })
+				counted[i] = &raiseCounter{Node: n}
+				nodes[i] = counted[i]
+			}
+			cl, err := core.NewCluster(nodes)
+			require.NoError(t, err)
+			raises := func() (n int64) {
+				for _, c := range counted {
+					n += c.raises.Load()
+				}
+				return n
+			}
+			// atLeast checks that a quorum of the servers hold a counter >= fence.
+			atLeast := func(k core.Keys, fence uint64) {
+				t.Helper()
+				require.Eventually(t, func() bool { // Acquire returns at a quorum
+					n := 0
+					for _, s := range servers {
+						v, _ := strconv.ParseUint(get(t, s, k.Fence), 10, 64)
+						if v >= fence {
+							n++
+						}
+					}
+					return n >= cl.Quorum()
+				}, 5*time.Second, time.Millisecond, "no quorum holds a counter >= %d", fence)
+			}
+			fenced := func() core.Grant {
+				t.Helper()
+				l := lock("agreed")
+				l.Fence = true
+				g, err := cl.Acquire(context.Background(), l)
+				require.NoError(t, err)
+				atLeast(l.Keys, g.Fence)
+				require.NoError(t, cl.Release(context.Background(), l))
+				return g
+			}
+
+			before := uint64(time.Now().UnixMicro())
+			first := fenced()
+			assert.Greater(t, first.Fence, before+uint64(500*time.Millisecond/time.Microsecond), "the token is not the floor ahead of the clock")
+			second := fenced()
+			assert.Greater(t, second.Fence, first.Fence)
+			assert.Zero(t, raises(), "nodes that agreed on the fence were raised")
+
+			// Two nodes' counters far past any floor, and apart: every quorum disagrees.
+			const ahead = 1 << 52
+			for i, v := range []int64{ahead, ahead + 5} {
+				_, err = servers[i].do("SET", lock("agreed").Keys.Fence, strconv.FormatInt(v, 10))
+				require.NoError(t, err)
+			}
+			third := fenced()
+			assert.GreaterOrEqual(t, third.Fence, uint64(ahead+1), "the token is not the largest counter")
+			assert.Positive(t, raises(), "disagreeing nodes were not raised")
+		})
+	}
+}
