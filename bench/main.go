@@ -46,7 +46,7 @@ func run() (code int) {
 	var (
 		nsFlag     = flag.String("n", "1,5", "node counts N to measure (at most 5)")
 		gsFlag     = flag.String("g", "2,8,32", "goroutine counts G for the handoff test")
-		testsFlag  = flag.String("tests", "uncontended,throughput,handoff", "tests to run: uncontended (latency and allocations), throughput, handoff")
+		testsFlag  = flag.String("tests", "uncontended,throughput,handoff,servercost", "tests to run: uncontended (latency and allocations), throughput, handoff, servercost (the server's own time per lock+unlock pair, from INFO commandstats)")
 		implsFlag  = flag.String("impls", "", "comma-separated row keys to run (default all; see -list); floor is always useful for the ratios")
 		dur        = flag.Duration("d", 2*time.Second, "duration of each uncontended and throughput measurement")
 		handoffDur = flag.Duration("hd", 2*time.Second, "duration of each handoff measurement")
@@ -87,7 +87,7 @@ func run() (code int) {
 	cfg.tests = map[string]bool{}
 	for _, t := range strings.Split(*testsFlag, ",") {
 		switch t = strings.TrimSpace(t); t {
-		case "uncontended", "throughput", "handoff":
+		case "uncontended", "throughput", "handoff", "servercost":
 			cfg.tests[t] = true
 		case "":
 		default:

@@ -27,6 +27,7 @@ type results struct {
 	// idle and hot: PING round trips to one node right after sleeping a holder's hold time,
 	// and back to back (the handoff section's floor)
 	idle, hot latency
+	cost      []costRow
 }
 
 const pingKey, pingAllKey = "ping", "ping-all"
@@ -130,6 +131,16 @@ func measureAll(ctx context.Context, cfg config, addrs []string, log io.Writer) 
 				}
 				fmt.Fprintln(log)
 			}
+		}
+	}
+	if cfg.tests["servercost"] {
+		const pairs = 100000
+		var err error
+		if r.cost, err = serverCost(ctx, addrs[0], pairs); err != nil {
+			fmt.Fprintf(log, "raw servercost ERROR %v\n", err)
+		}
+		for _, c := range r.cost {
+			fmt.Fprintf(log, "raw servercost pairs=%d server-us/pair=%.2f kind=%q\n", pairs, c.perPair, c.name)
 		}
 	}
 	if cfg.tests["handoff"] {
@@ -312,6 +323,15 @@ func (r *results) markdown(cfg config, loadStart, loadEnd, foreign string) strin
 						ratio(float64(h.gaps.pct(.5)), float64(p50("floor", n))), share, op50, float64(h.acqs)/h.elapsed.Seconds(), longest, dur(4*time.Duration(g)*cfg.hold))
 				}
 			}
+		}
+		b.WriteString("\n")
+	}
+	if len(r.cost) > 0 {
+		fmt.Fprintf(&b, "### Server time per uncontended lock+unlock pair\n\n"+
+			"One redis-server, 100000 pairs on fresh names, pipelined; the server's own time in the two commands (INFO commandstats), without reading requests and writing replies.\n\n"+
+			"| pair | server µs/pair | / floor |\n|---|--:|--:|\n")
+		for _, c := range r.cost {
+			fmt.Fprintf(&b, "| %s | %.2f | %s |\n", c.name, c.perPair, ratio(c.perPair, r.cost[0].perPair))
 		}
 		b.WriteString("\n")
 	}
