@@ -7,25 +7,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/go-redlock/redlock/backends/goredis"
 	"github.com/go-redlock/redlock/core"
-	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
-
-// raiseCounter is a go-redis Node that counts the raise scripts it runs.
-type raiseCounter struct {
-	*goredis.Node
-	raises atomic.Int64
-}
-
-func (n *raiseCounter) Eval(ctx context.Context, s *core.Script, keys []string, args ...string) ([]int64, error) {
-	if s.Name() == "raise" {
-		n.raises.Add(1)
-	}
-	return n.Node.Eval(ctx, s, keys, args...)
-}
 
 // TestAgreedFenceNeedsNoRaise: a fenced acquisition at N > 1 asks every node for the same
 // floor, ahead of the clock; nodes whose counters are below it all take it, and when a
@@ -37,23 +22,8 @@ func TestAgreedFenceNeedsNoRaise(t *testing.T) {
 	for _, c := range setups[1:] { // N > 1
 		t.Run(c.name, func(t *testing.T) {
 			servers := c.servers(t, c.n)
-			nodes := make([]core.Node, len(servers))
-			counted := make([]*raiseCounter, len(servers))
-			for i, s := range servers {
-				rc := redis.NewClient(&redis.Options{Addr: s.addr})
-				n := goredis.New(rc)
-				t.Cleanup(func() { _ = n.Close(); _ = rc.Close() })
-				counted[i] = &raiseCounter{Node: n}
-				nodes[i] = counted[i]
-			}
-			cl, err := core.NewCluster(nodes)
-			require.NoError(t, err)
-			raises := func() (n int64) {
-				for _, c := range counted {
-					n += c.raises.Load()
-				}
-				return n
-			}
+			cl, counts := countedCluster(t, servers)
+			raises := func() int64 { return sum(counts, func(n *counted) *atomic.Int64 { return &n.raises }) }
 			// atLeast checks that a quorum of the servers hold a counter >= fence.
 			atLeast := func(k core.Keys, fence uint64) {
 				t.Helper()
@@ -89,7 +59,7 @@ func TestAgreedFenceNeedsNoRaise(t *testing.T) {
 			// Two nodes' counters far past any floor, and apart: every quorum disagrees.
 			const ahead = 1 << 52
 			for i, v := range []int64{ahead, ahead + 5} {
-				_, err = servers[i].do("SET", lock("agreed").Keys.Fence, strconv.FormatInt(v, 10))
+				_, err := servers[i].do("SET", lock("agreed").Keys.Fence, strconv.FormatInt(v, 10))
 				require.NoError(t, err)
 			}
 			third := fenced()

@@ -171,20 +171,6 @@ func hold(t *testing.T, cl *core.Cluster, servers []server, name string) *core.L
 	return l
 }
 
-// countingNode counts the acquire calls that reach a Node that is also a Subscriber.
-type countingNode struct {
-	core.Node
-	core.Subscriber
-	acquires atomic.Int64
-}
-
-func (n *countingNode) Eval(ctx context.Context, s *core.Script, keys []string, args ...string) ([]int64, error) {
-	if s.Name() == "acquire" {
-		n.acquires.Add(1)
-	}
-	return n.Node.Eval(ctx, s, keys, args...)
-}
-
 // TestWaiterTakesTheHandOver: a waiter whose refresh interval and backoff are far longer
 // than the test gets the lock when the holder lets go, without calling again: it holds the
 // lock under the token of the attempt the nodes refused, on every node, with a validity
@@ -193,23 +179,8 @@ func TestWaiterTakesTheHandOver(t *testing.T) {
 	for _, c := range setups {
 		t.Run(c.name, func(t *testing.T) {
 			servers := c.servers(t, c.n)
-			counted := make([]*countingNode, len(servers))
-			nodes := make([]core.Node, len(servers))
-			for i, s := range servers {
-				rc := redis.NewClient(&redis.Options{Addr: s.addr})
-				n := goredis.New(rc)
-				t.Cleanup(func() { _ = n.Close(); _ = rc.Close() })
-				counted[i] = &countingNode{Node: n, Subscriber: n}
-				nodes[i] = counted[i]
-			}
-			cl, err := core.NewCluster(nodes)
-			require.NoError(t, err)
-			calls := func() (sum int64) {
-				for _, n := range counted {
-					sum += n.acquires.Load()
-				}
-				return sum
-			}
+			cl, counts := countedCluster(t, servers)
+			calls := func() int64 { return sum(counts, func(n *counted) *atomic.Int64 { return &n.acquires }) }
 			holder := hold(t, cl, servers, "take")
 
 			w := lock("take")

@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -71,6 +72,52 @@ func newCluster(t *testing.T, servers []server) *core.Cluster {
 	c, err := core.NewCluster(nodes)
 	require.NoError(t, err)
 	return c
+}
+
+// counted is a go-redis Node (a Setter and a Subscriber) that counts the calls that reach
+// it: SET NX, and the acquire and raise scripts.
+type counted struct {
+	*goredis.Node
+	sets, acquires, raises atomic.Int64
+}
+
+func (n *counted) SetNX(ctx context.Context, key, value string, ttl time.Duration) (bool, error) {
+	n.sets.Add(1)
+	return n.Node.SetNX(ctx, key, value, ttl)
+}
+
+func (n *counted) Eval(ctx context.Context, s *core.Script, keys []string, args ...string) ([]int64, error) {
+	switch s.Name() {
+	case "acquire":
+		n.acquires.Add(1)
+	case "raise":
+		n.raises.Add(1)
+	}
+	return n.Node.Eval(ctx, s, keys, args...)
+}
+
+// countedCluster returns a Cluster over servers whose nodes count their calls.
+func countedCluster(t *testing.T, servers []server) (*core.Cluster, []*counted) {
+	nodes := make([]core.Node, len(servers))
+	counts := make([]*counted, len(servers))
+	for i, s := range servers {
+		c := redis.NewClient(&redis.Options{Addr: s.addr})
+		n := goredis.New(c)
+		t.Cleanup(func() { _ = n.Close(); _ = c.Close() })
+		counts[i] = &counted{Node: n}
+		nodes[i] = counts[i]
+	}
+	cl, err := core.NewCluster(nodes)
+	require.NoError(t, err)
+	return cl, counts
+}
+
+// sum adds up one count over nodes.
+func sum(nodes []*counted, count func(*counted) *atomic.Int64) (n int64) {
+	for _, c := range nodes {
+		n += count(c).Load()
+	}
+	return n
 }
 
 func lock(name string) *core.Lock {

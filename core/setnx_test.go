@@ -3,51 +3,13 @@ package core_test
 import (
 	"context"
 	"strconv"
-	"sync/atomic"
 	"testing"
 	"time"
 
-	"github.com/go-redlock/redlock/backends/goredis"
 	"github.com/go-redlock/redlock/core"
-	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
-
-// setCounter is a go-redis Node (a Setter and a Subscriber) that counts its SetNX calls
-// and the acquire scripts it runs.
-type setCounter struct {
-	*goredis.Node
-	sets, acquires atomic.Int64
-}
-
-func (n *setCounter) SetNX(ctx context.Context, key, value string, ttl time.Duration) (bool, error) {
-	n.sets.Add(1)
-	return n.Node.SetNX(ctx, key, value, ttl)
-}
-
-func (n *setCounter) Eval(ctx context.Context, s *core.Script, keys []string, args ...string) ([]int64, error) {
-	if s.Name() == "acquire" {
-		n.acquires.Add(1)
-	}
-	return n.Node.Eval(ctx, s, keys, args...)
-}
-
-// countedCluster returns a Cluster over servers whose nodes count their calls.
-func countedCluster(t *testing.T, servers []server) (*core.Cluster, []*setCounter) {
-	counted := make([]*setCounter, len(servers))
-	nodes := make([]core.Node, len(servers))
-	for i, s := range servers {
-		c := redis.NewClient(&redis.Options{Addr: s.addr})
-		n := goredis.New(c)
-		t.Cleanup(func() { _ = n.Close(); _ = c.Close() })
-		counted[i] = &setCounter{Node: n}
-		nodes[i] = counted[i]
-	}
-	cl, err := core.NewCluster(nodes)
-	require.NoError(t, err)
-	return cl, counted
-}
 
 // TestFirstAttemptSetsNX: AcquireWait's first attempt takes a free lock with a plain SET NX
 // PX on the nodes that are Setters, unless it asks for the restart guard or a fencing
