@@ -37,9 +37,9 @@ type Mutex struct {
 	keys   core.Keys
 	err    error // a bad name or option, reported by every locking call
 
-	// contended: this Mutex's last Lock had to wait (or its TryLock failed), so the next
-	// Lock's first attempt runs the acquire script, which queues it at once, rather than a
-	// plain SET NX (see core.Setter).
+	// contended: this Mutex's last LockContext had to wait or failed (or its last TryLock
+	// failed), so the next Lock's first attempt runs the acquire script, which queues it at
+	// once, rather than a plain SET NX (see core.Setter).
 	contended atomic.Bool
 
 	mu    sync.Mutex
@@ -121,6 +121,7 @@ func (m *Mutex) TryLock() bool {
 		m.client.leave(m.keys.Lock, q)
 		return false
 	}
+	m.contended.Store(false)
 	m.hold(l, g, q)
 	return true
 }

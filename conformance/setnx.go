@@ -34,6 +34,14 @@ func setNXChecks() []check {
 			assert.Equal(t, theirs, admin(t, addr, "GET", k.Lock), "SetNX must leave a key that exists as it was (NX)")
 			wantPTTL(t, addr, k.Lock, 1, 5000, "after SetNX of a key that exists (TTL 5000 ms)")
 		}},
+		{"no-ttl", func(t *testing.T, e *env) {
+			addr, s := setterOn(t, e)
+			k := core.NewKeys("conformance:", "setnx")
+			set, err := setNX(s, k.Lock, ours, 0)
+			assert.Error(t, err, "SetNX with a TTL of 0 must be an error (core never sends one), not a key without expiry")
+			assert.False(t, set, "SetNX with a TTL of 0 reported true")
+			assert.Equal(t, int64(0), admin(t, addr, "EXISTS", k.Lock), "SetNX with a TTL of 0 set the key")
+		}},
 		{"milliseconds", func(t *testing.T, e *env) {
 			addr, s := setterOn(t, e)
 			k := core.NewKeys("conformance:", "setnx")

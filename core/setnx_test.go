@@ -3,6 +3,7 @@ package core_test
 import (
 	"context"
 	"strconv"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -125,4 +126,47 @@ func TestSetNXTakesAFreeLockPastTheQueue(t *testing.T) {
 	scripted.Fence = true // every attempt of a fenced lock runs the script
 	_, err = cl.AcquireWait(ctx, scripted, patient)
 	require.ErrorIs(t, err, context.DeadlineExceeded, "the script's attempt took a free lock past a live waiter")
+}
+
+// setterOnly is a go-redis Node that is a Setter but not a Subscriber: its waiters poll.
+type setterOnly struct{ n *counted }
+
+func (s setterOnly) Eval(ctx context.Context, sc *core.Script, keys []string, args ...string) ([]int64, error) {
+	return s.n.Eval(ctx, sc, keys, args...)
+}
+
+func (s setterOnly) SetNX(ctx context.Context, key, value string, ttl time.Duration) (bool, error) {
+	return s.n.SetNX(ctx, key, value, ttl)
+}
+
+func (s setterOnly) String() string { return s.n.String() }
+
+// TestRefusedSetNXWithoutSubscriberQueuesAtOnce: a waiter whose SET NX is refused calls
+// again at once to queue, even where it cannot subscribe (its refresh interval here is
+// 25 s, longer than the test).
+func TestRefusedSetNXWithoutSubscriberQueuesAtOnce(t *testing.T) {
+	servers := miniServers(t, 3)
+	cl, counts := countedCluster(t, servers)
+	holder := hold(t, cl, servers, "polls")
+	nodes := make([]core.Node, len(counts))
+	for i, c := range counts {
+		nodes[i] = setterOnly{c}
+	}
+	polling, err := core.NewCluster(nodes)
+	require.NoError(t, err)
+
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	w := lock("polls")
+	w.NodeTimeout = 10 * time.Second
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		_, _ = polling.AcquireWait(ctx, w, patient)
+	}()
+	require.Eventually(t, func() bool { return allEqual(queued(t, servers, holder.Keys), 1) },
+		5*time.Second, time.Millisecond, "the waiter is not queued: %v", queued(t, servers, holder.Keys))
+	assert.Equal(t, int64(3), sum(counts, func(n *counted) *atomic.Int64 { return &n.sets }), "the first attempt's SET NX")
+	cancel()
+	<-done
 }

@@ -91,6 +91,9 @@ func (n *Node) SetNX(ctx context.Context, key, value string, ttl time.Duration) 
 	if err := ctx.Err(); err != nil {
 		return false, err
 	}
+	if ttl < time.Millisecond { // PX 0 is an error; go-redis would send no expiry at all
+		return false, fmt.Errorf("redlock: SET NX with a TTL of %v: want at least 1ms", ttl)
+	}
 	conn, err := n.pool.GetContext(ctx)
 	if err != nil {
 		return false, ctxErr(ctx, err)

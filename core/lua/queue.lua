@@ -66,13 +66,17 @@ end
 -- advance advances the fence counter f and returns it: max(counter + 1, server time in
 -- microseconds, floor), so that a node that lost its data does not start again from 1, and
 -- so that the nodes given one floor agree on it where their counters are below it. floor
--- is a decimal string, or nil.
+-- is a decimal string, or nil; it counts for at most floor_cap past the server's clock, so
+-- that a client whose clock runs fast cannot push the counters further ahead of the
+-- servers' time than the restart guard outlasts.
+local floor_cap = 2000000
 local function advance(f, floor)
   local t = server_time()
   -- The microseconds as a decimal string: exact, and never printed in exponent form.
   local now = t[1] .. string.format('%06d', tonumber(t[2]))
-  if floor and tonumber(floor) and tonumber(floor) > tonumber(now) then
-    now = floor
+  local proposed = floor and tonumber(floor)
+  if proposed and proposed > tonumber(now) then
+    now = string.format('%d', math.min(proposed, tonumber(now) + floor_cap))
   end
   local counter = redis.call('GET', f)
   if counter and tonumber(counter) >= tonumber(now) then
