@@ -186,11 +186,18 @@ func (c *Cluster) raise(ctx context.Context, l *Lock, fence int64, until time.Ti
 // and in the background on each node still in flight, after it answers, so that a late
 // SET is undone too.
 func (c *Cluster) abandon(ctx context.Context, l *Lock, ch <-chan reply, answered, mayHold []bool) {
+	// A waiter whose ctx ended gives up: its releases take it out of the queue, on every node
+	// still in flight too, once it answers, so that no late call of its queues it again.
+	// Otherwise the waiter keeps its place, and is not woken by its own release.
+	quitting := ctx.Err() != nil
+	mode := "stay"
+	if quitting {
+		mode = "leave"
+	}
 	ctx = context.WithoutCancel(ctx)
 	// A copy: the caller's next attempt puts a new token in l while stragglers are released.
-	// The waiter keeps its place in the queue, and is not woken by its own release.
 	keys, timeout := l.Keys.ReleaseKeys(), l.NodeTimeout
-	args := []string{l.Token, l.Keys.Channel, l.Waiter, "stay", strconv.FormatInt(l.Ticket, 10), millis(l.placeKept())}
+	args := []string{l.Token, l.Keys.Channel, l.Waiter, mode, strconv.FormatInt(l.Ticket, 10), millis(l.placeKept())}
 	release := func(i int) { c.callNode(ctx, i, timeout, releaseScript, keys, args) }
 	pending := 0
 	done := make(chan struct{}, len(c.nodes))
@@ -236,8 +243,8 @@ func (c *Cluster) abandon(ctx context.Context, l *Lock, ch <-chan reply, answere
 // by calling again at least every refresh interval (2.5 node timeouts, at least 50ms); one
 // that stops calling for four intervals (it crashed, say) loses its place, and one that
 // gives up (ctx ended) leaves the queue at once, in the background, letting go of the lock
-// wherever a release handed it over. (A call of its that was under way when ctx ended may
-// still land after that and queue it again on a node, until the place lapses.)
+// wherever a release handed it over; a call of its still under way then is followed, on
+// its node, by a release that takes it out of the queue again once the call is answered.
 //
 // A release hands the lock to the first waiter: the node sets it to the waiter's latest
 // attempt's token, with its TTL, and says so on the waiter's own channel. A waiter that
@@ -302,7 +309,7 @@ func (c *Cluster) AcquireWait(ctx context.Context, l *Lock, b Backoff) (Grant, e
 			last = err
 		}
 		w.stop()
-		if last != nil || attempt > 0 { // the nodes may have queued us
+		if last != nil || attempt > 0 || !o.start.IsZero() { // the nodes may have queued us
 			c.leave(l)
 		}
 		if last == nil {

@@ -239,9 +239,8 @@ func TestWaiterThatGivesUpLeavesTheQueue(t *testing.T) {
 	holder := hold(t, cl, servers, "leave")
 
 	quitter := lock("leave")
-	// Its refresh interval (25 s) keeps it from calling again while it waits: a call under
-	// way when its ctx ends may land after the leave and queue it again until its place
-	// lapses (see AcquireWait), which is not what this test is about.
+	// Its refresh interval (25 s) keeps it from calling again while it waits (a call under
+	// way when its ctx ends is TestLateCallOfAQuitterDoesNotQueueIt's subject).
 	quitter.NodeTimeout = 10 * time.Second
 	ctx, cancel := context.WithCancel(context.Background())
 	quit := make(chan error, 1)
@@ -329,4 +328,54 @@ func TestQueueKeepsTheLongestPlace(t *testing.T) {
 	for _, key := range keys {
 		assert.Greater(t, pttl(key), int64(50_000), "%s expires before the longest-kept waiter's place lapses", key)
 	}
+}
+
+// slowAcquire delays the acquire script on a Node (and is not a Setter: every attempt runs
+// the script), so that a call of it is still under way when its caller gives up.
+type slowAcquire struct {
+	core.Node
+	core.Subscriber
+	delay time.Duration
+}
+
+func (n slowAcquire) Eval(ctx context.Context, s *core.Script, keys []string, args ...string) ([]int64, error) {
+	if s.Name() == "acquire" {
+		select {
+		case <-time.After(n.delay):
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
+	return n.Node.Eval(ctx, s, keys, args...)
+}
+
+// TestLateCallOfAQuitterDoesNotQueueIt: a waiter that gives up while its attempt is still
+// under way on a slow node is out of that node's queue once the attempt lands there (its
+// place would otherwise last four refresh intervals: 100 s here).
+func TestLateCallOfAQuitterDoesNotQueueIt(t *testing.T) {
+	servers := miniServers(t, 3)
+	cl := newCluster(t, servers)
+	holder := hold(t, cl, servers, "late")
+	nodes := make([]core.Node, len(servers))
+	for i, s := range servers {
+		c := redis.NewClient(&redis.Options{Addr: s.addr})
+		n := goredis.New(c)
+		t.Cleanup(func() { _ = n.Close(); _ = c.Close() })
+		nodes[i] = slowAcquire{Node: n, Subscriber: n}
+		if i == 2 {
+			nodes[i] = slowAcquire{Node: n, Subscriber: n, delay: 300 * time.Millisecond}
+		}
+	}
+	slow, err := core.NewCluster(nodes)
+	require.NoError(t, err)
+
+	w := lock("late")
+	w.NodeTimeout = 10 * time.Second // refresh every 25 s: a place kept for 100 s
+	ctx, cancel := context.WithTimeout(context.Background(), 150*time.Millisecond)
+	defer cancel()
+	_, err = slow.AcquireWait(ctx, w, patient)
+	require.ErrorIs(t, err, context.DeadlineExceeded)
+	time.Sleep(300 * time.Millisecond) // the slow node's call lands
+	assert.Eventually(t, func() bool { return allEqual(queued(t, servers, holder.Keys), 0) },
+		3*time.Second, time.Millisecond, "the quitter is still queued: %v", queued(t, servers, holder.Keys))
 }
