@@ -23,9 +23,10 @@ func (n *setCounting) SetNX(ctx context.Context, key, value string, ttl time.Dur
 	return n.Node.SetNX(ctx, key, value, ttl)
 }
 
-// TestMutexRemembersContention: a Mutex whose Lock had to wait starts its next Lock with the
-// acquire script (which queues it at once); one whose Lock took a free lock at once starts
-// with a plain SET NX (core.TestFirstAttemptSetsNX has the details).
+// TestMutexRemembersContention: a Mutex whose Lock had to wait or failed, or whose TryLock
+// failed, starts its next Lock with the acquire script (which queues it at once); one whose
+// Lock or TryLock took a free lock at once starts with a plain SET NX
+// (core.TestFirstAttemptSetsNX has the details).
 func TestMutexRemembersContention(t *testing.T) {
 	_, servers := miniNodes(t, 3)
 	counted := make([]*setCounting, len(servers))
@@ -73,4 +74,22 @@ func TestMutexRemembersContention(t *testing.T) {
 	assert.Equal(t, int64(6), sets(), "a Lock after a contended one sent SET NX")
 	cycle(m) // the last Lock took the lock at once: SET NX again
 	assert.Equal(t, int64(9), sets(), "a Lock after an uncontended one")
+
+	other.Lock()
+	assert.False(t, m.TryLock(), "TryLock of a held lock")
+	other.Unlock()
+	cycle(m) // the last TryLock failed: the script first
+	assert.Equal(t, int64(9), sets(), "a Lock after a failed TryLock sent SET NX")
+	require.True(t, m.TryLock(), "TryLock of a free lock")
+	require.NoError(t, m.UnlockContext(context.Background()))
+	cycle(m) // the last TryLock succeeded: SET NX again
+	assert.Equal(t, int64(12), sets(), "a Lock after a successful TryLock")
+
+	other.Lock()
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	assert.Error(t, m.LockContext(ctx), "LockContext of a held lock, until ctx ends")
+	cancel()
+	other.Unlock()
+	cycle(m) // the last LockContext failed: the script first
+	assert.Equal(t, int64(15), sets(), "a Lock after a failed one: its own first attempt, then the script")
 }
