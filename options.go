@@ -62,7 +62,10 @@ func WithPrefix(p string) Option { return func(s *settings) { s.prefix = p } }
 // forgotten the locks it granted, and its vote could let a second owner in. d must be at
 // least the largest TTL that any client uses on these nodes (a TTL above it is an error),
 // and is rounded up to whole seconds. 0 turns the guard off: do that only if every node
-// persists each write before it answers (appendonly yes, appendfsync always).
+// persists each write before it answers (appendonly yes, appendfsync always). With fencing
+// tokens (Lease.Token), make it at least 2s too: a fenced acquisition can move a node's
+// counter up to 2 s ahead of that server's clock, from which a node that lost its data
+// starts again.
 //
 // Default: 30s when there is more than one node, off for a single node. A node that cannot
 // report its uptime (miniredis, say) takes part unguarded; Client.Unguarded lists such
