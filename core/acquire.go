@@ -61,7 +61,7 @@ func (c *Cluster) acquire(ctx context.Context, l *Lock) (Grant, outcome, error) 
 		fence = "1"
 		if len(c.nodes) > 1 {
 			// A floor for every node's counter, ahead of the servers' clocks: the nodes whose
-			// counters are below it all take it, and agree (see agreed).
+			// counters are below it all take it, and agree, sparing the raise (see raise).
 			fence = strconv.FormatInt(time.Now().Add(fenceLead).UnixMicro(), 10)
 		}
 	}
