@@ -1,0 +1,59 @@
+package core
+
+import (
+	"context"
+	"testing"
+	"time"
+)
+
+// instantNode grants every SET NX and answers every script {1, 1} at once: a Node that
+// costs nothing, so that a test can count core's own allocations.
+type instantNode struct{}
+
+func (instantNode) Eval(context.Context, *Script, []string, ...string) ([]int64, error) {
+	return []int64{1, 1}, nil
+}
+func (instantNode) SetNX(context.Context, string, string, time.Duration) (bool, error) {
+	return true, nil
+}
+func (instantNode) String() string { return "instant" }
+
+// TestAllocationsPerLockAndUnlock: an uncontended AcquireWait and Release at N=5 allocate
+// no more than they did when this test was written (core's own allocations, the Node's
+// replies included), so that the hot path does not grow again unnoticed.
+func TestAllocationsPerLockAndUnlock(t *testing.T) {
+	for _, c := range []struct {
+		n    int
+		most float64
+	}{{1, 21}, {5, 32}} {
+		nodes := make([]Node, c.n)
+		for i := range nodes {
+			nodes[i] = instantNode{}
+		}
+		cl, err := NewCluster(nodes)
+		if err != nil {
+			t.Fatal(err)
+		}
+		keys := NewKeys("t:", "allocs")
+		ctx := context.Background()
+		cycle := func() {
+			l := &Lock{Keys: keys, TTL: 10 * time.Second, NodeTimeout: time.Second, DriftFactor: 0.01}
+			if _, err := cl.AcquireWait(ctx, l, Backoff{Min: time.Millisecond, Max: time.Millisecond}); err != nil {
+				t.Fatal(err)
+			}
+			if err := cl.Release(ctx, l); err != nil {
+				t.Fatal(err)
+			}
+		}
+		// The count is the process's: goroutines that earlier tests left to finish in the
+		// background can only add to it, so the least of three measurements counts.
+		allocs := testing.AllocsPerRun(200, cycle)
+		for range 2 {
+			allocs = min(allocs, testing.AllocsPerRun(200, cycle))
+		}
+		t.Logf("N=%d: %.1f allocations per lock and unlock", c.n, allocs)
+		if allocs > c.most {
+			t.Errorf("N=%d: %.1f allocations per lock and unlock, want at most %.0f", c.n, allocs, c.most)
+		}
+	}
+}
