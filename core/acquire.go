@@ -56,29 +56,29 @@ func (c *Cluster) acquire(ctx context.Context, l *Lock) (Grant, outcome, error) 
 		return Grant{}, outcome{}, err
 	}
 	start := time.Now()
-	fence := "0"
-	if l.Fence {
-		fence = "1"
-		if len(c.nodes) > 1 {
-			// A floor for every node's counter, ahead of the servers' clocks: the nodes whose
-			// counters are below it all take it, and agree, sparing the raise (see raise).
-			fence = strconv.FormatInt(time.Now().Add(fenceLead).UnixMicro(), 10)
-		}
-	}
-	guard := strconv.FormatInt(int64((l.Guard+time.Second-1)/time.Second), 10)
+	// AcquireWait's first attempt, without guard or fence, needs little of the script but
+	// its SET NX: it need not queue (the waiter does when it tries again, at once), and no
+	// earlier attempt of ours can hold the lock. Where others are likely to hold it, the
+	// script's attempt is better: it queues the waiter one round trip earlier, which at N = 5
+	// made 10% more contended acquisitions per second.
 	plain := l.attempt == 1 && !l.Contended && l.Guard <= 0 && !l.Fence && l.TTL >= time.Millisecond
-	ch, deadline := c.fan(ctx, l.NodeTimeout, request{
-		s:    acquireScript,
-		keys: l.Keys.AcquireKeys(),
-		args: []string{l.Token, millis(l.TTL), guard, fence, l.Waiter, strconv.FormatInt(l.Ticket, 10), millis(l.placeKept())},
-		// AcquireWait's first attempt, without guard or fence, needs little of the script
-		// but its SET NX: it need not queue (the waiter does when it tries again, at once),
-		// and no earlier attempt of ours can hold the lock. Where others are likely to hold
-		// it, the script's attempt is better: it queues the waiter one round trip earlier,
-		// which at N = 5 made 10% more contended acquisitions per second.
-		setNX: plain,
-		ttl:   l.TTL.Truncate(time.Millisecond),
-	})
+	req := request{s: acquireScript, setNX: plain, key: l.Keys.Lock, value: l.Token, ttl: l.TTL.Truncate(time.Millisecond)}
+	if !plain || !c.setters { // some node runs the script: its KEYS and ARGV
+		fence := "0"
+		if l.Fence {
+			fence = "1"
+			if len(c.nodes) > 1 {
+				// A floor for every node's counter, ahead of the servers' clocks: the nodes
+				// whose counters are below it all take it, and agree, sparing the raise (see
+				// raise).
+				fence = strconv.FormatInt(time.Now().Add(fenceLead).UnixMicro(), 10)
+			}
+		}
+		guard := strconv.FormatInt(int64((l.Guard+time.Second-1)/time.Second), 10)
+		req.keys = l.Keys.AcquireKeys()
+		req.args = []string{l.Token, millis(l.TTL), guard, fence, l.Waiter, strconv.FormatInt(l.Ticket, 10), millis(l.placeKept())}
+	}
+	ch, deadline := c.fan(ctx, l.NodeTimeout, req)
 
 	t := tally{c: c, op: "acquire", key: l.Keys.Lock}
 	// The largest fence counter granted and how many granted it, and the longest a refusing

@@ -18,6 +18,7 @@ type Cluster struct {
 	quorum    int
 	publish   []string      // per node: the release script's publish command
 	sharded   bool          // some node publishes with SPUBLISH
+	setters   bool          // every node is a Setter
 	unguarded []atomic.Bool // per node: it cannot report its uptime to the restart guard
 	warn      func(node string)
 	shared    atomic.Pointer[sharedDeadline] // see bound
@@ -61,7 +62,11 @@ func NewCluster(nodes []Node, opts ...ClusterOption) (*Cluster, error) {
 	for _, o := range opts {
 		o(c)
 	}
+	c.setters = true
 	for i, n := range nodes {
+		if _, ok := n.(Setter); !ok {
+			c.setters = false
+		}
 		c.publish[i] = "PUBLISH"
 		if s, ok := n.(ShardedPubSub); ok && s.ShardedPubSub() {
 			c.publish[i], c.sharded = "SPUBLISH", true
@@ -170,12 +175,13 @@ type request struct {
 	args []string
 	// sharded: the release script's args for nodes with sharded pub/sub (see prepare).
 	sharded []string
-	// setNX: a node that is a Setter is sent SET keys[0] args[0] NX PX ttl instead of s,
-	// and its answer counts as the acquire script's {1, 0} (set) or {0, 0} (refused), in
-	// its two places of set.
-	setNX bool
-	ttl   time.Duration
-	set   []int64
+	// setNX: a node that is a Setter is sent SET key value NX PX ttl instead of s, and its
+	// answer counts as the acquire script's {1, 0} (set) or {0, 0} (refused), in its two
+	// places of set. (keys and args are then needed only if some node is not a Setter.)
+	setNX      bool
+	key, value string
+	ttl        time.Duration
+	set        []int64
 }
 
 // call runs s on every node at once, each bounded by timeout (see fan).
@@ -293,7 +299,7 @@ func (c *Cluster) eval(ctx, dctx context.Context, i int, timeout time.Duration, 
 	var err error
 	if setter, ok := c.nodes[i].(Setter); ok && req.setNX {
 		var set bool
-		set, err = setter.SetNX(dctx, req.keys[0], req.args[0], req.ttl)
+		set, err = setter.SetNX(dctx, req.key, req.value, req.ttl)
 		vals = req.set[2*i : 2*i+2 : 2*i+2] // {0, 0}: refused
 		if set {
 			vals[0] = 1

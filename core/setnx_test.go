@@ -170,3 +170,41 @@ func TestRefusedSetNXWithoutSubscriberQueuesAtOnce(t *testing.T) {
 	cancel()
 	<-done
 }
+
+// TestMixedClusterFirstAttempt: where only some nodes are Setters, a plain first attempt
+// sends SET NX to those and the acquire script to the others, and takes the lock on all;
+// a waiter on such a cluster still queues and gets the lock by hand-over.
+func TestMixedClusterFirstAttempt(t *testing.T) {
+	servers := miniServers(t, 3)
+	_, counts := countedCluster(t, servers)
+	nodes := []core.Node{counts[0], counts[1], slowAcquire{Node: counts[2], Subscriber: counts[2]}} // the last is no Setter
+	cl, err := core.NewCluster(nodes)
+	require.NoError(t, err)
+
+	l := lock("mixed")
+	_, err = cl.AcquireWait(context.Background(), l, patient)
+	require.NoError(t, err)
+	for i, s := range servers {
+		require.Eventually(t, func() bool { return get(t, s, l.Keys.Lock) == l.Token }, 5*time.Second, time.Millisecond,
+			"server %d does not hold the lock", i)
+	}
+	assert.Equal(t, []int64{1, 1, 0}, []int64{counts[0].sets.Load(), counts[1].sets.Load(), counts[2].sets.Load()}, "SET NX calls")
+	assert.Equal(t, []int64{0, 0, 1}, []int64{counts[0].acquires.Load(), counts[1].acquires.Load(), counts[2].acquires.Load()}, "acquire scripts")
+
+	w := lock("mixed")
+	got := make(chan error, 1)
+	go func() {
+		_, err := cl.AcquireWait(context.Background(), w, patient)
+		got <- err
+	}()
+	require.Eventually(t, func() bool { return allEqual(queued(t, servers, l.Keys), 1) },
+		5*time.Second, time.Millisecond, "the waiter is not queued: %v", queued(t, servers, l.Keys))
+	require.NoError(t, cl.Release(context.Background(), l))
+	select {
+	case err := <-got:
+		require.NoError(t, err)
+	case <-time.After(10 * time.Second):
+		t.Fatal("the waiter did not get the lock")
+	}
+	require.NoError(t, cl.Release(context.Background(), w))
+}
