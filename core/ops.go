@@ -64,13 +64,13 @@ func (c *Cluster) Release(ctx context.Context, l *Lock) error {
 // stragglers waits for the nodes that had not answered the acquisition when it returned,
 // within a node timeout: they answer by their deadline, unless they ignore it.
 func (l *Lock) stragglers() {
+answered: // the replies already in need no timer
 	for ; l.pending > 0; l.pending-- {
 		select {
 		case <-l.acquiring:
-			continue
 		default:
+			break answered
 		}
-		break
 	}
 	if l.pending == 0 {
 		return
