@@ -75,10 +75,10 @@ func (c *Cluster) acquire(ctx context.Context, l *Lock) (Grant, outcome, error) 
 			}
 		}
 		guard := strconv.FormatInt(int64((l.Guard+time.Second-1)/time.Second), 10)
-		req.keys = l.Keys.AcquireKeys()
+		req.keys = l.Keys.acquireKeys()
 		req.args = []string{l.Token, millis(l.TTL), guard, fence, l.Waiter, strconv.FormatInt(l.Ticket, 10), millis(l.placeKept())}
 	}
-	ch, deadline := c.fan(ctx, l.NodeTimeout, req)
+	f := c.fan(ctx, l.NodeTimeout, req)
 
 	t := tally{c: c, op: "acquire", key: l.Keys.Lock}
 	// The largest fence counter granted and how many granted it, and the longest a refusing
@@ -113,13 +113,13 @@ func (c *Cluster) acquire(ctx context.Context, l *Lock) (Grant, outcome, error) 
 			}
 		}
 	}
-	c.collect(ctx, deadline, l.NodeTimeout, ch, &t, answered, seen)
+	c.collect(ctx, f, &t, answered, seen)
 	// A waiter that lost hears the other nodes out too (within the node timeout): a release
 	// can hand it the lock on each node that refused it, and it takes a hand-over only from
 	// a node whose refusal it saw.
 	if refused != nil && !t.won() && t.answers < len(c.nodes) && ctx.Err() == nil {
 		t.all = true
-		c.collect(ctx, deadline, l.NodeTimeout, ch, &t, answered, seen)
+		c.collect(ctx, f, &t, answered, seen)
 	}
 	until := start.Add(l.TTL - l.Drift())
 
@@ -137,10 +137,10 @@ func (c *Cluster) acquire(ctx context.Context, l *Lock) (Grant, outcome, error) 
 		err = c.raise(ctx, l, top, until)
 	}
 	if err == nil {
-		l.acquiring, l.pending = ch, len(c.nodes)-t.answers
+		l.acquiring, l.pending = f, len(c.nodes)-t.answers
 		return Grant{Start: start, Until: until, Fence: uint64(top), Attempts: max(l.attempt, 1)}, outcome{}, nil
 	}
-	c.abandon(ctx, l, ch, answered, mayHold)
+	c.abandon(ctx, l, f, answered, mayHold)
 	// A split vote is one that no owner won: some nodes granted us the lock, and the
 	// refusals alone did not decide it (then another owner holds it, and we wait for it).
 	split := t.yes > 0 && !errors.Is(err, ErrHeld)
@@ -167,9 +167,10 @@ const fenceLead = time.Second
 // largest counter: those already hold a counter >= fence. Its acquire script asks every
 // node for at least the same floor, so that they usually do.
 func (c *Cluster) raise(ctx context.Context, l *Lock, fence int64, until time.Time) error {
-	ch, deadline := c.call(ctx, l.NodeTimeout, raiseScript, []string{l.Keys.Lock, l.Keys.Fence}, l.Token, strconv.FormatInt(fence, 10))
+	f := c.call(ctx, l.NodeTimeout, raiseScript, []string{l.Keys.Lock, l.Keys.Fence}, l.Token, strconv.FormatInt(fence, 10))
 	t := tally{c: c, op: "raise", key: l.Keys.Lock}
-	c.collect(ctx, deadline, l.NodeTimeout, ch, &t, make([]bool, len(c.nodes)), nil)
+	c.collect(ctx, f, &t, make([]bool, len(c.nodes)), nil)
+	f.done()
 	switch {
 	case ctx.Err() != nil:
 		return ctxError(ctx, "acquire", l.Keys.Lock)
@@ -185,7 +186,7 @@ func (c *Cluster) raise(ctx context.Context, l *Lock, fence int64, until time.Ti
 // lock (the caller waits for these, so that its next attempt does not meet its own keys),
 // and in the background on each node still in flight, after it answers, so that a late
 // SET is undone too.
-func (c *Cluster) abandon(ctx context.Context, l *Lock, ch <-chan reply, answered, mayHold []bool) {
+func (c *Cluster) abandon(ctx context.Context, l *Lock, f *fanout, answered, mayHold []bool) {
 	// A waiter whose ctx ended gives up: its releases take it out of the queue, on every node
 	// still in flight too, once it answers, so that no late call of its queues it again.
 	// Otherwise the waiter keeps its place, and is not woken by its own release.
@@ -196,8 +197,8 @@ func (c *Cluster) abandon(ctx context.Context, l *Lock, ch <-chan reply, answere
 	}
 	ctx = context.WithoutCancel(ctx)
 	// A copy: the caller's next attempt puts a new token in l while stragglers are released.
-	keys, timeout := l.Keys.ReleaseKeys(), l.NodeTimeout
-	args := []string{l.Token, l.Keys.Channel, l.Waiter, mode, strconv.FormatInt(l.Ticket, 10), millis(l.placeKept())}
+	keys, timeout := l.Keys.releaseKeys(), l.NodeTimeout
+	args := releaseArgs(l.Token, l.Keys.Channel, l.Waiter, mode, strconv.FormatInt(l.Ticket, 10), millis(l.placeKept()))
 	release := func(i int) { c.callNode(ctx, i, timeout, releaseScript, keys, args) }
 	pending := 0
 	done := make(chan struct{}, len(c.nodes))
@@ -214,12 +215,15 @@ func (c *Cluster) abandon(ctx context.Context, l *Lock, ch <-chan reply, answere
 	if pending > 0 {
 		go func() {
 			for range pending {
-				r := <-ch
+				r := <-f.out
 				if !answered[r.node] && (r.err != nil || r.yes()) {
 					release(r.node)
 				}
 			}
+			f.done()
 		}()
+	} else {
+		f.done()
 	}
 	for range len(c.nodes) - pending {
 		<-done
@@ -262,12 +266,16 @@ func (c *Cluster) abandon(ctx context.Context, l *Lock, ch <-chan reply, answere
 // that matches both ctx's error and the last attempt's (ErrHeld or ErrNoQuorum, say) under
 // errors.Is.
 func (c *Cluster) AcquireWait(ctx context.Context, l *Lock, b Backoff) (Grant, error) {
-	l.Waiter, l.Ticket = NewToken(), time.Now().UnixMicro()
+	waiter, first := newWaiter()
+	l.Waiter, l.Ticket = waiter, time.Now().UnixMicro()
 	var w *watch   // the wake-up subscription, from the first time the lock is found held
 	var last error // the last attempt's error that was not ctx's
 	for attempt := 0; ; attempt++ {
 		l.attempt = attempt + 1
-		l.Token = l.Waiter + "." + strconv.Itoa(l.attempt)
+		l.Token = first
+		if attempt > 0 {
+			l.Token = l.Waiter + "." + strconv.Itoa(l.attempt)
+		}
 		w.drain() // what was said before this attempt, it finds out for itself
 		g, o, err := c.acquire(ctx, l)
 		if err == nil {
@@ -400,8 +408,8 @@ func parseHandover(p string) (h handover, ok bool) {
 // within a node timeout), lets go of the lock where a release handed it to one of l's
 // attempts, and hands it on (or wakes the next waiter) if the lock is then free.
 func (c *Cluster) leave(l *Lock) {
-	keys, args, timeout := l.Keys.ReleaseKeys(), []string{l.Token, l.Keys.Channel, l.Waiter, "leave"}, l.NodeTimeout
-	go c.call(context.Background(), timeout, releaseScript, keys, args...)
+	keys, args, timeout := l.Keys.releaseKeys(), releaseArgs(l.Token, l.Keys.Channel, l.Waiter, "leave"), l.NodeTimeout
+	go func() { c.call(context.Background(), timeout, releaseScript, keys, args...).done() }()
 }
 
 // refresh is how often a waiter calls again to keep its place in the queue.

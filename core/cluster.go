@@ -7,6 +7,7 @@ import (
 	"reflect"
 	"slices"
 	"strconv"
+	"sync"
 	"sync/atomic"
 	"time"
 )
@@ -21,7 +22,8 @@ type Cluster struct {
 	setters   bool          // every node is a Setter
 	unguarded []atomic.Bool // per node: it cannot report its uptime to the restart guard
 	warn      func(node string)
-	shared    atomic.Pointer[sharedDeadline] // see bound
+	shared    atomic.Pointer[sharedDeadline] // see deadline
+	fans      sync.Pool                      // *fanout, for reuse (see fan)
 }
 
 // ClusterOption configures a Cluster.
@@ -142,10 +144,10 @@ type Lock struct {
 	// attempt is the number of AcquireWait's attempt under way (0 for Acquire): only its
 	// first attempt may take the lock with a plain SET (see Setter), unless Contended.
 	attempt int
-	// acquiring receives the replies of the nodes that had not answered the acquisition
-	// that granted the lock when it returned: pending of them. Release waits for them, so
-	// that a straggler's SET cannot land after the release and leave a key behind.
-	acquiring <-chan reply
+	// acquiring is the acquisition that granted the lock, and pending the number of its
+	// nodes that had not answered when it returned. Release waits for them, so that a
+	// straggler's SET cannot land after the release and leave a key behind.
+	acquiring *fanout
 	pending   int
 }
 
@@ -185,66 +187,109 @@ type request struct {
 }
 
 // call runs s on every node at once, each bounded by timeout (see fan).
-func (c *Cluster) call(ctx context.Context, timeout time.Duration, s *Script, keys []string, args ...string) (<-chan reply, <-chan struct{}) {
+func (c *Cluster) call(ctx context.Context, timeout time.Duration, s *Script, keys []string, args ...string) *fanout {
 	return c.fan(ctx, timeout, request{s: s, keys: keys, args: args})
 }
 
-// fan sends req to every node at once, each bounded by timeout, and returns the channel that
-// receives the N replies in the order they arrive, and a channel closed at the calls'
-// deadline (see deadline), for collect. The first has room for all N, so a caller may stop
-// reading as soon as the outcome is decided: the rest finish on their own, by their
-// deadline at the latest. A single node is called in the caller's goroutine, under ctx:
-// there is nothing to run in parallel with it, and its reply is in the channel on return
-// (the second channel is then nil).
-func (c *Cluster) fan(ctx context.Context, timeout time.Duration, req request) (<-chan reply, <-chan struct{}) {
-	out := make(chan reply, len(c.nodes))
-	c.prepare(&req)
+// fan sends req to every node at once, each bounded by timeout, and returns the fan-out,
+// whose out channel receives the N replies in the order they arrive, and whose deadline
+// is closed at the calls' deadline (see deadline), for collect. out has room for all N,
+// so a reader may stop reading as soon as the outcome is decided: the rest finish on their
+// own, by their deadline at the latest. The reader calls done once it takes no more
+// replies. A single node is called in the caller's goroutine, under ctx: there is nothing
+// to run in parallel with it, and its reply is in out on return (deadline is then nil).
+func (c *Cluster) fan(ctx context.Context, timeout time.Duration, req request) *fanout {
+	f, _ := c.fans.Get().(*fanout)
+	if f == nil {
+		f = &fanout{c: c, out: make(chan reply, len(c.nodes))}
+		f.run = f.call
+	}
+	f.ctx, f.timeout, f.req = ctx, timeout, req
+	f.next.Store(0)
+	f.refs.Store(int32(len(c.nodes)) + 1)
+	c.prepare(f)
 	if len(c.nodes) == 1 {
 		if ctx == context.Background() { // nothing to cancel the call but its deadline
-			out <- c.eval(ctx, c.deadline(ctx, timeout), 0, timeout, &req)
-			return out, nil
+			f.dctx = c.deadline(ctx, timeout)
+			f.call()
+			return f
 		}
 		dctx, cancel := context.WithTimeout(ctx, timeout)
-		out <- c.eval(ctx, dctx, 0, timeout, &req)
+		f.dctx = dctx
+		f.call()
 		cancel()
-		return out, nil
+		return f
 	}
-	f := &fanout{c: c, ctx: ctx, dctx: c.deadline(ctx, timeout), timeout: timeout, req: req, out: out}
-	run := f.run // one function for every goroutine: a go statement with arguments would allocate
+	f.dctx = c.deadline(ctx, timeout)
+	f.deadline = f.dctx.Done()
 	for range c.nodes {
-		go run()
+		go f.run() // f.run, made once: a go statement with a new closure or arguments would allocate
 	}
-	return out, f.dctx.Done()
+	return f
 }
 
-// fanout is one fan-out's calls: each run makes the call to the next node.
+// fanout is one request's calls to every node: each run makes the call to the next node.
+// A fanout is recycled once every call has answered and its reader is done with it (see
+// done), so that the calls of a busy client allocate no channel of their own.
 type fanout struct {
 	c         *Cluster
 	ctx, dctx context.Context
 	timeout   time.Duration
 	req       request
-	out       chan<- reply
-	next      atomic.Int32 // the next node to call
+	out       chan reply      // the replies; room for all N
+	deadline  <-chan struct{} // closed at the calls' deadline; nil for a single node
+	set       []int64         // room for the replies to a SET NX (see prepare)
+	next      atomic.Int32    // the next node to call
+	refs      atomic.Int32    // the calls still to answer, and the reader until it is done
+	run       func()          // f.call
 }
 
-func (f *fanout) run() {
+func (f *fanout) call() {
 	i := int(f.next.Add(1)) - 1
 	f.out <- f.c.eval(f.ctx, f.dctx, i, f.timeout, &f.req)
+	f.unref()
 }
 
-// prepare readies req for the nodes' calls: the release script's arguments with each
-// node's publish command, made once, and room for the replies to a SET NX.
-func (c *Cluster) prepare(req *request) {
-	if req.s == releaseScript { // [token, channel, ...]: add the publish command
-		args := req.args
-		req.args = slices.Insert(slices.Clip(args), 2, "PUBLISH")
-		if c.sharded {
-			req.sharded = slices.Insert(slices.Clip(args), 2, "SPUBLISH")
-		}
+// done says that f's reader takes no more replies from out. It must be called once, and
+// f not used after it.
+func (f *fanout) done() { f.unref() }
+
+// unref drops one reference to f; the last one (every call answered, the reader done)
+// empties out and recycles f.
+func (f *fanout) unref() {
+	if f.refs.Add(-1) != 0 {
+		return
+	}
+	for len(f.out) > 0 {
+		<-f.out
+	}
+	f.ctx, f.dctx, f.req, f.deadline = nil, nil, request{}, nil
+	f.c.fans.Put(f)
+}
+
+// prepare readies f's request for the nodes' calls: for nodes with sharded pub/sub, the
+// release script's arguments with SPUBLISH in place of PUBLISH, and room for the replies
+// to a SET NX.
+func (c *Cluster) prepare(f *fanout) {
+	req := &f.req
+	if req.s == releaseScript && c.sharded { // [token, channel, "PUBLISH", ...]
+		req.sharded = slices.Clone(req.args)
+		req.sharded[2] = "SPUBLISH"
 	}
 	if req.setNX {
-		req.set = make([]int64, 2*len(c.nodes))
+		if f.set == nil {
+			f.set = make([]int64, 2*len(c.nodes))
+		}
+		clear(f.set)
+		req.set = f.set
 	}
+}
+
+// releaseArgs returns the release script's ARGV (see release.lua): token, channel,
+// PUBLISH (which a node with sharded pub/sub is sent as SPUBLISH), waiter, mode and more.
+func releaseArgs(token, channel, waiter, mode string, more ...string) []string {
+	args := make([]string, 0, 5+len(more))
+	return append(append(args, token, channel, "PUBLISH", waiter, mode), more...)
 }
 
 // deadline returns a context with a deadline timeout away, and ctx's values but not its
@@ -287,7 +332,10 @@ type sharedDeadline struct {
 // goroutine of its own.
 func (c *Cluster) callNode(ctx context.Context, i int, timeout time.Duration, s *Script, keys, args []string) reply {
 	req := request{s: s, keys: keys, args: args}
-	c.prepare(&req)
+	if s == releaseScript && c.publish[i] == "SPUBLISH" {
+		req.sharded = slices.Clone(args)
+		req.sharded[2] = "SPUBLISH"
+	}
 	return c.eval(ctx, c.deadline(ctx, timeout), i, timeout, &req)
 }
 
@@ -373,20 +421,20 @@ func (t *tally) err() error {
 	return &QuorumError{Op: t.op, Key: t.key, Quorum: t.c.quorum, Nodes: len(t.c.nodes), OK: t.yes, Refused: t.no, Errs: t.errs}
 }
 
-// collect reads replies from ch into t until the outcome is decided (unless t.all), every
-// node answered, the calls' deadline (from fan) passed, or ctx ended: a node that ignores
-// its context cannot hold us longer than its timeout. It calls seen for each reply, and
-// marks in answered (one entry per node) which nodes answered.
-func (c *Cluster) collect(ctx context.Context, deadline <-chan struct{}, timeout time.Duration, ch <-chan reply, t *tally, answered []bool, seen func(reply)) {
+// collect reads replies from f into t until the outcome is decided (unless t.all), every
+// node answered, the calls' deadline passed, or ctx ended: a node that ignores its context
+// cannot hold us longer than its timeout. It calls seen for each reply, and marks in
+// answered (one entry per node) which nodes answered.
+func (c *Cluster) collect(ctx context.Context, f *fanout, t *tally, answered []bool, seen func(reply)) {
 	for t.answers < len(c.nodes) && (t.all || !t.won() && !t.lost()) {
 		var r reply
 		select {
-		case r = <-ch:
-		case <-deadline:
+		case r = <-f.out:
+		case <-f.deadline:
 			select {
-			case r = <-ch: // replies that came by the deadline count
+			case r = <-f.out: // replies that came by the deadline count
 			default:
-				t.missing(answered, timeoutError(timeout, nil))
+				t.missing(answered, timeoutError(f.timeout, nil))
 				return
 			}
 		case <-ctx.Done():

@@ -374,14 +374,28 @@ func TestBackoff(t *testing.T) {
 
 func TestKeysShareOneHashSlot(t *testing.T) {
 	k := NewKeys("redlock:", "jobs:nightly")
-	assert.Equal(t, Keys{
+	want := Keys{
 		Lock:    "redlock:{jobs:nightly}",
 		Fence:   "redlock:{jobs:nightly}:fence",
 		Queue:   "redlock:{jobs:nightly}:queue",
 		Alive:   "redlock:{jobs:nightly}:alive",
 		Waiters: "redlock:{jobs:nightly}:waiters",
 		Channel: "redlock:{jobs:nightly}:released",
-	}, k)
+	}
+	assert.Equal(t, want.AcquireKeys(), k.acquireKeys())
+	assert.Equal(t, want.ReleaseKeys(), k.releaseKeys())
+	k.acquire, k.release = nil, nil
+	assert.Equal(t, want, k)
+	// Keys whose fields were changed after NewKeys do not use its slices.
+	for _, change := range []func(*Keys){
+		func(k *Keys) { k.Lock = "x" }, func(k *Keys) { k.Fence = "x" }, func(k *Keys) { k.Queue = "x" },
+		func(k *Keys) { k.Alive = "x" }, func(k *Keys) { k.Waiters = "x" },
+	} {
+		k := NewKeys("redlock:", "other")
+		change(&k)
+		assert.Equal(t, k.AcquireKeys(), k.acquireKeys())
+		assert.Equal(t, k.ReleaseKeys(), k.releaseKeys())
+	}
 	assert.Equal(t, "redlock:{jobs:nightly}:released:w1", k.Wake("w1"))
 	assert.NotEqual(t, NewToken(), NewToken())
 	assert.GreaterOrEqual(t, len(NewToken()), 22) // 16 random bytes

@@ -14,14 +14,20 @@ type Keys struct {
 	Alive   string // when each waiter's place lapses: a sorted set of waiter ids by deadline
 	Waiters string // each waiter's latest attempt, for a release to hand it the lock: a hash
 	Channel string // a waiter is woken on Channel + ":" + its waiter id (see Wake)
+
+	// The scripts' KEYS, made once by NewKeys and shared by every call (nil in Keys made
+	// otherwise): see AcquireKeys and ReleaseKeys.
+	acquire, release []string
 }
 
 // NewKeys returns the keys of the lock called name: "<prefix>{<name>}", then ":fence",
 // ":queue", ":alive", ":waiters" and ":released" after it.
 func NewKeys(prefix, name string) Keys {
 	base := prefix + "{" + name + "}"
-	return Keys{Lock: base, Fence: base + ":fence", Queue: base + ":queue", Alive: base + ":alive", Waiters: base + ":waiters",
+	k := Keys{Lock: base, Fence: base + ":fence", Queue: base + ":queue", Alive: base + ":alive", Waiters: base + ":waiters",
 		Channel: base + ":released"}
+	k.acquire, k.release = k.AcquireKeys(), k.ReleaseKeys()
+	return k
 }
 
 // Wake returns the channel on which the waiter with id waiter is told that a release handed
@@ -35,9 +41,39 @@ func NewToken() string {
 	return base64.RawURLEncoding.EncodeToString(b[:])
 }
 
+// newWaiter returns a fresh waiter id (a token, as NewToken's) and its first attempt's
+// token, "<waiter id>.1", made in one allocation.
+func newWaiter() (waiter, first string) {
+	var b [16]byte
+	_, _ = rand.Read(b[:])
+	const n = 22 // base64 of 16 bytes, unpadded
+	var buf [n + 2]byte
+	base64.RawURLEncoding.Encode(buf[:n], b[:])
+	buf[n], buf[n+1] = '.', '1'
+	first = string(buf[:])
+	return first[:n], first
+}
+
 // AcquireKeys returns the KEYS that core passes to the acquire script, in order: for
 // backend tests (such as the conformance suite) that call the scripts as core does.
 func (k Keys) AcquireKeys() []string { return []string{k.Lock, k.Fence, k.Queue, k.Alive, k.Waiters} }
 
 // ReleaseKeys returns the KEYS that core passes to the release script, in order.
 func (k Keys) ReleaseKeys() []string { return []string{k.Lock, k.Queue, k.Alive, k.Waiters, k.Fence} }
+
+// acquireKeys and releaseKeys are AcquireKeys and ReleaseKeys without an allocation, for
+// Keys from NewKeys whose fields were not changed since. Nodes only read them (see
+// Node.Eval).
+func (k Keys) acquireKeys() []string {
+	if a := k.acquire; a != nil && a[0] == k.Lock && a[1] == k.Fence && a[2] == k.Queue && a[3] == k.Alive && a[4] == k.Waiters {
+		return a
+	}
+	return k.AcquireKeys()
+}
+
+func (k Keys) releaseKeys() []string {
+	if r := k.release; r != nil && r[0] == k.Lock && r[1] == k.Queue && r[2] == k.Alive && r[3] == k.Waiters && r[4] == k.Fence {
+		return r
+	}
+	return k.ReleaseKeys()
+}

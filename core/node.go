@@ -14,7 +14,8 @@ type Node interface {
 	// an array of integers. Implementations send EVALSHA with s.SHA1() and fall back to EVAL
 	// with s.Source() when the server replies NOSCRIPT. Eval honours ctx: it returns soon
 	// after ctx's deadline passes or ctx is cancelled. A transport or server error is
-	// returned as an error, never as a partial reply.
+	// returned as an error, never as a partial reply. Eval must not change keys or args, nor
+	// keep them after it returns: core shares them between calls.
 	Eval(ctx context.Context, s *Script, keys []string, args ...string) ([]int64, error)
 
 	// String names the node in errors, for example "127.0.0.1:6379".

@@ -17,9 +17,10 @@ func (c *Cluster) Extend(ctx context.Context, l *Lock) (time.Time, error) {
 		return time.Time{}, err
 	}
 	start := time.Now()
-	ch, deadline := c.call(ctx, l.NodeTimeout, extendScript, []string{l.Keys.Lock}, l.Token, millis(l.TTL))
+	f := c.call(ctx, l.NodeTimeout, extendScript, []string{l.Keys.Lock}, l.Token, millis(l.TTL))
 	t := tally{c: c, op: "extend", key: l.Keys.Lock}
-	c.collect(ctx, deadline, l.NodeTimeout, ch, &t, make([]bool, len(c.nodes)), nil)
+	c.collect(ctx, f, &t, make([]bool, len(c.nodes)), nil)
+	f.done()
 	until := start.Add(l.TTL - l.Drift())
 	switch {
 	case ctx.Err() != nil:
@@ -49,9 +50,10 @@ func (c *Cluster) Release(ctx context.Context, l *Lock) error {
 		ctx = context.WithoutCancel(ctx)
 	}
 	l.stragglers()
-	ch, deadline := c.call(ctx, l.NodeTimeout, releaseScript, l.Keys.ReleaseKeys(), l.Token, l.Keys.Channel, l.Waiter, "leave")
+	f := c.call(ctx, l.NodeTimeout, releaseScript, l.Keys.releaseKeys(), releaseArgs(l.Token, l.Keys.Channel, l.Waiter, "leave")...)
 	t := tally{c: c, op: "release", key: l.Keys.Lock, all: true}
-	c.collect(ctx, deadline, l.NodeTimeout, ch, &t, make([]bool, len(c.nodes)), nil)
+	c.collect(ctx, f, &t, make([]bool, len(c.nodes)), nil)
+	f.done()
 	switch {
 	case t.won():
 		return nil
@@ -62,27 +64,21 @@ func (c *Cluster) Release(ctx context.Context, l *Lock) error {
 }
 
 // stragglers waits for the nodes that had not answered the acquisition when it returned,
-// within a node timeout: they answer by their deadline, unless they ignore it.
+// within the acquisition's deadline: they answer by then, unless they ignore it.
 func (l *Lock) stragglers() {
-answered: // the replies already in need no timer
-	for ; l.pending > 0; l.pending-- {
-		select {
-		case <-l.acquiring:
-		default:
-			break answered
-		}
-	}
-	if l.pending == 0 {
+	f := l.acquiring
+	if f == nil {
 		return
 	}
-	timer := time.NewTimer(l.NodeTimeout)
-	defer timer.Stop()
-	for ; l.pending > 0; l.pending-- {
+	l.acquiring = nil
+wait:
+	for ; l.pending > 0 && f.deadline != nil; l.pending-- {
 		select {
-		case <-l.acquiring:
-		case <-timer.C:
-			l.pending = 0
-			return
+		case <-f.out:
+		case <-f.deadline: // the rest answer, if ever, after done
+			break wait
 		}
 	}
+	l.pending = 0
+	f.done()
 }
