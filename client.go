@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"weak"
 
 	"github.com/go-redlock/redlock/core"
 )
@@ -17,7 +18,7 @@ type Client struct {
 	opts    settings
 
 	qmu    sync.Mutex
-	queues map[string]*queue // per lock key: the Mutex waiters of this Client
+	queues map[string]weak.Pointer[queue] // per lock key: its local queue (see queueOf)
 }
 
 // New returns a Client over nodes, one per independent Redis master. A lock needs a quorum
@@ -62,17 +63,17 @@ func (c *Client) TryAcquire(ctx context.Context, name string, opts ...Option) (*
 	if err != nil {
 		return nil, err
 	}
-	q, ok := c.tryJoin(l.lock.Keys.Lock)
-	if !ok {
+	q := c.queueOf(l.lock.Keys.Lock)
+	if !q.tryJoin() {
 		return nil, fmt.Errorf("%w (a goroutine of this Client holds or waits for %q)", ErrHeld, name)
 	}
 	l.lock.Token = core.NewToken()
 	g, err := c.cluster.Acquire(ctx, &l.lock)
 	if err != nil {
-		c.leave(l.lock.Keys.Lock, q)
+		q.leave()
 		return nil, err
 	}
-	l.leaveQueue = func() { c.leave(l.lock.Keys.Lock, q) }
+	l.leaveQueue = q.leave
 	l.start(g)
 	return l, nil
 }
@@ -91,16 +92,16 @@ func (c *Client) Acquire(ctx context.Context, name string, opts ...Option) (*Lea
 	if err != nil {
 		return nil, err
 	}
-	q, err := c.join(ctx, l.lock.Keys.Lock)
-	if err != nil {
+	q := c.queueOf(l.lock.Keys.Lock)
+	if err := q.join(ctx); err != nil {
 		return nil, fmt.Errorf("redlock: acquire %q: %w", name, err)
 	}
 	g, err := c.cluster.AcquireWait(ctx, &l.lock, core.Backoff{Min: l.opts.retryMin, Max: l.opts.retryMax})
 	if err != nil {
-		c.leave(l.lock.Keys.Lock, q)
+		q.leave()
 		return nil, err
 	}
-	l.leaveQueue = func() { c.leave(l.lock.Keys.Lock, q) }
+	l.leaveQueue = q.leave
 	l.start(g)
 	return l, nil
 }

@@ -20,19 +20,20 @@ type Lease struct {
 	opts    settings
 	lock    core.Lock
 	fence   uint64
-	began   time.Time     // when the acquisition attempt began
-	done    chan struct{} // closed when the lease ends
+	began   time.Time // when the acquisition attempt began
+	owner   *Mutex    // the Mutex whose holding this is, told when it is lost; nil for others
 
 	op sync.Mutex // serializes Extend and Release
 
-	mu       sync.Mutex // guards the fields below
-	until    time.Time
-	err      error       // why the lease ended; nil while it is held
-	expiry   *time.Timer // ends the lease at until
-	extender *time.Timer // the next automatic extension, if on
-	holdEnd  *time.Timer // the end of the maximum hold time, if set
-	released bool        // Release ran
-	onEnd    func(reason error)
+	mu        sync.Mutex    // guards the fields below
+	done      chan struct{} // made by the first Done call; closed when the lease ends
+	until     time.Time
+	err       error       // why the lease ended; nil while it is held
+	timer     *time.Timer // runs tick at the next extension (if on) or else at until
+	extendAt  time.Time   // when the next automatic extension is due; zero if off
+	extending bool        // tick's extension is under way
+	holdEnd   *time.Timer // the end of the maximum hold time, if set
+	released  bool        // Release ran
 
 	// leaveQueue gives back the lease's place in its Client's local queue (nil for a
 	// Mutex's lease: the Mutex keeps its place until Unlock). It runs once, after the
@@ -41,18 +42,17 @@ type Lease struct {
 	leaveOnce  sync.Once
 }
 
-// start makes l the holder of g, and starts its timers: expiry at Until, and, if asked, the
-// next extension and the end of the maximum hold time. Timers cost no goroutine until they
-// fire.
+// start makes l the holder of g, and starts its timers: one for the next extension (if
+// asked) or else the expiry at Until, and one for the end of the maximum hold time, if set.
+// Timers cost no goroutine until they fire.
 func (l *Lease) start(g core.Grant) {
 	l.fence, l.began, l.until = g.Fence, g.Start, g.Until
-	l.done = make(chan struct{})
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	l.expiry = time.AfterFunc(time.Until(g.Until), l.expire)
 	if l.opts.autoExtend {
-		l.extender = time.AfterFunc(l.nextExtension(nil), l.autoExtend)
+		l.extendAt = l.extensionDue(nil)
 	}
+	l.timer = time.AfterFunc(time.Until(l.nextTick()), l.tick)
 	if l.opts.maxHold > 0 {
 		l.holdEnd = time.AfterFunc(time.Until(g.Start.Add(l.opts.maxHold)), func() {
 			_ = l.finish(context.Background(), ErrMaxHold)
@@ -82,10 +82,18 @@ func (l *Lease) Until() time.Time {
 // Done returns a channel that is closed when the lease ends: released, expired, lost, or at
 // its maximum hold time. Err then says which.
 func (l *Lease) Done() <-chan struct{} {
-	if l.done == nil {
+	if l.cluster == nil {
 		closed := make(chan struct{})
 		close(closed)
 		return closed
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.done == nil {
+		l.done = make(chan struct{})
+		if l.err != nil {
+			close(l.done)
+		}
 	}
 	return l.done
 }
@@ -123,7 +131,12 @@ func (l *Lease) Extend(ctx context.Context) error {
 		return notHeld{l.err}
 	case err == nil:
 		l.until = until
-		l.expiry.Reset(time.Until(until))
+		if !l.extendAt.IsZero() {
+			l.extendAt = l.extensionDue(nil)
+		}
+		if !l.extending { // tick sets the timer when its extension returns
+			l.timer.Reset(time.Until(l.nextTick()))
+		}
 	case errors.Is(err, ErrNotHeld):
 		l.end(ErrLost)
 		return notHeld{ErrLost}
@@ -192,13 +205,6 @@ func (l *Lease) check() error {
 	return nil
 }
 
-// expire runs when the expiry timer fires.
-func (l *Lease) expire() {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.expireIfDue()
-}
-
 // expireIfDue ends the lease with ErrExpired if its validity is over. l.mu is held.
 func (l *Lease) expireIfDue() {
 	if l.err == nil && !time.Now().Before(l.until) {
@@ -212,38 +218,69 @@ func (l *Lease) end(reason error) {
 		return
 	}
 	l.err = reason
-	for _, t := range []*time.Timer{l.expiry, l.extender, l.holdEnd} {
+	for _, t := range []*time.Timer{l.timer, l.holdEnd} {
 		if t != nil {
 			t.Stop()
 		}
 	}
-	close(l.done)
-	if l.onEnd != nil {
-		l.onEnd(reason)
+	if l.done != nil {
+		close(l.done)
+	}
+	if l.owner != nil && reason != ErrReleased {
+		l.owner.lose(l, reason)
 	}
 	if !l.released { // finish leaves after its network release
 		l.leave()
 	}
 }
 
-// autoExtend runs on the extender timer: it extends the lease and schedules the next run.
-func (l *Lease) autoExtend() {
-	ctx, cancel := context.WithDeadline(context.Background(), l.Until())
+// tick runs on l's timer. It ends l if its validity is over; otherwise, if an extension is
+// due, it sets the timer to the end of the validity (should the extension not return in
+// time) and extends l, and then sets the timer for the next extension.
+func (l *Lease) tick() {
+	l.mu.Lock()
+	l.expireIfDue()
+	if l.err != nil || l.extending {
+		l.mu.Unlock()
+		return
+	}
+	if l.extendAt.IsZero() || time.Now().Before(l.extendAt) { // an Extend moved the schedule
+		l.timer.Reset(time.Until(l.nextTick()))
+		l.mu.Unlock()
+		return
+	}
+	l.extending = true
+	until := l.until
+	l.timer.Reset(time.Until(until))
+	l.mu.Unlock()
+
+	ctx, cancel := context.WithDeadline(context.Background(), until)
 	err := l.Extend(ctx)
 	cancel()
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	l.extending = false
 	if l.err == nil {
-		l.extender.Reset(l.nextExtension(err))
+		l.extendAt = l.extensionDue(err)
+		l.timer.Reset(time.Until(l.nextTick()))
 	}
 }
 
-// nextExtension returns the wait until the next extension: when a third of the validity is
-// left, or, after a failed extension (err), one node timeout later. l.mu is held.
-func (l *Lease) nextExtension(err error) time.Duration {
+// nextTick is when tick should run next: at the next extension, if on and due before the
+// end of the validity, or else at the end. l.mu is held.
+func (l *Lease) nextTick() time.Time {
+	if !l.extendAt.IsZero() && l.extendAt.Before(l.until) {
+		return l.extendAt
+	}
+	return l.until
+}
+
+// extensionDue returns when the next extension is due: when a third of the validity is
+// left, or, after a failed extension (err), one node timeout from now. l.mu is held.
+func (l *Lease) extensionDue(err error) time.Time {
 	if err != nil {
-		return l.lock.NodeTimeout
+		return time.Now().Add(l.lock.NodeTimeout)
 	}
 	validity := l.lock.TTL - l.lock.Drift()
-	return time.Until(l.until.Add(-validity / 3))
+	return l.until.Add(-validity / 3)
 }

@@ -183,6 +183,25 @@ func TestExtend(t *testing.T) {
 	require.ErrorIs(t, l.Extend(ctx), redlock.ErrNotHeld, "a lost lease stays lost")
 }
 
+// TestExtendMovesTheEnd: a Lease extended by hand does not end at its former Until, and
+// ends at the new one.
+func TestExtendMovesTheEnd(t *testing.T) {
+	nodes, _ := miniNodes(t, 3)
+	c := newClient(t, nodes, redlock.WithTTL(300*time.Millisecond))
+	ctx := ctxT(t, 10*time.Second)
+	l, err := c.TryAcquire(ctx, "moved")
+	require.NoError(t, err)
+	first := l.Until()
+	time.Sleep(150 * time.Millisecond)
+	require.NoError(t, l.Extend(ctx))
+	second := l.Until()
+	require.True(t, second.Sub(first) >= 100*time.Millisecond, "Until moved by %v", second.Sub(first))
+	assert.False(t, closesWithin(l.Done(), time.Until(first.Add(second.Sub(first)/2))), "the lease ended at its former Until")
+	require.True(t, closesWithin(l.Done(), time.Second), "the lease did not end at its new Until")
+	assert.False(t, time.Now().Before(second), "the lease ended before its new Until")
+	assert.ErrorIs(t, l.Err(), redlock.ErrExpired)
+}
+
 // TestValidity: Until is the attempt's start + TTL - drift, and an attempt that takes longer
 // than the validity is refused and leaves no key behind.
 func TestValidity(t *testing.T) {

@@ -3,8 +3,10 @@ package redlock
 import (
 	"context"
 	"fmt"
+	"runtime"
 	"sync"
 	"sync/atomic"
+	"weak"
 
 	"github.com/go-redlock/redlock/core"
 )
@@ -42,10 +44,12 @@ type Mutex struct {
 	// once, rather than a plain SET NX (see core.Setter).
 	contended atomic.Bool
 
+	queue *queue // this name's local queue in the Client, kept for the Mutex's lifetime
+
 	mu    sync.Mutex
 	lease *Lease        // the current holding; nil when unlocked
-	lost  chan struct{} // closed when the current holding is lost
-	queue *queue        // this name's local queue, while locked
+	lost  chan struct{} // made by Lost while locked; closed when the current holding is lost
+	ended bool          // the current holding is lost
 }
 
 var _ sync.Locker = (*Mutex)(nil)
@@ -62,6 +66,7 @@ func (c *Client) NewMutex(name string, opts ...Option) *Mutex {
 		m.err = fmt.Errorf("%w: empty lock name", ErrInvalid)
 	}
 	m.keys = core.NewKeys(m.opts.prefix, name)
+	m.queue = c.queueOf(m.keys.Lock)
 	return m
 }
 
@@ -82,8 +87,7 @@ func (m *Mutex) LockContext(ctx context.Context) error {
 	if err := m.usable(); err != nil {
 		return err
 	}
-	q, err := m.client.join(ctx, m.keys.Lock)
-	if err != nil {
+	if err := m.queue.join(ctx); err != nil {
 		return fmt.Errorf("redlock: lock %q: %w", m.name, err)
 	}
 	l := m.newLease()
@@ -91,11 +95,11 @@ func (m *Mutex) LockContext(ctx context.Context) error {
 	g, err := m.client.cluster.AcquireWait(ctx, &l.lock, core.Backoff{Min: m.opts.retryMin, Max: m.opts.retryMax})
 	if err != nil {
 		m.contended.Store(true)
-		m.client.leave(m.keys.Lock, q)
+		m.queue.leave()
 		return err
 	}
 	m.contended.Store(g.Attempts > 1)
-	m.hold(l, g, q)
+	m.hold(l, g)
 	return nil
 }
 
@@ -109,8 +113,7 @@ func (m *Mutex) TryLock() bool {
 	if m.usable() != nil {
 		return false
 	}
-	q, ok := m.client.tryJoin(m.keys.Lock)
-	if !ok {
+	if !m.queue.tryJoin() {
 		return false
 	}
 	l := m.newLease()
@@ -118,11 +121,11 @@ func (m *Mutex) TryLock() bool {
 	g, err := m.client.cluster.Acquire(context.Background(), &l.lock)
 	if err != nil {
 		m.contended.Store(true)
-		m.client.leave(m.keys.Lock, q)
+		m.queue.leave()
 		return false
 	}
 	m.contended.Store(false)
-	m.hold(l, g, q)
+	m.hold(l, g)
 	return true
 }
 
@@ -148,14 +151,14 @@ func (m *Mutex) Unlock() {
 // returns, whatever the error. Like Unlock, it panics if m is not locked.
 func (m *Mutex) UnlockContext(ctx context.Context) error {
 	m.mu.Lock()
-	l, q := m.lease, m.queue
-	m.lease, m.lost, m.queue = nil, nil, nil
+	l := m.lease
+	m.lease, m.lost, m.ended = nil, nil, false
 	m.mu.Unlock()
 	if l == nil {
 		panic("redlock: unlock of unlocked mutex")
 	}
 	err := l.Release(ctx)
-	m.client.leave(m.keys.Lock, q)
+	m.queue.leave()
 	return err
 }
 
@@ -165,10 +168,16 @@ func (m *Mutex) UnlockContext(ctx context.Context) error {
 func (m *Mutex) Lost() <-chan struct{} {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if m.lost == nil {
+	if m.lease == nil {
 		closed := make(chan struct{})
 		close(closed)
 		return closed
+	}
+	if m.lost == nil {
+		m.lost = make(chan struct{})
+		if m.ended {
+			close(m.lost)
+		}
 	}
 	return m.lost
 }
@@ -191,82 +200,87 @@ func (m *Mutex) newLease() *Lease {
 }
 
 // hold makes l, granted by g, m's current holding.
-func (m *Mutex) hold(l *Lease, g core.Grant, q *queue) {
-	lost := make(chan struct{})
-	onLost := m.opts.onLost
-	l.onEnd = func(reason error) {
-		if reason == ErrReleased {
-			return
-		}
-		close(lost)
-		if onLost != nil {
-			go onLost(notHeld{reason})
-		}
-	}
+func (m *Mutex) hold(l *Lease, g core.Grant) {
+	l.owner = m
 	m.mu.Lock()
-	m.lease, m.lost, m.queue = l, lost, q
+	m.lease, m.lost, m.ended = l, nil, false
 	m.mu.Unlock()
 	l.start(g)
 }
 
-// queue is the local FIFO queue of one lock key within a Client: a goroutine holds slot's
-// one place while it holds or waits for the lock in Redis (through a Mutex, or a Lease from
-// Acquire or TryAcquire), and the others wait to send.
-type queue struct {
-	slot chan struct{}
-	refs int // goroutines holding or waiting; guarded by Client.qmu
-}
-
-// join waits, in FIFO order, for the one place in the local queue of the lock key, and
-// returns the queue; the caller gives the place back with leave.
-func (c *Client) join(ctx context.Context, key string) (*queue, error) {
-	q := c.enqueue(key)
-	select {
-	case q.slot <- struct{}{}:
-		return q, nil
-	case <-ctx.Done():
-		c.dequeue(key, q)
-		return nil, ctx.Err()
+// lose records that l, if it is still m's holding, ended for reason (not a release): it
+// closes Lost's channel and calls the WithLostHandler function. l.mu is held.
+func (m *Mutex) lose(l *Lease, reason error) {
+	m.mu.Lock()
+	current := m.lease == l
+	if current {
+		m.ended = true
+		if m.lost != nil {
+			close(m.lost)
+		}
+	}
+	m.mu.Unlock()
+	if current && m.opts.onLost != nil {
+		go m.opts.onLost(notHeld{reason})
 	}
 }
 
-// tryJoin takes the place in the local queue of key if it is free.
-func (c *Client) tryJoin(key string) (*queue, bool) {
-	q := c.enqueue(key)
+// queue is the local FIFO queue of one lock key within a Client: a goroutine holds slot's
+// one place while it holds or waits for the lock in Redis (through a Mutex, or a Lease from
+// Acquire or TryAcquire), and the others wait to send. A Mutex keeps its name's queue for
+// its lifetime; the Client finds a key's queue through a weak pointer, and forgets the key
+// once nothing uses its queue (see queueOf).
+type queue struct {
+	slot chan struct{}
+}
+
+// join waits, in FIFO order, for the one place in q; the caller gives it back with leave.
+func (q *queue) join(ctx context.Context) error {
 	select {
 	case q.slot <- struct{}{}:
-		return q, true
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// tryJoin takes the place in q if it is free.
+func (q *queue) tryJoin() bool {
+	select {
+	case q.slot <- struct{}{}:
+		return true
 	default:
-		c.dequeue(key, q)
-		return nil, false
+		return false
 	}
 }
 
 // leave gives back the place that join or tryJoin took.
-func (c *Client) leave(key string, q *queue) {
-	<-q.slot
-	c.dequeue(key, q)
-}
+func (q *queue) leave() { <-q.slot }
 
-func (c *Client) enqueue(key string) *queue {
+// queueOf returns the local queue of key: the one its Mutexes, Leases and waiters use while
+// any of them is live, or else a new one. A key whose queue is no longer used is forgotten
+// after the garbage collector finds it, so that a Client that locks many names once does not
+// keep them all.
+func (c *Client) queueOf(key string) *queue {
 	c.qmu.Lock()
 	defer c.qmu.Unlock()
-	q := c.queues[key]
-	if q == nil {
-		if c.queues == nil {
-			c.queues = make(map[string]*queue)
-		}
-		q = &queue{slot: make(chan struct{}, 1)}
-		c.queues[key] = q
+	if q := c.queues[key].Value(); q != nil {
+		return q
 	}
-	q.refs++
+	if c.queues == nil {
+		c.queues = make(map[string]weak.Pointer[queue])
+	}
+	q := &queue{slot: make(chan struct{}, 1)}
+	c.queues[key] = weak.Make(q)
+	runtime.AddCleanup(q, c.forget, key)
 	return q
 }
 
-func (c *Client) dequeue(key string, q *queue) {
+// forget drops key, unless a newer queue took its place.
+func (c *Client) forget(key string) {
 	c.qmu.Lock()
 	defer c.qmu.Unlock()
-	if q.refs--; q.refs == 0 {
+	if c.queues[key].Value() == nil {
 		delete(c.queues, key)
 	}
 }

@@ -182,6 +182,33 @@ func TestMutexExtendsItselfAndReportsLoss(t *testing.T) {
 	}
 }
 
+// TestMutexLostWhenAskedLate: Lost asked for only after the lock was lost returns a closed
+// channel; the next holding's is open again, and an unlocked Mutex's is closed.
+func TestMutexLostWhenAskedLate(t *testing.T) {
+	nodes, servers := miniNodes(t, 3)
+	lost := make(chan error, 1)
+	c := newClient(t, nodes, redlock.WithTTL(300*time.Millisecond))
+	m := c.NewMutex("late", redlock.WithLostHandler(func(err error) { lost <- err }))
+	assert.True(t, closesWithin(m.Lost(), 0), "an unlocked Mutex's Lost is open")
+	ctx := ctxT(t, 10*time.Second)
+	require.NoError(t, m.LockContext(ctx))
+	for _, s := range servers {
+		s.Del(lockKey("late"))
+	}
+	select {
+	case err := <-lost:
+		require.ErrorIs(t, err, redlock.ErrLost)
+	case <-time.After(5 * time.Second):
+		t.Fatal("the loss was not reported")
+	}
+	assert.True(t, closesWithin(m.Lost(), 0), "Lost is open after the loss")
+	assert.ErrorIs(t, m.UnlockContext(ctx), redlock.ErrLost)
+	require.NoError(t, m.LockContext(ctx))
+	assert.False(t, closesWithin(m.Lost(), 0), "the next holding's Lost is closed")
+	require.NoError(t, m.UnlockContext(ctx))
+	assert.True(t, closesWithin(m.Lost(), 0), "an unlocked Mutex's Lost is open")
+}
+
 // TestMutexUnlock: Unlock of an unlocked Mutex panics as sync.Mutex does; Unlock while the
 // servers are down does not, and reports the error to the handler.
 func TestMutexUnlock(t *testing.T) {
