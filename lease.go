@@ -29,7 +29,7 @@ type Lease struct {
 	done      chan struct{} // made by the first Done call; closed when the lease ends
 	until     time.Time
 	err       error       // why the lease ended; nil while it is held
-	timer     *time.Timer // runs tick at the next extension (if on) or else at until
+	timer     *time.Timer // runs tick at the next extension (if on) or else at until (a Mutex's holdings share one)
 	extendAt  time.Time   // when the next automatic extension is due; zero if off
 	extending bool        // tick's extension is under way
 	holdEnd   *time.Timer // the end of the maximum hold time, if set
@@ -52,7 +52,11 @@ func (l *Lease) start(g core.Grant) {
 	if l.opts.autoExtend {
 		l.extendAt = l.extensionDue(nil)
 	}
-	l.timer = time.AfterFunc(time.Until(l.nextTick()), l.tick)
+	if l.timer == nil {
+		l.timer = time.AfterFunc(time.Until(l.nextTick()), l.tick)
+	} else { // its Mutex's (see Mutex.tick)
+		l.timer.Reset(time.Until(l.nextTick()))
+	}
 	if l.opts.maxHold > 0 {
 		l.holdEnd = time.AfterFunc(time.Until(g.Start.Add(l.opts.maxHold)), func() {
 			_ = l.finish(context.Background(), ErrMaxHold)

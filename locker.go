@@ -3,9 +3,11 @@ package redlock
 import (
 	"context"
 	"fmt"
+	"math"
 	"runtime"
 	"sync"
 	"sync/atomic"
+	"time"
 	"weak"
 
 	"github.com/go-redlock/redlock/core"
@@ -50,6 +52,7 @@ type Mutex struct {
 	lease *Lease        // the current holding; nil when unlocked
 	lost  chan struct{} // made by Lost while locked; closed when the current holding is lost
 	ended bool          // the current holding is lost
+	timer *time.Timer   // the holdings' timer (see Lease.timer), made by the first one
 }
 
 var _ sync.Locker = (*Mutex)(nil)
@@ -204,8 +207,24 @@ func (m *Mutex) hold(l *Lease, g core.Grant) {
 	l.owner = m
 	m.mu.Lock()
 	m.lease, m.lost, m.ended = l, nil, false
+	if m.timer == nil {
+		m.timer = time.AfterFunc(time.Duration(math.MaxInt64), m.tick)
+	}
+	l.timer = m.timer
 	m.mu.Unlock()
 	l.start(g)
+}
+
+// tick runs on m's timer: the current holding's tick. The timer is m's, so that a holding
+// makes none of its own; one that fires for an earlier holding finds the current one's
+// events not due yet, and sets the timer for them (see Lease.tick).
+func (m *Mutex) tick() {
+	m.mu.Lock()
+	l := m.lease
+	m.mu.Unlock()
+	if l != nil {
+		l.tick()
+	}
 }
 
 // lose records that l, if it is still m's holding, ended for reason (not a release): it
@@ -236,6 +255,9 @@ type queue struct {
 
 // join waits, in FIFO order, for the one place in q; the caller gives it back with leave.
 func (q *queue) join(ctx context.Context) error {
+	if q.tryJoin() {
+		return nil
+	}
 	select {
 	case q.slot <- struct{}{}:
 		return nil

@@ -209,6 +209,24 @@ func TestMutexLostWhenAskedLate(t *testing.T) {
 	assert.True(t, closesWithin(m.Lost(), 0), "an unlocked Mutex's Lost is open")
 }
 
+// TestMutexExtendsEveryHolding: each holding of a Mutex extends itself (its holdings share
+// one timer), a holding that follows an early Unlock too.
+func TestMutexExtendsEveryHolding(t *testing.T) {
+	nodes, _ := miniNodes(t, 3)
+	const ttl = 300 * time.Millisecond
+	c := newClient(t, nodes, redlock.WithTTL(ttl))
+	m := c.NewMutex("every")
+	ctx := ctxT(t, 10*time.Second)
+	for range 3 {
+		require.NoError(t, m.LockContext(ctx))
+		lost := m.Lost()
+		assert.False(t, closesWithin(lost, 3*ttl), "a holding was not extended")
+		require.NoError(t, m.UnlockContext(ctx))
+		require.NoError(t, m.LockContext(ctx)) // and at once again, before the timer's next event
+		require.NoError(t, m.UnlockContext(ctx))
+	}
+}
+
 // TestMutexUnlock: Unlock of an unlocked Mutex panics as sync.Mutex does; Unlock while the
 // servers are down does not, and reports the error to the handler.
 func TestMutexUnlock(t *testing.T) {

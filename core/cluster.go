@@ -429,17 +429,21 @@ func (c *Cluster) collect(ctx context.Context, f *fanout, t *tally, answered []b
 	for t.answers < len(c.nodes) && (t.all || !t.won() && !t.lost()) {
 		var r reply
 		select {
-		case r = <-f.out:
-		case <-f.deadline:
+		case r = <-f.out: // a reply already in (always, for a call made in the caller's goroutine)
+		default:
 			select {
-			case r = <-f.out: // replies that came by the deadline count
-			default:
-				t.missing(answered, timeoutError(f.timeout, nil))
+			case r = <-f.out:
+			case <-f.deadline:
+				select {
+				case r = <-f.out: // replies that came by the deadline count
+				default:
+					t.missing(answered, timeoutError(f.timeout, nil))
+					return
+				}
+			case <-ctx.Done():
+				t.missing(answered, ctx.Err())
 				return
 			}
-		case <-ctx.Done():
-			t.missing(answered, ctx.Err())
-			return
 		}
 		answered[r.node] = true
 		t.add(r)
