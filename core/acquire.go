@@ -165,7 +165,9 @@ const fenceLead = time.Second
 // so that any later quorum meets a counter >= fence and hands out a larger token. An
 // acquisition skips it where a quorum of the nodes that granted it replied with the same,
 // largest counter: those already hold a counter >= fence. Its acquire script asks every
-// node for at least the same floor, so that they usually do.
+// node for at least the same floor, so that they usually do; a release that hands the lock
+// to a waiter advances the counter to the floor of the waiter's attempt, so that a
+// hand-over usually skips it too.
 func (c *Cluster) raise(ctx context.Context, l *Lock, fence int64, until time.Time) error {
 	f := c.call(ctx, l.NodeTimeout, raiseScript, []string{l.Keys.Lock, l.Keys.Fence}, l.Token, strconv.FormatInt(fence, 10))
 	t := tally{c: c, op: "raise", key: l.Keys.Lock}
@@ -330,7 +332,8 @@ func (c *Cluster) AcquireWait(ctx context.Context, l *Lock, b Backoff) (Grant, e
 // await sleeps after the failed attempt o until delay passes or ctx ends, or, if listen,
 // until a message on w wakes it or hands it the lock: then it reports the Grant and true
 // once a quorum of the nodes that refused o handed l over (raising the fence first if l
-// asks for one at N > 1). Any other message ends the sleep, so that the waiter calls again.
+// asks for one at N > 1, unless a quorum of them handed over the same, largest counter).
+// Any other message ends the sleep, so that the waiter calls again.
 func (c *Cluster) await(ctx context.Context, l *Lock, w *watch, o outcome, delay time.Duration, listen bool) (Grant, bool) {
 	deadline := time.Now().Add(delay)
 	timer := time.NewTimer(delay)
@@ -341,7 +344,8 @@ func (c *Cluster) await(ctx context.Context, l *Lock, w *watch, o outcome, delay
 	}
 	handed := make([]bool, len(c.nodes))
 	var count int
-	var top int64
+	var top int64 // the largest fence handed over, and how many nodes handed it over
+	var atTop int
 	for {
 		select {
 		case <-timer.C:
@@ -358,7 +362,12 @@ func (c *Cluster) await(ctx context.Context, l *Lock, w *watch, o outcome, delay
 			}
 			handed[m.node] = true
 			count++
-			top = max(top, h.fence)
+			switch {
+			case h.fence > top:
+				top, atTop = h.fence, 1
+			case h.fence == top:
+				atTop++
+			}
 			if h.unguarded {
 				c.markUnguarded(m.node)
 			}
@@ -372,7 +381,9 @@ func (c *Cluster) await(ctx context.Context, l *Lock, w *watch, o outcome, delay
 			if time.Until(until) < l.TTL/2 {
 				return Grant{}, false // call again: the nodes that hold it for us renew it
 			}
-			if l.Fence && len(c.nodes) > 1 {
+			// As for an acquisition (see raise): the nodes advanced the counter to at least
+			// the attempt's floor, and a quorum that agrees on the largest holds it already.
+			if l.Fence && len(c.nodes) > 1 && atTop < c.quorum {
 				if err := c.raise(ctx, l, top, until); err != nil {
 					return Grant{}, false
 				}

@@ -103,3 +103,79 @@ func TestFenceFloorIsCapped(t *testing.T) {
 		})
 	}
 }
+
+// TestAgreedHandOverNeedsNoRaise: a release that hands the lock to a fenced waiter advances
+// each node's counter to at least the floor of the waiter's attempt, so that the nodes agree
+// and the hand-over needs no raise round; the waiter's token is larger than the holder's,
+// and a quorum holds a counter >= it. Nodes whose counters are past the floor disagree, and
+// the raise brings a quorum up to the largest.
+func TestAgreedHandOverNeedsNoRaise(t *testing.T) {
+	for _, c := range setups[1:] { // N > 1
+		t.Run(c.name, func(t *testing.T) {
+			servers := c.servers(t, c.n)
+			cl, counts := countedCluster(t, servers)
+			raises := func() int64 { return sum(counts, func(n *counted) *atomic.Int64 { return &n.raises }) }
+			ctx := context.Background()
+			// handOver hands the lock from a fenced holder to a fenced waiter, and returns
+			// both tokens and the raise calls the hand-over made.
+			handOver := func(beforeRelease func(k core.Keys)) (holder, waiter uint64, raised int64) {
+				t.Helper()
+				h := lock("handed")
+				h.Fence = true
+				hg, err := cl.Acquire(ctx, h)
+				require.NoError(t, err)
+				for i, s := range servers { // Acquire returns at a quorum: wait for the last node
+					require.Eventually(t, func() bool { return get(t, s, h.Keys.Lock) == h.Token }, 5*time.Second, time.Millisecond,
+						"server %d does not hold the lock", i)
+				}
+				w := lock("handed")
+				w.Fence = true
+				w.NodeTimeout = 10 * time.Second // no call again within the test: the lock must be handed over
+				got := make(chan core.Grant, 1)
+				go func() {
+					g, err := cl.AcquireWait(ctx, w, patient)
+					assert.NoError(t, err)
+					got <- g
+				}()
+				require.Eventually(t, func() bool { return allEqual(queued(t, servers, h.Keys), 1) },
+					5*time.Second, time.Millisecond, "the waiter is not queued: %v", queued(t, servers, h.Keys))
+				beforeRelease(h.Keys)
+				before := raises()
+				require.NoError(t, cl.Release(ctx, h))
+				var wg core.Grant
+				select {
+				case wg = <-got:
+				case <-time.After(5 * time.Second):
+					t.Fatal("the lock was not handed over")
+				}
+				raised = raises() - before
+				n := 0 // a quorum holds a counter >= the waiter's token
+				for _, s := range servers {
+					if v, _ := strconv.ParseUint(get(t, s, w.Keys.Fence), 10, 64); v >= wg.Fence {
+						n++
+					}
+				}
+				assert.GreaterOrEqual(t, n, cl.Quorum(), "no quorum holds a counter >= the token")
+				require.NoError(t, cl.Release(ctx, w))
+				return hg.Fence, wg.Fence, raised
+			}
+
+			holder, waiter, raised := handOver(func(core.Keys) {})
+			assert.Greater(t, waiter, holder)
+			assert.Zero(t, raised, "nodes that agreed on the hand-over's fence were raised")
+
+			// Two nodes' counters far past any floor, and apart, when the release comes:
+			// every quorum disagrees.
+			const ahead = 1 << 52
+			holder, waiter, raised = handOver(func(k core.Keys) {
+				for i, v := range []int64{ahead, ahead + 5} {
+					_, err := servers[i].do("SET", k.Fence, strconv.FormatInt(v, 10))
+					require.NoError(t, err)
+				}
+			})
+			assert.Greater(t, waiter, holder)
+			assert.GreaterOrEqual(t, waiter, uint64(ahead+1), "the token is not the largest counter")
+			assert.Positive(t, raised, "disagreeing nodes were not raised")
+		})
+	}
+}

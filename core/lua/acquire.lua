@@ -36,7 +36,9 @@ local token, waiter, ticket, keep = ARGV[1], ARGV[5], tonumber(ARGV[6]), tonumbe
 -- queue keeps our place, or takes one, if we wait.
 local function queue()
   if waiter ~= '' then
-    local fence = ARGV[4] == '0' and '0' or '1'
+    -- The fence floor goes with the attempt, so that a release that hands it the lock
+    -- advances the counter to it (see release).
+    local fence = string.match(ARGV[4], '^%d+$') or '1'
     local reg = token .. ' ' .. ARGV[2] .. ' ' .. fence .. ' ' .. (tonumber(ARGV[3]) or 0)
     enqueue(KEYS[3], KEYS[4], KEYS[5], waiter, ARGV[6], keep, reg)
   end

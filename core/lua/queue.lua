@@ -5,8 +5,9 @@
 -- A queue is two sorted sets and a hash: q holds waiter ids by ticket (the turn order,
 -- smaller first, ties by id), a holds the same ids by the server time in milliseconds at
 -- which each waiter's place lapses unless it calls again, and w maps each waiter id to its
--- latest attempt, "<token> <ttl ms> <fence flag> <guard s>", so that a release can hand the
--- lock to the first waiter in its name.
+-- latest attempt, "<token> <ttl ms> <fence> <guard s>" (fence: "0" for none, else the
+-- attempt's floor for the counter, a decimal), so that a release can hand the lock to the
+-- first waiter in its name.
 if redis.replicate_commands then
   redis.replicate_commands() -- Redis 3.2 to 4 need this before TIME; later versions ignore it
 end

@@ -14,7 +14,8 @@
 --         place is kept (see acquire). A node that granted our failed attempt may not have
 --         queued us yet: this queues us, so that we are first here too.
 -- The message to the first waiter is "<token> <fence>" if the lock is now its latest
--- attempt's (token; fence as acquire's reply would carry it, 0 if it did not ask for one),
+-- attempt's (token; fence as acquire's reply to that attempt would carry it, advanced to
+-- at least the attempt's floor; 0 if it did not ask for one),
 -- followed by " u" if it asked for the restart guard and the server cannot report its
 -- uptime. It is empty if the lock could not be handed over (the waiter recorded no attempt
 -- here, or the restart guard abstains): then the waiter should call again.
@@ -58,7 +59,7 @@ local message = ''
 local reg = redis.call('HGET', KEYS[4], head[1])
 local token, ttl, fenced, guard
 if reg then
-  token, ttl, fenced, guard = string.match(reg, '^(%S+) (%d+) (%d) (%d+)$')
+  token, ttl, fenced, guard = string.match(reg, '^(%S+) (%d+) (%d+) (%d+)$')
 end
 if token then
   local abstain, unguarded = guarded(tonumber(guard))
@@ -66,7 +67,7 @@ if token then
     redis.call('SET', KEYS[1], token, 'PX', ttl)
     local fence = 0
     if fenced ~= '0' then
-      fence = advance(KEYS[5])
+      fence = advance(KEYS[5], fenced) -- to at least the waiter's floor, as its attempt would
     end
     message = token .. ' ' .. string.format('%d', fence)
     if unguarded then
