@@ -137,7 +137,14 @@ func (c *Cluster) acquire(ctx context.Context, l *Lock) (Grant, outcome, error) 
 		err = c.raise(ctx, l, top, until)
 	}
 	if err == nil {
-		l.acquiring, l.pending = f, len(c.nodes)-t.answers
+		l.acquiring, l.pending, l.late = f, len(c.nodes)-t.answers, 0
+		if len(c.nodes) <= 64 {
+			for i, ok := range answered {
+				if !ok {
+					l.late |= 1 << i
+				}
+			}
+		}
 		return Grant{Start: start, Until: until, Fence: uint64(top), Attempts: max(l.attempt, 1)}, outcome{}, nil
 	}
 	c.abandon(ctx, l, f, answered, mayHold)

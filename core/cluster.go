@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/bits"
 	"reflect"
 	"slices"
 	"strconv"
@@ -144,11 +145,13 @@ type Lock struct {
 	// attempt is the number of AcquireWait's attempt under way (0 for Acquire): only its
 	// first attempt may take the lock with a plain SET (see Setter), unless Contended.
 	attempt int
-	// acquiring is the acquisition that granted the lock, and pending the number of its
-	// nodes that had not answered when it returned. Release waits for them, so that a
-	// straggler's SET cannot land after the release and leave a key behind.
+	// acquiring is the acquisition that granted the lock, pending the number of its nodes
+	// that had not answered when it returned, and late those nodes (a bit per node, for
+	// N <= 64). Release calls each of them only once it answered, so that a straggler's
+	// SET cannot land after the release and leave a key behind.
 	acquiring *fanout
 	pending   int
+	late      uint64
 }
 
 // Drift is the clock-drift allowance subtracted from every validity: TTL*DriftFactor + 2ms.
@@ -199,30 +202,54 @@ func (c *Cluster) call(ctx context.Context, timeout time.Duration, s *Script, ke
 // replies. A single node is called in the caller's goroutine, under ctx: there is nothing
 // to run in parallel with it, and its reply is in out on return (deadline is then nil).
 func (c *Cluster) fan(ctx context.Context, timeout time.Duration, req request) *fanout {
+	return c.start(c.fan0(ctx, timeout, req), nil, 0)
+}
+
+// fanAfter is fan for a release of the lock that acquisition a granted, whose late nodes
+// (a bit per node) had not answered it: it calls the others at once, and each late node
+// once it answered a, or at a's deadline (see Lock.acquiring). It takes over reading a.
+func (c *Cluster) fanAfter(ctx context.Context, timeout time.Duration, req request, a *fanout, late uint64) *fanout {
+	f := c.fan0(ctx, timeout, req)
+	return c.start(f, a, late)
+}
+
+// fan0 readies a fan-out of req, without starting its calls.
+func (c *Cluster) fan0(ctx context.Context, timeout time.Duration, req request) *fanout {
 	f, _ := c.fans.Get().(*fanout)
 	if f == nil {
-		f = &fanout{c: c, out: make(chan reply, len(c.nodes))}
-		f.run = f.call
+		f = &fanout{c: c, out: make(chan reply, len(c.nodes)), lateNodes: make(chan int, len(c.nodes))}
+		f.run, f.runLate, f.dispatch = f.call, f.callLate, f.dispatchLate
 	}
 	f.ctx, f.timeout, f.req = ctx, timeout, req
 	f.next.Store(0)
 	f.refs.Store(int32(len(c.nodes)) + 1)
 	c.prepare(f)
+	return f
+}
+
+// start starts f's calls: after a's late nodes answered it, for those nodes, if late is
+// not 0 (see fanAfter).
+func (c *Cluster) start(f *fanout, a *fanout, late uint64) *fanout {
 	if len(c.nodes) == 1 {
-		if ctx == context.Background() { // nothing to cancel the call but its deadline
-			f.dctx = c.deadline(ctx, timeout)
+		if f.ctx == context.Background() { // nothing to cancel the call but its deadline
+			f.dctx = c.deadline(f.ctx, f.timeout)
 			f.call()
 			return f
 		}
-		dctx, cancel := context.WithTimeout(ctx, timeout)
+		dctx, cancel := context.WithTimeout(f.ctx, f.timeout)
 		f.dctx = dctx
 		f.call()
 		cancel()
 		return f
 	}
-	f.dctx = c.deadline(ctx, timeout)
+	f.dctx = c.deadline(f.ctx, f.timeout)
 	f.deadline = f.dctx.Done()
-	for range c.nodes {
+	f.first = 0
+	if late != 0 {
+		f.first, f.after, f.late = ^late&(1<<len(c.nodes)-1), a, late
+		go f.dispatch()
+	}
+	for range len(c.nodes) - bits.OnesCount64(late) {
 		go f.run() // f.run, made once: a go statement with a new closure or arguments would allocate
 	}
 	return f
@@ -241,13 +268,61 @@ type fanout struct {
 	set       []int64         // room for the replies to a SET NX (see prepare)
 	next      atomic.Int32    // the next node to call
 	refs      atomic.Int32    // the calls still to answer, and the reader until it is done
-	run       func()          // f.call
+	// For fanAfter: the nodes to call at once (0: all), the acquisition whose late nodes
+	// are called once they answered it, and the late nodes' indexes, as dispatchLate
+	// finds them ready.
+	first, late uint64
+	after       *fanout
+	lateNodes   chan int
+	run, runLate, dispatch func() // f.call, f.callLate, f.dispatchLate
 }
 
+// call calls the next node (of f.first, if set).
 func (f *fanout) call() {
 	i := int(f.next.Add(1)) - 1
+	if f.first != 0 {
+		i = nthBit(f.first, i)
+	}
+	f.send(i)
+}
+
+// callLate calls the next late node that dispatchLate found ready.
+func (f *fanout) callLate() { f.send(<-f.lateNodes) }
+
+func (f *fanout) send(i int) {
 	f.out <- f.c.eval(f.ctx, f.dctx, i, f.timeout, &f.req)
 	f.unref()
+}
+
+// dispatchLate reads the late nodes' answers to f.after, and starts the call to each as
+// it answers, or to every one left at f.after's deadline. Then it is done with f.after.
+func (f *fanout) dispatchLate() {
+	a, late := f.after, f.late
+	for late != 0 {
+		select {
+		case r := <-a.out:
+			if late&(1<<r.node) == 0 {
+				continue // not late (cannot happen: a's reader took every other reply)
+			}
+			late &^= 1 << r.node
+			f.lateNodes <- r.node
+			go f.runLate()
+		case <-a.deadline: // the rest answer, if ever, after done
+			for ; late != 0; late &= late - 1 {
+				f.lateNodes <- bits.TrailingZeros64(late)
+				go f.runLate()
+			}
+		}
+	}
+	a.done()
+}
+
+// nthBit returns the index of the k-th (from 0) set bit of mask, which has more than k.
+func nthBit(mask uint64, k int) int {
+	for range k {
+		mask &= mask - 1
+	}
+	return bits.TrailingZeros64(mask)
 }
 
 // done says that f's reader takes no more replies from out. It must be called once, and
@@ -263,7 +338,7 @@ func (f *fanout) unref() {
 	for len(f.out) > 0 {
 		<-f.out
 	}
-	f.ctx, f.dctx, f.req, f.deadline = nil, nil, request{}, nil
+	f.ctx, f.dctx, f.req, f.deadline, f.after = nil, nil, request{}, nil, nil
 	f.c.fans.Put(f)
 }
 

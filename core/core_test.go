@@ -430,9 +430,10 @@ func TestReleasePublishesShardedWhereTheNodeAsks(t *testing.T) {
 
 // lateNode grants acquisitions after a delay and holds a key in memory, like a slow server.
 type lateNode struct {
-	delay time.Duration
-	mu    sync.Mutex
-	held  bool
+	delay    time.Duration
+	mu       sync.Mutex
+	held     bool
+	released time.Time // when a release last deleted the key
 }
 
 func (n *lateNode) String() string { return "late" }
@@ -451,6 +452,7 @@ func (n *lateNode) Eval(ctx context.Context, s *Script, keys []string, args ...s
 		was := n.held
 		n.held = false
 		if was {
+			n.released = time.Now()
 			return []int64{1, 0}, nil
 		}
 		return []int64{0, 0}, nil
@@ -473,6 +475,48 @@ func TestReleaseWaitsForTheAcquisitionsStragglers(t *testing.T) {
 	late.mu.Lock()
 	defer late.mu.Unlock()
 	assert.False(t, late.held, "the straggler's key outlived the release")
+}
+
+// TestReleaseDoesNotWaitForStragglersElsewhere: a release right after a quorum granted the
+// lock lets go of it at once on the nodes that answered, and on a slower node only once
+// its SET answered; each of two slow nodes is released as it answers.
+func TestReleaseDoesNotWaitForStragglersElsewhere(t *testing.T) {
+	const delay = 300 * time.Millisecond
+	nodes := []*lateNode{{}, {}, {}, {delay: delay}, {delay: delay / 2}}
+	c, err := NewCluster([]Node{nodes[0], nodes[1], nodes[2], nodes[3], nodes[4]})
+	require.NoError(t, err)
+	l := testLock()
+	l.Fence = false
+	l.NodeTimeout = 2 * delay
+	_, err = c.Acquire(context.Background(), l)
+	require.NoError(t, err)
+	start := time.Now()
+	released := make(chan error, 1)
+	go func() { released <- c.Release(context.Background(), l) }()
+	held := func(n *lateNode) bool {
+		n.mu.Lock()
+		defer n.mu.Unlock()
+		return n.held
+	}
+	require.Eventually(t, func() bool { return !held(nodes[0]) && !held(nodes[1]) && !held(nodes[2]) }, delay/3, time.Millisecond,
+		"the nodes that answered were not released at once")
+	select {
+	case err := <-released:
+		require.NoError(t, err)
+	case <-time.After(5 * delay):
+		t.Fatal("the release did not return")
+	}
+	assert.GreaterOrEqual(t, time.Since(start), delay*9/10, "the release returned before the slowest node answered")
+	time.Sleep(delay / 2) // long enough for an overtaken SET to land
+	for i, n := range nodes {
+		assert.False(t, held(n), "node %d: the key outlived the release", i)
+	}
+	nodes[3].mu.Lock()
+	nodes[4].mu.Lock()
+	defer nodes[3].mu.Unlock()
+	defer nodes[4].mu.Unlock()
+	assert.Less(t, nodes[4].released.Sub(start), delay*8/10, "the faster straggler waited for the slower")
+	assert.True(t, nodes[4].released.Before(nodes[3].released), "the faster straggler waited for the slower")
 }
 
 // pubsubNode is a lateNode-like fake that is a Subscriber: a release wakes its subscribers.

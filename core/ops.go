@@ -37,11 +37,12 @@ func (c *Cluster) Extend(ctx context.Context, l *Lock) (time.Time, error) {
 
 // Release deletes l on every node that holds it with l.Token (or, for a waiter's token,
 // with an earlier attempt's), takes l.Waiter out of the queue, and hands the lock to the
-// first waiter in the queue, telling it on its channel (see AcquireWait). It first lets
-// the nodes that had not answered the acquisition yet answer (within a node timeout), so
-// that no late SET lands after the release; then it waits for every node, but no longer
-// than l.NodeTimeout, so that when it returns the lock is gone from every node that
-// answered. It runs even if ctx is cancelled: a release is never abandoned half-way.
+// first waiter in the queue, telling it on its channel (see AcquireWait). A node that had
+// not answered the acquisition yet is called once it answers (or at the acquisition's
+// deadline), so that no late SET lands after the release; the others at once. It waits
+// for every node, but no longer than l.NodeTimeout, so that when it returns the lock is
+// gone from every node that answered. It runs even if ctx is cancelled: a release is
+// never abandoned half-way.
 //
 // Errors: ErrNotHeld (too few nodes still held l: it had expired or been taken), or a
 // *QuorumError (too few nodes answered; their keys expire by their TTL).
@@ -49,8 +50,15 @@ func (c *Cluster) Release(ctx context.Context, l *Lock) error {
 	if ctx.Done() != nil {
 		ctx = context.WithoutCancel(ctx)
 	}
-	l.stragglers()
-	f := c.call(ctx, l.NodeTimeout, releaseScript, l.Keys.releaseKeys(), releaseArgs(l.Token, l.Keys.Channel, l.Waiter, "leave")...)
+	req := request{s: releaseScript, keys: l.Keys.releaseKeys(), args: releaseArgs(l.Token, l.Keys.Channel, l.Waiter, "leave")}
+	var f *fanout
+	if a, late := l.acquiring, l.late; a != nil && l.pending > 0 && late != 0 {
+		l.acquiring, l.pending, l.late = nil, 0, 0
+		f = c.fanAfter(ctx, l.NodeTimeout, req, a, late)
+	} else {
+		l.stragglers()
+		f = c.fan(ctx, l.NodeTimeout, req)
+	}
 	t := tally{c: c, op: "release", key: l.Keys.Lock, all: true}
 	c.collect(ctx, f, &t, make([]bool, len(c.nodes)), nil)
 	f.done()
