@@ -271,9 +271,9 @@ type fanout struct {
 	// For fanAfter: the nodes to call at once (0: all), the acquisition whose late nodes
 	// are called once they answered it, and the late nodes' indexes, as dispatchLate
 	// finds them ready.
-	first, late uint64
-	after       *fanout
-	lateNodes   chan int
+	first, late            uint64
+	after                  *fanout
+	lateNodes              chan int
 	run, runLate, dispatch func() // f.call, f.callLate, f.dispatchLate
 }
 
