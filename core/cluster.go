@@ -202,15 +202,17 @@ func (c *Cluster) call(ctx context.Context, timeout time.Duration, s *Script, ke
 // replies. A single node is called in the caller's goroutine, under ctx: there is nothing
 // to run in parallel with it, and its reply is in out on return (deadline is then nil).
 func (c *Cluster) fan(ctx context.Context, timeout time.Duration, req request) *fanout {
-	return c.start(c.fan0(ctx, timeout, req), nil, 0)
+	return c.start(c.fan0(ctx, timeout, req), 0)
 }
 
 // fanAfter is fan for a release of the lock that acquisition a granted, whose late nodes
 // (a bit per node) had not answered it: it calls the others at once, and each late node
-// once it answered a, or at a's deadline (see Lock.acquiring). It takes over reading a.
+// once it answered a, or at a's deadline (see Lock.acquiring); it returns when it has
+// started every call. It takes over reading a.
 func (c *Cluster) fanAfter(ctx context.Context, timeout time.Duration, req request, a *fanout, late uint64) *fanout {
-	f := c.fan0(ctx, timeout, req)
-	return c.start(f, a, late)
+	f := c.start(c.fan0(ctx, timeout, req), late)
+	f.dispatchLate(a, late)
+	return f
 }
 
 // fan0 readies a fan-out of req, without starting its calls.
@@ -218,7 +220,7 @@ func (c *Cluster) fan0(ctx context.Context, timeout time.Duration, req request) 
 	f, _ := c.fans.Get().(*fanout)
 	if f == nil {
 		f = &fanout{c: c, out: make(chan reply, len(c.nodes)), lateNodes: make(chan int, len(c.nodes))}
-		f.run, f.runLate, f.dispatch = f.call, f.callLate, f.dispatchLate
+		f.run, f.runLate = f.call, f.callLate
 	}
 	f.ctx, f.timeout, f.req = ctx, timeout, req
 	f.next.Store(0)
@@ -227,9 +229,8 @@ func (c *Cluster) fan0(ctx context.Context, timeout time.Duration, req request) 
 	return f
 }
 
-// start starts f's calls: after a's late nodes answered it, for those nodes, if late is
-// not 0 (see fanAfter).
-func (c *Cluster) start(f *fanout, a *fanout, late uint64) *fanout {
+// start starts f's calls: but for the late nodes (see fanAfter).
+func (c *Cluster) start(f *fanout, late uint64) *fanout {
 	if len(c.nodes) == 1 {
 		if f.ctx == context.Background() { // nothing to cancel the call but its deadline
 			f.dctx = c.deadline(f.ctx, f.timeout)
@@ -246,8 +247,7 @@ func (c *Cluster) start(f *fanout, a *fanout, late uint64) *fanout {
 	f.deadline = f.dctx.Done()
 	f.first = 0
 	if late != 0 {
-		f.first, f.after, f.late = ^late&(1<<len(c.nodes)-1), a, late
-		go f.dispatch()
+		f.first = ^late & (1<<len(c.nodes) - 1)
 	}
 	for range len(c.nodes) - bits.OnesCount64(late) {
 		go f.run() // f.run, made once: a go statement with a new closure or arguments would allocate
@@ -268,13 +268,12 @@ type fanout struct {
 	set       []int64         // room for the replies to a SET NX (see prepare)
 	next      atomic.Int32    // the next node to call
 	refs      atomic.Int32    // the calls still to answer, and the reader until it is done
-	// For fanAfter: the nodes to call at once (0: all), the acquisition whose late nodes
-	// are called once they answered it, and the late nodes' indexes, as dispatchLate
-	// finds them ready.
-	first, late            uint64
-	after                  *fanout
-	lateNodes              chan int
-	run, runLate, dispatch func() // f.call, f.callLate, f.dispatchLate
+	// For fanAfter: the nodes to call at once (0: all), and the late nodes' indexes, as
+	// dispatchLate finds them ready.
+	first     uint64
+	lateNodes chan int
+	run       func() // f.call
+	runLate   func() // f.callLate
 }
 
 // call calls the next node (of f.first, if set).
@@ -294,10 +293,9 @@ func (f *fanout) send(i int) {
 	f.unref()
 }
 
-// dispatchLate reads the late nodes' answers to f.after, and starts the call to each as
-// it answers, or to every one left at f.after's deadline. Then it is done with f.after.
-func (f *fanout) dispatchLate() {
-	a, late := f.after, f.late
+// dispatchLate reads the late nodes' answers to a, and starts the call to each as it
+// answers, or to every one left at a's deadline. Then it is done with a.
+func (f *fanout) dispatchLate(a *fanout, late uint64) {
 	for late != 0 {
 		select {
 		case r := <-a.out:
@@ -338,7 +336,7 @@ func (f *fanout) unref() {
 	for len(f.out) > 0 {
 		<-f.out
 	}
-	f.ctx, f.dctx, f.req, f.deadline, f.after = nil, nil, request{}, nil, nil
+	f.ctx, f.dctx, f.req, f.deadline = nil, nil, request{}, nil
 	f.c.fans.Put(f)
 }
 
