@@ -274,8 +274,8 @@ func TestQuorumWithStoppedServers(t *testing.T) {
 }
 
 // TestFailFastWithHungNodes: with 2 of 5 nodes accepting connections and never answering,
-// acquire, extend and release each finish within a few node timeouts, far below the
-// driver's 3 s read timeout.
+// acquire, extend and release each finish within a few node timeouts (release within one,
+// and a margin), far below the driver's 3 s read timeout.
 func TestFailFastWithHungNodes(t *testing.T) {
 	nodes, _ := realNodes(t, 3)
 	nodes = append(nodes, goredisNode(t, redistest.Hung(t)), goredisNode(t, redistest.Hung(t)))
@@ -294,7 +294,8 @@ func TestFailFastWithHungNodes(t *testing.T) {
 
 		start = time.Now()
 		require.NoError(t, l.Release(ctx))
-		assert.Less(t, time.Since(start), 3*nodeTimeout, "release %d waited on hung nodes", i)
+		// One node timeout: the acquisition's calls to the hung nodes end within it too.
+		assert.Less(t, time.Since(start), 2*nodeTimeout, "release %d waited on hung nodes", i)
 	}
 }
 
