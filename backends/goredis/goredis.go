@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/go-redlock/redlock/backends/internal/argv"
 	"github.com/go-redlock/redlock/backends/internal/ctxcall"
 	"github.com/go-redlock/redlock/core"
 	"github.com/redis/go-redis/v9"
@@ -78,14 +79,11 @@ func (n *Node) Eval(ctx context.Context, s *core.Script, keys []string, args ...
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	argv := make([]any, len(args))
-	for i, a := range args {
-		argv[i] = a
-	}
+	boxed := argv.Append(make([]any, 0, len(args)), args...)
 	if n.direct(ctx) {
-		return n.eval(ctx, s, keys, argv)
+		return n.eval(ctx, s, keys, boxed)
 	}
-	return ctxcall.Go(ctx, func() ([]int64, error) { return n.eval(ctx, s, keys, argv) })
+	return ctxcall.Go(ctx, func() ([]int64, error) { return n.eval(ctx, s, keys, boxed) })
 }
 
 // SetNX runs SET key value NX PX ttl (see core.Setter). It honours ctx as Eval does.

@@ -10,9 +10,19 @@ import (
 	"strings"
 	"time"
 
+	redargv "github.com/go-redlock/redlock/backends/internal/argv"
 	"github.com/go-redlock/redlock/core"
 	"github.com/gomodule/redigo/redis"
 )
+
+// shas holds each core script's SHA1 as an any, boxed once rather than on every call.
+var shas = func() map[*core.Script]any {
+	m := make(map[*core.Script]any)
+	for _, s := range core.Scripts() {
+		m[s] = s.SHA1()
+	}
+	return m
+}()
 
 // Pool hands out connections to one Redis server. *redis.Pool satisfies it. A connection
 // is closed after each use (which returns a pooled one to its pool). Its connections must
@@ -67,13 +77,15 @@ func (n *Node) Eval(ctx context.Context, s *core.Script, keys []string, args ...
 	}
 	defer conn.Close()
 	argv := make([]any, 0, 2+len(keys)+len(args))
-	argv = append(argv, s.SHA1(), len(keys))
+	sha, ok := shas[s]
+	if !ok { // not a core script
+		sha = s.SHA1()
+	}
+	argv = append(argv, sha, len(keys))
 	for _, k := range keys {
 		argv = append(argv, k)
 	}
-	for _, a := range args {
-		argv = append(argv, a)
-	}
+	argv = redargv.Append(argv, args...)
 	v, err := redis.DoContext(conn, ctx, "EVALSHA", argv...)
 	var rerr redis.Error
 	if errors.As(err, &rerr) && strings.HasPrefix(string(rerr), "NOSCRIPT") {
