@@ -279,7 +279,7 @@ func TestQuorumWithStoppedServers(t *testing.T) {
 func TestFailFastWithHungNodes(t *testing.T) {
 	nodes, _ := realNodes(t, 3)
 	nodes = append(nodes, goredisNode(t, redistest.Hung(t)), goredisNode(t, redistest.Hung(t)))
-	const nodeTimeout = 100 * time.Millisecond
+	const nodeTimeout = 300 * time.Millisecond
 	c := newClient(t, nodes, redlock.WithNodeTimeout(nodeTimeout))
 	ctx := ctxT(t, 20*time.Second)
 	for i := range 3 { // more than once: the driver reconnects to the hung nodes each time
@@ -294,8 +294,9 @@ func TestFailFastWithHungNodes(t *testing.T) {
 
 		start = time.Now()
 		require.NoError(t, l.Release(ctx))
-		// One node timeout: the acquisition's calls to the hung nodes end within it too.
-		assert.Less(t, time.Since(start), 2*nodeTimeout, "release %d waited on hung nodes", i)
+		// One node timeout (two before the release called the answered nodes at once): the
+		// acquisition's calls to the hung nodes end within it too.
+		assert.Less(t, time.Since(start), nodeTimeout*8/5, "release %d waited on hung nodes", i)
 	}
 }
 
