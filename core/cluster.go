@@ -231,6 +231,10 @@ func (c *Cluster) fan0(ctx context.Context, timeout time.Duration, req request) 
 
 // start starts f's calls: but for the late nodes (see fanAfter).
 func (c *Cluster) start(f *fanout, late uint64) *fanout {
+	f.first = 0 // every node
+	if late != 0 {
+		f.first = ^late & (1<<len(c.nodes) - 1)
+	}
 	if len(c.nodes) == 1 {
 		if f.ctx == context.Background() { // nothing to cancel the call but its deadline
 			f.dctx = c.deadline(f.ctx, f.timeout)
@@ -245,10 +249,6 @@ func (c *Cluster) start(f *fanout, late uint64) *fanout {
 	}
 	f.dctx = c.deadline(f.ctx, f.timeout)
 	f.deadline = f.dctx.Done()
-	f.first = 0
-	if late != 0 {
-		f.first = ^late & (1<<len(c.nodes) - 1)
-	}
 	for range len(c.nodes) - bits.OnesCount64(late) {
 		go f.run() // f.run, made once: a go statement with a new closure or arguments would allocate
 	}
