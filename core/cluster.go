@@ -24,6 +24,7 @@ type Cluster struct {
 	unguarded []atomic.Bool // per node: it cannot report its uptime to the restart guard
 	warn      func(node string)
 	shared    atomic.Pointer[sharedDeadline] // see deadline
+	under     atomic.Pointer[sharedDeadline] // see deadlineUnder
 	fans      sync.Pool                      // *fanout, for reuse (see fan)
 }
 
@@ -241,10 +242,12 @@ func (c *Cluster) start(f *fanout, late uint64) *fanout {
 			f.call()
 			return f
 		}
-		dctx, cancel := context.WithTimeout(f.ctx, f.timeout)
+		dctx, cancel := c.deadlineUnder(f.ctx, f.timeout)
 		f.dctx = dctx
 		f.call()
-		cancel()
+		if cancel != nil {
+			cancel()
+		}
 		return f
 	}
 	f.dctx = c.deadline(f.ctx, f.timeout)
@@ -393,8 +396,37 @@ type valuesOf struct {
 
 func (v valuesOf) Value(key any) any { return v.values.Value(key) }
 
-// sharedDeadline is a context that the calls started before until share (see deadline).
+// deadlineUnder returns ctx with a deadline timeout away, for a call made in the caller's
+// goroutine, and the function that cancels it, or nil where there is nothing to cancel.
+// Calls under the same ctx one after another (many goroutines under one service context,
+// say) share one such context per millisecond and timeout, as the calls of deadline do:
+// each context of its own would start a timer and register with ctx, under ctx's lock.
+// A ctx seen for the first time gets a context of its own, so that calls under ever new
+// contexts (one per request, say) leave no shared context waiting for its deadline.
+func (c *Cluster) deadlineUnder(ctx context.Context, timeout time.Duration) (context.Context, context.CancelFunc) {
+	if reflect.TypeOf(ctx).Kind() != reflect.Pointer { // == would panic on some contexts
+		return context.WithTimeout(ctx, timeout)
+	}
+	now := time.Now()
+	d := c.under.Load()
+	switch {
+	case d != nil && d.parent == ctx && d.timeout == timeout && now.Before(d.until):
+		return d.ctx, nil
+	case d != nil && d.parent == ctx && d.timeout == timeout: // seen before: share one
+		shared := &sharedDeadline{parent: ctx, timeout: timeout, until: now.Add(time.Millisecond)}
+		// Its deadline or ctx ends it, never its cancel function: other calls may share it.
+		shared.ctx, shared.cancel = context.WithDeadline(ctx, shared.until.Add(timeout))
+		c.under.Store(shared)
+		return shared.ctx, nil
+	}
+	c.under.Store(&sharedDeadline{parent: ctx, timeout: timeout}) // seen once
+	return context.WithTimeout(ctx, timeout)
+}
+
+// sharedDeadline is a context that the calls started before until share (see deadline and
+// deadlineUnder).
 type sharedDeadline struct {
+	parent  context.Context // deadlineUnder's caller context
 	ctx     context.Context
 	cancel  context.CancelFunc // never called: the deadline ends the context
 	timeout time.Duration

@@ -736,3 +736,102 @@ func TestDetachedCallsShareADeadline(t *testing.T) {
 		t.Fatal("the shared context did not end at its deadline")
 	}
 }
+
+// funcCtx is a context whose type cannot be compared with ==.
+type funcCtx struct {
+	context.Context
+	f func()
+}
+
+// TestCallsUnderOneContextShareADeadline: calls made in the caller's goroutine under a
+// cancellable context (see Cluster.deadlineUnder) get its values, its cancellation, and a
+// deadline at least the timeout away and at most a millisecond more; back-to-back calls
+// under the same context share one, from the second on, and calls under a context seen
+// once, or of a type that cannot be compared, get their own.
+func TestCallsUnderOneContextShareADeadline(t *testing.T) {
+	c, _ := cluster(t, grants(1))
+	const timeout = 200 * time.Millisecond
+	type key struct{}
+	caller, cancel := context.WithCancel(context.WithValue(context.Background(), key{}, "v"))
+	defer cancel()
+
+	start := time.Now()
+	first, cancelFirst := c.deadlineUnder(caller, timeout)
+	require.NotNil(t, cancelFirst, "a context seen once shares its deadline")
+	cancelFirst()
+	d, cancelD := c.deadlineUnder(caller, timeout)
+	end := time.Now()
+	assert.Nil(t, cancelD, "the second call under one context has a context of its own")
+	assert.ErrorIs(t, first.Err(), context.Canceled)
+	dl, ok := d.Deadline()
+	require.True(t, ok, "no deadline")
+	assert.False(t, dl.Before(start.Add(timeout)), "the deadline is less than the timeout away")
+	assert.False(t, dl.After(end.Add(timeout+time.Millisecond)), "the deadline is more than a millisecond past the timeout")
+	assert.Equal(t, "v", d.Value(key{}), "the caller's values are lost")
+	together := false // unless a millisecond's sharing ends between them
+	for range 10 {
+		a, _ := c.deadlineUnder(caller, timeout)
+		b, _ := c.deadlineUnder(caller, timeout)
+		if a == b {
+			together = true
+			break
+		}
+	}
+	assert.True(t, together, "back-to-back calls under one context do not share")
+
+	// Another context in between: each gets its own.
+	other, cancelOther := context.WithCancel(context.Background())
+	defer cancelOther()
+	_, cancelA := c.deadlineUnder(other, timeout)
+	_, cancelB := c.deadlineUnder(caller, timeout)
+	assert.NotNil(t, cancelA, "a context seen once shares its deadline")
+	assert.NotNil(t, cancelB, "alternating contexts share their deadlines")
+	cancelA()
+	cancelB()
+
+	// A context that == cannot compare is never shared, and does not panic.
+	odd := funcCtx{Context: caller, f: func() {}}
+	for range 2 {
+		_, cancelOdd := c.deadlineUnder(odd, timeout)
+		require.NotNil(t, cancelOdd)
+		cancelOdd()
+	}
+
+	cancel() // the caller's cancellation ends the shared context
+	select {
+	case <-d.Done():
+		assert.ErrorIs(t, d.Err(), context.Canceled)
+	case <-time.After(5 * time.Second):
+		t.Fatal("the caller's cancellation did not end the shared context")
+	}
+}
+
+// TestSingleNodeCallEndsWithItsCaller: at N=1, a call made under a context that earlier
+// calls shared (see Cluster.deadlineUnder) still ends as soon as the caller's context is
+// cancelled, long before the node timeout.
+func TestSingleNodeCallEndsWithItsCaller(t *testing.T) {
+	var hang atomic.Bool
+	c, _ := cluster(t, func(ctx context.Context, s *Script) ([]int64, error) {
+		if hang.Load() && s == acquireScript { // the failed attempt's release answers
+			return hangs(ctx, s)
+		}
+		return []int64{1, 0}, nil
+	})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	for range 3 { // the second and later share one context
+		l := testLock()
+		l.NodeTimeout = 10 * time.Second
+		_, err := c.Acquire(ctx, l)
+		require.NoError(t, err)
+		require.NoError(t, c.Release(context.Background(), l))
+	}
+	hang.Store(true)
+	time.AfterFunc(50*time.Millisecond, cancel)
+	start := time.Now()
+	l := testLock()
+	l.NodeTimeout = 10 * time.Second
+	_, err := c.Acquire(ctx, l)
+	require.ErrorIs(t, err, context.Canceled)
+	assert.Less(t, time.Since(start), 5*time.Second, "the call waited for its node timeout")
+}
