@@ -402,7 +402,8 @@ func (v valuesOf) Value(key any) any { return v.values.Value(key) }
 // say) share one such context per millisecond and timeout, as the calls of deadline do:
 // each context of its own would start a timer and register with ctx, under ctx's lock.
 // A ctx seen for the first time gets a context of its own, so that calls under ever new
-// contexts (one per request, say) leave no shared context waiting for its deadline.
+// contexts (one per request, say) leave no shared context waiting for its deadline. The
+// Cluster keeps the last ctx it saw until the next such call.
 func (c *Cluster) deadlineUnder(ctx context.Context, timeout time.Duration) (context.Context, context.CancelFunc) {
 	if reflect.TypeOf(ctx).Kind() != reflect.Pointer { // == would panic on some contexts
 		return context.WithTimeout(ctx, timeout)
