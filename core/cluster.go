@@ -230,7 +230,7 @@ func (c *Cluster) fan0(ctx context.Context, timeout time.Duration, req request) 
 	return f
 }
 
-// start starts f's calls: but for the late nodes (see fanAfter).
+// start starts f's calls, but for those to the late nodes (see fanAfter).
 func (c *Cluster) start(f *fanout, late uint64) *fanout {
 	f.first = 0 // every node
 	if late != 0 {
