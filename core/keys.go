@@ -36,16 +36,15 @@ func (k Keys) Wake(waiter string) string { return k.Channel + ":" + waiter }
 
 // NewToken returns a fresh random owner token: 16 bytes from crypto/rand, base64url-encoded.
 func NewToken() string {
-	var b [16]byte
-	_, _ = rand.Read(b[:]) // crypto/rand.Read never returns an error since Go 1.24
-	return base64.RawURLEncoding.EncodeToString(b[:])
+	token, _ := newWaiter()
+	return token
 }
 
 // newWaiter returns a fresh waiter id (a token, as NewToken's) and its first attempt's
 // token, "<waiter id>.1", made in one allocation.
 func newWaiter() (waiter, first string) {
 	var b [16]byte
-	_, _ = rand.Read(b[:])
+	_, _ = rand.Read(b[:]) // crypto/rand.Read never returns an error since Go 1.24
 	const n = 22 // base64 of 16 bytes, unpadded
 	var buf [n + 2]byte
 	base64.RawURLEncoding.Encode(buf[:n], b[:])
