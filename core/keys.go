@@ -45,7 +45,7 @@ func NewToken() string {
 func newWaiter() (waiter, first string) {
 	var b [16]byte
 	_, _ = rand.Read(b[:]) // crypto/rand.Read never returns an error since Go 1.24
-	const n = 22 // base64 of 16 bytes, unpadded
+	const n = 22           // base64 of 16 bytes, unpadded
 	var buf [n + 2]byte
 	base64.RawURLEncoding.Encode(buf[:n], b[:])
 	buf[n], buf[n+1] = '.', '1'
