@@ -2,6 +2,7 @@ package conformance
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
 	"testing"
 	"time"
@@ -41,6 +42,13 @@ func scriptChecks() []check {
 			assert.Equal(t, ours, admin(t, addr, "GET", k.Lock), "after acquire, the lock key must hold our token: the Node must pass KEYS and ARGV in order, unchanged")
 			wantPTTL(t, addr, k.Lock, 1, ttlMS, "after acquire with TTL "+ttl+" ms")
 			assert.Equal(t, strconv.FormatInt(got[1], 10), admin(t, addr, "GET", k.Fence), "the fence key must hold the fence the reply carried")
+		}},
+		{"acquire/arguments-unchanged", func(t *testing.T, n core.Node, addr string, k core.Keys) {
+			keys, args := acquireKeys(k), acquireArgs(ours, ttl)
+			wantKeys, wantArgs := slices.Clone(keys), slices.Clone(args)
+			mustEval(t, n, script(t, "acquire"), keys, args...)
+			assert.Equal(t, wantKeys, keys, "Eval changed the keys it was given: core shares them between calls")
+			assert.Equal(t, wantArgs, args, "Eval changed the args it was given: core shares them between calls")
 		}},
 		{"acquire/held", func(t *testing.T, n core.Node, addr string, k core.Keys) {
 			admin(t, addr, "SET", k.Lock, theirs, "PX", "5000")
