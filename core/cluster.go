@@ -25,6 +25,7 @@ type Cluster struct {
 	warn      func(node string)
 	shared    atomic.Pointer[sharedDeadline] // see deadline
 	under     atomic.Pointer[sharedDeadline] // see deadlineUnder
+	lastUnder atomic.Uintptr                 // the address of the last context deadlineUnder saw
 	fans      sync.Pool                      // *fanout, for reuse (see fan)
 }
 
@@ -403,25 +404,26 @@ func (v valuesOf) Value(key any) any { return v.values.Value(key) }
 // each context of its own would start a timer and register with ctx, under ctx's lock.
 // A ctx seen for the first time gets a context of its own, so that calls under ever new
 // contexts (one per request, say) leave no shared context waiting for its deadline. The
-// Cluster keeps the last ctx it saw until the next such call.
+// Cluster keeps the context of the last shared deadline until another one replaces it.
 func (c *Cluster) deadlineUnder(ctx context.Context, timeout time.Duration) (context.Context, context.CancelFunc) {
-	if reflect.TypeOf(ctx).Kind() != reflect.Pointer { // == would panic on some contexts
+	v := reflect.ValueOf(ctx)
+	if v.Kind() != reflect.Pointer { // == would panic on some contexts
 		return context.WithTimeout(ctx, timeout)
 	}
 	now := time.Now()
-	d := c.under.Load()
-	switch {
-	case d != nil && d.parent == ctx && d.timeout == timeout && now.Before(d.until):
+	if d := c.under.Load(); d != nil && d.parent == ctx && d.timeout == timeout && now.Before(d.until) {
 		return d.ctx, nil
-	case d != nil && d.parent == ctx && d.timeout == timeout: // seen before: share one
-		shared := &sharedDeadline{parent: ctx, timeout: timeout, until: now.Add(time.Millisecond)}
-		// Its deadline or ctx ends it, never its cancel function: other calls may share it.
-		shared.ctx, shared.cancel = context.WithDeadline(ctx, shared.until.Add(timeout))
-		c.under.Store(shared)
-		return shared.ctx, nil
 	}
-	c.under.Store(&sharedDeadline{parent: ctx, timeout: timeout}) // seen once
-	return context.WithTimeout(ctx, timeout)
+	// Only the address of a context seen once is kept: no allocation, and no reference. (An
+	// address reused by a later context only makes that one share from its first call.)
+	if c.lastUnder.Swap(v.Pointer()) != v.Pointer() {
+		return context.WithTimeout(ctx, timeout)
+	}
+	d := &sharedDeadline{parent: ctx, timeout: timeout, until: now.Add(time.Millisecond)}
+	// Its deadline or ctx ends it, never its cancel function: other calls may share it.
+	d.ctx, d.cancel = context.WithDeadline(ctx, d.until.Add(timeout))
+	c.under.Store(d)
+	return d.ctx, nil
 }
 
 // sharedDeadline is a context that the calls started before until share (see deadline and

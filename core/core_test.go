@@ -746,8 +746,8 @@ type funcCtx struct {
 // TestCallsUnderOneContextShareADeadline: calls made in the caller's goroutine under a
 // cancellable context (see Cluster.deadlineUnder) get its values, its cancellation, and a
 // deadline at least the timeout away and at most a millisecond more; back-to-back calls
-// under the same context share one, from the second on, and calls under a context seen
-// once, or of a type that cannot be compared, get their own.
+// under the same context share one, from the second on, and calls under contexts that
+// take turns, or of a type that cannot be compared, get their own.
 func TestCallsUnderOneContextShareADeadline(t *testing.T) {
 	c, _ := cluster(t, grants(1))
 	const timeout = 200 * time.Millisecond
@@ -779,15 +779,19 @@ func TestCallsUnderOneContextShareADeadline(t *testing.T) {
 	}
 	assert.True(t, together, "back-to-back calls under one context do not share")
 
-	// Another context in between: each gets its own.
-	other, cancelOther := context.WithCancel(context.Background())
-	defer cancelOther()
-	_, cancelA := c.deadlineUnder(other, timeout)
-	_, cancelB := c.deadlineUnder(caller, timeout)
-	assert.NotNil(t, cancelA, "a context seen once shares its deadline")
-	assert.NotNil(t, cancelB, "alternating contexts share their deadlines")
-	cancelA()
-	cancelB()
+	// Two other contexts, in turn: neither is seen twice in a row, and each call gets a
+	// context of its own.
+	a, cancelA := context.WithCancel(context.Background())
+	defer cancelA()
+	b, cancelB := context.WithCancel(context.Background())
+	defer cancelB()
+	for range 3 {
+		for _, ctx := range []context.Context{a, b} {
+			_, cancelOwn := c.deadlineUnder(ctx, timeout)
+			require.NotNil(t, cancelOwn, "contexts in turn share a deadline")
+			cancelOwn()
+		}
+	}
 
 	// A context that == cannot compare is never shared, and does not panic.
 	odd := funcCtx{Context: caller, f: func() {}}
