@@ -218,6 +218,9 @@ func (s *Server) launch(deadline time.Time) error {
 	cmd := exec.Command(serverBinary, s.args()...)
 	cmd.Dir = s.dir
 	cmd.Stdout, cmd.Stderr = logFile, logFile
+	// It dies with the test process where the OS allows (Linux; strictly, with the thread
+	// that starts it, which Go ends only when a goroutine locked to it exits).
+	cmd.SysProcAttr = childAttr()
 	if err := cmd.Start(); err != nil {
 		return err
 	}

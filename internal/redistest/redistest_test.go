@@ -4,7 +4,10 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"os"
+	"os/exec"
 	"reflect"
+	"runtime"
 	"strconv"
 	"strings"
 	"syscall"
@@ -230,5 +233,48 @@ func TestStartFailureReportsLog(t *testing.T) {
 	}
 	if !strings.Contains(r.msg, "exited during startup") || !strings.Contains(r.msg, "no-such-option") {
 		t.Fatalf("Fatalf message lacks exit reason or log tail:\n%s", r.msg)
+	}
+}
+
+// TestServerDiesWithItsProcess: a test process that dies before its cleanups run (a crash,
+// os.Exit, a kill) leaves no redis-server behind, on Linux.
+func TestServerDiesWithItsProcess(t *testing.T) {
+	if os.Getenv("REDISTEST_DIE") == "1" { // the child: start a server, say its pid, die
+		s := Start(t)
+		fmt.Printf("pid %d\n", s.pid())
+		os.Exit(3)
+	}
+	if runtime.GOOS != "linux" {
+		t.Skip("only Linux ties a child's life to its parent's")
+	}
+	if !Available() {
+		t.Skip("redis-server not found: " + installHint)
+	}
+	cmd := exec.Command(os.Args[0], "-test.run=^TestServerDiesWithItsProcess$")
+	cmd.Env = append(os.Environ(), "REDISTEST_DIE=1")
+	out, _ := cmd.Output() // it exits with status 3
+	var pid int
+	if _, err := fmt.Sscanf(string(out), "pid %d", &pid); err != nil || pid <= 0 {
+		t.Fatalf("the child said %q, want its server's pid", out)
+	}
+	gone := func() bool {
+		if syscall.Kill(pid, 0) != nil {
+			return true
+		}
+		stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+		if err != nil {
+			return true
+		}
+		// A killed orphan may wait as a zombie for init to reap it: it runs no more.
+		_, after, _ := strings.Cut(string(stat), ") ")
+		return strings.HasPrefix(after, "Z")
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for !gone() {
+		if time.Now().After(deadline) {
+			_ = syscall.Kill(pid, syscall.SIGKILL)
+			t.Fatalf("redis-server (pid %d) outlived the test process that started it", pid)
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 }
