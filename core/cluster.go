@@ -349,9 +349,8 @@ func (f *fanout) unref() {
 // to a SET NX.
 func (c *Cluster) prepare(f *fanout) {
 	req := &f.req
-	if req.s == releaseScript && c.sharded { // [token, channel, "PUBLISH", ...]
-		req.sharded = slices.Clone(req.args)
-		req.sharded[2] = "SPUBLISH"
+	if req.s == releaseScript && c.sharded {
+		req.sharded = spublish(req.args)
 	}
 	if req.setNX {
 		if f.set == nil {
@@ -360,6 +359,14 @@ func (c *Cluster) prepare(f *fanout) {
 		clear(f.set)
 		req.set = f.set
 	}
+}
+
+// spublish returns a copy of the release script's args (see releaseArgs) with SPUBLISH in
+// place of PUBLISH, for a node with sharded pub/sub.
+func spublish(args []string) []string {
+	sharded := slices.Clone(args)
+	sharded[2] = "SPUBLISH"
+	return sharded
 }
 
 // releaseArgs returns the release script's ARGV (see release.lua): token, channel,
@@ -441,8 +448,7 @@ type sharedDeadline struct {
 func (c *Cluster) callNode(ctx context.Context, i int, timeout time.Duration, s *Script, keys, args []string) reply {
 	req := request{s: s, keys: keys, args: args}
 	if s == releaseScript && c.publish[i] == "SPUBLISH" {
-		req.sharded = slices.Clone(args)
-		req.sharded[2] = "SPUBLISH"
+		req.sharded = spublish(args)
 	}
 	return c.eval(ctx, c.deadline(ctx, timeout), i, timeout, &req)
 }
