@@ -461,20 +461,27 @@ func (n *lateNode) Eval(ctx context.Context, s *Script, keys []string, args ...s
 }
 
 // TestReleaseWaitsForTheAcquisitionsStragglers: a release right after a quorum granted the
-// lock does not overtake a slower node's SET, which would leave that node's key behind.
+// lock does not overtake a slower node's SET, which would leave that node's key behind;
+// also past 64 nodes, where Release waits for the stragglers before calling any node.
 func TestReleaseWaitsForTheAcquisitionsStragglers(t *testing.T) {
-	a, b, late := &lateNode{}, &lateNode{}, &lateNode{delay: 50 * time.Millisecond}
-	c, err := NewCluster([]Node{a, b, late})
-	require.NoError(t, err)
-	l := testLock()
-	l.Fence = false
-	_, err = c.Acquire(context.Background(), l)
-	require.NoError(t, err)
-	require.NoError(t, c.Release(context.Background(), l))
-	time.Sleep(2 * late.delay) // long enough for an overtaken SET to land
-	late.mu.Lock()
-	defer late.mu.Unlock()
-	assert.False(t, late.held, "the straggler's key outlived the release")
+	for _, n := range []int{3, 65} {
+		late := &lateNode{delay: 50 * time.Millisecond}
+		nodes := []Node{late}
+		for range n - 1 {
+			nodes = append(nodes, &lateNode{})
+		}
+		c, err := NewCluster(nodes)
+		require.NoError(t, err)
+		l := testLock()
+		l.Fence = false
+		_, err = c.Acquire(context.Background(), l)
+		require.NoError(t, err)
+		require.NoError(t, c.Release(context.Background(), l))
+		time.Sleep(2 * late.delay) // long enough for an overtaken SET to land
+		late.mu.Lock()
+		assert.False(t, late.held, "N=%d: the straggler's key outlived the release", n)
+		late.mu.Unlock()
+	}
 }
 
 // TestReleaseDoesNotWaitForStragglersElsewhere: a release right after a quorum granted the
