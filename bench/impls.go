@@ -46,6 +46,7 @@ type impl struct {
 	name    string // row label
 	single  bool   // the library locks on one Redis only: N=1 rows only
 	handoff bool   // can wait for a held lock: takes part in the handoff test
+	only    string // the one test the row takes part in ("": every test)
 	ours    bool
 	extra   bool // diagnostic: only when named in -impls
 	notes   string
@@ -69,6 +70,9 @@ func impls() []impl {
 		{key: "floor-scripts", name: "floor with redlock's release script (rueidis)", extra: true,
 			notes: "diagnostic, only with -impls: the rueidis floor, but sending what an uncontended redlock Mutex sends: SET NX PX (its first attempt, without guard or fence), then redlock's release script instead of compare-and-delete. The server-side cost of the script, without core.",
 			new:   newFloorScripts},
+		{key: "floor-handoff", name: "floor: hand-over by release script + PUBLISH (rueidis)", single: true, handoff: true, only: "handoff",
+			notes: "the handoff test's floor, N=1 only: a waiter subscribes to its own channel and queues in a list (one script with SET NX); the holder's release script sets the lock to the first waiter's token and publishes on its channel; the waiter's Lock returns on the message. One release round trip plus one message, with nothing else a lock needs (no waiter liveness, tickets, fencing, restart guard or deadlines).",
+			new:   newHandoffFloor},
 		{key: "redlock-goredis", name: "redlock Mutex (go-redis)", handoff: true, ours: true,
 			notes: "redis.Options{ContextTimeoutEnabled: true} as the README asks; WithRestartGuard(0).",
 			new:   func(a []string, _ bool) (client, error) { return newOurs(a, goredisNodes, false) }},

@@ -283,6 +283,7 @@ func runHandoff(ctx context.Context, im impl, addrs []string, name string, g int
 type throughputRun struct {
 	ctx               context.Context
 	c                 client
+	addrs             []string // the servers, for their CPU time
 	prefix            string
 	goroutines, names int
 	rounds            int
@@ -290,10 +291,11 @@ type throughputRun struct {
 	elapsed           time.Duration
 	errs              int64
 	lastErr           error
+	use               cpuUse // spent while pairs were counted (see cpuUse)
 }
 
-func newThroughputRun(ctx context.Context, c client, prefix string, goroutines, names int) *throughputRun {
-	return &throughputRun{ctx: ctx, c: c, prefix: prefix, goroutines: goroutines, names: names}
+func newThroughputRun(ctx context.Context, c client, addrs []string, prefix string, goroutines, names int) *throughputRun {
+	return &throughputRun{ctx: ctx, c: c, addrs: addrs, prefix: prefix, goroutines: goroutines, names: names}
 }
 
 // round starts the goroutines, lets them warm up for warm, then counts pairs for d.
@@ -337,8 +339,12 @@ func (t *throughputRun) round(warm, d time.Duration) {
 		})
 	}
 	time.Sleep(warm)
+	// The CPU samples take a moment (a connection to each server): each is taken just
+	// before the count it goes with, so that both windows are alike.
+	u0 := sampleUse(t.addrs)
 	c0, t0 := count.Load(), time.Now()
 	time.Sleep(d)
+	u1 := sampleUse(t.addrs)
 	c1, t1 := count.Load(), time.Now()
 	stop.Store(true)
 	done := make(chan struct{})
@@ -351,10 +357,31 @@ func (t *throughputRun) round(warm, d time.Duration) {
 	}
 	t.pairs += c1 - c0
 	t.elapsed += t1.Sub(t0)
+	t.use.client += u1.client - u0.client
+	t.use.server += u1.server - u0.server
+	if u0.writes < 0 || u1.writes < 0 || t.use.writes < 0 {
+		t.use.writes = -1
+	} else {
+		t.use.writes += u1.writes - u0.writes
+	}
 	t.errs += errs.Load()
 	if e, ok := lastErr.Load().(error); ok {
 		t.lastErr = e
 	}
+}
+
+// perPair returns the client and server CPU time per pair, in µs, and the client's write
+// system calls per pair (-1 where unknown).
+func (t *throughputRun) perPair() (client, server, writes float64) {
+	if t.pairs == 0 {
+		return 0, 0, -1
+	}
+	n := float64(t.pairs)
+	writes = -1
+	if t.use.writes >= 0 {
+		writes = float64(t.use.writes) / n
+	}
+	return float64(t.use.client.Microseconds()) / n, float64(t.use.server.Microseconds()) / n, writes
 }
 
 func (t *throughputRun) rate() float64 {

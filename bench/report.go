@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"runtime"
 	"slices"
 	"strings"
 	"time"
@@ -17,6 +18,8 @@ type rkey struct {
 type throughputResult struct {
 	rate float64
 	errs int
+	// per pair: client and server CPU µs, client write system calls (-1: unknown)
+	clientCPU, serverCPU, writes float64
 }
 
 type results struct {
@@ -67,7 +70,7 @@ func measureAll(ctx context.Context, cfg config, addrs []string, log io.Writer) 
 				add(pingAllKey, newPing(ctx, addrs[:n]), nil)
 			}
 			for _, im := range cfg.impls {
-				if im.single && n > 1 {
+				if im.single && n > 1 || im.only != "" && im.only != "uncontended" {
 					continue
 				}
 				c, err := im.new(addrs[:n], false)
@@ -100,7 +103,7 @@ func measureAll(ctx context.Context, cfg config, addrs []string, log io.Writer) 
 			}
 			var rows []row
 			for _, im := range cfg.impls {
-				if im.single && n > 1 {
+				if im.single && n > 1 || im.only != "" && im.only != "throughput" {
 					continue
 				}
 				k := rkey{im.key, n, 0}
@@ -109,7 +112,7 @@ func measureAll(ctx context.Context, cfg config, addrs []string, log io.Writer) 
 					fail(k, "throughput", err)
 					continue
 				}
-				rows = append(rows, row{k, newThroughputRun(ctx, c, fmt.Sprintf("tp:%s:%d", im.key, n), cfg.goroutines, cfg.names)})
+				rows = append(rows, row{k, newThroughputRun(ctx, c, addrs[:n], fmt.Sprintf("tp:%s:%d", im.key, n), cfg.goroutines, cfg.names)})
 			}
 			for round := range rounds {
 				warm := 100 * time.Millisecond
@@ -123,9 +126,10 @@ func measureAll(ctx context.Context, cfg config, addrs []string, log io.Writer) 
 			for _, row := range rows {
 				row.t.c.Close()
 				t := row.t
-				r.tp[row.k] = throughputResult{t.rate(), int(t.errs)}
-				fmt.Fprintf(log, "raw throughput impl=%s n=%d goroutines=%d names=%d rounds=%d pairs=%d seconds=%.2f pairs/s=%.0f errors=%d",
-					row.k.impl, n, cfg.goroutines, cfg.goroutines*cfg.names, rounds, t.pairs, t.elapsed.Seconds(), t.rate(), t.errs)
+				cl, sv, wr := t.perPair()
+				r.tp[row.k] = throughputResult{t.rate(), int(t.errs), cl, sv, wr}
+				fmt.Fprintf(log, "raw throughput impl=%s n=%d goroutines=%d names=%d rounds=%d pairs=%d seconds=%.2f pairs/s=%.0f client-cpu-us/pair=%.2f server-cpu-us/pair=%.2f client-writes/pair=%.2f errors=%d",
+					row.k.impl, n, cfg.goroutines, cfg.goroutines*cfg.names, rounds, t.pairs, t.elapsed.Seconds(), t.rate(), cl, sv, wr, t.errs)
 				if t.lastErr != nil {
 					fmt.Fprintf(log, " last-error=%q", t.lastErr.Error())
 				}
@@ -154,7 +158,7 @@ func measureAll(ctx context.Context, cfg config, addrs []string, log io.Writer) 
 		for _, n := range cfg.ns {
 			for _, g := range cfg.gs {
 				for _, im := range cfg.impls {
-					if !im.handoff || im.single && n > 1 {
+					if !im.handoff || im.single && n > 1 || im.only != "" && im.only != "handoff" {
 						continue
 					}
 					k := rkey{im.key, n, g}
@@ -339,7 +343,8 @@ func (r *results) markdown(cfg config, loadStart, loadEnd, foreign string) strin
 		fmt.Fprintf(&b, "### 3. Throughput over many names\n\n")
 		fmt.Fprintf(&b, "%d goroutines share one client; each locks and unlocks %d names of its own in turn (%d names, no contention), for %v per row in %d interleaved rounds after a warm-up.\n\n",
 			cfg.goroutines, cfg.names, cfg.goroutines*cfg.names, cfg.dur, max(cfg.rounds, 1))
-		fmt.Fprintf(&b, "| row | N | pairs/s | of floor go-redis | of floor rueidis |\n|---|--:|--:|--:|--:|\n")
+		fmt.Fprintf(&b, "CPU per pair: this process's CPU time (getrusage: the library, its driver and the measuring goroutines) and the servers' (INFO cpu: used_cpu_user + used_cpu_sys, summed over the N servers) while the pairs were counted, divided by the pairs; writes: this process's write system calls per pair (syscw in /proc/self/io). The clients and the servers share the machine's %d CPUs, so a row's pairs/s is about the CPUs over the sum of the two CPU columns when they are busy.\n\n", runtime.NumCPU())
+		fmt.Fprintf(&b, "| row | N | pairs/s | of floor go-redis | of floor rueidis | client CPU µs/pair | servers' CPU µs/pair | client writes/pair |\n|---|--:|--:|--:|--:|--:|--:|--:|\n")
 		for _, n := range cfg.ns {
 			for _, key := range r.order(cfg) {
 				k := rkey{key, n, 0}
@@ -357,7 +362,17 @@ func (r *results) markdown(cfg config, loadStart, loadEnd, foreign string) strin
 				if t.errs > 0 {
 					errs = fmt.Sprintf(" (%d errors)", t.errs)
 				}
-				fmt.Fprintf(&b, "| %s | %d | %.0f%s | %s | %s |\n", r.label(cfg, key), n, t.rate, errs, of("floor"), of("floor-rueidis"))
+				cpu := func(v float64) string {
+					if v <= 0 {
+						return "—"
+					}
+					return fmt.Sprintf("%.1f", v)
+				}
+				writes := "—"
+				if t.writes >= 0 {
+					writes = fmt.Sprintf("%.2f", t.writes)
+				}
+				fmt.Fprintf(&b, "| %s | %d | %.0f%s | %s | %s | %s | %s | %s |\n", r.label(cfg, key), n, t.rate, errs, of("floor"), of("floor-rueidis"), cpu(t.clientCPU), cpu(t.serverCPU), writes)
 			}
 		}
 		b.WriteString("\n")
