@@ -48,7 +48,6 @@ type impl struct {
 	handoff bool   // can wait for a held lock: takes part in the handoff test
 	only    string // the one test the row takes part in ("": every test)
 	ours    bool
-	extra   bool // diagnostic: only when named in -impls
 	notes   string
 	// new returns a client over addrs (one per node). waiting is true for the handoff
 	// test, where Lock must wait for a held lock.
@@ -67,8 +66,8 @@ func impls() []impl {
 		{key: "floor-rueidis", name: "floor: SET NX PX ×N ∥, CAD Lua ×N ∥ (rueidis)",
 			notes: "the same floor over rueidis clients (defaults; concurrent commands are auto-pipelined): the leaner driver's floor.",
 			new:   newFloorRueidis},
-		{key: "floor-scripts", name: "floor with redlock's release script (rueidis)", extra: true,
-			notes: "diagnostic, only with -impls: the rueidis floor, but sending what an uncontended redlock Mutex sends: SET NX PX (its first attempt, without guard or fence), then redlock's release script instead of compare-and-delete. The server-side cost of the script, without core.",
+		{key: "floor-scripts", name: "floor with redlock's release script (rueidis)",
+			notes: "the rueidis floor, but sending what an uncontended redlock Mutex sends: SET NX PX (its first attempt, without guard or fence), then redlock's release script instead of compare-and-delete. The server-side cost of the script, without core.",
 			new:   newFloorScripts},
 		{key: "floor-handoff", name: "floor: hand-over by release script + PUBLISH (rueidis)", single: true, handoff: true, only: "handoff",
 			notes: "the handoff test's floor, N=1 only: a waiter subscribes to its own channel and queues in a list (one script with SET NX); the holder's release script sets the lock to the first waiter's token and publishes on its channel; the waiter's Lock returns on the message. One release round trip plus one message, with nothing else a lock needs (no waiter liveness, tickets, fencing, restart guard or deadlines).",

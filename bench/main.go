@@ -96,11 +96,7 @@ func run() (code int) {
 		}
 	}
 	if *implsFlag == "" {
-		for _, im := range all {
-			if !im.extra {
-				cfg.impls = append(cfg.impls, im)
-			}
-		}
+		cfg.impls = all
 	} else {
 		for _, k := range strings.Split(*implsFlag, ",") {
 			i := slices.IndexFunc(all, func(im impl) bool { return im.key == strings.TrimSpace(k) })

@@ -190,11 +190,15 @@ func thinkText(think time.Duration) string {
 	return fmt.Sprintf(", wait %v, lock again", think)
 }
 
-// perAcq formats server command counts per acquisition, largest first.
+// perAcq formats server command counts per acquisition, largest first, and the server's
+// mean time per EVALSHA (scripts run cold when the server idles between calls).
 func perAcq(calls map[string]int64, acqs int) string {
 	keys := make([]string, 0, len(calls))
 	var total int64
 	for k, v := range calls {
+		if strings.HasPrefix(k, usecPrefix) {
+			continue
+		}
 		keys = append(keys, k)
 		total += v
 	}
@@ -204,6 +208,9 @@ func perAcq(calls map[string]int64, acqs int) string {
 	fmt.Fprintf(&b, " total=%.1f", float64(total)/n)
 	for _, k := range keys {
 		fmt.Fprintf(&b, " %s=%.1f", k, float64(calls[k])/n)
+	}
+	if c := calls["evalsha"]; c > 0 {
+		fmt.Fprintf(&b, " evalsha-us/call=%.1f", float64(calls[usecPrefix+"evalsha"])/float64(c))
 	}
 	return b.String()
 }
@@ -296,7 +303,8 @@ func (r *results) markdown(cfg config, loadStart, loadEnd, foreign string) strin
 			"the starvation limit is 4 × G × hold. Ratio: gap p50 over the go-redis floor's uncontended lock+unlock p50 at the same N.\n\n", cfg.handoffDur, cfg.hold, thinkText(cfg.think))
 		if len(r.idle) > 0 {
 			fmt.Fprintf(&b, "The floor under every gap: a PING to one node right after sleeping %v, as each holder does before its Unlock, took %s p50 (%s p90) in this run; back to back, %s (%s). "+
-				"The machine's idle cores wake slowly, and a release is at least such a round trip.\n\n",
+				"The machine's idle cores wake slowly, and a release is at least such a round trip. "+
+				"The hand-over floor row (N=1) adds the least a hand-over needs to it: a release script that gives the lock to the first queued waiter and publishes to it, and the message.\n\n",
 				cfg.hold, dur(r.idle.pct(.5)), dur(r.idle.pct(.9)), dur(r.hot.pct(.5)), dur(r.hot.pct(.9)))
 		}
 		fmt.Fprintf(&b, "| row | N | G | gap p50 | gap p99 | / floor | to another | another p50 | acquisitions/s | longest wait | 4·G·hold |\n|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|\n")

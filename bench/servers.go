@@ -191,7 +191,8 @@ func rawCommand(addr string, args ...string) (string, error) {
 }
 
 // commandCalls returns, summed over addrs, how many times each command ran (INFO
-// commandstats: cmdstat_<name>:calls=N), commands run by scripts included.
+// commandstats: cmdstat_<name>:calls=N), commands run by scripts included, and under
+// usecPrefix+name the server's time in them in µs (a script's includes its commands').
 func commandCalls(addrs []string) map[string]int64 {
 	out := map[string]int64{}
 	for _, a := range addrs {
@@ -204,13 +205,18 @@ func commandCalls(addrs []string) map[string]int64 {
 			if !ok || !strings.HasPrefix(name, "cmdstat_") {
 				continue
 			}
-			calls, _, _ := strings.Cut(rest, ",")
+			calls, rest, _ := strings.Cut(rest, ",usec=")
 			n, _ := strconv.ParseInt(calls, 10, 64)
 			out[strings.TrimPrefix(name, "cmdstat_")] += n
+			usec, _, _ := strings.Cut(rest, ",")
+			u, _ := strconv.ParseInt(usec, 10, 64)
+			out[usecPrefix+strings.TrimPrefix(name, "cmdstat_")] += u
 		}
 	}
 	return out
 }
+
+const usecPrefix = "usec:"
 
 // callsDelta returns after - before, without the INFO calls themselves.
 func callsDelta(before, after map[string]int64) map[string]int64 {
