@@ -497,5 +497,37 @@ func (r *results) targets(cfg config) string {
 			}
 		}
 	}
+	b.WriteString(r.floorTargets(cfg))
 	return b.String()
+}
+
+// floorTargets holds the floors that do part of what our Mutex does to the targets they
+// bear on: a target that such a floor misses on this machine, no lock that does at least as
+// much can meet here.
+func (r *results) floorTargets(cfg config) string {
+	var b strings.Builder
+	line := func(target, row, measured string, ok bool) {
+		v := "met"
+		if !ok {
+			v = "missed"
+		}
+		fmt.Fprintf(&b, "| %s | %s | %s | %s |\n", target, row, measured, v)
+	}
+	const fk = "floor-rueidis"
+	for _, n := range []int{1, 5} {
+		f, t := r.tp[rkey{fk, n, 0}], r.tp[rkey{"floor-scripts", n, 0}]
+		if f.rate > 0 && t.rate > 0 {
+			line(fmt.Sprintf("throughput at N=%d ≥ 90%% of floor", n), r.label(cfg, "floor-scripts"), fmt.Sprintf("%.0f%% of %s", 100*t.rate/f.rate, fk), t.rate >= 0.9*f.rate)
+		}
+	}
+	for _, g := range cfg.gs {
+		if h, ok := r.ho[rkey{"floor-handoff", 1, g}]; ok && len(h.gaps) > 0 {
+			p := h.gaps.pct(.5)
+			line(fmt.Sprintf("handoff gap p50 at N=1 < 150 µs (G=%d)", g), r.label(cfg, "floor-handoff"), dur(p), p < 150*time.Microsecond)
+		}
+	}
+	if b.Len() == 0 {
+		return ""
+	}
+	return "\nThe same targets for the floors that do part of what our Mutex does (the release script, or a hand-over): where such a floor misses a target on this machine, no lock that does at least as much can meet it here.\n\n| target | floor | measured | verdict |\n|---|---|--:|---|\n" + b.String()
 }
