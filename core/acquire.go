@@ -379,9 +379,12 @@ func (c *Cluster) await(ctx context.Context, l *Lock, w *watch, o outcome, delay
 				c.markUnguarded(m.node)
 			}
 			if count < c.quorum {
-				// The other nodes hand it over in the same release, moments apart; if they
-				// do not within a node timeout, call again.
-				timer.Reset(min(l.NodeTimeout, time.Until(deadline)))
+				// The other nodes hand it over in the same release, moments apart. If they
+				// do not soon, call again: they may have handed it to other waiters (the
+				// nodes' queues differ while waiters are still joining them), and then no
+				// one gets a quorum of hand-overs; the next attempt sorts that out, as a
+				// split vote, where waiting would leave the lock idle.
+				timer.Reset(min(handoverWait(l, o), time.Until(deadline)))
 				continue
 			}
 			until := o.start.Add(l.TTL - l.Drift())
@@ -398,6 +401,14 @@ func (c *Cluster) await(ctx context.Context, l *Lock, w *watch, o outcome, delay
 			return Grant{Start: o.start, Until: until, Fence: uint64(top), Attempts: l.attempt}, true
 		}
 	}
+}
+
+// handoverWait is how long a waiter that heard a first hand-over of its attempt o waits
+// for the rest of a quorum before it calls again: twice the attempt's time (the nodes
+// answer one release about as far apart as they answered that attempt), at least 2ms, at
+// most a node timeout.
+func handoverWait(l *Lock, o outcome) time.Duration {
+	return min(l.NodeTimeout, max(2*o.took, 2*time.Millisecond))
 }
 
 // handover is a release's message that it handed the lock to a waiter's attempt.

@@ -95,19 +95,36 @@ func TestAwaitTakesOnlyFreshHandovers(t *testing.T) {
 	}
 }
 
-// TestAwaitCallsAgainWhenAQuorumDoesNotFollow: after a first hand-over, a waiter waits at
-// most a node timeout for the rest of the quorum before it calls again.
+// TestAwaitCallsAgainWhenAQuorumDoesNotFollow: after a first hand-over, a waiter waits for
+// the rest of the quorum about twice its attempt's time (at least 2ms, at most a node
+// timeout), not a whole node timeout, before it calls again: the other nodes may have
+// handed the lock to other waiters, and then no one would hold it while everyone waits.
 func TestAwaitCallsAgainWhenAQuorumDoesNotFollow(t *testing.T) {
-	cl, _ := cluster(t, grants(1), grants(1), grants(1))
-	l := testLock()
-	l.Fence, l.Token, l.NodeTimeout = false, "w.2", 100*time.Millisecond
-	w := &watch{ready: make(chan struct{}), active: true, msgs: make(chan message, 16)}
-	close(w.ready)
-	w.msgs <- message{0, "w.2 0"}
-	start := time.Now()
-	_, taken := cl.await(context.Background(), l, w, outcome{start: start, refused: []bool{true, true, true}}, time.Minute, true)
-	assert.False(t, taken)
-	assert.Less(t, time.Since(start), 10*time.Second, "the wait did not end a node timeout after a lone hand-over")
+	for _, c := range []struct {
+		name        string
+		took        time.Duration // the attempt's time
+		nodeTimeout time.Duration
+		min, max    time.Duration // the wait after the lone hand-over
+	}{
+		{"a fast attempt: 2ms", 100 * time.Microsecond, 5 * time.Second, 2 * time.Millisecond, time.Second},
+		{"twice the attempt", 300 * time.Millisecond, 5 * time.Second, 600 * time.Millisecond, 3 * time.Second},
+		{"at most a node timeout", 10 * time.Second, 200 * time.Millisecond, 200 * time.Millisecond, 3 * time.Second},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			cl, _ := cluster(t, grants(1), grants(1), grants(1))
+			l := testLock()
+			l.Fence, l.Token, l.NodeTimeout = false, "w.2", c.nodeTimeout
+			w := &watch{ready: make(chan struct{}), active: true, msgs: make(chan message, 16)}
+			close(w.ready)
+			w.msgs <- message{0, "w.2 0"}
+			start := time.Now()
+			_, taken := cl.await(context.Background(), l, w, outcome{start: start, took: c.took, refused: []bool{true, true, true}}, time.Minute, true)
+			took := time.Since(start)
+			assert.False(t, taken)
+			assert.GreaterOrEqual(t, took, c.min, "it called again before the rest of the quorum could follow")
+			assert.Less(t, took, c.max, "it waited for the rest of the quorum too long")
+		})
+	}
 }
 
 // TestDrainForgetsEarlierMessages: before each attempt a waiter forgets what it heard so
