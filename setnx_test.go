@@ -12,15 +12,19 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// setCounting is a go-redis Node that counts its SetNX calls.
+// setCounting is a go-redis Node that counts its SetNX calls, and those that were refused.
 type setCounting struct {
 	*goredis.Node
-	sets atomic.Int64
+	sets, refused atomic.Int64
 }
 
 func (n *setCounting) SetNX(ctx context.Context, key, value string, ttl time.Duration) (bool, error) {
 	n.sets.Add(1)
-	return n.Node.SetNX(ctx, key, value, ttl)
+	ok, err := n.Node.SetNX(ctx, key, value, ttl)
+	if err == nil && !ok {
+		n.refused.Add(1)
+	}
+	return ok, err
 }
 
 // TestMutexRemembersContention: a Mutex whose Lock had to wait or failed, or whose TryLock
@@ -38,6 +42,12 @@ func TestMutexRemembersContention(t *testing.T) {
 	sets := func() (n int64) {
 		for _, c := range counted {
 			n += c.sets.Load()
+		}
+		return n
+	}
+	refused := func() (n int64) {
+		for _, c := range counted {
+			n += c.refused.Load()
 		}
 		return n
 	}
@@ -62,7 +72,9 @@ func TestMutexRemembersContention(t *testing.T) {
 		defer close(done)
 		cycle(m) // held: its SET NX is refused, and it waits
 	}()
-	require.Eventually(t, func() bool { return sets() == 6 }, 5*time.Second, time.Millisecond, "the waiting Lock's first attempt")
+	// Unlock only once a quorum of the nodes refused that SET NX: an Unlock that overtook
+	// them would let the Lock take the lock at once, uncontended.
+	require.Eventually(t, func() bool { return sets() == 6 && refused() >= 2 }, 5*time.Second, time.Millisecond, "the waiting Lock's first attempt")
 	other.Unlock()
 	select {
 	case <-done:
