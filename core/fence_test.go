@@ -116,6 +116,14 @@ func TestAgreedHandOverNeedsNoRaise(t *testing.T) {
 			cl, counts := countedCluster(t, servers)
 			raises := func() int64 { return sum(counts, func(n *counted) *atomic.Int64 { return &n.raises }) }
 			ctx := context.Background()
+			// The waiter's attempts take 300ms: a waiter that heard some hand-overs waits
+			// about twice its attempt's time for the rest before it calls again, and a test
+			// process under load can deliver the nodes' messages tens of milliseconds apart.
+			slow := func(d time.Duration) {
+				for _, n := range counts {
+					n.slow.Store(int64(d))
+				}
+			}
 			// handOver hands the lock from a fenced holder to a fenced waiter, and returns
 			// both tokens and the raise calls the hand-over made.
 			handOver := func(beforeRelease func(k core.Keys)) (holder, waiter uint64, raised int64) {
@@ -131,13 +139,17 @@ func TestAgreedHandOverNeedsNoRaise(t *testing.T) {
 				w := lock("handed")
 				w.Fence = true
 				w.NodeTimeout = 10 * time.Second // no call again within the test: the lock must be handed over
+				slow(300 * time.Millisecond)
+				defer slow(0)
 				got := make(chan core.Grant, 1)
 				go func() {
 					g, err := cl.AcquireWait(ctx, w, patient)
 					assert.NoError(t, err)
 					got <- g
 				}()
-				require.Eventually(t, func() bool { return allEqual(queued(t, servers, h.Keys), 1) },
+				// Release once the waiter is queued under its second attempt, the one after it
+				// subscribed, so that it hears the hand-over.
+				require.Eventually(t, func() bool { return registeredAs(t, servers, h.Keys, ".2") },
 					5*time.Second, time.Millisecond, "the waiter is not queued: %v", queued(t, servers, h.Keys))
 				beforeRelease(h.Keys)
 				before := raises()

@@ -79,6 +79,7 @@ func newCluster(t *testing.T, servers []server) *core.Cluster {
 type counted struct {
 	*goredis.Node
 	sets, acquires, raises atomic.Int64
+	slow                   atomic.Int64 // nanoseconds each acquire script's reply is held back
 }
 
 func (n *counted) SetNX(ctx context.Context, key, value string, ttl time.Duration) (bool, error) {
@@ -90,6 +91,9 @@ func (n *counted) Eval(ctx context.Context, s *core.Script, keys []string, args 
 	switch s.Name() {
 	case "acquire":
 		n.acquires.Add(1)
+		if d := n.slow.Load(); d > 0 {
+			defer time.Sleep(time.Duration(d))
+		}
 	case "raise":
 		n.raises.Add(1)
 	}
@@ -122,6 +126,23 @@ func sum(nodes []*counted, count func(*counted) *atomic.Int64) (n int64) {
 
 func lock(name string) *core.Lock {
 	return &core.Lock{Keys: core.NewKeys("q:", name), Token: core.NewToken(), TTL: 10 * time.Second, NodeTimeout: 100 * time.Millisecond, DriftFactor: 0.01}
+}
+
+// registeredAs reports whether every server has exactly one waiter's attempt recorded for
+// k, with a token ending in suffix (".2": the attempt after the waiter subscribed).
+func registeredAs(t *testing.T, servers []server, k core.Keys, suffix string) bool {
+	for _, s := range servers {
+		v, err := s.do("HVALS", k.Waiters)
+		require.NoError(t, err)
+		vals, _ := v.([]any)
+		if len(vals) != 1 {
+			return false
+		}
+		if token, _, _ := strings.Cut(vals[0].(string), " "); !strings.HasSuffix(token, suffix) {
+			return false
+		}
+	}
+	return true
 }
 
 // queued returns how many waiters each server has queued for k.
