@@ -116,14 +116,6 @@ func TestAgreedHandOverNeedsNoRaise(t *testing.T) {
 			cl, counts := countedCluster(t, servers)
 			raises := func() int64 { return sum(counts, func(n *counted) *atomic.Int64 { return &n.raises }) }
 			ctx := context.Background()
-			// The waiter's attempts take 300ms: a waiter that heard some hand-overs waits
-			// about twice its attempt's time for the rest before it calls again, and a test
-			// process under load can deliver the nodes' messages tens of milliseconds apart.
-			slow := func(d time.Duration) {
-				for _, n := range counts {
-					n.slow.Store(int64(d))
-				}
-			}
 			// handOver hands the lock from a fenced holder to a fenced waiter, and returns
 			// both tokens and the raise calls the hand-over made.
 			handOver := func(beforeRelease func(k core.Keys)) (holder, waiter uint64, raised int64) {
@@ -138,9 +130,9 @@ func TestAgreedHandOverNeedsNoRaise(t *testing.T) {
 				}
 				w := lock("handed")
 				w.Fence = true
-				w.NodeTimeout = 10 * time.Second // no call again within the test: the lock must be handed over
-				slow(300 * time.Millisecond)
-				defer slow(0)
+				w.NodeTimeout = 10 * time.Second           // no call again within the test: the lock must be handed over
+				slowAcquires(counts, 300*time.Millisecond) // the waiter's attempts (see slowAcquires)
+				defer slowAcquires(counts, 0)
 				got := make(chan core.Grant, 1)
 				go func() {
 					g, err := cl.AcquireWait(ctx, w, patient)

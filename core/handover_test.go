@@ -174,9 +174,7 @@ func hold(t *testing.T, cl *core.Cluster, servers []server, name string) *core.L
 // TestWaiterTakesTheHandOver: a waiter whose refresh interval and backoff are far longer
 // than the test gets the lock when the holder lets go, without calling again: it holds the
 // lock under the token of the attempt the nodes refused, on every node, with a validity
-// counted from that attempt's start. (Its attempts take 300ms: a waiter that heard some
-// hand-overs waits about twice its attempt's time for the rest before it calls again, and
-// a test process under load can deliver the nodes' messages tens of milliseconds apart.)
+// counted from that attempt's start. (Its attempts take 300ms: see slowAcquires.)
 func TestWaiterTakesTheHandOver(t *testing.T) {
 	for _, c := range setups {
 		t.Run(c.name, func(t *testing.T) {
@@ -184,9 +182,7 @@ func TestWaiterTakesTheHandOver(t *testing.T) {
 			cl, counts := countedCluster(t, servers)
 			calls := func() int64 { return sum(counts, func(n *counted) *atomic.Int64 { return &n.acquires }) }
 			holder := hold(t, cl, servers, "take")
-			for _, n := range counts {
-				n.slow.Store(int64(300 * time.Millisecond))
-			}
+			slowAcquires(counts, 300*time.Millisecond)
 
 			w := lock("take")
 			w.NodeTimeout = 10 * time.Second // a refresh every 25 s

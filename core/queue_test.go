@@ -100,6 +100,17 @@ func (n *counted) Eval(ctx context.Context, s *core.Script, keys []string, args 
 	return n.Node.Eval(ctx, s, keys, args...)
 }
 
+// slowAcquires makes each of nodes hold back its acquire scripts' replies by d (0: not at
+// all). A test that asserts a waiter takes a hand-over without calling again slows its
+// attempts: a waiter that heard some hand-overs waits about twice its attempt's time for
+// the rest before it calls again, and a test process under load can read the nodes'
+// messages tens of milliseconds apart. The attempts' NodeTimeout must exceed d.
+func slowAcquires(nodes []*counted, d time.Duration) {
+	for _, n := range nodes {
+		n.slow.Store(int64(d))
+	}
+}
+
 // countedCluster returns a Cluster over servers whose nodes count their calls.
 func countedCluster(t *testing.T, servers []server) (*core.Cluster, []*counted) {
 	nodes := make([]core.Node, len(servers))

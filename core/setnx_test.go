@@ -67,15 +67,17 @@ func TestFirstAttemptSetsNX(t *testing.T) {
 
 // TestRefusedSetNXQueuesOnTheNextAttempt: a waiter whose SET NX finds the lock held
 // queues on its next attempt, at once, and a release then hands it the lock; its SET NX
-// was its only one.
+// was its only one. (Its script attempts take 300ms: see slowAcquires.)
 func TestRefusedSetNXQueuesOnTheNextAttempt(t *testing.T) {
 	for _, c := range setups {
 		t.Run(c.name, func(t *testing.T) {
 			servers := c.servers(t, c.n)
 			cl, counted := countedCluster(t, servers)
 			holder := hold(t, cl, servers, "refused")
+			slowAcquires(counted, 300*time.Millisecond)
 
 			l := lock("refused")
+			l.NodeTimeout = 10 * time.Second // beyond the slowed attempts
 			got := make(chan error, 1)
 			var g core.Grant
 			go func() {
