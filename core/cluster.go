@@ -238,13 +238,12 @@ func (c *Cluster) start(f *fanout, late uint64) *fanout {
 		f.first = ^late & (1<<len(c.nodes) - 1)
 	}
 	if len(c.nodes) == 1 {
+		var cancel context.CancelFunc
 		if f.ctx == context.Background() { // nothing to cancel the call but its deadline
 			f.dctx = c.deadline(f.ctx, f.timeout)
-			f.call()
-			return f
+		} else {
+			f.dctx, cancel = c.deadlineUnder(f.ctx, f.timeout)
 		}
-		dctx, cancel := c.deadlineUnder(f.ctx, f.timeout)
-		f.dctx = dctx
 		f.call()
 		if cancel != nil {
 			cancel()
