@@ -2,9 +2,9 @@
 
 GO ?= go
 
-# staticcheck 2025.1.1 builds with Go >= 1.23 and understands this module's go 1.24;
-# later releases need Go >= 1.25 to build. Override with `make lint STATICCHECK_VERSION=...`.
-STATICCHECK_VERSION ?= v0.6.1
+# staticcheck v0.7.0 is the newest release that builds with Go 1.25, the release go.mod
+# names; later ones need Go >= 1.26. Override with `make lint STATICCHECK_VERSION=...`.
+STATICCHECK_VERSION ?= v0.7.0
 GOBIN_DIR := $(firstword $(subst :, ,$(shell $(GO) env GOPATH)))/bin
 STATICCHECK := $(GOBIN_DIR)/staticcheck
 
