@@ -55,6 +55,9 @@ func (c *Cluster) acquire(ctx context.Context, l *Lock) (Grant, outcome, error) 
 	if err := ctxError(ctx, "acquire", l.Keys.Lock); err != nil {
 		return Grant{}, outcome{}, err
 	}
+	if c.closed.Load() {
+		return Grant{}, outcome{}, opError("acquire", l.Keys.Lock, ErrClosed)
+	}
 	start := time.Now()
 	// AcquireWait's first attempt, without guard or fence, needs little of the script but
 	// its SET NX: it need not queue (the waiter does when it tries again, at once), and no
@@ -127,12 +130,14 @@ func (c *Cluster) acquire(ctx context.Context, l *Lock) (Grant, outcome, error) 
 	switch {
 	case ctx.Err() != nil:
 		err = ctxError(ctx, "acquire", l.Keys.Lock)
+	case !t.won() && c.misconfigured() != nil:
+		err = opError("acquire", l.Keys.Lock, c.misconfigured())
 	case !t.won() && t.refused():
 		err = &heldError{key: l.Keys.Lock, wait: time.Duration(wait) * time.Millisecond}
 	case !t.won():
 		err = t.err()
 	case !time.Now().Before(until):
-		err = ErrExpired
+		err = opError("acquire", l.Keys.Lock, ErrExpired)
 	case l.Fence && len(c.nodes) > 1 && atTop < c.quorum:
 		err = c.raise(ctx, l, top, until)
 	}
@@ -168,6 +173,17 @@ func (c *Cluster) noteGuard(r reply) {
 // (which the counters otherwise follow) that the nodes take the floor, and agree on it.
 const fenceLead = time.Second
 
+// FenceIdle is how long a lock's fence counter outlives the last acquisition (or raise)
+// that wrote it: then it expires, so that names used once leave no key behind. Tokens
+// still increase across its expiry. A counter written at a server's time t (in
+// microseconds) is at most t + 2 s plus the skew between the servers' clocks: it follows
+// the clock, a fenced acquisition's floor counts for at most 2 s past the clock, and a
+// raise copies another node's counter. A counter that expired starts again from its
+// server's clock, by then at least FenceIdle past the last write. So tokens keep
+// increasing as long as no server's clock runs more than FenceIdle - 2 s behind another's
+// or steps back that far: the clock assumption behind the fence's expiry.
+const FenceIdle = time.Hour
+
 // raise sets the fence counter to at least fence on a quorum of the nodes where l is held,
 // so that any later quorum meets a counter >= fence and hands out a larger token. An
 // acquisition skips it where a quorum of the nodes that granted it replied with the same,
@@ -186,7 +202,7 @@ func (c *Cluster) raise(ctx context.Context, l *Lock, fence int64, until time.Ti
 	case !t.won():
 		return t.err()
 	case !time.Now().Before(until):
-		return ErrExpired
+		return opError("acquire", l.Keys.Lock, ErrExpired)
 	}
 	return nil
 }
@@ -293,8 +309,18 @@ func (c *Cluster) AcquireWait(ctx context.Context, l *Lock, b Backoff) (Grant, e
 			}
 			return g, nil
 		}
+		if ctx.Err() == nil && (errors.Is(err, ErrClosed) || !l.Persist && Permanent(err)) {
+			w.stop()
+			if attempt > 0 || !o.start.IsZero() { // the nodes may have queued us
+				c.leave(l)
+			}
+			return Grant{}, err
+		}
 		if ctx.Err() == nil {
 			last = err
+			if l.Failed != nil {
+				l.Failed(err)
+			}
 			held := errors.Is(err, ErrHeld)
 			if held && w == nil {
 				w = c.watch(ctx, l.Keys.Wake(l.Waiter), l.NodeTimeout)
@@ -358,6 +384,8 @@ func (c *Cluster) await(ctx context.Context, l *Lock, w *watch, o outcome, delay
 		case <-timer.C:
 			return Grant{}, false
 		case <-ctx.Done():
+			return Grant{}, false
+		case <-c.done: // Close: the next attempt fails
 			return Grant{}, false
 		case m := <-msgs:
 			h, ok := parseHandover(m.payload)

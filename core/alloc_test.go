@@ -7,8 +7,8 @@ import (
 )
 
 // instantNode grants every SET NX and answers every script {1, 1} at once: a Node that
-// costs nothing, so that a test can count core's own allocations.
-type instantNode struct{}
+// costs nothing, so that a test can count core's own allocations. Its id tells nodes apart.
+type instantNode struct{ id int }
 
 func (instantNode) Eval(context.Context, *Script, []string, ...string) ([]int64, error) {
 	return []int64{1, 1}, nil
@@ -28,7 +28,7 @@ func TestAllocationsPerLockAndUnlock(t *testing.T) {
 	}{{1, 6}, {5, 10}} {
 		nodes := make([]Node, c.n)
 		for i := range nodes {
-			nodes[i] = instantNode{}
+			nodes[i] = instantNode{i}
 		}
 		cl, err := NewCluster(nodes)
 		if err != nil {

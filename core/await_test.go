@@ -2,6 +2,9 @@ package core
 
 import (
 	"context"
+	"errors"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -139,4 +142,75 @@ func TestDrainForgetsEarlierMessages(t *testing.T) {
 	assert.Empty(t, w.msgs)
 	var none *watch
 	none.drain() // a no-op on a nil watch
+}
+
+// scriptedNode answers the acquire script's attempts in turn (then refuses), and is a
+// Subscriber whose messages the test sends, from within an attempt, through say.
+type scriptedNode struct {
+	replies []func(token string) ([]int64, error)
+
+	mu       sync.Mutex
+	attempt  int
+	callback func(string)
+}
+
+func (n *scriptedNode) String() string { return "scripted" }
+
+func (n *scriptedNode) Eval(_ context.Context, s *Script, _ []string, args ...string) ([]int64, error) {
+	if s != acquireScript {
+		return []int64{0, 0}, nil
+	}
+	n.mu.Lock()
+	i := n.attempt
+	n.attempt++
+	n.mu.Unlock()
+	if i < len(n.replies) {
+		return n.replies[i](args[0])
+	}
+	return []int64{0, 60_000}, nil
+}
+
+func (n *scriptedNode) Subscribe(_ context.Context, _ string, onMessage func(string)) (func(), error) {
+	n.mu.Lock()
+	n.callback = onMessage
+	n.mu.Unlock()
+	return func() {}, nil
+}
+
+func (n *scriptedNode) say(payload string) {
+	n.mu.Lock()
+	f := n.callback
+	n.mu.Unlock()
+	f(payload)
+}
+
+// TestWaiterDrainsBeforeEachAttempt: messages that reach a waiter while it is not
+// listening (here: a failed attempt's backoff, full of an earlier attempt's hand-overs)
+// are forgotten before its next attempt, so that they do not fill its buffer and crowd out
+// that attempt's hand-over, which it then takes without calling again.
+func TestWaiterDrainsBeforeEachAttempt(t *testing.T) {
+	held := func(string) ([]int64, error) { return []int64{0, 60_000}, nil }
+	n := &scriptedNode{}
+	n.replies = []func(string) ([]int64, error){
+		held, // attempt 1: held, the waiter subscribes and tries again at once
+		func(token string) ([]int64, error) { // attempt 2 fails: the waiter backs off, deaf
+			for range 16 {
+				n.say(strings.TrimSuffix(token, ".2") + ".1 0") // an earlier attempt's hand-overs
+			}
+			return nil, errors.New("connection reset")
+		},
+		func(token string) ([]int64, error) { // attempt 3: refused, and handed over at once
+			n.say(token + " 0") // before the reply: it waits in the buffer
+			return []int64{0, 60_000}, nil
+		},
+	}
+	c, err := NewCluster([]Node{n})
+	require.NoError(t, err)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+	defer cancel()
+	l := testLock()
+	l.TTL, l.NodeTimeout = time.Minute, 10*time.Second // refresh interval: 25 s
+	g, err := c.AcquireWait(ctx, l, Backoff{Min: 50 * time.Millisecond, Max: 50 * time.Millisecond})
+	require.NoError(t, err, "the hand-over was crowded out")
+	assert.Equal(t, 3, g.Attempts)
 }

@@ -8,6 +8,7 @@ import (
 	"reflect"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -27,6 +28,10 @@ type Cluster struct {
 	under     atomic.Pointer[sharedDeadline] // see deadlineUnder
 	lastUnder atomic.Uintptr                 // the address of the last context deadlineUnder saw
 	fans      sync.Pool                      // *fanout, for reuse (see fan)
+	id        identity                       // which server each node reaches
+	closed    atomic.Bool
+	done      chan struct{} // closed by Close
+	closeOnce sync.Once
 }
 
 // ClusterOption configures a Cluster.
@@ -46,8 +51,10 @@ type ShardedPubSub interface {
 	ShardedPubSub() bool
 }
 
-// NewCluster returns the cluster of nodes. It fails if there are no nodes or one is nil
-// (a nil interface or a nil pointer inside one), with an error that matches ErrInvalid. An even N is allowed but buys nothing:
+// NewCluster returns the cluster of nodes. It fails with an error that matches ErrInvalid
+// if there are no nodes, one is nil (a nil interface or a nil pointer inside one), or one
+// Node is given twice: each server must count as one vote. Two Nodes that reach one server
+// are found at first contact instead (see Acquire). An even N is allowed but buys nothing:
 // 4 nodes tolerate one failure, as 3 do.
 func NewCluster(nodes []Node, opts ...ClusterOption) (*Cluster, error) {
 	if len(nodes) == 0 {
@@ -57,12 +64,19 @@ func NewCluster(nodes []Node, opts ...ClusterOption) (*Cluster, error) {
 		if isNil(n) {
 			return nil, fmt.Errorf("%w: node %d is nil", ErrInvalid, i)
 		}
+		for j := range i {
+			if sameNode(nodes[j], n) {
+				return nil, fmt.Errorf("%w: nodes %d and %d are the same Node (%s): each server must count as one vote", ErrInvalid, j, i, n)
+			}
+		}
 	}
 	c := &Cluster{
 		nodes:     append([]Node(nil), nodes...),
 		quorum:    len(nodes)/2 + 1,
 		publish:   make([]string, len(nodes)),
 		unguarded: make([]atomic.Bool, len(nodes)),
+		id:        identity{known: make([]atomic.Bool, len(nodes))},
+		done:      make(chan struct{}),
 	}
 	for _, o := range opts {
 		o(c)
@@ -113,6 +127,16 @@ func (c *Cluster) markUnguarded(i int) {
 // Nodes returns the number of nodes.
 func (c *Cluster) Nodes() int { return len(c.nodes) }
 
+// Close makes every later acquisition fail with ErrClosed, and wakes the waiters of
+// AcquireWait, which then fail with it. Extend and Release still work, so that held locks
+// can be let go. It closes nothing of the nodes'. It is safe to call more than once.
+func (c *Cluster) Close() {
+	c.closeOnce.Do(func() {
+		c.closed.Store(true)
+		close(c.done)
+	})
+}
+
 // Quorum returns the number of yes-votes an operation needs: N/2+1.
 func (c *Cluster) Quorum() int { return c.quorum }
 
@@ -143,6 +167,14 @@ type Lock struct {
 	// acquisition had to wait, say): AcquireWait's first attempt then runs the acquire
 	// script, which queues the owner at once, rather than a plain SET NX (see Setter).
 	Contended bool
+	// Persist keeps AcquireWait trying through errors that no retry can fix (see
+	// Permanent), but ErrClosed, for a caller that has no way to return them (Mutex.Lock);
+	// otherwise such an error ends AcquireWait at once.
+	Persist bool
+	// Failed, if set, is called with the error of each failed attempt of AcquireWait but
+	// the last (ctx's end, or a permanent error), in AcquireWait's goroutine, before it
+	// waits for the next attempt: for a caller that reports long waits.
+	Failed func(err error)
 
 	// attempt is the number of AcquireWait's attempt under way (0 for Acquire): only its
 	// first attempt may take the lock with a plain SET (see Setter), unless Contended.
@@ -458,19 +490,23 @@ func (c *Cluster) callNode(ctx context.Context, i int, timeout time.Duration, s 
 func (c *Cluster) eval(ctx, dctx context.Context, i int, timeout time.Duration, req *request) reply {
 	var vals []int64
 	var err error
-	if setter, ok := c.nodes[i].(Setter); ok && req.setNX {
-		var set bool
-		set, err = setter.SetNX(dctx, req.key, req.value, req.ttl)
-		vals = req.set[2*i : 2*i+2 : 2*i+2] // {0, 0}: refused
-		if set {
-			vals[0] = 1
+	switch {
+	case !req.setNX && req.s != acquireScript: // not a vote
+		vals, err = c.send(dctx, i, req)
+	case !c.id.known[i].Load():
+		// A vote, from a node not identified yet: it counts only once the node is known to
+		// reach a server that no other node reaches. Asked at the same time, so that the
+		// first acquisition takes one round trip, not two.
+		identified := make(chan error, 1)
+		go func() { identified <- c.identify(dctx, i, req.key) }()
+		vals, err = c.send(dctx, i, req)
+		if iderr := <-identified; iderr != nil {
+			err = iderr // if the vote was granted, the lock is released as for a failed node
 		}
-	} else {
-		args := req.args
-		if c.publish[i] == "SPUBLISH" && req.sharded != nil {
-			args = req.sharded
+	default:
+		if err = c.misconfigured(); err == nil {
+			vals, err = c.send(dctx, i, req)
 		}
-		vals, err = c.nodes[i].Eval(dctx, req.s, req.keys, args...)
 	}
 	switch {
 	case ctx.Err() != nil:
@@ -486,6 +522,24 @@ func (c *Cluster) eval(ctx, dctx context.Context, i int, timeout time.Duration, 
 	r := reply{node: i, vals: vals, err: err}
 	c.noteGuard(r)
 	return r
+}
+
+// send sends req to node i: SET NX where it asks for it and the node is a Setter, or else
+// its script.
+func (c *Cluster) send(dctx context.Context, i int, req *request) ([]int64, error) {
+	if setter, ok := c.nodes[i].(Setter); ok && req.setNX {
+		set, err := setter.SetNX(dctx, req.key, req.value, req.ttl)
+		vals := req.set[2*i : 2*i+2 : 2*i+2] // {0, 0}: refused
+		if set {
+			vals[0] = 1
+		}
+		return vals, err
+	}
+	args := req.args
+	if c.publish[i] == "SPUBLISH" && req.sharded != nil {
+		args = req.sharded
+	}
+	return c.nodes[i].Eval(dctx, req.s, req.keys, args...)
 }
 
 // tally counts the replies to one fan-out until the outcome is decided.
@@ -576,10 +630,25 @@ func timeoutError(timeout time.Duration, err error) error {
 	return fmt.Errorf("%w after %v (%v)", ErrNodeTimeout, timeout, err)
 }
 
+// opError wraps err, for op on key.
+func opError(op, key string, err error) error { return &keyError{op, key, err} }
+
+// keyError is err, from op on the lock key key.
+type keyError struct {
+	op, key string
+	err     error
+}
+
+func (e *keyError) Error() string {
+	return fmt.Sprintf("redlock: %s %q: %s", e.op, e.key, strings.TrimPrefix(e.err.Error(), "redlock: "))
+}
+
+func (e *keyError) Unwrap() error { return e.err }
+
 // ctxError wraps ctx's error for op on key, or returns nil if ctx is live.
 func ctxError(ctx context.Context, op, key string) error {
 	if err := ctx.Err(); err != nil {
-		return fmt.Errorf("redlock: %s %q: %w", op, key, err)
+		return opError(op, key, err)
 	}
 	return nil
 }

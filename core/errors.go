@@ -1,6 +1,7 @@
 package core
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"strings"
@@ -26,7 +27,58 @@ var (
 	ErrNodeTimeout = errors.New("redlock: node timed out")
 	// ErrInvalid wraps every error about bad input: no nodes, a nil node, a bad option...
 	ErrInvalid = errors.New("redlock: invalid argument")
+	// ErrClosed means the lock's client was closed (see Cluster.Close), or a node's driver
+	// client was: a backend returns an error that matches it from a closed client.
+	ErrClosed = errors.New("redlock: client is closed")
 )
+
+// Permanent reports whether err is one that no retry can fix: bad input or configuration
+// (ErrInvalid), a closed client (ErrClosed), or a *QuorumError in which so many nodes
+// failed for good that no quorum is possible. A node fails for good with ErrInvalid,
+// ErrClosed, or a server error that no retry changes: CROSSSLOT (keys in different
+// slots), NOPERM, NOAUTH or WRONGPASS (access), WRONGTYPE, a script that fails to compile
+// or run, or an unknown command. Timeouts, refused connections, LOADING, BUSY, READONLY,
+// TRYAGAIN, CLUSTERDOWN, MOVED and the like may pass, and are not permanent.
+func Permanent(err error) bool {
+	if err == nil {
+		return false
+	}
+	var q *QuorumError
+	if errors.As(err, &q) {
+		failed := 0
+		for _, ne := range q.Errs {
+			if permanentNode(ne.Err) {
+				failed++
+			}
+		}
+		return failed > q.Nodes-q.Quorum
+	}
+	return permanentNode(err)
+}
+
+// permanentReplies are the starts of server error replies that no retry changes.
+var permanentReplies = []string{
+	"CROSSSLOT", "NOPERM", "NOAUTH", "WRONGPASS", "WRONGTYPE",
+	"ERR Error running script", "ERR Error compiling script", "ERR user_script",
+	"ERR unknown command", "ERR wrong number of arguments",
+}
+
+// permanentNode reports whether one node's error is one that no retry can fix.
+func permanentNode(err error) bool {
+	if errors.Is(err, ErrInvalid) || errors.Is(err, ErrClosed) {
+		return true
+	}
+	if errors.Is(err, ErrNodeTimeout) || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return false
+	}
+	msg := err.Error()
+	for _, p := range permanentReplies {
+		if strings.HasPrefix(msg, p) {
+			return true
+		}
+	}
+	return false
+}
 
 // NodeError is the error one node gave.
 type NodeError struct {

@@ -28,9 +28,9 @@ func (c *Cluster) Extend(ctx context.Context, l *Lock) (time.Time, error) {
 	case t.won() && time.Now().Before(until):
 		return until, nil
 	case t.won():
-		return time.Time{}, ErrExpired
+		return time.Time{}, opError("extend", l.Keys.Lock, ErrExpired)
 	case t.refused():
-		return time.Time{}, ErrNotHeld
+		return time.Time{}, opError("extend", l.Keys.Lock, ErrNotHeld)
 	}
 	return time.Time{}, t.err()
 }
@@ -66,7 +66,7 @@ func (c *Cluster) Release(ctx context.Context, l *Lock) error {
 	case t.won():
 		return nil
 	case t.refused():
-		return ErrNotHeld
+		return opError("release", l.Keys.Lock, ErrNotHeld)
 	}
 	return t.err()
 }

@@ -19,10 +19,12 @@
 --                  lost its data does not start again from 1; 0 when ARGV[4] is "0".
 --   {1, fence, 1}  the same, but the guard was asked for and the server cannot report its
 --                  uptime, so this node is not guarded.
---   {0, pttl}      another owner holds it: the longest this node can keep us waiting. We are
+--   {0, pttl}      another owner holds it: the longest this node can keep us waiting (at
+--                  least 1, or -1 if the key has no expiry: not a key of ours). We are
 --                  queued (or our place is kept) if we gave a waiter id, and a release hands
 --                  the lock to the first waiter (see release); a waiter that gets the lock
---                  stays queued, first, until its release takes it out.
+--                  stays queued, first, until its release takes it out or its place lapses
+--                  with the lock's TTL.
 --   {0, 0}         it is free, but a live waiter queued before us: its turn comes first.
 --   {-1, wait}     the server started less than the guard ago, so it may have forgotten locks
 --                  it granted before a restart: it abstains for wait more milliseconds.
@@ -50,7 +52,11 @@ if not taken then
   local holder = redis.call('GET', KEYS[1])
   if holder and not ours(holder, token) then
     queue()
-    return {0, redis.call('PTTL', KEYS[1])}
+    local pttl = redis.call('PTTL', KEYS[1])
+    if pttl == 0 then
+      pttl = 1 -- a key in its last millisecond reads 0: it is held for up to 1 ms more
+    end
+    return {0, pttl}
   end
   if not holder then
     local head = first(KEYS[3], KEYS[4], KEYS[5])
@@ -64,8 +70,9 @@ if not taken then
   end
   -- A waiter keeps its place while it holds the lock here: if its attempt fails on the
   -- other nodes, it lets go of this one and is still first. Its release takes it out of
-  -- the queue.
+  -- the queue; if it never comes, the place lapses with the lock.
   redis.call('SET', KEYS[1], token, 'PX', ARGV[2])
+  holds(KEYS[4], waiter, ARGV[2])
 end
 local fence = 0
 if ARGV[4] ~= '0' then

@@ -12,6 +12,11 @@ if redis.replicate_commands then
   redis.replicate_commands() -- Redis 3.2 to 4 need this before TIME; later versions ignore it
 end
 
+-- fence_idle is how long, in milliseconds, a fence counter outlives the last acquisition
+-- that advanced it (one hour; core.FenceIdle says why that keeps tokens increasing). Every
+-- key the scripts write expires: none is left behind by names used once.
+local fence_idle = 3600000
+
 local clock -- the server's TIME, read once when first needed
 local function server_time()
   clock = clock or redis.call('TIME')
@@ -69,7 +74,8 @@ end
 -- so that the nodes given one floor agree on it where their counters are below it. floor
 -- is a decimal string, or nil; it counts for at most floor_cap past the server's clock, so
 -- that a client whose clock runs fast cannot push the counters further ahead of the
--- servers' time than the restart guard outlasts.
+-- servers' time than the restart guard outlasts. The counter expires after fence_idle
+-- without an acquisition (see fence_idle).
 local floor_cap = 2000000
 local function advance(f, floor)
   local t = server_time()
@@ -81,17 +87,20 @@ local function advance(f, floor)
   end
   local counter = redis.call('GET', f)
   if counter and tonumber(counter) >= tonumber(now) then
-    return redis.call('INCR', f)
+    counter = redis.call('INCR', f)
+    redis.call('PEXPIRE', f, fence_idle)
+    return counter
   end
-  redis.call('SET', f, now)
+  redis.call('SET', f, now, 'PX', fence_idle)
   return tonumber(now)
 end
 
 -- enqueue puts waiter in the queue at ticket (a decimal string: Lua would print a 16-digit
 -- number in exponent form, inexactly), or keeps its place, for keep more milliseconds, and
--- records its attempt (reg, or nothing if reg is nil) unless a later one is recorded. The
--- sets expire when no one calls, but never before a place they keep: a call that finds them
--- expiring sooner gives them two places' time, so that the calls in between need not.
+-- records its attempt (reg, or nothing if reg is nil) unless a later one is recorded. Each
+-- of the three keys expires when no one calls, but never before a place it keeps: a call
+-- that finds one expiring sooner (or not at all: just made) gives it two places' time, so
+-- that the calls in between need not.
 local function enqueue(q, a, w, waiter, ticket, keep, reg)
   redis.call('ZADD', q, ticket, waiter)
   redis.call('ZADD', a, string.format('%d', now_ms() + keep), waiter)
@@ -103,10 +112,20 @@ local function enqueue(q, a, w, waiter, ticket, keep, reg)
       redis.call('HSET', w, waiter, reg)
     end
   end
-  if redis.call('PTTL', q) < keep then
-    redis.call('PEXPIRE', q, 2 * keep)
-    redis.call('PEXPIRE', a, 2 * keep)
-    redis.call('PEXPIRE', w, 2 * keep)
+  for _, k in ipairs({q, a, w}) do
+    local pttl = redis.call('PTTL', k)
+    if pttl ~= -2 and pttl < keep then
+      redis.call('PEXPIRE', k, 2 * keep)
+    end
+  end
+end
+
+-- holds marks that waiter holds the lock for ttl milliseconds from now: if it is queued, its
+-- place lapses when the lock does (or at its next call), so that a holder that crashed
+-- blocks the waiters behind it no longer than its lock's TTL.
+local function holds(a, waiter, ttl)
+  if waiter ~= '' then
+    redis.call('ZADD', a, 'XX', string.format('%d', now_ms() + tonumber(ttl)), waiter)
   end
 end
 
@@ -116,22 +135,24 @@ local function dequeue(q, a, w, waiter)
   redis.call('HDEL', w, waiter)
 end
 
--- first forgets the waiters whose place lapsed and returns the first one left as
--- {id, ticket}, or an empty table if none is queued.
+-- first forgets the waiters at the head of the queue whose place lapsed (at most
+-- first_scan of them per call: the queue's keys expire if no one calls, so none piles up)
+-- and returns the first live one as {id, ticket}, or an empty table if none is queued or
+-- the scan ran out.
+local first_scan = 64
 local function first(q, a, w)
-  local head = redis.call('ZRANGE', q, 0, 0, 'WITHSCORES')
-  if #head == 0 then
-    return head
+  local now
+  for _ = 1, first_scan do
+    local head = redis.call('ZRANGE', q, 0, 0, 'WITHSCORES')
+    if #head == 0 then
+      return head
+    end
+    local lapses = redis.call('ZSCORE', a, head[1])
+    now = now or now_ms()
+    if lapses and tonumber(lapses) > now then
+      return head
+    end
+    dequeue(q, a, w, head[1])
   end
-  local now = string.format('%d', now_ms())
-  local gone = redis.call('ZRANGEBYSCORE', a, '-inf', now)
-  if #gone == 0 then
-    return head
-  end
-  for _, id in ipairs(gone) do
-    redis.call('ZREM', q, id)
-    redis.call('HDEL', w, id)
-  end
-  redis.call('ZREMRANGEBYSCORE', a, '-inf', now)
-  return redis.call('ZRANGE', q, 0, 0, 'WITHSCORES')
+  return {}
 end

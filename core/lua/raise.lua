@@ -4,11 +4,14 @@
 -- Reply {1} the counter is now >= T, {0} the lock is not ours here (nothing changed).
 -- Raising only where we hold the lock orders the raise before any later acquisition on
 -- this node: the next owner can take the key only after ours is gone.
+local fence_idle = 3600000 -- ms: core.FenceIdle, as in queue.lua
 if redis.call('GET', KEYS[1]) ~= ARGV[1] then
   return {0}
 end
 local counter = redis.call('GET', KEYS[2])
 if not counter or tonumber(counter) < tonumber(ARGV[2]) then
-  redis.call('SET', KEYS[2], ARGV[2])
+  redis.call('SET', KEYS[2], ARGV[2], 'PX', fence_idle)
+else
+  redis.call('PEXPIRE', KEYS[2], fence_idle)
 end
 return {1}

@@ -65,6 +65,7 @@ if token then
   local abstain, unguarded = guarded(tonumber(guard))
   if not abstain then
     redis.call('SET', KEYS[1], token, 'PX', ttl)
+    holds(KEYS[3], head[1], ttl)
     local fence = 0
     if fenced ~= '0' then
       fence = advance(KEYS[5], fenced) -- to at least the waiter's floor, as its attempt would

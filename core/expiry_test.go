@@ -1,0 +1,224 @@
+package core_test
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/alicebob/miniredis/v2"
+	"github.com/go-redlock/redlock/backends/goredis"
+	"github.com/go-redlock/redlock/core"
+	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// These tests check that every key the scripts write expires, and what the scripts do at
+// the edges of time: a fence counter that expired, a key in its last millisecond, a queue
+// full of lapsed waiters, a holder that crashed.
+
+// script returns core's script called name.
+func script(t *testing.T, name string) *core.Script {
+	for _, s := range core.Scripts() {
+		if s.Name() == name {
+			return s
+		}
+	}
+	t.Fatalf("no %q script", name)
+	return nil
+}
+
+// nodeOf returns a go-redis Node for addr.
+func nodeOf(t *testing.T, addr string) *goredis.Node {
+	c := redis.NewClient(&redis.Options{Addr: addr})
+	n := goredis.New(c)
+	t.Cleanup(func() { _ = n.Close(); _ = c.Close() })
+	return n
+}
+
+// acquireArgs are the acquire script's ARGV for a waiter's attempt (see acquire.lua).
+func acquireArgs(token, fence, waiter string, ticket int64) []string {
+	return []string{token, "10000", "0", fence, waiter, strconv.FormatInt(ticket, 10), "1000"}
+}
+
+// requireEveryKeyExpires fails unless every key on s has a TTL.
+func requireEveryKeyExpires(t *testing.T, s server) {
+	t.Helper()
+	v, err := s.do("KEYS", "*")
+	require.NoError(t, err)
+	keys := v.([]any)
+	require.NotEmpty(t, keys)
+	for _, k := range keys {
+		pttl, err := s.do("PTTL", k.(string))
+		require.NoError(t, err)
+		assert.Greater(t, pttl.(int64), int64(0), "key %s has no TTL", k)
+	}
+}
+
+// TestEveryKeyExpires: a waiter takes the lock with a plain SET on a node, lets go of it
+// but keeps its place (its attempt failed elsewhere), and a second waiter queues behind it:
+// the queue's three keys all expire (the waiters' hash was once left without a TTL), and
+// so does the fence counter, after a fenced acquisition and after a raise.
+func TestEveryKeyExpires(t *testing.T) {
+	for _, c := range []struct {
+		name    string
+		servers func(*testing.T, int) []server
+	}{{"miniredis", miniServers}, {"redis-server", realServers}} {
+		t.Run(c.name, func(t *testing.T) {
+			s := c.servers(t, 1)[0]
+			node := nodeOf(t, s.addr)
+			k := core.NewKeys("e:", "job")
+			ctx := context.Background()
+			_, err := s.do("SET", k.Lock, "w1.1", "PX", "10000") // w1's plain SET NX
+			require.NoError(t, err)
+			_, err = node.Eval(ctx, script(t, "release"), k.ReleaseKeys(), "w1.1", k.Channel, "PUBLISH", "w1", "stay", "1", "1000")
+			require.NoError(t, err)
+			r, err := node.Eval(ctx, script(t, "acquire"), k.AcquireKeys(), acquireArgs("w2.1", "0", "w2", 2)...)
+			require.NoError(t, err)
+			require.Equal(t, []int64{0, 0}, r, "w2 queues behind w1")
+			for _, key := range []string{k.Queue, k.Alive, k.Waiters} {
+				ok, err := s.do("EXISTS", key)
+				require.NoError(t, err)
+				require.Equal(t, int64(1), ok, key)
+			}
+			requireEveryKeyExpires(t, s)
+
+			other := core.NewKeys("e:", "fenced")
+			r, err = node.Eval(ctx, script(t, "acquire"), other.AcquireKeys(), "t1", "10000", "0", "1", "", "0", "1000")
+			require.NoError(t, err)
+			require.Equal(t, int64(1), r[0])
+			_, err = node.Eval(ctx, script(t, "raise"), []string{other.Lock, other.Fence}, "t1", strconv.FormatInt(r[1]+10, 10))
+			require.NoError(t, err)
+			requireEveryKeyExpires(t, s)
+			pttl, err := s.do("PTTL", other.Fence)
+			require.NoError(t, err)
+			assert.LessOrEqual(t, pttl.(int64), core.FenceIdle.Milliseconds())
+			assert.Greater(t, pttl.(int64), core.FenceIdle.Milliseconds()-60_000)
+		})
+	}
+}
+
+// TestFenceIdleIsTheScripts: the scripts expire fence counters after core.FenceIdle.
+func TestFenceIdleIsTheScripts(t *testing.T) {
+	want := fmt.Sprintf("fence_idle = %d", core.FenceIdle.Milliseconds())
+	for _, name := range []string{"acquire", "release", "raise"} {
+		assert.Contains(t, script(t, name).Source(), want, name)
+	}
+}
+
+// TestTokensIncreaseAcrossTheFenceExpiry: a counter pushed as far ahead of the server's
+// clock as a client can push it (2 s) expires after FenceIdle without acquisitions, and the
+// next token is still larger: it starts again from the server's clock, which has moved on
+// by FenceIdle. (miniredis: the test sets the server's clock.)
+func TestTokensIncreaseAcrossTheFenceExpiry(t *testing.T) {
+	m := miniredis.RunT(t)
+	start := time.Date(2026, 11, 24, 12, 0, 0, 0, time.UTC)
+	m.SetTime(start)
+	node := nodeOf(t, m.Addr())
+	k := core.NewKeys("e:", "fence")
+	ctx := context.Background()
+	acquire := func(token string, floor int64) int64 {
+		r, err := node.Eval(ctx, script(t, "acquire"), k.AcquireKeys(), token, "10000", "0", strconv.FormatInt(floor, 10), "", "0", "1000")
+		require.NoError(t, err)
+		require.Equal(t, int64(1), r[0])
+		_, err = node.Eval(ctx, script(t, "release"), k.ReleaseKeys(), token, k.Channel, "PUBLISH", "", "leave")
+		require.NoError(t, err)
+		return r[1]
+	}
+	first := acquire("t1", start.Add(time.Hour).UnixMicro()) // a floor far ahead counts for 2 s
+	assert.Equal(t, start.Add(2*time.Second).UnixMicro(), first)
+
+	m.SetTime(start.Add(core.FenceIdle))
+	m.FastForward(core.FenceIdle)
+	assert.False(t, m.Exists(k.Fence), "the counter outlived FenceIdle")
+	next := acquire("t2", 1)
+	assert.Greater(t, next, first)
+	assert.Equal(t, start.Add(core.FenceIdle).UnixMicro(), next)
+}
+
+// TestHeldReplyIsAtLeastOneMillisecond: a lock in its last millisecond (PTTL 0) is reported
+// held for 1 ms, not 0, which a waiter would read as "no bound" and sleep its whole backoff.
+func TestHeldReplyIsAtLeastOneMillisecond(t *testing.T) {
+	m := miniredis.RunT(t)
+	node := nodeOf(t, m.Addr())
+	k := core.NewKeys("e:", "last")
+	require.NoError(t, m.Set(k.Lock, "other"))
+	m.SetTTL(k.Lock, 500*time.Microsecond)
+	r, err := node.Eval(context.Background(), script(t, "acquire"), k.AcquireKeys(), acquireArgs("w.1", "0", "w", 1)...)
+	require.NoError(t, err)
+	assert.Equal(t, []int64{0, 1}, r)
+}
+
+// TestLapsedWaitersAreForgottenInBoundedSteps: a queue of 100 waiters whose places lapsed:
+// each call forgets at most 64 of them, so that a script's work is bounded (a call that
+// finds no live waiter within its scan treats the lock as free), and the next call finishes
+// the job.
+func TestLapsedWaitersAreForgottenInBoundedSteps(t *testing.T) {
+	m := miniredis.RunT(t)
+	start := time.Now()
+	m.SetTime(start)
+	node := nodeOf(t, m.Addr())
+	k := core.NewKeys("e:", "lapsed")
+	ctx := context.Background()
+	require.NoError(t, m.Set(k.Lock, "holder"))
+	for i := range 100 {
+		_, err := node.Eval(ctx, script(t, "acquire"), k.AcquireKeys(), acquireArgs(fmt.Sprintf("w%d.1", i), "0", fmt.Sprintf("w%d", i), int64(i))...)
+		require.NoError(t, err)
+	}
+	m.SetTime(start.Add(2 * time.Second)) // their places (1 s) lapsed
+	m.Del(k.Lock)
+	count := func() int {
+		if !m.Exists(k.Queue) {
+			return 0
+		}
+		n, err := m.ZMembers(k.Queue)
+		require.NoError(t, err)
+		return len(n)
+	}
+	require.Equal(t, 100, count())
+	r, err := node.Eval(ctx, script(t, "acquire"), k.AcquireKeys(), acquireArgs("late.1", "0", "late", 1000)...)
+	require.NoError(t, err)
+	assert.Equal(t, []int64{1, 0}, r, "no live waiter was found within the scan: the lock is free")
+	assert.Equal(t, 100-64, count(), "the call forgot 64 lapsed waiters")
+	_, err = node.Eval(ctx, script(t, "release"), k.ReleaseKeys(), "late.1", k.Channel, "PUBLISH", "late", "leave")
+	require.NoError(t, err)
+	assert.Equal(t, 0, count(), "the release forgot the rest")
+	assert.False(t, m.Exists(k.Alive))
+	assert.False(t, m.Exists(k.Waiters))
+}
+
+// TestCrashedHolderBlocksNoLongerThanItsTTL: a waiter that got the lock by hand-over and
+// then crashed (it never releases nor extends) blocks the waiter behind it only until its
+// lock's TTL runs out: its place in the queue lapses with the lock, not four refresh
+// intervals later.
+func TestCrashedHolderBlocksNoLongerThanItsTTL(t *testing.T) {
+	servers := realServers(t, 3)
+	cl := newCluster(t, servers)
+	first := hold(t, cl, servers, "crash")
+	const ttl = 300 * time.Millisecond
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	waiter := func(ready chan<- time.Time) {
+		l := lock("crash")
+		l.TTL = ttl
+		_, err := cl.AcquireWait(ctx, l, patient)
+		if err != nil {
+			t.Error(err)
+		}
+		ready <- time.Now()
+	}
+	crashedGot, nextGot := make(chan time.Time, 1), make(chan time.Time, 1)
+	go waiter(crashedGot)
+	require.Eventually(t, func() bool { return allEqual(queued(t, servers, first.Keys), 1) }, 5*time.Second, time.Millisecond)
+	go waiter(nextGot)
+	require.Eventually(t, func() bool { return allEqual(queued(t, servers, first.Keys), 2) }, 5*time.Second, time.Millisecond)
+	require.NoError(t, cl.Release(context.Background(), first))
+	crashed := <-crashedGot // and never releases
+	next := <-nextGot
+	waited := next.Sub(crashed)
+	t.Logf("the next waiter got the lock %v after the crashed holder did (TTL %v)", waited, ttl)
+	assert.GreaterOrEqual(t, waited, ttl-50*time.Millisecond, "the next waiter got in while the crashed holder's lock was valid")
+	assert.Less(t, waited, ttl+300*time.Millisecond, "the crashed holder's place outlived its lock")
+}
