@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"sync"
 	"weak"
 
@@ -12,10 +13,14 @@ import (
 
 // Client grants locks over a fixed set of nodes. Create it with New; a Client is safe for
 // concurrent use by many goroutines and holds no connections of its own (the nodes' driver
-// clients do).
+// clients do). Close it when done.
 type Client struct {
 	cluster *core.Cluster
+	nodes   []Node
 	opts    settings
+
+	closeOnce sync.Once
+	closeErr  error
 
 	qmu    sync.Mutex
 	queues map[string]weak.Pointer[queue] // per lock key: its local queue (see queueOf)
@@ -25,8 +30,13 @@ type Client struct {
 // of N/2+1 of them. An odd N is the useful shape: an even N is allowed, but 4 nodes
 // tolerate one failure, as 3 do.
 //
-// New fails with an error that matches ErrInvalid if nodes is empty, a node is nil, or an
-// option is out of range; the options become the Client's defaults for every call.
+// New fails with an error that matches ErrInvalid if nodes is empty, a node is nil, the
+// same Node is given twice, or an option is out of range; the options become the Client's
+// defaults for every call. Two different Nodes that reach the same server (two clients of
+// one address, say) are found at their first acquisition, from the run_id the server
+// reports, and from then on every acquisition fails with an error that matches ErrInvalid
+// and names them: one server must never count as two votes. (A server that does not report
+// a run_id, such as miniredis, cannot be checked.)
 func New(nodes []Node, opts ...Option) (*Client, error) {
 	s := defaults().with(opts)
 	if !s.guardSet && len(nodes) > 1 {
@@ -44,7 +54,30 @@ func New(nodes []Node, opts ...Option) (*Client, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Client{cluster: cluster, opts: s}, nil
+	return &Client{cluster: cluster, nodes: append([]Node(nil), nodes...), opts: s}, nil
+}
+
+// Close makes every later acquisition through c (Acquire, TryAcquire, Do, and a Mutex's
+// Lock, LockContext and TryLock) fail with an error that matches ErrClosed, wakes the
+// calls that wait for a lock so that they fail with it too, and closes the nodes'
+// subscriptions: it calls Close on each node that has one (an io.Closer; the backends'
+// Nodes close their pub/sub connections, never the driver client they were given), and
+// returns their errors joined. A Mutex.Lock that meets a closed Client panics, as it has no
+// other way to say so. Close does not release held locks: Release and Unlock still work
+// after it, and a lock not released expires by its TTL. Later calls of Close return the
+// first one's error.
+func (c *Client) Close() error {
+	c.closeOnce.Do(func() {
+		c.cluster.Close()
+		var errs []error
+		for _, n := range c.nodes {
+			if closer, ok := n.(io.Closer); ok {
+				errs = append(errs, closer.Close())
+			}
+		}
+		c.closeErr = errors.Join(errs...)
+	})
+	return c.closeErr
 }
 
 // Unguarded returns the nodes that cannot apply the restart guard because they do not
@@ -55,17 +88,19 @@ func (c *Client) Unguarded() []string { return c.cluster.Unguarded() }
 // TryAcquire makes one attempt to take the lock called name, and returns its Lease.
 //
 // Errors: ErrHeld if another owner holds it, including another goroutine of this Client
-// (found without a round trip), or if waiters are queued for it (they go first); a *QuorumError (ErrNoQuorum) if too few nodes
-// answered yes; ErrExpired if the nodes answered slower than the validity; ErrInvalid for an
-// empty name or a bad option; ctx's error (errors.Is(err, context.Canceled), say) if ctx ended.
+// (found without a round trip), or if waiters are queued for it (they go first); a
+// *QuorumError (ErrNoQuorum) if too few nodes answered yes; ErrExpired if the nodes
+// answered slower than the validity; ErrClosed after Close; ErrInvalid for a bad name or
+// option; ctx's error (errors.Is(err, context.Canceled), say) if ctx ended. Every error
+// names the lock.
 func (c *Client) TryAcquire(ctx context.Context, name string, opts ...Option) (*Lease, error) {
-	l, err := c.newLease(name, opts)
+	l, err := c.newLease("TryAcquire", name, optRetry|optLogger|optErrorHandler, opts)
 	if err != nil {
 		return nil, err
 	}
 	q := c.queueOf(l.lock.Keys.Lock)
 	if !q.tryJoin() {
-		return nil, fmt.Errorf("%w (a goroutine of this Client holds or waits for %q)", ErrHeld, name)
+		return nil, &lockError{"acquire", name, heldHere}
 	}
 	l.lock.Token = core.NewToken()
 	g, err := c.cluster.Acquire(ctx, &l.lock)
@@ -85,17 +120,26 @@ func (c *Client) TryAcquire(ctx context.Context, name string, opts ...Option) (*
 // turns in the order they started waiting (see core.Cluster.AcquireWait).
 //
 // When ctx ends first, the error matches ctx's error (context.DeadlineExceeded, say) and the
-// last attempt's error (ErrHeld, ErrNoQuorum...) under errors.Is. It also fails at once with
-// ErrInvalid for an empty name or a bad option.
+// last attempt's error (ErrHeld, ErrNoQuorum...) under errors.Is. An error that no retry
+// can fix ends it at once (see core.Permanent): ErrInvalid for a bad name or option, or two
+// nodes that reach one server; ErrClosed after Close; a *QuorumError in which too many
+// nodes fail for good (a script error, CROSSSLOT, a closed driver client...). Every error
+// names the lock, and a node's error names the node. With WithLogger, a wait that keeps
+// failing for other reasons than a holder is logged (see WithLogger).
 func (c *Client) Acquire(ctx context.Context, name string, opts ...Option) (*Lease, error) {
-	l, err := c.newLease(name, opts)
+	l, err := c.newLease("Acquire", name, optErrorHandler, opts)
 	if err != nil {
 		return nil, err
 	}
+	return c.acquire(ctx, l)
+}
+
+func (c *Client) acquire(ctx context.Context, l *Lease) (*Lease, error) {
 	q := c.queueOf(l.lock.Keys.Lock)
 	if err := q.join(ctx); err != nil {
-		return nil, fmt.Errorf("redlock: acquire %q: %w", name, err)
+		return nil, &lockError{"acquire", l.name, fmt.Errorf("%w; last attempt: %w", err, heldHere)}
 	}
+	l.lock.Failed = waitLog(l.opts, l.name)
 	g, err := c.cluster.AcquireWait(ctx, &l.lock, core.Backoff{Min: l.opts.retryMin, Max: l.opts.retryMax})
 	if err != nil {
 		q.leave()
@@ -107,52 +151,71 @@ func (c *Client) Acquire(ctx context.Context, name string, opts ...Option) (*Lea
 }
 
 // Do acquires the lock called name (waiting, as Acquire does), runs fn while holding it, and
-// releases it. The Lease extends itself while fn runs (WithAutoExtend is implied), and fn's
-// context is cancelled, with the lease's error as its cause, the moment the lease ends (lost,
-// expired, or past WithMaxHold): fn should then stop touching the shared resource.
+// releases it, also when fn panics (the panic then goes on). The Lease extends itself
+// while fn runs, and fn's context is cancelled, with the lease's error as its cause, when
+// the lease ends: fn should then stop touching the shared resource.
+//
+// When fn's context is cancelled: never later than the lease's Until (the end of the
+// validity it was granted, or that its last extension gave it), so while fn's context is
+// live the lock is valid; and if the nodes lose the lock earlier (their keys deleted or
+// lost behind its back), at the next extension, which comes when a third of the validity
+// (TTL minus the drift allowance) is left: at most two thirds of the validity, and the
+// extension's round trip, after the loss.
 //
 // Do returns Acquire's error if the lock was never held; otherwise fn's error; if the lease
 // ended while fn ran, an error that matches ErrNotHeld and the reason (ErrLost, say), joined
-// with fn's; or else Release's error.
+// with fn's; or else Release's error. WithErrorHandler and WithAutoExtend(false) do not
+// apply to Do (an error that matches ErrInvalid).
 func (c *Client) Do(ctx context.Context, name string, fn func(ctx context.Context) error, opts ...Option) error {
 	if fn == nil {
-		return fmt.Errorf("%w: nil function", ErrInvalid)
+		return &lockError{"Do", name, fmt.Errorf("%w: nil function", ErrInvalid)}
 	}
-	l, err := c.Acquire(ctx, name, append([]Option{WithAutoExtend(true)}, opts...)...)
+	l, err := c.newLease("Do", name, optErrorHandler|optNoAutoExtend, opts)
 	if err != nil {
+		return err
+	}
+	l.opts.autoExtend = true
+	if _, err := c.acquire(ctx, l); err != nil {
 		return err
 	}
 	fctx, cancel := context.WithCancelCause(ctx)
 	go func() {
 		select {
 		case <-l.Done():
-			cancel(notHeld{l.Err()})
+			cancel(l.notHeld(l.Err()))
 		case <-fctx.Done():
 		}
 	}()
+	returned := false
+	defer func() {
+		if !returned { // fn panicked (or called runtime.Goexit): let go of the lock first
+			cancel(nil)
+			_ = l.Release(context.WithoutCancel(ctx))
+		}
+	}()
 	ferr := fn(fctx)
+	returned = true
 	ended := l.Err()
 	cancel(nil)
 	rerr := l.Release(context.WithoutCancel(ctx))
 	switch {
 	case ended != nil:
-		return errors.Join(notHeld{ended}, ferr)
+		return errors.Join(l.notHeld(ended), ferr)
 	case ferr != nil:
 		return ferr
 	}
 	return rerr
 }
 
-func (c *Client) newLease(name string, opts []Option) (*Lease, error) {
-	if name == "" {
-		return nil, fmt.Errorf("%w: empty lock name", ErrInvalid)
+// newLease returns a Lease, not yet held, of the lock called name, for call with opts, of
+// which those among not (optRetry...) do not apply.
+func (c *Client) newLease(call, name string, not uint32, opts []Option) (*Lease, error) {
+	if err := checkName(name); err != nil {
+		return nil, &lockError{call, name, err}
 	}
-	s := c.opts
-	if len(opts) > 0 {
-		s = s.with(opts)
-		if err := s.validate(); err != nil {
-			return nil, err
-		}
+	s, err := c.opts.forCall(call, not, opts)
+	if err != nil {
+		return nil, &lockError{call, name, err}
 	}
 	return &Lease{
 		cluster: c.cluster,

@@ -2,6 +2,7 @@ package redlock
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 
 	"github.com/go-redlock/redlock/core"
@@ -31,8 +32,11 @@ var (
 	ErrLost = errors.New("redlock: lease lost")
 	// ErrMaxHold is Lease.Err when the lease reached its maximum hold time (WithMaxHold).
 	ErrMaxHold = errors.New("redlock: lease reached its maximum hold time")
-	// ErrInvalid wraps every error about bad input: an empty name, a bad TTL, no nodes...
+	// ErrInvalid wraps every error about bad input: an empty or too long name, a bad TTL, no
+	// nodes, a node given twice, an option where it does not apply...
 	ErrInvalid = core.ErrInvalid
+	// ErrClosed means the Client was closed (Client.Close), or a node's driver client was.
+	ErrClosed = core.ErrClosed
 )
 
 // QuorumError reports an operation that too few nodes confirmed, with each failed node's
@@ -46,13 +50,41 @@ type NodeError = core.NodeError
 // the backends directory). It is an alias of core.Node.
 type Node = core.Node
 
-// notHeld is ErrNotHeld for a lease that ended, with the reason it ended: it matches both.
-type notHeld struct{ reason error }
+// notHeld is ErrNotHeld for the lock called name, with the reason it ended: it matches both.
+type notHeld struct {
+	name   string
+	reason error
+}
 
 func (e notHeld) Error() string {
-	return "redlock: lock is not held: " + strings.TrimPrefix(e.reason.Error(), "redlock: ")
+	return fmt.Sprintf("redlock: lock %s is not held: %s", quoted(e.name), strings.TrimPrefix(e.reason.Error(), "redlock: "))
 }
 
 func (e notHeld) Is(target error) bool { return target == ErrNotHeld }
 
 func (e notHeld) Unwrap() error { return e.reason }
+
+// lockError is err, from op on the lock called name, for errors that do not name it.
+type lockError struct {
+	op, name string
+	err      error
+}
+
+func (e *lockError) Error() string {
+	return fmt.Sprintf("redlock: %s %s: %s", e.op, quoted(e.name), strings.TrimPrefix(e.err.Error(), "redlock: "))
+}
+
+// quoted returns name quoted for an error message, cut short past 64 bytes.
+func quoted(name string) string {
+	const most = 64
+	if len(name) > most {
+		return fmt.Sprintf("%q... (%d bytes)", name[:most], len(name))
+	}
+	return fmt.Sprintf("%q", name)
+}
+
+func (e *lockError) Unwrap() error { return e.err }
+
+// heldHere is ErrHeld for a lock that another goroutine of the same Client holds or
+// waits for.
+var heldHere = fmt.Errorf("%w (a goroutine of this Client holds or waits for it)", ErrHeld)

@@ -46,9 +46,9 @@ type Lease struct {
 // asked) or else the expiry at Until, and one for the end of the maximum hold time, if set.
 // Timers cost no goroutine until they fire.
 func (l *Lease) start(g core.Grant) {
-	l.fence, l.began, l.until = g.Fence, g.Start, g.Until
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	l.fence, l.began, l.until = g.Fence, g.Start, g.Until
 	if l.opts.autoExtend {
 		l.extendAt = l.extensionDue(nil)
 	}
@@ -104,7 +104,8 @@ func (l *Lease) Done() <-chan struct{} {
 
 // Err returns nil while the lease is held, and after it ended the reason: ErrReleased,
 // ErrExpired (validity ran out without an extension), ErrLost (the nodes no longer hold the
-// lock for it), or ErrMaxHold. The zero Lease reports ErrNotHeld.
+// lock for it), or ErrMaxHold. The zero Lease reports ErrNotHeld. A lease that ends
+// otherwise than by Release calls the WithLostHandler function, if set.
 func (l *Lease) Err() error {
 	if l.cluster == nil {
 		return ErrNotHeld
@@ -132,7 +133,7 @@ func (l *Lease) Extend(ctx context.Context) error {
 	defer l.mu.Unlock()
 	switch {
 	case l.err != nil: // expired while the extension was on its way
-		return notHeld{l.err}
+		return l.notHeld(l.err)
 	case err == nil:
 		l.until = until
 		if !l.extendAt.IsZero() {
@@ -143,7 +144,7 @@ func (l *Lease) Extend(ctx context.Context) error {
 		}
 	case errors.Is(err, ErrNotHeld):
 		l.end(ErrLost)
-		return notHeld{ErrLost}
+		return l.notHeld(ErrLost)
 	}
 	return err
 }
@@ -154,9 +155,11 @@ func (l *Lease) Extend(ctx context.Context) error {
 // attempted once even after the lease ended otherwise, to clear what is left of it.
 // Whatever it returns, the Lease no longer holds the lock.
 //
-// Errors: one matching ErrNotHeld if the lease had already ended (and the reason: ErrExpired
-// means the work it protected may have overlapped another holder's) or the nodes no longer
-// held the lock; a *QuorumError if too few nodes answered: their copies expire by TTL.
+// Errors: one matching ErrNotHeld if the lease had already ended, and the reason it ended
+// (ErrReleased for a second Release, ErrMaxHold, ErrLost, or ErrExpired, which means the
+// work it protected may have overlapped another holder's), or if the nodes no longer held
+// the lock; a *QuorumError if too few nodes answered: their copies expire by TTL. Every
+// error names the lock.
 func (l *Lease) Release(ctx context.Context) error {
 	return l.finish(ctx, ErrReleased)
 }
@@ -170,9 +173,10 @@ func (l *Lease) finish(ctx context.Context, reason error) error {
 	l.op.Lock()
 	defer l.op.Unlock()
 	l.mu.Lock()
-	if l.released {
+	if l.released { // it ended then: say why
+		ended := l.err
 		l.mu.Unlock()
-		return notHeld{ErrReleased}
+		return l.notHeld(ended)
 	}
 	l.released = true
 	l.expireIfDue()
@@ -183,10 +187,13 @@ func (l *Lease) finish(ctx context.Context, reason error) error {
 	err := l.cluster.Release(ctx, &l.lock)
 	l.leave()
 	if ended != nil {
-		return notHeld{ended}
+		return l.notHeld(ended)
 	}
 	return err
 }
+
+// notHeld returns ErrNotHeld for l, with the reason it ended.
+func (l *Lease) notHeld(reason error) error { return notHeld{l.name, reason} }
 
 // leave gives back the lease's place in the local queue, once.
 func (l *Lease) leave() {
@@ -204,7 +211,7 @@ func (l *Lease) check() error {
 	defer l.mu.Unlock()
 	l.expireIfDue()
 	if l.err != nil {
-		return notHeld{l.err}
+		return l.notHeld(l.err)
 	}
 	return nil
 }
@@ -230,8 +237,12 @@ func (l *Lease) end(reason error) {
 	if l.done != nil {
 		close(l.done)
 	}
-	if l.owner != nil && reason != ErrReleased {
+	switch {
+	case reason == ErrReleased:
+	case l.owner != nil:
 		l.owner.lose(l, reason)
+	case l.opts.onLost != nil:
+		go l.opts.onLost(l.notHeld(reason))
 	}
 	if !l.released { // finish leaves after its network release
 		l.leave()

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -389,7 +391,8 @@ func TestLeasesQueueLocally(t *testing.T) {
 				assert.NoError(t, l.Release(ctx))
 			}
 		}()
-		time.Sleep(30 * time.Millisecond) // let goroutine i queue before the next
+		require.Eventually(t, func() bool { return localWaiters() == i+1 }, 5*time.Second, time.Millisecond,
+			"goroutine %d did not queue", i) // before the next one starts
 	}
 	waiting := counted.calls.Load()
 	time.Sleep(50 * time.Millisecond)
@@ -402,5 +405,17 @@ func TestLeasesQueueLocally(t *testing.T) {
 		case <-time.After(5 * time.Second):
 			t.Fatal("a local waiter never got the lock")
 		}
+	}
+}
+
+// localWaiters counts the goroutines of this process that wait in a Client's local queue.
+func localWaiters() int {
+	buf := make([]byte, 1<<20)
+	for {
+		n := runtime.Stack(buf, true)
+		if n < len(buf) {
+			return strings.Count(string(buf[:n]), "redlock.(*queue).join(")
+		}
+		buf = make([]byte, 2*len(buf))
 	}
 }

@@ -58,43 +58,56 @@ type Mutex struct {
 var _ sync.Locker = (*Mutex)(nil)
 
 // NewMutex returns the Mutex for the lock called name. Options apply to this Mutex (TTL,
-// node timeout, retry backoff, restart guard, WithLostHandler, WithErrorHandler...);
-// auto-extension is always on. A bad name or option is reported by LockContext (an error
-// matching ErrInvalid), TryLock (false) and Lock (a panic: it has no other way to say it).
+// node timeout, retry backoff, restart guard, WithMaxHold, WithLogger, WithLostHandler,
+// WithErrorHandler...); auto-extension is always on, and WithAutoExtend(false) is refused.
+// A bad name or option is reported by LockContext (an error matching ErrInvalid), TryLock
+// (false) and Lock (a panic: it has no other way to say it).
 func (c *Client) NewMutex(name string, opts ...Option) *Mutex {
 	m := &Mutex{client: c, name: name}
-	m.opts = c.opts.with(append(opts[:len(opts):len(opts)], WithAutoExtend(true)))
-	m.err = m.opts.validate()
-	if name == "" {
-		m.err = fmt.Errorf("%w: empty lock name", ErrInvalid)
+	m.opts, m.err = c.opts.forCall("NewMutex", optNoAutoExtend, opts)
+	m.opts.autoExtend = true
+	if err := checkName(name); err != nil {
+		m.err = err
+	}
+	if m.err != nil {
+		m.err = &lockError{"NewMutex", name, m.err}
 	}
 	m.keys = core.NewKeys(m.opts.prefix, name)
 	m.queue = c.queueOf(m.keys.Lock)
 	return m
 }
 
-// Lock locks m, waiting as long as it takes: through other holders and through node
-// failures, retrying with backoff. It returns only once m is locked. It panics only if the
-// Mutex was created with a bad name or option.
+// Lock locks m, waiting as long as it takes: through other holders, through node failures,
+// and through errors that no retry can fix (a script error, CROSSSLOT, a closed driver
+// client...), retrying with backoff. It returns only once m is locked. With WithLogger, a
+// wait that keeps failing for other reasons than a holder is logged, with the reason (see
+// WithLogger). It panics if the Mutex was created with a bad name or option, or if its
+// Client is closed (before or while it waits): it has no other way to say so.
 func (m *Mutex) Lock() {
-	if err := m.LockContext(context.Background()); err != nil {
+	if err := m.lock(context.Background(), true); err != nil {
 		panic("redlock: Lock: " + err.Error())
 	}
 }
 
 // LockContext locks m, waiting until it is locked or ctx ends. It returns nil once m is
 // locked; otherwise ctx's error (matching context.Canceled or DeadlineExceeded, and the last
-// attempt's error, ErrHeld say), or ErrInvalid for a bad name or option. On error m is not
-// locked by this call.
-func (m *Mutex) LockContext(ctx context.Context) error {
+// attempt's error, ErrHeld say), or at once an error that no retry can fix (as Acquire
+// does: ErrInvalid for a bad name or option, ErrClosed...). On error m is not locked by
+// this call. Every error names the lock.
+func (m *Mutex) LockContext(ctx context.Context) error { return m.lock(ctx, false) }
+
+// lock is LockContext that, if persist, goes on through permanent errors but ErrClosed.
+func (m *Mutex) lock(ctx context.Context, persist bool) error {
 	if err := m.usable(); err != nil {
 		return err
 	}
 	if err := m.queue.join(ctx); err != nil {
-		return fmt.Errorf("redlock: lock %q: %w", m.name, err)
+		return &lockError{"lock", m.name, fmt.Errorf("%w; last attempt: %w", err, heldHere)}
 	}
 	l := m.newLease()
 	l.lock.Contended = m.contended.Load()
+	l.lock.Persist = persist
+	l.lock.Failed = waitLog(m.opts, m.name)
 	g, err := m.client.cluster.AcquireWait(ctx, &l.lock, core.Backoff{Min: m.opts.retryMin, Max: m.opts.retryMax})
 	if err != nil {
 		m.contended.Store(true)
@@ -142,8 +155,8 @@ func (m *Mutex) Unlock() {
 		switch {
 		case m.opts.onError != nil:
 			m.opts.onError(err)
-		case m.client.opts.logger != nil:
-			m.client.opts.logger.Warn("redlock: unlock", "name", m.name, "error", err)
+		case m.opts.logger != nil:
+			m.opts.logger.Warn("redlock: unlock", "name", m.name, "error", err)
 		}
 	}
 }
@@ -187,7 +200,7 @@ func (m *Mutex) Lost() <-chan struct{} {
 
 func (m *Mutex) usable() error {
 	if m.client == nil {
-		return fmt.Errorf("%w: zero Mutex (use Client.NewMutex)", ErrInvalid)
+		return &lockError{"lock", m.name, fmt.Errorf("%w: zero Mutex (use Client.NewMutex)", ErrInvalid)}
 	}
 	return m.err
 }
@@ -202,17 +215,18 @@ func (m *Mutex) newLease() *Lease {
 	}}
 }
 
-// hold makes l, granted by g, m's current holding.
+// hold makes l, granted by g, m's current holding. l is started before m publishes it, and
+// under m.mu, so that the timer's tick (which reads m.lease under m.mu) finds it started.
 func (m *Mutex) hold(l *Lease, g core.Grant) {
 	l.owner = m
 	m.mu.Lock()
-	m.lease, m.lost, m.ended = l, nil, false
+	defer m.mu.Unlock()
 	if m.timer == nil {
 		m.timer = time.AfterFunc(time.Duration(math.MaxInt64), m.tick)
 	}
 	l.timer = m.timer
-	m.mu.Unlock()
 	l.start(g)
+	m.lease, m.lost, m.ended = l, nil, false
 }
 
 // tick runs on m's timer: the current holding's tick. The timer is m's, so that a holding
@@ -240,7 +254,7 @@ func (m *Mutex) lose(l *Lease, reason error) {
 	}
 	m.mu.Unlock()
 	if current && m.opts.onLost != nil {
-		go m.opts.onLost(notHeld{reason})
+		go m.opts.onLost(l.notHeld(reason))
 	}
 }
 

@@ -6,9 +6,22 @@ import (
 	"time"
 )
 
-// Option configures a Client (given to New) or one call (given to Acquire or TryAcquire,
-// where it overrides the Client's setting for that call only).
+// Option configures a Client (given to New, where it sets the default of every call) or
+// one call (given to Acquire, TryAcquire, Do or NewMutex, where it overrides the Client's
+// setting for that call or Mutex only). Every option takes effect wherever it is accepted;
+// the few that cannot take effect somewhere are refused there with an error that matches
+// ErrInvalid: WithRetry and WithLogger on TryAcquire (it makes one attempt and returns its
+// error), WithErrorHandler on Acquire, TryAcquire and Do (they return their errors), and
+// WithAutoExtend(false) on Do and NewMutex (they always extend).
 type Option func(*settings)
+
+// The options, a bit each, to tell which ones a call was given.
+const (
+	optRetry uint32 = 1 << iota
+	optLogger
+	optErrorHandler
+	optNoAutoExtend
+)
 
 // settings holds every option; defaults() is the one place their defaults live.
 type settings struct {
@@ -25,6 +38,11 @@ type settings struct {
 	logger      *slog.Logger
 	onLost      func(error)
 	onError     func(error)
+	given       uint32 // the options among optRetry... that were given
+
+	// A wait that keeps failing for reasons other than a holder is logged (WithLogger) once
+	// it has lasted warnAfter, and then at most every warnEvery.
+	warnAfter, warnEvery time.Duration
 }
 
 // defaultGuard is the restart guard when N > 1 and none is given.
@@ -38,8 +56,17 @@ func defaults() settings {
 		prefix:      "redlock:",
 		retryMin:    10 * time.Millisecond,
 		retryMax:    250 * time.Millisecond,
+		warnAfter:   5 * time.Second,
+		warnEvery:   30 * time.Second,
 	}
 }
+
+// MaxNameLen is the longest lock name, in bytes; a longer one is refused with an error
+// that matches ErrInvalid. Names go into Redis keys and channels.
+const MaxNameLen = 1024
+
+// maxPrefixLen is the longest key prefix, in bytes.
+const maxPrefixLen = 256
 
 // WithTTL sets how long a lock lives on each node without extension. Default 10s. It must
 // be at least 1ms and leave a positive validity after the drift allowance.
@@ -80,31 +107,49 @@ func WithRestartGuard(d time.Duration) Option {
 // cannot drift past it), and a failed extension is retried until the validity runs out.
 // When the lock cannot be kept, the Lease ends and its Done channel closes. Default off for
 // Acquire and TryAcquire; Do always extends.
-func WithAutoExtend(on bool) Option { return func(s *settings) { s.autoExtend = on } }
+func WithAutoExtend(on bool) Option {
+	return func(s *settings) {
+		s.autoExtend = on
+		s.given &^= optNoAutoExtend
+		if !on {
+			s.given |= optNoAutoExtend
+		}
+	}
+}
 
-// WithMaxHold bounds how long a Lease is held: when d has passed since its acquisition
-// began, the Lease ends with ErrMaxHold and releases its lock, whether or not it extends
-// itself. Default 0: no bound. It must not be negative.
+// WithMaxHold bounds how long a Lease, or each holding of a Mutex, is held: when d has
+// passed since its acquisition began, it ends with ErrMaxHold and releases its lock,
+// whether or not it extends itself (a Mutex's Lost channel closes, and the WithLostHandler
+// function is called). Default 0: no bound. It must not be negative.
 func WithMaxHold(d time.Duration) Option { return func(s *settings) { s.maxHold = d } }
 
-// WithLogger sets where the Client reports what it cannot return as an error, at Warn: a
-// node that cannot apply the restart guard (once per node), and a Mutex.Unlock whose release
-// failed when no WithErrorHandler is set. Default none. It applies to New only.
-func WithLogger(l *slog.Logger) Option { return func(s *settings) { s.logger = l } }
+// WithLogger sets where the library reports, at Warn, what it cannot return as an error:
+// a wait for the lock (Lock, LockContext, Acquire, Do) that has failed for other reasons
+// than a holder for 5 s (nodes down or refusing, and with what, or the restart guard's
+// remaining time), then at most every 30 s while it goes on; a Mutex.Unlock whose release
+// failed, when no WithErrorHandler is set; and, given to New, a node that cannot apply the
+// restart guard (once per node). Default none.
+func WithLogger(l *slog.Logger) Option {
+	return func(s *settings) { s.logger, s.given = l, s.given|optLogger }
+}
 
-// WithLostHandler sets a function a Mutex calls, in a goroutine of its own, when the lock it
-// holds is lost; err matches ErrNotHeld and the reason (ErrLost, ErrExpired). Default none:
-// watch Mutex.Lost instead.
+// WithLostHandler sets a function called, in a goroutine of its own, when a Mutex's holding
+// or a Lease ends otherwise than by Unlock or Release: err matches ErrNotHeld and the
+// reason (ErrLost, ErrExpired, ErrMaxHold). Default none: watch Mutex.Lost or Lease.Done.
 func WithLostHandler(f func(err error)) Option { return func(s *settings) { s.onLost = f } }
 
 // WithErrorHandler sets the function that receives Mutex.Unlock's release errors, which
-// Unlock cannot return. Default: the WithLogger logger, or nowhere.
-func WithErrorHandler(f func(err error)) Option { return func(s *settings) { s.onError = f } }
+// Unlock cannot return. Default: the WithLogger logger, or nowhere. It applies to New and
+// NewMutex only.
+func WithErrorHandler(f func(err error)) Option {
+	return func(s *settings) { s.onError, s.given = f, s.given|optErrorHandler }
+}
 
-// WithRetry sets the wait between attempts of Acquire: it starts at min and doubles up to
-// max, jittered, and never exceeds the holder's remaining TTL. Defaults 10ms and 250ms.
+// WithRetry sets the wait between attempts of a lock that waits (Lock, LockContext,
+// Acquire, Do): it starts at min and doubles up to max, jittered, and never exceeds the
+// holder's remaining TTL. Defaults 10ms and 250ms.
 func WithRetry(min, max time.Duration) Option {
-	return func(s *settings) { s.retryMin, s.retryMax = min, max }
+	return func(s *settings) { s.retryMin, s.retryMax, s.given = min, max, s.given|optRetry }
 }
 
 func (s settings) with(opts []Option) settings {
@@ -114,6 +159,36 @@ func (s settings) with(opts []Option) settings {
 		}
 	}
 	return s
+}
+
+// refused names the options that do not apply to a call.
+var refused = []struct {
+	opt    uint32
+	name   string
+	reason string
+}{
+	{optRetry, "WithRetry", "it makes one attempt"},
+	{optLogger, "WithLogger", "it makes one attempt and returns its error"},
+	{optErrorHandler, "WithErrorHandler", "it returns its errors"},
+	{optNoAutoExtend, "WithAutoExtend(false)", "it always extends its lock"},
+}
+
+// forCall returns s with opts applied for the call named call, checked: an error that
+// matches ErrInvalid if an option among not (optRetry...) was given, or if the settings
+// are out of range.
+func (s settings) forCall(call string, not uint32, opts []Option) (settings, error) {
+	if len(opts) == 0 {
+		return s, nil
+	}
+	var given settings
+	given = given.with(opts)
+	for _, r := range refused {
+		if given.given&not&r.opt != 0 {
+			return s, fmt.Errorf("%w: %s does not apply to %s: %s", ErrInvalid, r.name, call, r.reason)
+		}
+	}
+	s = s.with(opts)
+	return s, s.validate()
 }
 
 func (s settings) validate() error {
@@ -135,6 +210,19 @@ func (s settings) validate() error {
 		return fmt.Errorf("%w: TTL %v is above the restart guard %v: the guard must cover the longest TTL (raise it with WithRestartGuard)", ErrInvalid, s.ttl, s.guard)
 	case s.maxHold < 0:
 		return fmt.Errorf("%w: maximum hold time must not be negative, got %v", ErrInvalid, s.maxHold)
+	case len(s.prefix) > maxPrefixLen:
+		return fmt.Errorf("%w: key prefix of %d bytes: at most %d", ErrInvalid, len(s.prefix), maxPrefixLen)
+	}
+	return nil
+}
+
+// checkName returns an error that matches ErrInvalid if name cannot name a lock.
+func checkName(name string) error {
+	switch {
+	case name == "":
+		return fmt.Errorf("%w: empty lock name", ErrInvalid)
+	case len(name) > MaxNameLen:
+		return fmt.Errorf("%w: lock name of %d bytes: at most %d", ErrInvalid, len(name), MaxNameLen)
 	}
 	return nil
 }
