@@ -6,12 +6,18 @@
 //
 //	go run ./examples/quickstart
 //	REDIS_ADDRS=127.0.0.1:7001,127.0.0.1:7002,127.0.0.1:7003 go run ./examples/quickstart
+//
+// Over real servers that started less than 30 s ago, the first acquisition waits until
+// they have been up for 30 s: the restart guard (see redlock.WithRestartGuard), on by
+// default with more than one server, keeps a server that may have forgotten the locks it
+// granted before a restart from voting. The program says so, and waits.
 package main
 
 import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"strings"
 	"time"
@@ -31,11 +37,12 @@ func main() {
 
 func run() error {
 	// Bound the whole demo, so that unreachable servers end it with an error, not a hang.
-	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+	// It outlasts the restart guard (30 s), which fresh servers make the first lock wait.
+	ctx, cancel := context.WithTimeout(context.Background(), 45*time.Second)
 	defer cancel()
 
 	// One address per independent Redis master.
-	addrs, stop, err := servers()
+	addrs, embedded, stop, err := servers()
 	if err != nil {
 		return err
 	}
@@ -49,18 +56,32 @@ func run() error {
 		nodes = append(nodes, goredis.New(rdb))
 	}
 
-	// Two clients stand for two processes competing for one lock.
-	a, err := redlock.New(nodes, redlock.WithTTL(10*time.Second))
+	// Two clients stand for two processes competing for one lock. The logger says why a
+	// lock is slow to come, if it is (servers down, or under the restart guard).
+	opts := []redlock.Option{redlock.WithTTL(10 * time.Second),
+		redlock.WithLogger(slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})))}
+	if embedded {
+		// miniredis cannot report its uptime, so it cannot apply the restart guard: an
+		// embedded server's data goes with the process anyway.
+		opts = append(opts, redlock.WithRestartGuard(0))
+	}
+	a, err := redlock.New(nodes, opts...)
 	if err != nil {
 		return err
 	}
-	b, err := redlock.New(nodes, redlock.WithTTL(10*time.Second))
+	defer a.Close() // closes the nodes' subscriptions too
+	b, err := redlock.New(nodes, opts...)
 	if err != nil {
 		return err
 	}
+	defer b.Close()
 	fmt.Printf("Using %d Redis masters: %s\n", len(addrs), strings.Join(addrs, ", "))
 
-	leaseA, err := a.Acquire(ctx, "quickstart")
+	leaseA, err := a.TryAcquire(ctx, "quickstart")
+	if errors.Is(err, redlock.ErrRestarted) {
+		fmt.Printf("The servers started recently and abstain under the restart guard; waiting for it to pass:\n  %v\n", err)
+		leaseA, err = a.Acquire(ctx, "quickstart")
+	}
 	if err != nil {
 		return fmt.Errorf("client A could not acquire the lock: %w", err)
 	}
@@ -96,15 +117,15 @@ func run() error {
 }
 
 // servers returns the addresses in REDIS_ADDRS, or else starts 5 embedded miniredis
-// servers. stop shuts down whatever servers it started.
-func servers() (addrs []string, stop func(), err error) {
+// servers (embedded). stop shuts down whatever servers it started.
+func servers() (addrs []string, embedded bool, stop func(), err error) {
 	if env := os.Getenv("REDIS_ADDRS"); env != "" {
 		for _, addr := range strings.Split(env, ",") {
 			if addr = strings.TrimSpace(addr); addr != "" {
 				addrs = append(addrs, addr)
 			}
 		}
-		return addrs, func() {}, nil
+		return addrs, false, func() {}, nil
 	}
 	var started []*miniredis.Miniredis
 	stop = func() {
@@ -116,11 +137,11 @@ func servers() (addrs []string, stop func(), err error) {
 		m, err := miniredis.Run()
 		if err != nil {
 			stop()
-			return nil, nil, fmt.Errorf("start embedded Redis: %w", err)
+			return nil, false, nil, fmt.Errorf("start embedded Redis: %w", err)
 		}
 		started = append(started, m)
 		addrs = append(addrs, m.Addr())
 	}
 	fmt.Println("REDIS_ADDRS is not set: started 5 embedded Redis servers (miniredis)")
-	return addrs, stop, nil
+	return addrs, true, stop, nil
 }
