@@ -4,11 +4,9 @@ import (
 	"context"
 	"fmt"
 	"math"
-	"runtime"
 	"sync"
 	"sync/atomic"
 	"time"
-	"weak"
 
 	"github.com/go-redlock/redlock/core"
 )
@@ -255,68 +253,5 @@ func (m *Mutex) lose(l *Lease, reason error) {
 	m.mu.Unlock()
 	if current && m.opts.onLost != nil {
 		go m.opts.onLost(l.notHeld(reason))
-	}
-}
-
-// queue is the local FIFO queue of one lock key within a Client: a goroutine holds slot's
-// one place while it holds or waits for the lock in Redis (through a Mutex, or a Lease from
-// Acquire or TryAcquire), and the others wait to send. A Mutex keeps its name's queue for
-// its lifetime; the Client finds a key's queue through a weak pointer, and forgets the key
-// once nothing uses its queue (see queueOf).
-type queue struct {
-	slot chan struct{}
-}
-
-// join waits, in FIFO order, for the one place in q; the caller gives it back with leave.
-func (q *queue) join(ctx context.Context) error {
-	if q.tryJoin() {
-		return nil
-	}
-	select {
-	case q.slot <- struct{}{}:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-}
-
-// tryJoin takes the place in q if it is free.
-func (q *queue) tryJoin() bool {
-	select {
-	case q.slot <- struct{}{}:
-		return true
-	default:
-		return false
-	}
-}
-
-// leave gives back the place that join or tryJoin took.
-func (q *queue) leave() { <-q.slot }
-
-// queueOf returns the local queue of key: the one its Mutexes, Leases and waiters use while
-// any of them is live, or else a new one. A key whose queue is no longer used is forgotten
-// after the garbage collector finds it, so that a Client that locks many names once does not
-// keep them all.
-func (c *Client) queueOf(key string) *queue {
-	c.qmu.Lock()
-	defer c.qmu.Unlock()
-	if q := c.queues[key].Value(); q != nil {
-		return q
-	}
-	if c.queues == nil {
-		c.queues = make(map[string]weak.Pointer[queue])
-	}
-	q := &queue{slot: make(chan struct{}, 1)}
-	c.queues[key] = weak.Make(q)
-	runtime.AddCleanup(q, c.forget, key)
-	return q
-}
-
-// forget drops key, unless a newer queue took its place.
-func (c *Client) forget(key string) {
-	c.qmu.Lock()
-	defer c.qmu.Unlock()
-	if c.queues[key].Value() == nil {
-		delete(c.queues, key)
 	}
 }
