@@ -63,6 +63,7 @@ var faults = []fault{
 			"miniredis/noscript/extend",
 			"miniredis/noscript/release",
 			"miniredis/noscript/raise",
+			"miniredis/noscript/identify",
 			// Its one script that is not core's was never loaded: NOSCRIPT hides the
 			// script's own error message.
 			"miniredis/errors/server-error/error-reply",

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -157,6 +158,23 @@ func scriptChecks() []check {
 		{"release/missing", func(t *testing.T, n core.Node, addr string, k core.Keys) {
 			got := mustEval(t, n, script(t, "release"), releaseKeys(k), releaseArgs(ours, k)...)
 			assert.Equal(t, []int64{0, 0}, got, "release of a missing lock replied %s, want {0, 0}", format(got))
+		}},
+		{"identify/run-id", func(t *testing.T, n core.Node, addr string, k core.Keys) {
+			got := mustEval(t, n, script(t, "identify"), []string{k.Lock})
+			if len(got) == 1 && got[0] == 0 {
+				return // a server that reports no run_id (miniredis)
+			}
+			require.Len(t, got, 5, "identify replied %s, want {0} or {1} and the server's run_id in four parts", format(got))
+			info, _ := admin(t, addr, "INFO", "server").(string)
+			_, rest, _ := strings.Cut(info, "run_id:")
+			require.GreaterOrEqual(t, len(rest), 40, "the server reports no run_id, but identify replied %s", format(got))
+			want := []int64{1}
+			for i := 0; i < 40; i += 10 {
+				part, err := strconv.ParseInt(rest[i:i+10], 16, 64)
+				require.NoError(t, err)
+				want = append(want, part)
+			}
+			assert.Equal(t, want, got, "identify replied %s, want {1} and the server's run_id in four parts: the Node must keep integer replies exact", format(got))
 		}},
 		{"raise/ours", func(t *testing.T, n core.Node, addr string, k core.Keys) {
 			admin(t, addr, "SET", k.Lock, ours, "PX", ttl)
