@@ -309,7 +309,7 @@ func (c *Cluster) AcquireWait(ctx context.Context, l *Lock, b Backoff) (Grant, e
 			}
 			return g, nil
 		}
-		if ctx.Err() == nil && (errors.Is(err, ErrClosed) || !l.Persist && Permanent(err)) {
+		if ctx.Err() == nil && (c.closed.Load() || !l.Persist && Permanent(err)) {
 			w.stop()
 			if attempt > 0 || !o.start.IsZero() { // the nodes may have queued us
 				c.leave(l)

@@ -168,8 +168,8 @@ type Lock struct {
 	// script, which queues the owner at once, rather than a plain SET NX (see Setter).
 	Contended bool
 	// Persist keeps AcquireWait trying through errors that no retry can fix (see
-	// Permanent), but ErrClosed, for a caller that has no way to return them (Mutex.Lock);
-	// otherwise such an error ends AcquireWait at once.
+	// Permanent), for a caller that has no way to return them (Mutex.Lock), but not after
+	// Cluster.Close; otherwise such an error ends AcquireWait at once.
 	Persist bool
 	// Failed, if set, is called with the error of each failed attempt of AcquireWait but
 	// the last (ctx's end, or a permanent error), in AcquireWait's goroutine, before it

@@ -48,8 +48,9 @@ func TestPermanent(t *testing.T) {
 }
 
 // TestPermanentErrorsEndTheWait: AcquireWait returns at once when no retry can fix its
-// attempt's error, unless the Lock persists (Mutex.Lock), and then it reports each failed
-// attempt to Failed and goes on until ctx ends; ErrClosed ends even a persisting wait.
+// attempt's error (a node's closed client too), unless the Lock persists (Mutex.Lock), and
+// then it reports each failed attempt to Failed and goes on until ctx ends. Only the
+// Cluster's Close ends a persisting wait (TestCloseEndsWaits).
 func TestPermanentErrorsEndTheWait(t *testing.T) {
 	crossslot := func(context.Context, *Script) ([]int64, error) {
 		return nil, errors.New("CROSSSLOT Keys in request don't hash to the same slot")
@@ -77,14 +78,19 @@ func TestPermanentErrorsEndTheWait(t *testing.T) {
 	assert.ErrorContains(t, err, "CROSSSLOT", "the last attempt's error")
 	assert.Greater(t, failed.Load(), int32(3), "a persisting wait retries and reports")
 
+	// A node's closed driver client: permanent, but a persisting wait goes on through it.
 	closedNode := func(context.Context, *Script) ([]int64, error) { return nil, fmt.Errorf("driver: %w", ErrClosed) }
 	c, _ = cluster(t, closedNode)
-	l = testLock()
-	l.Persist = true
 	start = time.Now()
-	_, err = c.AcquireWait(ctx, l, Backoff{Min: time.Millisecond, Max: time.Millisecond})
+	_, err = c.AcquireWait(ctx, testLock(), Backoff{Min: time.Millisecond, Max: time.Millisecond})
 	require.ErrorIs(t, err, ErrClosed)
 	assert.Less(t, time.Since(start), time.Second)
+	l = testLock()
+	l.Persist = true
+	short2, cancelShort2 := context.WithTimeout(context.Background(), 100*time.Millisecond)
+	defer cancelShort2()
+	_, err = c.AcquireWait(short2, l, Backoff{Min: time.Millisecond, Max: time.Millisecond})
+	require.ErrorIs(t, err, context.DeadlineExceeded)
 }
 
 // TestCloseEndsWaits: after Close, acquisitions fail with ErrClosed, and a waiter that was
@@ -96,6 +102,7 @@ func TestCloseEndsWaits(t *testing.T) {
 	done := make(chan error, 1)
 	waiting := make(chan struct{})
 	l := testLock()
+	l.Persist = true // even a wait that goes on through permanent errors
 	var once atomic.Bool
 	l.Failed = func(error) {
 		if once.CompareAndSwap(false, true) {

@@ -4,6 +4,7 @@ package goredis
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"reflect"
 	"strings"
@@ -94,10 +95,22 @@ func (n *Node) SetNX(ctx context.Context, key, value string, ttl time.Duration) 
 	if ttl < time.Millisecond { // PX 0 is an error; go-redis would send no expiry at all
 		return false, fmt.Errorf("redlock: SET NX with a TTL of %v: want at least 1ms", ttl)
 	}
-	if n.direct(ctx) {
-		return n.client.SetNX(ctx, key, value, ttl).Result()
+	setNX := func() (bool, error) {
+		set, err := n.client.SetNX(ctx, key, value, ttl).Result()
+		return set, closed(err)
 	}
-	return ctxcall.Go(ctx, func() (bool, error) { return n.client.SetNX(ctx, key, value, ttl).Result() })
+	if n.direct(ctx) {
+		return setNX()
+	}
+	return ctxcall.Go(ctx, setNX)
+}
+
+// closed returns err, made to match core.ErrClosed too if it says the client is closed.
+func closed(err error) error {
+	if errors.Is(err, redis.ErrClosed) {
+		return fmt.Errorf("%w: %w", core.ErrClosed, err)
+	}
+	return err
 }
 
 // direct reports whether go-redis itself ends a call at ctx's deadline: ctx has one, and
@@ -113,7 +126,7 @@ func (n *Node) eval(ctx context.Context, s *core.Script, keys []string, argv []a
 		v, err = n.client.Eval(ctx, s.Source(), keys, argv...).Result()
 	}
 	if err != nil {
-		return nil, err
+		return nil, closed(err)
 	}
 	return ints(s, v)
 }

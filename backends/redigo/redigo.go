@@ -124,7 +124,8 @@ func (n *Node) SetNX(ctx context.Context, key, value string, ttl time.Duration) 
 }
 
 // ctxErr returns ctx's error once ctx has ended, whatever redigo made of it (a read
-// deadline, a closed connection), and err otherwise. redigo's read deadline is ctx's, so it
+// deadline, a closed connection), and err otherwise, made to match core.ErrClosed too if
+// the pool is closed. redigo's read deadline is ctx's, so it
 // may fire a moment before ctx reports it.
 func ctxErr(ctx context.Context, err error) error {
 	if cerr := ctx.Err(); cerr != nil {
@@ -133,8 +134,14 @@ func ctxErr(ctx context.Context, err error) error {
 	if dl, ok := ctx.Deadline(); ok && !time.Now().Before(dl) {
 		return context.DeadlineExceeded
 	}
+	if err != nil && err.Error() == poolClosed { // redigo exports no value for it
+		return fmt.Errorf("%w: %w", core.ErrClosed, err)
+	}
 	return err
 }
+
+// poolClosed is the error of a Get on a closed redigo pool.
+const poolClosed = "redigo: get on closed pool"
 
 // ints converts a script's reply, an array of integers, to []int64.
 func ints(s *core.Script, v any) ([]int64, error) {

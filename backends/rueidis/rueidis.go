@@ -8,6 +8,7 @@ package rueidis
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sort"
 	"strings"
@@ -109,7 +110,15 @@ func (n *Node) setNX(ctx context.Context, key, value string, ttl time.Duration) 
 	case ctx.Err() != nil:
 		return false, ctx.Err()
 	}
-	return false, err
+	return false, closed(err)
+}
+
+// closed returns err, made to match core.ErrClosed too if it says the client was closed.
+func closed(err error) error {
+	if errors.Is(err, rueidis.ErrClosing) {
+		return fmt.Errorf("%w: %w", core.ErrClosed, err)
+	}
+	return err
 }
 
 // direct reports whether rueidis itself ends a call when ctx ends: it honours a deadline
@@ -131,7 +140,7 @@ func (n *Node) eval(ctx context.Context, s *core.Script, keys, args []string) ([
 		if cerr := ctx.Err(); cerr != nil {
 			return nil, cerr
 		}
-		return nil, err
+		return nil, closed(err)
 	}
 	arr, err := resp.ToArray()
 	if err != nil {
