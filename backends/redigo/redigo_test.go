@@ -59,13 +59,18 @@ func TestSubscriber(t *testing.T) {
 // its context.
 func TestSubscribeHonoursContext(t *testing.T) { backendtest.SubscribeHonoursContext(t, hungNode) }
 
-// TestEvalServerErrorType: a server error reply is a redis.Error.
+// TestEvalServerErrorType: a server error reply is a redis.Error: the extend script reads a
+// lock key that holds a hash, and the server answers WRONGTYPE (the script's own error,
+// not one about its arguments).
 func TestEvalServerErrorType(t *testing.T) {
-	s := backendtest.Start(t, backendtest.Miniredis)
-	require.NoError(t, s.Admin.HSet(context.Background(), "lock", "field", "value").Err())
-	_, err := newNode(t, s).Eval(context.Background(), core.Scripts()[0], []string{"lock", "fence"}, "token", "10000")
-	var rerr redis.Error
-	assert.True(t, errors.As(err, &rerr), "%T %v", err, err)
+	for _, kind := range []backendtest.Kind{backendtest.Miniredis, backendtest.Redis} {
+		s := backendtest.Start(t, kind)
+		require.NoError(t, s.Admin.HSet(context.Background(), "lock", "field", "value").Err())
+		_, err := newNode(t, s).Eval(context.Background(), script(t, "extend"), []string{"lock"}, "token", "10000")
+		var rerr redis.Error
+		assert.True(t, errors.As(err, &rerr), "%T %v", err, err)
+		assert.ErrorContains(t, err, "WRONGTYPE")
+	}
 }
 
 // TestPubSubConnectionLeavesPool: the pub/sub connection never goes back to the pool, in
@@ -111,4 +116,15 @@ func TestEvalCancelledWhileWaitingForPool(t *testing.T) {
 	defer cancel()
 	_, err := redigo.New(pool, s.Addr).Eval(ctx, core.Scripts()[1], []string{"lock"}, "token", "1000")
 	assert.ErrorIs(t, err, context.DeadlineExceeded)
+}
+
+// script returns core's script called name.
+func script(t *testing.T, name string) *core.Script {
+	for _, s := range core.Scripts() {
+		if s.Name() == name {
+			return s
+		}
+	}
+	t.Fatalf("no core script %q", name)
+	return nil
 }

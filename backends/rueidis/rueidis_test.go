@@ -61,13 +61,18 @@ func TestSubscriber(t *testing.T) {
 // than its context.
 func TestSubscribeHonoursContext(t *testing.T) { backendtest.SubscribeHonoursContext(t, pausedNode) }
 
-// TestEvalServerErrorType: a server error reply is a *rueidis.RedisError.
+// TestEvalServerErrorType: a server error reply is a *rueidis.RedisError: the extend script reads a
+// lock key that holds a hash, and the server answers WRONGTYPE (the script's own error,
+// not one about its arguments).
 func TestEvalServerErrorType(t *testing.T) {
-	s := backendtest.Start(t, backendtest.Miniredis)
-	require.NoError(t, s.Admin.HSet(context.Background(), "lock", "field", "value").Err())
-	_, err := newNode(t, s).Eval(context.Background(), core.Scripts()[0], []string{"lock", "fence"}, "token", "10000")
-	var rerr *rueidis.RedisError
-	assert.True(t, errors.As(err, &rerr), "%T %v", err, err)
+	for _, kind := range []backendtest.Kind{backendtest.Miniredis, backendtest.Redis} {
+		s := backendtest.Start(t, kind)
+		require.NoError(t, s.Admin.HSet(context.Background(), "lock", "field", "value").Err())
+		_, err := newNode(t, s).Eval(context.Background(), script(t, "extend"), []string{"lock"}, "token", "10000")
+		var rerr *rueidis.RedisError
+		assert.True(t, errors.As(err, &rerr), "%T %v", err, err)
+		assert.ErrorContains(t, err, "WRONGTYPE")
+	}
 }
 
 // TestNew: the name and the sharded pub/sub choice follow the client's mode.
@@ -92,4 +97,15 @@ func TestNew(t *testing.T) {
 			require.NoError(t, node.Close())
 		})
 	}
+}
+
+// script returns core's script called name.
+func script(t *testing.T, name string) *core.Script {
+	for _, s := range core.Scripts() {
+		if s.Name() == name {
+			return s
+		}
+	}
+	t.Fatalf("no core script %q", name)
+	return nil
 }
