@@ -83,7 +83,10 @@ func (c *Cluster) acquire(ctx context.Context, l *Lock) (Grant, outcome, error) 
 	}
 	f := c.fan(ctx, l.NodeTimeout, req)
 
-	t := tally{c: c, op: "acquire", key: l.Keys.Lock}
+	// A node whose last call failed in transit is not waited for: an attempt that cannot
+	// win without it gives up at once and lets go of the keys it got, which would otherwise
+	// block every competitor until that node's timeout.
+	t := tally{c: c, op: "acquire", key: l.Keys.Lock, suspects: c.suspects()}
 	// The largest fence counter granted and how many granted it, and the longest a refusing
 	// node can keep us waiting.
 	var top, wait int64
@@ -120,9 +123,12 @@ func (c *Cluster) acquire(ctx context.Context, l *Lock) (Grant, outcome, error) 
 	// A waiter that lost hears the other nodes out too (within the node timeout): a release
 	// can hand it the lock on each node that refused it, and it takes a hand-over only from
 	// a node whose refusal it saw.
-	if refused != nil && !t.won() && t.answers < len(c.nodes) && ctx.Err() == nil {
+	if refused != nil && !t.won() && t.waiting() && ctx.Err() == nil {
 		t.all = true
 		c.collect(ctx, f, &t, answered, seen)
+	}
+	if !t.won() {
+		t.unheard()
 	}
 	until := start.Add(l.TTL - l.Drift())
 
@@ -313,6 +319,9 @@ func (c *Cluster) AcquireWait(ctx context.Context, l *Lock, b Backoff) (Grant, e
 			w.stop()
 			if attempt > 0 || !o.start.IsZero() { // the nodes may have queued us
 				c.leave(l)
+			}
+			if c.closed.Load() && !errors.Is(err, ErrClosed) { // closed during the attempt
+				err = fmt.Errorf("%w; last attempt: %w", opError("acquire", l.Keys.Lock, ErrClosed), err)
 			}
 			return Grant{}, err
 		}

@@ -4,13 +4,16 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"math/bits"
+	"net"
 	"reflect"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 )
 
@@ -23,6 +26,7 @@ type Cluster struct {
 	sharded   bool          // some node publishes with SPUBLISH
 	setters   bool          // every node is a Setter
 	unguarded []atomic.Bool // per node: it cannot report its uptime to the restart guard
+	down      []atomic.Bool // per node: its last call failed in transit (see suspects)
 	warn      func(node string)
 	shared    atomic.Pointer[sharedDeadline] // see deadline
 	under     atomic.Pointer[sharedDeadline] // see deadlineUnder
@@ -75,6 +79,7 @@ func NewCluster(nodes []Node, opts ...ClusterOption) (*Cluster, error) {
 		quorum:    len(nodes)/2 + 1,
 		publish:   make([]string, len(nodes)),
 		unguarded: make([]atomic.Bool, len(nodes)),
+		down:      make([]atomic.Bool, len(nodes)),
 		id:        identity{known: make([]atomic.Bool, len(nodes))},
 		done:      make(chan struct{}),
 	}
@@ -519,10 +524,46 @@ func (c *Cluster) eval(ctx, dctx context.Context, i int, timeout time.Duration, 
 	if err != nil {
 		vals = nil
 	}
+	switch {
+	case err == nil:
+		c.down[i].Store(false)
+	case ctx.Err() != nil: // the caller's end says nothing of the node
+	case dctx.Err() != nil || inTransit(err):
+		c.down[i].Store(true)
+	default: // a server's error reply: it answered
+		c.down[i].Store(false)
+	}
 	r := reply{node: i, vals: vals, err: err}
 	c.noteGuard(r)
 	return r
 }
+
+// inTransit reports whether err is a failure to reach the node (a refused or reset
+// connection, a network timeout), rather than the server's error reply.
+func inTransit(err error) bool {
+	var ne net.Error
+	return errors.As(err, &ne) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) ||
+		errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE)
+}
+
+// suspects returns the nodes (a bit each; N <= 64) whose last call failed in transit: an
+// acquisition does not wait for them to decide that it has lost (see tally.lost). It still
+// calls them, and a node that answers is no longer suspected.
+func (c *Cluster) suspects() uint64 {
+	var s uint64
+	if len(c.nodes) <= 64 {
+		for i := range c.down {
+			if c.down[i].Load() {
+				s |= 1 << i
+			}
+		}
+	}
+	return s
+}
+
+// errSuspect is the error of a node that an acquisition did not wait for: its last call
+// had failed, and it had not answered yet when the outcome was decided.
+var errSuspect = errors.New("redlock: node failed its last call, and was not waited for")
 
 // send sends req to node i: SET NX where it asks for it and the node is a Setter, or else
 // its script.
@@ -552,10 +593,17 @@ type tally struct {
 	errs    []NodeError
 	answers int
 	all     bool // wait for every node (or the timeout), not only for the outcome
+	// suspects are the nodes (a bit each) that were suspected (see Cluster.suspects) when
+	// the fan-out began and have not answered: the outcome is decided without them, and
+	// all waits for the others only.
+	suspects uint64
 }
 
 func (t *tally) add(r reply) {
 	t.answers++
+	if r.node < 64 {
+		t.suspects &^= 1 << r.node
+	}
 	switch {
 	case r.err != nil:
 		t.errs = append(t.errs, NodeError{Node: t.c.nodes[r.node].String(), Err: r.err})
@@ -569,8 +617,21 @@ func (t *tally) add(r reply) {
 }
 
 // won reports a quorum of yes-votes; lost reports that a quorum is out of reach.
-func (t *tally) won() bool  { return t.yes >= t.c.quorum }
-func (t *tally) lost() bool { return len(t.c.nodes)-t.no-len(t.errs) < t.c.quorum }
+func (t *tally) won() bool { return t.yes >= t.c.quorum }
+func (t *tally) lost() bool {
+	return len(t.c.nodes)-t.no-len(t.errs)-bits.OnesCount64(t.suspects) < t.c.quorum
+}
+
+// waiting reports whether some node that is not suspected has not answered.
+func (t *tally) waiting() bool { return t.answers+bits.OnesCount64(t.suspects) < len(t.c.nodes) }
+
+// unheard records the suspects that did not answer as not waited for.
+func (t *tally) unheard() {
+	for s := t.suspects; s != 0; s &= s - 1 {
+		t.errs = append(t.errs, NodeError{Node: t.c.nodes[bits.TrailingZeros64(s)].String(), Err: errSuspect})
+	}
+	t.suspects = 0
+}
 
 // refused reports that the no-votes alone put a quorum out of reach.
 func (t *tally) refused() bool { return t.no > len(t.c.nodes)-t.c.quorum }
@@ -582,6 +643,7 @@ func (t *tally) missing(answered []bool, err error) {
 			t.errs = append(t.errs, NodeError{Node: t.c.nodes[i].String(), Err: err})
 		}
 	}
+	t.suspects = 0 // recorded with the rest
 }
 
 func (t *tally) err() error {
@@ -593,7 +655,7 @@ func (t *tally) err() error {
 // cannot hold us longer than its timeout. It calls seen for each reply, and marks in
 // answered (one entry per node) which nodes answered.
 func (c *Cluster) collect(ctx context.Context, f *fanout, t *tally, answered []bool, seen func(reply)) {
-	for t.answers < len(c.nodes) && (t.all || !t.won() && !t.lost()) {
+	for t.waiting() && (t.all || !t.won() && !t.lost()) {
 		var r reply
 		select {
 		case r = <-f.out: // a reply already in (always, for a call made in the caller's goroutine)

@@ -1,0 +1,51 @@
+package core
+
+import (
+	"context"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// TestSuspectedNodesAreNotWaitedFor: once a node's call failed (here: it hung past the node
+// timeout), an attempt that cannot win without it gives up as soon as the others answered,
+// and lets go at once of the key it got; the node is still called, and once it answers it
+// counts again.
+func TestSuspectedNodesAreNotWaitedFor(t *testing.T) {
+	var hang atomic.Bool
+	hang.Store(true)
+	hanging := func(ctx context.Context, s *Script) ([]int64, error) {
+		if hang.Load() {
+			<-ctx.Done()
+			return nil, ctx.Err()
+		}
+		return []int64{1, 1}, nil
+	}
+	c, fakes := cluster(t, grants(1), held(60_000), held(60_000), hanging, hanging)
+	ctx := context.Background()
+	attempt := func() (time.Duration, error) {
+		l := testLock()
+		l.NodeTimeout = 300 * time.Millisecond
+		start := time.Now()
+		_, err := c.Acquire(ctx, l)
+		return time.Since(start), err
+	}
+
+	took, err := attempt()
+	require.Error(t, err)
+	assert.GreaterOrEqual(t, took, 250*time.Millisecond, "the first attempt waits for the silent nodes")
+
+	took, err = attempt()
+	require.ErrorIs(t, err, ErrNoQuorum)
+	assert.ErrorIs(t, err, errSuspect)
+	assert.Less(t, took, 150*time.Millisecond, "the next attempt waited for nodes whose last call failed")
+	assert.Equal(t, []string{"acquire", "release", "acquire", "release"}, fakes[0].scripts(),
+		"the granting node was released before the attempt returned")
+
+	hang.Store(false)
+	require.Eventually(t, func() bool { _, err := attempt(); return err == nil }, 5*time.Second, time.Millisecond,
+		"nodes that answer again do not count again")
+}
