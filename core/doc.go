@@ -5,4 +5,65 @@
 // Most programs use the root package redlock instead; core is what a backend author and the
 // root package build on. Lock semantics live here once: a backend only translates Node.Eval
 // into its driver's calls.
+//
+// # Safety
+//
+// A lock is held when a quorum (N/2+1) of nodes set its key to the owner's token within the
+// validity (TTL - elapsed - drift). Nothing below changes who may hold it: the waiter queue
+// decides only who goes next, and a hand-over is a SET that the release script makes in the
+// waiter's name, counted like any other grant.
+//
+// # Tokens
+//
+// An owner's token (Lock.Token) is random. A waiter's is "<waiter id>.<attempt>", the id a
+// fresh random token and the attempt a decimal counter from 1: the scripts treat a lock held
+// by an earlier attempt of the same waiter as the waiter's own (a retry after a lost reply,
+// or a lock handed to an attempt since superseded), and never a later attempt's lock as an
+// earlier one's, so a late release of an abandoned attempt cannot delete a later one's
+// lock. So no token contains a space (the queue records it in a space-separated entry),
+// and other tokens contain no "." (NewToken's are base64url), so that each matches only
+// itself.
+//
+// # The waiter queue, per node
+//
+// A node keeps, per lock, the queue of its waiters: Keys.Queue (ids by ticket, the time the
+// waiter began, so that the nodes order alike), Keys.Alive (ids by the server time at which
+// their place lapses) and Keys.Waiters (each id's latest attempt: "<token> <ttl ms> <fence
+// floor> <guard s>"). Each key expires when no waiter calls for four to eight refresh
+// intervals. One waiter W, on one node:
+//
+//	state       event                                   effect                                  reply / message
+//	----------  --------------------------------------  --------------------------------------  -----------------------
+//	any         acquire, lock held by another            queue W (or keep its place), record     {0, pttl}
+//	                                                     the attempt
+//	any         acquire, lock free, a live waiter        queue W, record the attempt             {0, 0}
+//	            ahead of W
+//	any         acquire, lock free or W's, W first       SET lock to W's token; W's place        {1, fence}
+//	            (or no queue)                            lapses with the lock
+//	queued      W's call stops (crash)                   place lapses after placeKept            -
+//	holding     TTL runs out (crash)                     lock and place lapse together           -
+//	holding     release "leave" (W unlocks)              DEL lock, dequeue W, hand over          {1, woken}
+//	holding     release "stay" (W's attempt failed       DEL lock, keep W's place; hand over     {1, woken}
+//	            elsewhere)                               if another waiter is first
+//	queued      release "leave" (W gives up)             dequeue W; hand over if the lock is     {0, woken}
+//	                                                     free
+//	first       another's release frees the lock         SET lock to W's recorded token, fence   "<token> <fence>[ u]"
+//	                                                     to its floor; W's place lapses with it  on W's channel
+//	first       same, but W recorded no attempt here,    -                                       "" (wake-up)
+//	            or the restart guard abstains
+//
+// A script forgets at most 64 lapsed waiters at the head of a queue per call.
+//
+// # The waiter, across nodes (AcquireWait)
+//
+// W takes a ticket, subscribes to its own channel (Keys.Wake) once it finds the lock held,
+// and calls again at once. Then it waits, without polling, for one of: a hand-over of its
+// latest attempt from a quorum of the nodes that refused that attempt (it then holds the
+// lock, its validity counted from that attempt's start, if at least half the TTL is left;
+// else it calls again and the nodes renew it); a wake-up (it calls again); hand-overs from
+// fewer than a quorum that the rest do not follow within about twice its attempt's time
+// (one release handed the lock to different waiters: it calls again, as after a split
+// vote); the holder's remaining TTL; its refresh interval (2.5 node timeouts, at least 50
+// ms), when it calls again to keep its place. When its context ends it leaves the queue
+// (release "leave" on every node), letting go of any lock handed to it meanwhile.
 package core
