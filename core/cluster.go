@@ -148,7 +148,9 @@ func (c *Cluster) Quorum() int { return c.quorum }
 // Lock is one owner's claim on a lock: which keys, under which token, for how long.
 type Lock struct {
 	Keys  Keys
-	Token string // the owner's random token; AcquireWait sets a fresh one per attempt
+	// Token is the owner's random token (NewToken); AcquireWait sets one per attempt,
+	// "<waiter id>.<attempt>". It must follow the format rules in the package doc (Tokens).
+	Token string
 	TTL   time.Duration
 	// NodeTimeout bounds each node's answer. A node slower than this counts as failed.
 	NodeTimeout time.Duration
