@@ -147,7 +147,7 @@ func (c *Cluster) Quorum() int { return c.quorum }
 
 // Lock is one owner's claim on a lock: which keys, under which token, for how long.
 type Lock struct {
-	Keys  Keys
+	Keys Keys
 	// Token is the owner's random token (NewToken); AcquireWait sets one per attempt,
 	// "<waiter id>.<attempt>". It must follow the format rules in the package doc (Tokens).
 	Token string
