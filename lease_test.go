@@ -408,13 +408,21 @@ func TestLeasesQueueLocally(t *testing.T) {
 	}
 }
 
-// localWaiters counts the goroutines of this process that wait in a Client's local queue.
+// localWaiters counts the goroutines of this process that are blocked waiting in a Client's
+// local queue.
 func localWaiters() int {
 	buf := make([]byte, 1<<20)
 	for {
 		n := runtime.Stack(buf, true)
 		if n < len(buf) {
-			return strings.Count(string(buf[:n]), "redlock.(*queue).join(")
+			waiting := 0
+			for _, g := range strings.Split(string(buf[:n]), "\n\n") {
+				header, _, _ := strings.Cut(g, "\n")
+				if strings.Contains(header, "[select") && strings.Contains(g, "redlock.(*queue).join(") {
+					waiting++
+				}
+			}
+			return waiting
 		}
 		buf = make([]byte, 2*len(buf))
 	}
