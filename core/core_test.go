@@ -206,20 +206,26 @@ func TestFenceIsRaisedOnlyForFencedLocksOverManyNodes(t *testing.T) {
 }
 
 func TestFailedRaiseFailsTheAcquisition(t *testing.T) {
-	raiseRefused := func(_ context.Context, s *Script) ([]int64, error) {
-		if s == raiseScript {
-			return []int64{0}, nil
+	// Every node grants a different counter, so that no two agree and the raise is needed
+	// whichever replies come first.
+	raiseRefused := func(fence int64) func(context.Context, *Script) ([]int64, error) {
+		return func(_ context.Context, s *Script) ([]int64, error) {
+			if s == raiseScript {
+				return []int64{0}, nil
+			}
+			return []int64{1, fence}, nil
 		}
-		return []int64{1, 3}, nil
 	}
-	c, fakes := cluster(t, grants(1), raiseRefused, raiseRefused)
+	c, fakes := cluster(t, grants(1), raiseRefused(3), raiseRefused(4))
 	_, err := c.Acquire(context.Background(), testLock())
 	var qe *QuorumError
 	require.ErrorAs(t, err, &qe)
 	assert.Equal(t, "raise", qe.Op)
-	require.Eventually(t, func() bool { return len(fakes[1].scripts()) == 3 }, time.Second, time.Millisecond)
-	// The straggler's acquire and the raise race on their way to node 1; the release follows both.
-	assert.ElementsMatch(t, []string{"acquire", "raise", "release"}, fakes[1].scripts())
+	for _, n := range fakes[1:] {
+		require.Eventually(t, func() bool { return len(n.scripts()) == 3 }, time.Second, time.Millisecond)
+		// A straggler's acquire and the raise race on their way to a node; the release follows both.
+		assert.ElementsMatch(t, []string{"acquire", "raise", "release"}, n.scripts())
+	}
 }
 
 func TestValidity(t *testing.T) {
