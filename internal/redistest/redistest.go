@@ -1,7 +1,8 @@
 // Package redistest starts real redis-server processes on 127.0.0.1 for
-// integration tests. Servers run without persistence, are stopped by PID
-// when the test finishes, and can be killed, restarted, paused and resumed
-// to simulate failures.
+// integration tests, alone or joined into a Redis Cluster (StartCluster).
+// Servers run without persistence, are stopped by PID when the test
+// finishes, and can be killed, restarted, paused and resumed to simulate
+// failures.
 package redistest
 
 import (
@@ -35,10 +36,11 @@ var errExited = errors.New("redis-server exited during startup")
 // Server is one redis-server process listening on 127.0.0.1.
 // Its methods are safe for concurrent use.
 type Server struct {
-	t     testing.TB
-	port  int
-	dir   string
-	extra []string
+	t       testing.TB
+	port    int
+	busPort int // the Redis Cluster bus port of a cluster node; 0 for a plain server
+	dir     string
+	extra   []string
 
 	mu     sync.Mutex
 	cmd    *exec.Cmd     // nil when not running
@@ -67,6 +69,13 @@ func Start(t testing.TB, extraArgs ...string) *Server {
 // t.Fatalf after registering cleanup for those that did start.
 func StartN(t testing.TB, n int, extraArgs ...string) []*Server {
 	t.Helper()
+	return startN(t, n, false, extraArgs)
+}
+
+// startN starts n servers in parallel, as StartN does; cluster makes each a Redis Cluster
+// node (see StartCluster).
+func startN(t testing.TB, n int, cluster bool, extraArgs []string) []*Server {
+	t.Helper()
 	if !Available() {
 		t.Skip("redistest: redis-server not found on PATH; " + installHint)
 	}
@@ -77,7 +86,7 @@ func StartN(t testing.TB, n int, extraArgs ...string) []*Server {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			servers[i], errs[i] = newServer(t, extraArgs)
+			servers[i], errs[i] = newServer(t, cluster, extraArgs)
 		}()
 	}
 	wg.Wait()
@@ -93,8 +102,9 @@ func StartN(t testing.TB, n int, extraArgs ...string) []*Server {
 }
 
 // newServer creates a temporary directory and launches a server in it,
-// retrying on a fresh port when the server exits early.
-func newServer(t testing.TB, extra []string) (*Server, error) {
+// retrying on a fresh port when the server exits early. A cluster node gets a free
+// cluster bus port too (the default, port+10000, may be taken or past 65535).
+func newServer(t testing.TB, cluster bool, extra []string) (*Server, error) {
 	dir, err := os.MkdirTemp("", "redistest-")
 	if err != nil {
 		return nil, err
@@ -102,7 +112,10 @@ func newServer(t testing.TB, extra []string) (*Server, error) {
 	s := &Server{t: t, dir: dir, extra: extra}
 	deadline := time.Now().Add(startTimeout)
 	for attempt := 1; ; attempt++ {
-		if s.port, err = freePort(); err == nil {
+		if s.port, err = freePort(); err == nil && cluster {
+			s.busPort, err = freePort() // if it is s.port, the server exits and we retry
+		}
+		if err == nil {
 			err = s.launch(deadline)
 		}
 		if err == nil {
@@ -243,15 +256,19 @@ func (s *Server) args() []string {
 		"--port", strconv.Itoa(s.port), "--bind", "127.0.0.1", "--dir", s.dir,
 		"--save", "", "--appendonly", "no", "--daemonize", "no",
 	}
-	if debugCommandOption() {
+	if version7() {
 		args = append(args, "--enable-debug-command", "local")
+	}
+	if s.busPort != 0 {
+		args = append(args, "--cluster-enabled", "yes", "--cluster-port", strconv.Itoa(s.busPort), "--cluster-announce-ip", "127.0.0.1",
+			"--cluster-config-file", filepath.Join(s.dir, "nodes.conf"))
 	}
 	return append(args, s.extra...)
 }
 
-// debugCommandOption reports whether redis-server is version 7 or later and
-// so accepts --enable-debug-command.
-var debugCommandOption = sync.OnceValue(func() bool {
+// version7 reports whether redis-server is version 7 or later, and so accepts
+// --enable-debug-command, --cluster-port and CLUSTER ADDSLOTSRANGE.
+var version7 = sync.OnceValue(func() bool {
 	out, err := exec.Command(serverBinary, "--version").Output()
 	if err != nil {
 		return false
