@@ -37,6 +37,8 @@ func TestSuspectedNodesAreNotWaitedFor(t *testing.T) {
 	took, err := attempt()
 	require.Error(t, err)
 	assert.GreaterOrEqual(t, took, 250*time.Millisecond, "the first attempt waits for the silent nodes")
+	require.Eventually(t, func() bool { return c.suspects() == 0b11000 }, 5*time.Second, time.Millisecond,
+		"the silent nodes' calls ended without marking them")
 
 	took, err = attempt()
 	require.ErrorIs(t, err, ErrNoQuorum)
