@@ -2,14 +2,18 @@ package core
 
 import (
 	"crypto/rand"
+	"crypto/sha256"
 	"encoding/base64"
+	"encoding/hex"
+	"fmt"
+	"strings"
 )
 
-// Keys are the Redis names one lock uses. The lock name sits in braces, so on Redis Cluster
-// all of them hash to one slot and one script can touch them together.
+// Keys are the Redis names one lock uses. They share one hash tag, so on Redis Cluster all of
+// them hash to one slot and one script can touch them together (see NewKeys).
 type Keys struct {
 	Lock    string // holds the owner's random token, with the lock's TTL
-	Fence   string // the fencing counter; it has no TTL, so it outlives every holder
+	Fence   string // the fencing counter; it outlives every holder by FenceIdle
 	Queue   string // the waiters in turn order: a sorted set of waiter ids by ticket
 	Alive   string // when each waiter's place lapses: a sorted set of waiter ids by deadline
 	Waiters string // each waiter's latest attempt, for a release to hand it the lock: a hash
@@ -20,14 +24,57 @@ type Keys struct {
 	acquire, release []string
 }
 
-// NewKeys returns the keys of the lock called name: "<prefix>{<name>}", then ":fence",
-// ":queue", ":alive", ":waiters" and ":released" after it.
+// NewKeys returns the keys of the lock called name, with prefix before each, in one of two
+// forms. Its base, the lock key, is normally
+//
+//	<prefix>{<name>}
+//
+// and the other keys follow it: "<base>:fence", ":queue", ":alive", ":waiters", and the
+// release channel "<base>:released", on which each waiter is woken at
+// "<base>:released:<waiter id>" (see Wake).
+//
+// On Redis Cluster a key's slot comes from its hash tag: the text between its first '{' and
+// the first '}' after that, if that text is not empty; from the whole key otherwise. A script
+// may only touch keys of one slot, so every key and channel of a lock must have one hash tag.
+// In the normal form the tag is the name up to its first '}', or a tag within the prefix
+// when the prefix has a '{' (then every lock of that prefix is in one slot). It comes out
+// empty only for a name that starts with '}' (or is empty), under a prefix without '{'.
+// Such a name takes the second form,
+//
+//	<prefix>}{<tag>}{<name>}
+//
+// where tag is 16 lowercase hex digits of the SHA-256 of the name: never empty and without
+// '}', so all the lock's keys share the slot of tag. The second form never equals a key of
+// the normal form (the byte after the prefix differs), and tag has a fixed length, so two
+// names never share a key under one prefix, in either form. A prefix whose first '{' is
+// followed at once by '}' (such as "app{}:") makes every tag empty: CheckPrefix refuses it.
 func NewKeys(prefix, name string) Keys {
-	base := prefix + "{" + name + "}"
+	var base string
+	if !strings.Contains(prefix, "{") && (name == "" || name[0] == '}') {
+		sum := sha256.Sum256([]byte(name))
+		base = prefix + "}{" + hex.EncodeToString(sum[:tagBytes]) + "}{" + name + "}"
+	} else {
+		base = prefix + "{" + name + "}"
+	}
 	k := Keys{Lock: base, Fence: base + ":fence", Queue: base + ":queue", Alive: base + ":alive", Waiters: base + ":waiters",
 		Channel: base + ":released"}
 	k.acquire, k.release = k.AcquireKeys(), k.ReleaseKeys()
 	return k
+}
+
+// tagBytes is how many bytes of the name's SHA-256 the second form of NewKeys's keys carries
+// in its hash tag, in hex.
+const tagBytes = 8
+
+// CheckPrefix returns an error that matches ErrInvalid, with the reason, if prefix cannot
+// prefix lock keys on Redis Cluster: if its first '{' is followed at once by '}', the hash
+// tag of every key is empty, so the keys of one lock fall in different slots whatever its
+// name (see NewKeys). It returns nil for any other prefix.
+func CheckPrefix(prefix string) error {
+	if i := strings.IndexByte(prefix, '{'); i >= 0 && strings.HasPrefix(prefix[i+1:], "}") {
+		return fmt.Errorf("%w: key prefix %q: its first '{' is followed at once by '}', which gives every lock key an empty Redis Cluster hash tag, so one lock's keys would fall in different slots", ErrInvalid, prefix)
+	}
+	return nil
 }
 
 // Wake returns the channel on which the waiter with id waiter is told that a release handed
