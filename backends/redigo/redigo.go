@@ -1,5 +1,10 @@
 // Package redigo is the redlock backend for redigo (github.com/gomodule/redigo): a core.Node
 // over a pool of connections to one Redis master, such as a *redis.Pool.
+//
+// redigo has no Redis Cluster client: its connections do not follow MOVED redirections, so
+// a Node of this package reaches a Redis Cluster only if one master serves all 16384 slots
+// (a one-node cluster). For a cluster of several
+// masters, use the go-redis or rueidis backend with that driver's cluster client.
 package redigo
 
 import (
