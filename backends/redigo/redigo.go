@@ -3,8 +3,8 @@
 //
 // redigo has no Redis Cluster client: its connections do not follow MOVED redirections, so
 // a Node of this package reaches a Redis Cluster only if one master serves all 16384 slots
-// (a one-node cluster). For a cluster of several
-// masters, use the go-redis or rueidis backend with that driver's cluster client.
+// (a one-node cluster). For a cluster of several masters, use the go-redis or rueidis
+// backend with that driver's cluster client.
 package redigo
 
 import (
