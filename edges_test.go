@@ -165,6 +165,10 @@ func TestNamesAndPrefixes(t *testing.T) {
 	}
 	_, err = redlock.New(nodes, redlock.WithPrefix(strings.Repeat("p", 257)))
 	require.ErrorIs(t, err, redlock.ErrInvalid)
+	_, err = redlock.New(nodes, redlock.WithPrefix("app{}:"))
+	require.ErrorIs(t, err, redlock.ErrInvalid)
+	_, err = c.TryAcquire(ctx, "x", redlock.WithPrefix("{}"))
+	require.ErrorIs(t, err, redlock.ErrInvalid)
 }
 
 // TestOptionsTakeEffectOrAreRefused: an option given where it cannot take effect is

@@ -2,6 +2,8 @@ package redlock
 
 import (
 	"fmt"
+
+	"github.com/go-redlock/redlock/core"
 	"log/slog"
 	"time"
 )
@@ -81,7 +83,10 @@ func WithNodeTimeout(d time.Duration) Option { return func(s *settings) { s.node
 // Default 0.01. It must be in [0, 1).
 func WithDriftFactor(f float64) Option { return func(s *settings) { s.driftFactor = f } }
 
-// WithPrefix sets the prefix of every Redis key and channel the lock uses. Default "redlock:".
+// WithPrefix sets the prefix of every Redis key and channel the lock uses. Default
+// "redlock:". It must be at most 256 bytes, and its first '{', if any, must not be followed
+// at once by '}' (that would empty the Redis Cluster hash tag of every key; see
+// core.NewKeys).
 func WithPrefix(p string) Option { return func(s *settings) { s.prefix = p } }
 
 // WithRestartGuard sets the restart guard: a node whose server has been up for less than d
@@ -213,7 +218,7 @@ func (s settings) validate() error {
 	case len(s.prefix) > maxPrefixLen:
 		return fmt.Errorf("%w: key prefix of %d bytes: at most %d", ErrInvalid, len(s.prefix), maxPrefixLen)
 	}
-	return nil
+	return core.CheckPrefix(s.prefix)
 }
 
 // checkName returns an error that matches ErrInvalid if name cannot name a lock.
