@@ -94,7 +94,8 @@ func (m *Mutex) Lock() {
 // this call. Every error names the lock.
 func (m *Mutex) LockContext(ctx context.Context) error { return m.lock(ctx, false) }
 
-// lock is LockContext that, if persist, goes on through permanent errors but ErrClosed.
+// lock is LockContext that, if persist, goes on through errors that no retry can fix, until
+// the Client is closed.
 func (m *Mutex) lock(ctx context.Context, persist bool) error {
 	if err := m.usable(); err != nil {
 		return err
