@@ -171,7 +171,11 @@ func run() (code int) {
 		pids = append(pids, s.cmd.Process.Pid)
 	}
 	cpu0 := sampleCPU(pids)
-	res := measureAll(context.Background(), cfg, addrs, logw)
+	// Every library is called as users call it: under a cancellable context (one that
+	// context.Background's fast paths do not apply to).
+	ctx, cancel := context.WithCancel(context.Background())
+	res := measureAll(ctx, cfg, addrs, logw)
+	cancel()
 	foreign := foreignCPU(cpu0, sampleCPU(pids))
 
 	if *memProfile != "" {
