@@ -135,7 +135,10 @@ func (n *Node) eval(ctx context.Context, s *core.Script, keys, args []string) ([
 	if lua == nil { // not a core script: used once, not kept
 		lua = rueidis.NewLuaScript(s.Source())
 	}
-	resp := lua.Exec(ctx, n.client, keys, args)
+	resp, err := exec(ctx, lua, n.client, keys, args)
+	if err != nil {
+		return nil, err
+	}
 	if err := resp.Error(); err != nil { // a server error, rueidis.Nil, or the connection's
 		if cerr := ctx.Err(); cerr != nil {
 			return nil, cerr
@@ -153,4 +156,20 @@ func (n *Node) eval(ctx context.Context, s *core.Script, keys, args []string) ([
 		}
 	}
 	return out, nil
+}
+
+// exec runs lua through c. A cluster client panics, before sending anything, on keys of
+// different slots; exec returns that as an error matching core.ErrInvalid that says
+// CROSSSLOT, as the server would, so that the lock fails at once. Other panics go on.
+func exec(ctx context.Context, lua *rueidis.Lua, c rueidis.Client, keys, args []string) (resp rueidis.RedisResult, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			msg, _ := r.(string)
+			if !strings.Contains(msg, "different key slots") {
+				panic(r)
+			}
+			err = fmt.Errorf("%w: CROSSSLOT keys in request don't hash to the same slot (rueidis: %s)", core.ErrInvalid, msg)
+		}
+	}()
+	return lua.Exec(ctx, c, keys, args), nil
 }
