@@ -24,8 +24,15 @@ type Harness struct {
 	// is checked as one; for a Node that does not, those checks skip, with a message.
 	NewNode func(t testing.TB, addr string) core.Node
 
+	// NewClusterNode returns a Node over a cluster client of the Redis Cluster whose masters
+	// are at addrs: one Node for the whole cluster, whose client routes each call to the
+	// master that serves its keys' slot. Run calls it as it calls NewNode. Optional: without
+	// it the RedisCluster checks do not run by default, and listing RedisCluster in Servers
+	// is an error.
+	NewClusterNode func(t testing.TB, addrs []string) core.Node
+
 	// Servers are the Redis implementations every check runs against, in this order.
-	// Default (nil): Miniredis and RedisServer.
+	// Default (nil): Miniredis and RedisServer, and RedisCluster if NewClusterNode is set.
 	Servers []Server
 
 	// RequireRedisServer makes the RedisServer checks fail, rather than skip, when
@@ -47,7 +54,17 @@ const (
 	// the suite. Without the binary, its checks skip with a message, or fail with
 	// Harness.RequireRedisServer.
 	RedisServer Server = "redis-server"
+	// RedisCluster is a real Redis Cluster of 3 masters (redis-server 7 or later, with
+	// --cluster-enabled), reached through Harness.NewClusterNode. Its checks share one
+	// cluster, started for the Run, and take turns on it; each uses keys of its own. The
+	// checks that need a server of their own behind a proxy (context, subscribe deadlines,
+	// ready-means-confirmed) or several independent servers skip there, saying so. Without
+	// redis-server it skips, or fails with Harness.RequireRedisServer, as RedisServer does.
+	RedisCluster Server = "redis-cluster"
 )
+
+// clusterMasters is the number of masters of the RedisCluster server.
+const clusterMasters = 3
 
 // Timing of the checks: a call that must end at a deadline or cancellation gets ctxBound to
 // return; anything the suite waits for gets waitBound (generous: CI machines can be slow).
@@ -73,31 +90,50 @@ func Run(t *testing.T, h Harness) {
 	servers := h.Servers
 	if servers == nil {
 		servers = []Server{Miniredis, RedisServer}
+		if h.NewClusterNode != nil {
+			servers = append(servers, RedisCluster)
+		}
 	}
 	for _, kind := range servers {
-		if kind != Miniredis && kind != RedisServer {
-			t.Fatalf("conformance: unknown Harness.Servers entry %q: want conformance.Miniredis or conformance.RedisServer", kind)
+		switch {
+		case kind != Miniredis && kind != RedisServer && kind != RedisCluster:
+			t.Fatalf("conformance: unknown Harness.Servers entry %q: want conformance.Miniredis, conformance.RedisServer or conformance.RedisCluster", kind)
+		case kind == RedisCluster && h.NewClusterNode == nil:
+			t.Fatal("conformance: Harness.Servers lists RedisCluster, but Harness.NewClusterNode is nil")
 		}
 	}
 	for _, kind := range servers {
 		t.Run(string(kind), func(t *testing.T) {
-			if kind == RedisServer && !redistest.Available() {
+			if kind != Miniredis && !redistest.Available() {
 				const msg = "conformance: redis-server is not on PATH; install it (apt-get install -y redis-server) to run the checks on a real server"
 				if h.RequireRedisServer {
 					t.Fatal(msg + " (Harness.RequireRedisServer is set)")
 				}
 				t.Skip(msg)
 			}
+			base := env{h: h, kind: kind}
+			if kind == RedisCluster {
+				base.cluster = startCluster(t)
+			}
+			// On the shared cluster the checks take turns: some flush it or kill its
+			// connections. Elsewhere each check has servers of its own.
+			parallel := func(t *testing.T) {
+				if kind != RedisCluster {
+					t.Parallel()
+				}
+			}
 			for _, g := range groups {
 				t.Run(g.name, func(t *testing.T) {
-					t.Parallel()
+					parallel(t)
 					if g.skip != nil {
-						g.skip(t, &env{h: h, kind: kind})
+						e := base
+						g.skip(t, &e)
 					}
 					for _, c := range g.checks {
 						t.Run(c.name, func(t *testing.T) {
-							t.Parallel()
-							c.run(t, &env{h: h, kind: kind})
+							parallel(t)
+							e := base
+							c.run(t, &e)
 						})
 					}
 				})
@@ -123,27 +159,39 @@ type group struct {
 var groups = []group{
 	{name: "scripts", checks: scriptChecks()},
 	{name: "noscript", checks: noscriptChecks()},
-	{name: "errors", checks: errorChecks()},
+	{name: "errors", checks: append(errorChecks(), crossSlotChecks()...)},
+	{name: "replies", checks: replyChecks()},
+	{name: "arguments", checks: argumentChecks()},
+	{name: "evalsha", checks: evalshaChecks()},
+	{name: "string", checks: stringChecks()},
 	{name: "context", checks: contextChecks()},
 	{name: "names", checks: nameChecks()},
 	{name: "concurrency", checks: concurrencyChecks()},
 	{name: "setnx", checks: setNXChecks(), skip: skipUnlessSetter},
 	{name: "pubsub", checks: pubsubChecks(), skip: skipUnlessSubscriber},
-	{name: "cluster", checks: clusterChecks()},
+	{name: "independent-nodes", checks: independentNodesChecks()},
 }
 
 // env is what one check runs in: the harness and the kind of server.
 type env struct {
-	h    Harness
-	kind Server
+	h       Harness
+	kind    Server
+	cluster *redistest.Cluster // the shared cluster, for RedisCluster
 }
 
 // servers starts n fresh servers of the check's kind and returns their addresses. It skips
-// the check when redis-server is missing.
+// the check when redis-server is missing. On RedisCluster it returns the address of the
+// shared cluster's first master (which admin commands reach the others through), and skips
+// a check that asks for more than one server.
 func (e *env) servers(t *testing.T, n int) []string {
 	t.Helper()
 	addrs := make([]string, n)
 	switch e.kind {
+	case RedisCluster:
+		if n > 1 {
+			t.Skipf("conformance: the check needs %d independent servers; a Redis Cluster is one Node", n)
+		}
+		addrs[0] = e.cluster.Addrs()[0]
 	case Miniredis:
 		for i := range addrs {
 			addrs[i] = miniredis.RunT(t).Addr()
@@ -162,15 +210,35 @@ func (e *env) server(t *testing.T) string {
 	return e.servers(t, 1)[0]
 }
 
-// node returns a Node on addr from the harness.
+// node returns a Node on addr from the harness: on RedisCluster, a Node of the whole
+// cluster (addr is then its first master's).
 func (e *env) node(t *testing.T, addr string) core.Node {
 	t.Helper()
+	if e.kind == RedisCluster {
+		n := e.h.NewClusterNode(t, e.cluster.Addrs())
+		if n == nil || isNilNode(n) {
+			t.Fatalf("conformance: Harness.NewClusterNode(%q) returned a nil Node", e.cluster.Addrs())
+		}
+		return n
+	}
 	n := e.h.NewNode(t, addr)
 	if n == nil || isNilNode(n) {
 		t.Fatalf("conformance: Harness.NewNode(%q) returned a nil Node", addr)
 	}
 	return n
 }
+
+// skipOnCluster skips the check on RedisCluster, saying why it does not apply there.
+func (e *env) skipOnCluster(t *testing.T, why string) {
+	t.Helper()
+	if e.kind == RedisCluster {
+		t.Skip("conformance: not on a Redis Cluster: " + why)
+	}
+}
+
+// prefix returns a key prefix of the check's own, so that checks that share a cluster never
+// share a key.
+func prefix(t *testing.T) string { return "conformance:" + t.Name() + ":" }
 
 func isNilNode(n core.Node) bool {
 	_, err := core.NewCluster([]core.Node{n})

@@ -65,6 +65,7 @@ func ctxChecks(method string, prepare func(t *testing.T, n core.Node) call) []ch
 	var checks []check
 	for _, c := range cases {
 		checks = append(checks, check{c.name, func(t *testing.T, e *env) {
+			e.skipOnCluster(t, "it puts a proxy in front of the server, and a cluster client dials the addresses the cluster announces")
 			p := startProxy(t, e.server(t))
 			n := e.node(t, p.addr())
 			defer p.close() // before the Node's cleanup: closing a client must not wait for a frozen server

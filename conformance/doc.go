@@ -11,9 +11,11 @@
 //		})
 //	}
 //
-// Run starts its own servers on 127.0.0.1: miniredis in-process always, and real
-// redis-server processes when the binary is on PATH (those checks skip, saying so,
-// otherwise). Each check gets fresh servers of its own. The suite prepares and inspects the
+// Run starts its own servers on 127.0.0.1: miniredis in-process always, real redis-server
+// processes when the binary is on PATH (those checks skip, saying so, otherwise), and, when
+// the Harness has a NewClusterNode, a real Redis Cluster of 3 masters, reached through the
+// backend's cluster client. Each check gets fresh servers of its own; on the cluster, the
+// checks take turns on one cluster, each with keys of its own. The suite prepares and inspects the
 // servers through its own small RESP client, never through the Node under test, and makes a
 // server "accept and never reply" (or drop its connections) with a TCP proxy in front of
 // it, so that a driver that connects eagerly can be checked as well as a lazy one.
@@ -28,7 +30,17 @@
 //   - noscript: each script right after SCRIPT FLUSH, three times: Eval falls back from
 //     EVALSHA to EVAL.
 //   - errors: a server error (WRONGTYPE, redis.error_reply) is an error that keeps the
-//     server's message, with no reply; so is a reply that is not an array of integers.
+//     server's message, with no reply; so is a reply that is not an array of integers. On a
+//     cluster, keys of different slots are an error that core.Permanent knows, never a panic.
+//   - replies: integer replies keep their sign ({0, -1} for a lock held without expiry, the
+//     restart guard's {-1, wait} on a fresh redis-server); a reply is memory of its caller's
+//     own, unchanged by later calls.
+//   - arguments: every argument arrives, empty ones included, in order; the caller's keys
+//     and args slices are unchanged after later calls on the same Node (the Node keeps
+//     nothing of them).
+//   - evalsha: each Eval runs the script exactly once (a script that counts its runs); once
+//     the server has the script, Eval sends EVALSHA only (INFO commandstats, redis-server).
+//   - string: String() is non-empty, and differs for Nodes of different servers.
 //   - context: against a server that accepts and never replies, Eval returns within 1 s of
 //     a 50 ms deadline with an error, within 1 s of a cancellation with an error matching
 //     context.Canceled, and as soon for an already cancelled context; on a connection
@@ -38,13 +50,21 @@
 //   - concurrency: 100 goroutines at once on one Node, each on its own lock (every reply
 //     reaches its own caller) and all on one lock (exactly one wins).
 //   - pubsub, for a Node that implements core.Subscriber: delivery of a notification
-//     published right after Subscribe returned; unsubscribe stops delivery and is
-//     idempotent; two subscriptions to one channel; one pub/sub connection for many
-//     channels (redis-server); recovery after the server kills the pub/sub connection
+//     published right after Subscribe returned; Subscribe does not return while the server's
+//     confirmation is held back by a proxy (ready means confirmed); a handler never gets
+//     another channel's message; unsubscribe stops delivery and is idempotent, and once no
+//     subscription to a channel is left the server no longer counts one (PUBSUB NUMSUB or
+//     SHARDNUMSUB); two subscriptions to one channel; one pub/sub connection for many
+//     channels (counted at a proxy, and by CLIENT LIST on redis-server: at most one per
+//     master of a cluster); recovery after the server kills the pub/sub connection
 //     (re-subscribe, one onMessage call, later messages delivered); Subscribe honours its
 //     context against a server that never replies.
-//   - cluster: a whole lock life over 3 nodes of the backend through core.Cluster, with
-//     fencing tokens that increase from one holder to the next.
+//   - independent-nodes: a whole lock life over 3 Nodes, each on a server of its own, through
+//     core.Cluster, with fencing tokens that increase from one holder to the next.
+//
+// On the Redis Cluster, the checks that put a proxy in front of a server (context,
+// subscribe deadlines, ready means confirmed) or need several independent servers skip,
+// saying so: a cluster client dials the addresses the cluster announces.
 //
 // A failure message names the part of the core.Node or core.Subscriber contract that was
 // broken. The whole suite takes a few seconds per server.

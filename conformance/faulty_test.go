@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -226,4 +227,274 @@ func (f *forgetful) close() {
 	}
 	f.mu.Unlock()
 	f.wg.Wait()
+}
+
+// losesSign drops the sign of negative integers in replies, as a reply parser that skips
+// the '-' would: a node's refusal {-1, wait} under the restart guard reads as a grant.
+type losesSign struct{ inner core.Node }
+
+func newLosesSign(t testing.TB, addr string) core.Node { return losesSign{goodNode(t, addr)} }
+
+func (n losesSign) Eval(ctx context.Context, s *core.Script, keys []string, args ...string) ([]int64, error) {
+	v, err := n.inner.Eval(ctx, s, keys, args...)
+	for i := range v {
+		if v[i] < 0 {
+			v[i] = -v[i]
+		}
+	}
+	return v, err
+}
+
+func (n losesSign) String() string { return n.inner.String() }
+
+// evalEveryCall sends EVALSHA with the SHA1 of the source with a trailing newline (which the
+// server never has), and so EVAL on every call.
+type evalEveryCall struct{ rdb *redis.Client }
+
+func newEvalEveryCall(t testing.TB, addr string) core.Node { return evalEveryCall{newClient(t, addr)} }
+
+func (n evalEveryCall) Eval(ctx context.Context, s *core.Script, keys []string, args ...string) ([]int64, error) {
+	argv := boxed(args)
+	wrong := core.NewScript(s.Name(), s.Source()+"\n").SHA1()
+	v, err := n.rdb.EvalSha(ctx, wrong, keys, argv...).Int64Slice()
+	if err != nil && redis.HasErrorPrefix(err, "NOSCRIPT") {
+		v, err = n.rdb.Eval(ctx, s.Source(), keys, argv...).Int64Slice()
+	}
+	if err != nil {
+		return nil, err
+	}
+	return v, nil
+}
+
+func (n evalEveryCall) String() string { return n.rdb.Options().Addr }
+
+// runsTwice pipelines EVALSHA and EVAL, to save a round trip on NOSCRIPT, and returns the
+// first that succeeded: once the script is cached, it runs twice per call.
+type runsTwice struct{ rdb *redis.Client }
+
+func newRunsTwice(t testing.TB, addr string) core.Node { return runsTwice{newClient(t, addr)} }
+
+func (n runsTwice) Eval(ctx context.Context, s *core.Script, keys []string, args ...string) ([]int64, error) {
+	argv := boxed(args)
+	pipe := n.rdb.Pipeline()
+	sha := pipe.EvalSha(ctx, s.SHA1(), keys, argv...)
+	eval := pipe.Eval(ctx, s.Source(), keys, argv...)
+	_, _ = pipe.Exec(ctx)
+	if v, err := sha.Int64Slice(); err == nil {
+		return v, nil
+	}
+	v, err := eval.Int64Slice()
+	if err != nil {
+		return nil, err
+	}
+	return v, nil
+}
+
+func (n runsTwice) String() string { return n.rdb.Options().Addr }
+
+// keepsArgs keeps the keys and args of the last call that returned and reuses them as its
+// scratch space on the next call, writing that call's keys and args into them.
+type keepsArgs struct {
+	inner core.Node
+
+	mu         sync.Mutex
+	keys, args []string
+}
+
+func newKeepsArgs(t testing.TB, addr string) core.Node { return &keepsArgs{inner: goodNode(t, addr)} }
+
+func (n *keepsArgs) Eval(ctx context.Context, s *core.Script, keys []string, args ...string) ([]int64, error) {
+	n.mu.Lock()
+	copy(n.keys, keys)
+	copy(n.args, args)
+	n.mu.Unlock()
+	v, err := n.inner.Eval(ctx, s, keys, args...)
+	n.mu.Lock()
+	n.keys, n.args = keys, args
+	n.mu.Unlock()
+	return v, err
+}
+
+func (n *keepsArgs) String() string { return n.inner.String() }
+
+// unnamed and sameName are the go-redis backend with a String() that names nothing, or the
+// same thing for every server.
+type unnamed struct{ core.Node }
+
+func newUnnamed(t testing.TB, addr string) core.Node { return unnamed{eval{goodNode(t, addr)}} }
+
+func (unnamed) String() string { return "" }
+
+type sameName struct{ core.Node }
+
+func newSameName(t testing.TB, addr string) core.Node { return sameName{eval{goodNode(t, addr)}} }
+
+func (sameName) String() string { return "redis" }
+
+// eval hides every method of a Node but Eval and String.
+type eval struct{ n core.Node }
+
+func (e eval) Eval(ctx context.Context, s *core.Script, keys []string, args ...string) ([]int64, error) {
+	return e.n.Eval(ctx, s, keys, args...)
+}
+
+func (e eval) String() string { return e.n.String() }
+
+// dropsEmptyArgs leaves out empty arguments, as a driver that skips empty strings would.
+type dropsEmptyArgs struct{ inner core.Node }
+
+func newDropsEmptyArgs(t testing.TB, addr string) core.Node { return dropsEmptyArgs{goodNode(t, addr)} }
+
+func (n dropsEmptyArgs) Eval(ctx context.Context, s *core.Script, keys []string, args ...string) ([]int64, error) {
+	var kept []string
+	for _, a := range args {
+		if a != "" {
+			kept = append(kept, a)
+		}
+	}
+	return n.inner.Eval(ctx, s, keys, kept...)
+}
+
+func (n dropsEmptyArgs) String() string { return n.inner.String() }
+
+// sharedReply copies every reply into one buffer of the Node's and returns the buffer.
+type sharedReply struct {
+	inner core.Node
+	mu    sync.Mutex
+	buf   []int64
+}
+
+func newSharedReply(t testing.TB, addr string) core.Node {
+	return &sharedReply{inner: goodNode(t, addr)}
+}
+
+func (n *sharedReply) Eval(ctx context.Context, s *core.Script, keys []string, args ...string) ([]int64, error) {
+	v, err := n.inner.Eval(ctx, s, keys, args...)
+	if err != nil {
+		return nil, err
+	}
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	n.buf = append(n.buf[:0], v...)
+	return n.buf, nil
+}
+
+func (n *sharedReply) String() string { return n.inner.String() }
+
+// subscriberOf returns the go-redis backend's Node on addr as the Subscriber it is.
+func subscriberOf(t testing.TB, addr string) (core.Node, core.Subscriber) {
+	n := goodNode(t, addr)
+	return n, n.(core.Subscriber)
+}
+
+// broadcast hands every message of the node to every handler, whatever its channel.
+type broadcast struct {
+	core.Node
+	sub core.Subscriber
+
+	mu       sync.Mutex
+	handlers map[*func(string)]struct{}
+}
+
+func newBroadcast(t testing.TB, addr string) core.Node {
+	n, sub := subscriberOf(t, addr)
+	return &broadcast{Node: eval{n}, sub: sub, handlers: map[*func(string)]struct{}{}}
+}
+
+func (b *broadcast) Subscribe(ctx context.Context, channel string, onMessage func(string)) (func(), error) {
+	h := &onMessage
+	b.mu.Lock()
+	b.handlers[h] = struct{}{}
+	b.mu.Unlock()
+	unsub, err := b.sub.Subscribe(ctx, channel, func(payload string) {
+		b.mu.Lock()
+		defer b.mu.Unlock()
+		for h := range b.handlers {
+			(*h)(payload)
+		}
+	})
+	forget := func() {
+		b.mu.Lock()
+		defer b.mu.Unlock()
+		delete(b.handlers, h)
+	}
+	if err != nil {
+		forget()
+		return nil, err
+	}
+	return func() { forget(); unsub() }, nil
+}
+
+// neverUnsubscribes stops delivering to a handler at unsubscribe, but never unsubscribes on
+// the server.
+type neverUnsubscribes struct {
+	core.Node
+	sub core.Subscriber
+}
+
+func newNeverUnsubscribes(t testing.TB, addr string) core.Node {
+	n, sub := subscriberOf(t, addr)
+	return neverUnsubscribes{eval{n}, sub}
+}
+
+func (n neverUnsubscribes) Subscribe(ctx context.Context, channel string, onMessage func(string)) (func(), error) {
+	var stopped atomic.Bool
+	_, err := n.sub.Subscribe(ctx, channel, func(payload string) {
+		if !stopped.Load() {
+			onMessage(payload)
+		}
+	})
+	if err != nil {
+		return nil, err
+	}
+	return func() { stopped.Store(true) }, nil
+}
+
+// earlyReady returns from Subscribe at once, while the subscription is still on its way.
+type earlyReady struct {
+	core.Node
+	sub core.Subscriber
+}
+
+func newEarlyReady(t testing.TB, addr string) core.Node {
+	n, sub := subscriberOf(t, addr)
+	return earlyReady{eval{n}, sub}
+}
+
+func (n earlyReady) Subscribe(ctx context.Context, channel string, onMessage func(string)) (func(), error) {
+	done := make(chan func(), 1)
+	go func() {
+		unsub, _ := n.sub.Subscribe(context.WithoutCancel(ctx), channel, onMessage)
+		done <- unsub
+	}()
+	return sync.OnceFunc(func() {
+		if unsub := <-done; unsub != nil {
+			unsub()
+		}
+	}), nil
+}
+
+// connPerChannel opens a pub/sub connection of its own for each channel.
+type connPerChannel struct {
+	core.Node
+	t    testing.TB
+	addr string
+}
+
+func newConnPerChannel(t testing.TB, addr string) core.Node {
+	return connPerChannel{eval{goodNode(t, addr)}, t, addr}
+}
+
+func (n connPerChannel) Subscribe(ctx context.Context, channel string, onMessage func(string)) (func(), error) {
+	_, sub := subscriberOf(n.t, n.addr)
+	return sub.Subscribe(ctx, channel, onMessage)
+}
+
+// boxed returns args as go-redis takes them.
+func boxed(args []string) []any {
+	argv := make([]any, len(args))
+	for i, a := range args {
+		argv[i] = a
+	}
+	return argv
 }

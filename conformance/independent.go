@@ -68,8 +68,10 @@ func nameChecks() []check {
 	return checks
 }
 
-// clusterChecks: a whole lock life over 3 nodes of the backend, through core.Cluster.
-func clusterChecks() []check {
+// independentNodesChecks: a whole lock life over 3 Nodes of the backend, each on a server of
+// its own, through core.Cluster (which is Redlock's quorum over independent masters, not a
+// Redis Cluster).
+func independentNodesChecks() []check {
 	return []check{{"three-nodes", func(t *testing.T, e *env) {
 		addrs := e.servers(t, 3)
 		nodes := make([]core.Node, len(addrs))

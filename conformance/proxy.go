@@ -1,6 +1,7 @@
 package conformance
 
 import (
+	"bytes"
 	"net"
 	"sync"
 	"testing"
@@ -11,15 +12,19 @@ import (
 // forwards nothing either way and never closes a connection: the node sees a server that
 // accepts and never replies, whether its connection was open before or is dialled after.
 // cut closes every connection open through it, as a server that drops its clients would.
+// hold holds back what the server sends until release, while clients' commands still reach
+// it. subscribers counts the connections on which a client sent SUBSCRIBE or SSUBSCRIBE.
 type proxy struct {
 	ln     net.Listener
 	target string
 	wg     sync.WaitGroup
 
-	mu     sync.Mutex
-	frozen bool
-	closed bool
-	conns  map[net.Conn]struct{}
+	mu       sync.Mutex
+	frozen   bool
+	held     chan struct{} // non-nil while replies are held; closed by release
+	closed   bool
+	conns    map[net.Conn]struct{}
+	subConns map[net.Conn]bool // client connections that sent a SUBSCRIBE or SSUBSCRIBE
 }
 
 // startProxy starts a proxy to target; t.Cleanup closes it and waits for its goroutines.
@@ -29,7 +34,7 @@ func startProxy(t testing.TB, target string) *proxy {
 	if err != nil {
 		t.Fatalf("conformance: proxy listener: %v", err)
 	}
-	p := &proxy{ln: ln, target: target, conns: map[net.Conn]struct{}{}}
+	p := &proxy{ln: ln, target: target, conns: map[net.Conn]struct{}{}, subConns: map[net.Conn]bool{}}
 	p.wg.Add(1)
 	go p.serve()
 	t.Cleanup(p.close)
@@ -54,19 +59,32 @@ func (p *proxy) serve() {
 			return
 		}
 		p.wg.Add(1)
-		go func() { defer p.wg.Done(); p.pipe(client, server) }()
+		go func() { defer p.wg.Done(); p.pipe(client, server, client) }()
 		if server != nil {
 			p.wg.Add(1)
-			go func() { defer p.wg.Done(); p.pipe(server, client) }()
+			go func() { defer p.wg.Done(); p.pipe(server, client, nil) }()
 		}
 	}
 }
 
 // pipe copies src to dst until src fails; while frozen it reads and drops. dst may be nil.
-func (p *proxy) pipe(src, dst net.Conn) {
+// client is src when src is a client (its commands are watched for SUBSCRIBE), nil when src
+// is the server (what it sends waits while held).
+func (p *proxy) pipe(src, dst, client net.Conn) {
 	buf := make([]byte, 32<<10)
+	var tail []byte // the end of the previous read, for a command name split across reads
 	for {
 		n, err := src.Read(buf)
+		if n > 0 && client != nil {
+			seen := append(tail, buf[:n]...)
+			if bytes.Contains(bytes.ToUpper(seen), []byte("SUBSCRIBE")) {
+				p.sawSubscribe(client)
+			}
+			tail = append(tail[:0], seen[max(0, len(seen)-len("SSUBSCRIBE")):]...)
+		}
+		if n > 0 && client == nil {
+			p.waitRelease()
+		}
 		if n > 0 && dst != nil && !p.isFrozen() {
 			if _, werr := dst.Write(buf[:n]); werr != nil {
 				src.Close()
@@ -100,6 +118,51 @@ func (p *proxy) track(conns ...net.Conn) bool {
 	return !p.closed
 }
 
+// sawSubscribe records that client sent a SUBSCRIBE or SSUBSCRIBE (or an UNSUBSCRIBE: a
+// pub/sub connection either way).
+func (p *proxy) sawSubscribe(client net.Conn) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.subConns[client] = true
+}
+
+// subscribers returns how many connections through the proxy have sent a SUBSCRIBE or
+// SSUBSCRIBE since it started.
+func (p *proxy) subscribers() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return len(p.subConns)
+}
+
+// hold holds back everything the server sends, until release or close.
+func (p *proxy) hold() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.held == nil {
+		p.held = make(chan struct{})
+	}
+}
+
+// release passes on what hold held back, and everything after it.
+func (p *proxy) release() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.held != nil {
+		close(p.held)
+		p.held = nil
+	}
+}
+
+// waitRelease waits while the proxy holds the server's replies.
+func (p *proxy) waitRelease() {
+	p.mu.Lock()
+	held := p.held
+	p.mu.Unlock()
+	if held != nil {
+		<-held
+	}
+}
+
 func (p *proxy) isFrozen() bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -126,6 +189,7 @@ func (p *proxy) cut() {
 // close stops the listener, closes every connection and waits for the goroutines.
 func (p *proxy) close() {
 	p.ln.Close()
+	p.release()
 	p.mu.Lock()
 	p.closed = true
 	p.mu.Unlock()

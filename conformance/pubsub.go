@@ -22,7 +22,10 @@ import (
 func pubsubChecks() []check {
 	return []check{
 		{"delivery", checkDelivery},
+		{"ready-means-confirmed", checkReadyMeansConfirmed},
+		{"isolation", checkIsolation},
 		{"unsubscribe", checkUnsubscribe},
+		{"unsubscribe-on-server", checkUnsubscribeOnServer},
 		{"two-subscribers", checkTwoSubscribers},
 		{"shared-connection", checkSharedConnection},
 		{"recovery", checkRecovery},
@@ -145,12 +148,16 @@ func (p *pubsub) subscribers(ch string) int64 {
 	if p.sharded {
 		cmd = "SHARDNUMSUB"
 	}
-	v, _ := admin(p.t, p.addr, "PUBSUB", cmd, ch).([]any)
-	if len(v) != 2 {
-		p.t.Fatalf("conformance: PUBSUB %s replied %#v", cmd, v)
+	var total int64
+	for _, reply := range adminAll(p.t, p.addr, "PUBSUB", cmd, ch) { // on a cluster, each master counts its own
+		v, _ := reply.([]any)
+		if len(v) != 2 {
+			p.t.Fatalf("conformance: PUBSUB %s replied %#v", cmd, v)
+		}
+		n, _ := v[1].(int64)
+		total += n
 	}
-	n, _ := v[1].(int64)
-	return n
+	return total
 }
 
 // delivered publishes on ch, with a payload of its own, and checks that the server had a
@@ -158,8 +165,8 @@ func (p *pubsub) subscribers(ch string) int64 {
 func (p *pubsub) delivered(ch string, c *counter, when string) bool {
 	p.t.Helper()
 	before := c.calls()
-	// A hand-over's shape (see release.lua), distinct per call.
-	payload := fmt.Sprintf("conformance-waiter.%d %d", before+1, bigFence)
+	// A hand-over's shape (see release.lua), distinct per channel and call.
+	payload := fmt.Sprintf("%s.%d %d", ch, before+1, bigFence)
 	if n := p.publish(ch, payload); n < 1 {
 		p.t.Errorf("%s, PUBLISH on %q reached %d subscribers: the subscription must be active on the server", when, ch, n)
 		return false
@@ -183,6 +190,102 @@ func checkDelivery(t *testing.T, e *env) {
 	p.subscribe(ch, &c)
 	// No wait here: Subscribe must return only once the server has the subscription.
 	p.delivered(ch, &c, "right after Subscribe returned")
+}
+
+// checkReadyMeansConfirmed: the Node reaches the server through a proxy that, once the
+// Node's pub/sub connection is up, holds back everything the server sends. Subscribe must not
+// return while the server's confirmation is held back, though the server already has the
+// subscription; once the proxy lets it through, Subscribe returns and delivery works.
+func checkReadyMeansConfirmed(t *testing.T, e *env) {
+	e.skipOnCluster(t, "it puts a proxy in front of the server, and a cluster client dials the addresses the cluster announces")
+	addr := e.server(t)
+	px := startProxy(t, addr)
+	p := newPubsub(t, e, addr, px.addr())
+	defer px.close() // before the Node's cleanup
+	var warm counter
+	p.subscribe(channel("ready-warm"), &warm)
+	if !eventually(waitBound, func() bool { return p.subscribers(channel("ready-warm")) > 0 }) {
+		t.Fatalf("the server counts no subscriber of %q %v after Subscribe returned: Subscribe must return only once the subscription is active on the server", channel("ready-warm"), waitBound)
+	}
+	ch := channel("ready") // the Node's pub/sub connection is open from here on
+	px.hold()
+	type result struct {
+		unsub func()
+		err   error
+	}
+	done := make(chan result, 1)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*waitBound)
+	defer cancel()
+	var c counter
+	go func() {
+		unsub, err := p.sub.Subscribe(ctx, ch, c.onMessage)
+		done <- result{unsub, err}
+	}()
+	if !eventually(waitBound, func() bool { return p.subscribers(ch) > 0 }) {
+		px.release()
+		t.Fatalf("conformance: the Node's SUBSCRIBE to %q never reached the server within %v (the proxy held back only the server's replies)", ch, waitBound)
+	}
+	time.Sleep(quietPeriod)
+	select {
+	case r := <-done:
+		px.release()
+		if r.unsub != nil {
+			p.unsubscribe(r.unsub)
+		}
+		t.Fatalf("Subscribe(%q) returned (error %v) while the server's confirmation was held back: it must return only once the server confirmed the subscription, or a PUBLISH right after it may be missed", ch, r.err)
+	default:
+	}
+	px.release()
+	select {
+	case r := <-done:
+		require.NoError(t, r.err, "Subscribe(%q) once the server's confirmation reached the Node", ch)
+		t.Cleanup(func() { p.unsubscribe(r.unsub) })
+		p.delivered(ch, &c, "after Subscribe returned on the server's confirmation")
+	case <-time.After(waitBound):
+		t.Fatalf("Subscribe(%q) had not returned %v after the server's confirmation reached the Node", ch, waitBound)
+	}
+}
+
+// checkIsolation: each handler gets the messages of its own channel only.
+func checkIsolation(t *testing.T, e *env) {
+	addr := e.server(t)
+	p := newPubsub(t, e, addr, addr)
+	chA, chB := channel("isolation-a"), channel("isolation-b")
+	var a, b counter
+	p.subscribe(chA, &a)
+	p.subscribe(chB, &b)
+	p.delivered(chA, &a, "with two channels subscribed on one Node")
+	p.delivered(chB, &b, "with two channels subscribed on one Node")
+	time.Sleep(quietPeriod)
+	a.mu.Lock()
+	b.mu.Lock()
+	defer a.mu.Unlock()
+	defer b.mu.Unlock()
+	for payload := range b.payloads {
+		if payload != "" && a.payloads[payload] {
+			t.Errorf("onMessage of %q was given %q, published on %q: a Subscriber must deliver each message only to the handlers of its own channel", chA, payload, chB)
+		}
+	}
+	for payload := range a.payloads {
+		if payload != "" && b.payloads[payload] {
+			t.Errorf("onMessage of %q was given %q, published on %q: a Subscriber must deliver each message only to the handlers of its own channel", chB, payload, chA)
+		}
+	}
+}
+
+// checkUnsubscribeOnServer: once the last subscription to a channel is unsubscribed, the
+// server no longer counts a subscriber of it (PUBSUB NUMSUB, or SHARDNUMSUB).
+func checkUnsubscribeOnServer(t *testing.T, e *env) {
+	addr := e.server(t)
+	p := newPubsub(t, e, addr, addr)
+	ch := channel("unsubscribe-on-server")
+	var c counter
+	unsub := p.subscribe(ch, &c)
+	require.Positive(t, p.subscribers(ch), "after Subscribe(%q) returned, the server counts no subscriber of it", ch)
+	unsub()
+	if !eventually(waitBound, func() bool { return p.subscribers(ch) == 0 }) {
+		t.Errorf("%v after unsubscribe of the only subscription to %q, the server still counts %d subscribers: the backend must unsubscribe on the server (UNSUBSCRIBE, SUNSUBSCRIBE) once no subscription to a channel is left, or channels pile up there for the life of the process", waitBound, ch, p.subscribers(ch))
+	}
 }
 
 func checkUnsubscribe(t *testing.T, e *env) {
@@ -225,7 +328,13 @@ func checkTwoSubscribers(t *testing.T, e *env) {
 
 func checkSharedConnection(t *testing.T, e *env) {
 	addr := e.server(t)
-	p := newPubsub(t, e, addr, addr)
+	nodeAddr := addr
+	var px *proxy // counts the connections that subscribe, where CLIENT LIST cannot (miniredis)
+	if e.kind != RedisCluster {
+		px = startProxy(t, addr)
+		nodeAddr = px.addr()
+	}
+	p := newPubsub(t, e, addr, nodeAddr)
 	chans := []string{channel("shared-1"), channel("shared-2"), channel("shared-3")}
 	counters := make([]counter, len(chans)+1)
 	for i, ch := range chans {
@@ -235,16 +344,27 @@ func checkSharedConnection(t *testing.T, e *env) {
 	for i, ch := range chans {
 		p.delivered(ch, &counters[i], fmt.Sprintf("with %d channels subscribed on one Node", len(chans)))
 	}
+	if px != nil {
+		assert.Equal(t, 1, px.subscribers(), "with %d channels subscribed on one Node, %d connections sent SUBSCRIBE: a backend shares one pub/sub connection per node among all channels", len(chans), px.subscribers())
+	}
 	if e.kind == Miniredis {
-		t.Log("conformance: miniredis has no CLIENT LIST: the number of pub/sub connections is checked on redis-server only")
+		t.Log("conformance: miniredis has no CLIENT LIST: pub/sub connections counted at a proxy only")
 		return
 	}
-	list, _ := admin(t, addr, "CLIENT", "LIST", "TYPE", "pubsub").(string)
-	conns := strings.Count(strings.TrimSpace(list), "\n") + 1
-	if strings.TrimSpace(list) == "" {
-		conns = 0
+	for i, reply := range adminAll(t, addr, "CLIENT", "LIST", "TYPE", "pubsub") {
+		list, _ := reply.(string)
+		conns := strings.Count(strings.TrimSpace(list), "\n") + 1
+		if strings.TrimSpace(list) == "" {
+			conns = 0
+		}
+		want := assert.Equal
+		if e.kind == RedisCluster {
+			want = func(t assert.TestingT, limit, conns any, msgAndArgs ...any) bool {
+				return assert.LessOrEqual(t, conns, limit, msgAndArgs...)
+			}
+		}
+		want(t, 1, conns, "with %d channels subscribed on one Node, the server %s has %d pub/sub connections: a backend shares one pub/sub connection per node (per master of a cluster) among all channels\n%s", len(chans), masters(addr)[i], conns, list)
 	}
-	assert.Equal(t, 1, conns, "with %d channels subscribed on one Node, the server has %d pub/sub connections: a backend shares one pub/sub connection per node among all channels\n%s", len(chans), conns, list)
 }
 
 // checkRecovery kills the Node's pub/sub connection: on redis-server with CLIENT KILL TYPE
@@ -254,7 +374,11 @@ func checkSharedConnection(t *testing.T, e *env) {
 func checkRecovery(t *testing.T, e *env) {
 	addr := e.server(t)
 	kill := func() {
-		killed, _ := admin(t, addr, "CLIENT", "KILL", "TYPE", "pubsub").(int64)
+		var killed int64
+		for _, n := range adminAll(t, addr, "CLIENT", "KILL", "TYPE", "pubsub") {
+			k, _ := n.(int64)
+			killed += k
+		}
 		require.Positive(t, killed, "CLIENT KILL TYPE pubsub found no pub/sub connection to kill, though Subscribe returned")
 	}
 	nodeAddr := addr
@@ -285,6 +409,7 @@ func checkRecovery(t *testing.T, e *env) {
 // soon after its context's deadline, with an error. open: the Node already has an active
 // subscription (an open pub/sub connection) when the server stops answering.
 func checkSubscribeDeadline(t *testing.T, e *env, open bool) {
+	e.skipOnCluster(t, "it puts a proxy in front of the server, and a cluster client dials the addresses the cluster announces")
 	addr := e.server(t)
 	px := startProxy(t, addr)
 	p := newPubsub(t, e, addr, px.addr())

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"fmt"
 	"net"
+	"strings"
 	"time"
 
 	"github.com/go-redlock/redlock/internal/redistest"
@@ -16,9 +17,19 @@ import (
 const adminTimeout = 5 * time.Second
 
 // do sends one command to addr over a fresh connection and returns the reply (see
-// redistest.DoTimeout): an error reply is the error result.
+// redistest.DoTimeout): an error reply is the error result. On a Redis Cluster it follows
+// MOVED to the master that serves the command's keys (see redistest.DoCluster).
 func do(addr string, args ...string) (any, error) {
-	return redistest.DoTimeout(addr, adminTimeout, args...)
+	return redistest.DoCluster(addr, adminTimeout, args...)
+}
+
+// movedFields returns the fields of a MOVED error message ("MOVED 3999 127.0.0.1:6381"), or
+// nil for another message.
+func movedFields(msg string) []string {
+	if f := strings.Fields(msg); len(f) == 3 && f[0] == "MOVED" {
+		return f
+	}
+	return nil
 }
 
 // subscription is a raw SUBSCRIBE connection: it proves what the server published,

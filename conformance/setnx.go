@@ -17,7 +17,7 @@ func setNXChecks() []check {
 	checks := []check{
 		{"free", func(t *testing.T, e *env) {
 			addr, s := setterOn(t, e)
-			k := core.NewKeys("conformance:", "setnx")
+			k := core.NewKeys(prefix(t), "setnx")
 			set, err := setNX(s, k.Lock, ours, ttlMS*time.Millisecond)
 			require.NoError(t, err, "SetNX of a free key on a healthy server")
 			assert.True(t, set, "SetNX of a free key reported false, want true")
@@ -26,7 +26,7 @@ func setNXChecks() []check {
 		}},
 		{"held", func(t *testing.T, e *env) {
 			addr, s := setterOn(t, e)
-			k := core.NewKeys("conformance:", "setnx")
+			k := core.NewKeys(prefix(t), "setnx")
 			admin(t, addr, "SET", k.Lock, theirs, "PX", "5000")
 			set, err := setNX(s, k.Lock, ours, ttlMS*time.Millisecond)
 			require.NoError(t, err, "SetNX of a key that exists must report false, not an error")
@@ -36,7 +36,7 @@ func setNXChecks() []check {
 		}},
 		{"no-ttl", func(t *testing.T, e *env) {
 			addr, s := setterOn(t, e)
-			k := core.NewKeys("conformance:", "setnx")
+			k := core.NewKeys(prefix(t), "setnx")
 			set, err := setNX(s, k.Lock, ours, 0)
 			assert.Error(t, err, "SetNX with a TTL of 0 must be an error (core never sends one), not a key without expiry")
 			assert.False(t, set, "SetNX with a TTL of 0 reported true")
@@ -44,7 +44,7 @@ func setNXChecks() []check {
 		}},
 		{"milliseconds", func(t *testing.T, e *env) {
 			addr, s := setterOn(t, e)
-			k := core.NewKeys("conformance:", "setnx")
+			k := core.NewKeys(prefix(t), "setnx")
 			set, err := setNX(s, k.Lock, ours, 1500*time.Millisecond)
 			require.NoError(t, err, "SetNX of a free key on a healthy server")
 			assert.True(t, set, "SetNX of a free key reported false, want true")

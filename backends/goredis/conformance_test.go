@@ -9,8 +9,8 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// TestConformance runs the shared conformance suite on the go-redis Node, on miniredis and
-// on real redis-server processes.
+// TestConformance runs the shared conformance suite on the go-redis Node, on miniredis, on
+// real redis-server processes, and on a real 3-master Redis Cluster through a ClusterClient.
 func TestConformance(t *testing.T) {
 	conformance.Run(t, conformance.Harness{
 		NewNode: func(t testing.TB, addr string) core.Node {
@@ -18,6 +18,13 @@ func TestConformance(t *testing.T) {
 			t.Cleanup(func() { _ = rdb.Close() })
 			node := goredis.New(rdb)
 			t.Cleanup(func() { _ = node.Close() }) // runs first: the Node before its client
+			return node
+		},
+		NewClusterNode: func(t testing.TB, addrs []string) core.Node {
+			rdb := redis.NewClusterClient(&redis.ClusterOptions{Addrs: addrs, ContextTimeoutEnabled: true})
+			t.Cleanup(func() { _ = rdb.Close() })
+			node := goredis.New(rdb)
+			t.Cleanup(func() { _ = node.Close() })
 			return node
 		},
 	})

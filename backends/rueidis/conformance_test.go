@@ -9,8 +9,9 @@ import (
 	"github.com/redis/rueidis"
 )
 
-// TestConformance runs the shared conformance suite on the rueidis Node, on miniredis and
-// on real redis-server processes.
+// TestConformance runs the shared conformance suite on the rueidis Node, on miniredis, on
+// real redis-server processes, and on a real 3-master Redis Cluster through its cluster
+// client.
 func TestConformance(t *testing.T) {
 	conformance.Run(t, conformance.Harness{
 		NewNode: func(t testing.TB, addr string) core.Node {
@@ -27,6 +28,16 @@ func TestConformance(t *testing.T) {
 			t.Cleanup(c.Close)
 			node := rlrueidis.New(c)
 			t.Cleanup(func() { _ = node.Close() }) // runs first: the Node before its client
+			return node
+		},
+		NewClusterNode: func(t testing.TB, addrs []string) core.Node {
+			c, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: addrs, DisableCache: true})
+			if err != nil {
+				t.Fatalf("rueidis.NewClient(%s): %v", addrs, err)
+			}
+			t.Cleanup(c.Close)
+			node := rlrueidis.New(c)
+			t.Cleanup(func() { _ = node.Close() })
 			return node
 		},
 	})

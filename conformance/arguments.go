@@ -1,0 +1,40 @@
+package conformance
+
+import (
+	"slices"
+	"testing"
+
+	"github.com/go-redlock/redlock/core"
+	"github.com/stretchr/testify/assert"
+)
+
+// argumentChecks: the Node passes every argument as given, empty ones included, and keeps
+// nothing of the caller's slices once Eval returned: core shares one keys and args slice
+// across nodes and calls.
+func argumentChecks() []check {
+	return []check{
+		{"kept-intact", func(t *testing.T, e *env) {
+			addr := e.server(t)
+			n := e.node(t, addr)
+			a, b := core.NewKeys(prefix(t), "args-a"), core.NewKeys(prefix(t), "args-b")
+			keys, args := acquireKeys(a), acquireArgs(ours, ttl)
+			wantKeys, wantArgs := slices.Clone(keys), slices.Clone(args)
+			mustEval(t, n, script(t, "acquire"), keys, args...)
+			// Later calls on the same Node, with other keys and args of other lengths.
+			mustEval(t, n, script(t, "extend"), []string{a.Lock}, ours, "20000")
+			mustEval(t, n, script(t, "acquire"), acquireKeys(b), waiterArgs("w-token", "30000", "w", "9")...)
+			mustEval(t, n, script(t, "release"), releaseKeys(b), releaseArgs("w-token", b)...)
+			assert.Equal(t, wantKeys, keys, "the keys given to an earlier Eval changed while the Node made later calls: the Node must not keep or reuse the caller's slices after Eval returns (core shares them between calls)")
+			assert.Equal(t, wantArgs, args, "the args given to an earlier Eval changed while the Node made later calls: the Node must not keep or reuse the caller's slices after Eval returns (core shares them between calls)")
+		}},
+		{"empty", func(t *testing.T, e *env) {
+			addr := e.server(t)
+			n := e.node(t, addr)
+			k := core.NewKeys(prefix(t), "args")
+			s := core.NewScript("conformance-arguments", `local function len(i) if ARGV[i] then return string.len(ARGV[i]) end return -1 end
+return {#KEYS, #ARGV, len(1), len(2), len(3)}`)
+			got := mustEval(t, n, s, []string{k.Lock}, "", "x", "")
+			assert.Equal(t, []int64{1, 3, 0, 1, 0}, got, "a script given 1 key and the args \"\", \"x\", \"\" counted {#KEYS, #ARGV, and each arg's length (-1: missing)} as %s, want {1, 3, 0, 1, 0}: the Node must pass every argument, empty ones included, in order (core passes an empty waiter id)", format(got))
+		}},
+	}
+}
