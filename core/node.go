@@ -12,13 +12,19 @@ import (
 type Node interface {
 	// Eval runs s with keys and args and returns its reply. Every core script replies with
 	// an array of integers. Implementations send EVALSHA with s.SHA1() and fall back to EVAL
-	// with s.Source() when the server replies NOSCRIPT. Eval honours ctx: it returns soon
-	// after ctx's deadline passes or ctx is cancelled. A transport or server error is
-	// returned as an error, never as a partial reply. Eval must not change keys or args, nor
-	// keep them after it returns: core shares them between calls.
+	// with s.Source() when the server replies NOSCRIPT: each call runs the script exactly
+	// once (EVALSHA, then EVAL only after NOSCRIPT, never both). Eval honours ctx: it returns
+	// soon after ctx's deadline passes or ctx is cancelled. A transport or server error is
+	// returned as an error, never as a partial reply; a closed driver client's error matches
+	// ErrClosed. Integer replies keep their sign, and the reply is a new slice that the
+	// caller owns. Every argument is passed, empty ones included. Eval must not change keys
+	// or args, nor keep them after it returns: core shares them between calls. On Redis
+	// Cluster, keys of different slots are an error (the server's CROSSSLOT, or one that
+	// matches ErrInvalid), never a panic.
 	Eval(ctx context.Context, s *Script, keys []string, args ...string) ([]int64, error)
 
-	// String names the node in errors, for example "127.0.0.1:6379".
+	// String names the node in errors, for example "127.0.0.1:6379": non-empty, and
+	// distinct for distinct servers.
 	String() string
 }
 
