@@ -100,7 +100,7 @@ func (c *Client) TryAcquire(ctx context.Context, name string, opts ...Option) (*
 	}
 	q := c.queueOf(l.lock.Keys.Lock)
 	if !q.tryJoin() {
-		return nil, &lockError{"acquire", name, heldHere}
+		return nil, &lockError{"acquire", name, errHeldHere}
 	}
 	l.lock.Token = core.NewToken()
 	g, err := c.cluster.Acquire(ctx, &l.lock)
@@ -137,7 +137,7 @@ func (c *Client) Acquire(ctx context.Context, name string, opts ...Option) (*Lea
 func (c *Client) acquire(ctx context.Context, l *Lease) (*Lease, error) {
 	q := c.queueOf(l.lock.Keys.Lock)
 	if err := q.join(ctx); err != nil {
-		return nil, &lockError{"acquire", l.name, fmt.Errorf("%w; last attempt: %w", err, heldHere)}
+		return nil, &lockError{"acquire", l.name, fmt.Errorf("%w; last attempt: %w", err, errHeldHere)}
 	}
 	l.lock.Failed = waitLog(l.opts, l.name)
 	g, err := c.cluster.AcquireWait(ctx, &l.lock, core.Backoff{Min: l.opts.retryMin, Max: l.opts.retryMax})

@@ -85,6 +85,6 @@ func quoted(name string) string {
 
 func (e *lockError) Unwrap() error { return e.err }
 
-// heldHere is ErrHeld for a lock that another goroutine of the same Client holds or
+// errHeldHere is ErrHeld for a lock that another goroutine of the same Client holds or
 // waits for.
-var heldHere = fmt.Errorf("%w (a goroutine of this Client holds or waits for it)", ErrHeld)
+var errHeldHere = fmt.Errorf("%w (a goroutine of this Client holds or waits for it)", ErrHeld)

@@ -101,7 +101,7 @@ func (m *Mutex) lock(ctx context.Context, persist bool) error {
 		return err
 	}
 	if err := m.queue.join(ctx); err != nil {
-		return &lockError{"lock", m.name, fmt.Errorf("%w; last attempt: %w", err, heldHere)}
+		return &lockError{"lock", m.name, fmt.Errorf("%w; last attempt: %w", err, errHeldHere)}
 	}
 	l := m.newLease()
 	l.lock.Contended = m.contended.Load()

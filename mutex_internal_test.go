@@ -36,8 +36,8 @@ func TestHoldingsStartBeforeTheyArePublished(t *testing.T) {
 	c, err := New([]Node{nodeFor(t, s.Addr())})
 	require.NoError(t, err)
 	m := c.NewMutex("ticks")
-	m.Lock()
-	m.Unlock() // the timer exists from the first holding
+	require.NoError(t, m.LockContext(context.Background()))
+	require.NoError(t, m.UnlockContext(context.Background())) // the timer exists from the first holding
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
 	wg.Add(1)
