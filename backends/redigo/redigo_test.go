@@ -66,7 +66,7 @@ func TestEvalServerErrorType(t *testing.T) {
 	for _, kind := range []backendtest.Kind{backendtest.Miniredis, backendtest.Redis} {
 		s := backendtest.Start(t, kind)
 		require.NoError(t, s.Admin.HSet(context.Background(), "lock", "field", "value").Err())
-		_, err := newNode(t, s).Eval(context.Background(), script(t, "extend"), []string{"lock"}, "token", "10000")
+		_, err := newNode(t, s).Eval(context.Background(), backendtest.Script(t, "extend"), []string{"lock"}, "token", "10000")
 		var rerr redis.Error
 		assert.True(t, errors.As(err, &rerr), "%T %v", err, err)
 		assert.ErrorContains(t, err, "WRONGTYPE")
@@ -116,15 +116,4 @@ func TestEvalCancelledWhileWaitingForPool(t *testing.T) {
 	defer cancel()
 	_, err := redigo.New(pool, s.Addr).Eval(ctx, core.Scripts()[1], []string{"lock"}, "token", "1000")
 	assert.ErrorIs(t, err, context.DeadlineExceeded)
-}
-
-// script returns core's script called name.
-func script(t *testing.T, name string) *core.Script {
-	for _, s := range core.Scripts() {
-		if s.Name() == name {
-			return s
-		}
-	}
-	t.Fatalf("no core script %q", name)
-	return nil
 }

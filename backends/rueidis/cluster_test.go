@@ -1,27 +1,15 @@
 package rueidis_test
 
 import (
-	"context"
-	"strings"
 	"testing"
-	"time"
 
 	"github.com/go-redlock/redlock"
+	"github.com/go-redlock/redlock/backends/internal/backendtest"
 	rlrueidis "github.com/go-redlock/redlock/backends/rueidis"
-	"github.com/go-redlock/redlock/core"
 	"github.com/go-redlock/redlock/internal/redistest"
 	"github.com/redis/rueidis"
-	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
-
-// clusterNames are lock names whose keys must share one slot on a real Redis Cluster: those
-// whose hash tag in "<prefix>{<name>}" would come out empty or cut short, and plain ones.
-var clusterNames = []string{"}x", "{", "}{", "a{b}c", "{}", "}", "ünïcødé 锁", "jobs:nightly"}
-
-// opBound is how long each lock operation on the cluster may take: a healthy cluster on
-// loopback answers in milliseconds.
-const opBound = 3 * time.Second
 
 // newClusterClient returns a redlock Client over one Node: a rueidis client of c, which
 // finds by itself that c is a cluster.
@@ -38,101 +26,6 @@ func newClusterClient(t *testing.T, c *redistest.Cluster, opts ...redlock.Option
 	return client
 }
 
-// TestClusterLocks: through a rueidis cluster client on a real 3-master Redis Cluster, every
-// name takes and lets go of a lock promptly through the root API: Acquire and Release,
-// TryAcquire (refused while held), a Mutex locked and unlocked twice, and a waiter in
-// another Client that takes the lock by hand-over, woken over sharded pub/sub.
-func TestClusterLocks(t *testing.T) {
-	c := redistest.StartCluster(t, 3)
-	for _, name := range clusterNames {
-		t.Run(name, func(t *testing.T) {
-			t.Parallel()
-			clusterLocks(t, c, name, newClusterClient)
-		})
-	}
-}
-
-// clusterLocks is TestClusterLocks for one name; newClient makes a Client over c.
-func clusterLocks(t *testing.T, c *redistest.Cluster, name string, newClient func(*testing.T, *redistest.Cluster, ...redlock.Option) *redlock.Client) {
-	k := core.NewKeys("redlock:", name)
-	exists := func(key string) bool {
-		v, err := c.Do("EXISTS", key)
-		require.NoError(t, err, "EXISTS %q", key)
-		return v == int64(1)
-	}
-	ctx := func() context.Context {
-		ctx, cancel := context.WithTimeout(context.Background(), opBound)
-		t.Cleanup(cancel)
-		return ctx
-	}
-	client := newClient(t, c, redlock.WithTTL(30*time.Second))
-
-	lease, err := client.Acquire(ctx(), name)
-	require.NoError(t, err, "Acquire(%q) on a free lock", name)
-	assert.True(t, exists(k.Lock), "after Acquire(%q) the cluster must hold %q", name, k.Lock)
-	require.NoError(t, lease.Release(ctx()), "Release of %q", name)
-	assert.False(t, exists(k.Lock), "after Release of %q its key %q must be gone", name, k.Lock)
-
-	lease, err = client.TryAcquire(ctx(), name)
-	require.NoError(t, err, "TryAcquire(%q) on a free lock", name)
-	_, err = newClient(t, c).TryAcquire(ctx(), name)
-	assert.ErrorIs(t, err, redlock.ErrHeld, "TryAcquire(%q) by another Client while it is held", name)
-	require.NoError(t, lease.Release(ctx()), "Release of %q", name)
-
-	m := client.NewMutex(name)
-	for round := 1; round <= 2; round++ {
-		locked := make(chan struct{})
-		go func() { defer close(locked); m.Lock() }()
-		select {
-		case <-locked:
-		case <-time.After(opBound):
-			t.Fatalf("round %d: Mutex(%q).Lock had not returned after %v on a free lock", round, name, opBound)
-		}
-		assert.True(t, exists(k.Lock), "round %d: the Mutex holds %q", round, name)
-		m.Unlock()
-		assert.False(t, exists(k.Lock), "round %d: after Unlock of %q its key %q must be gone", round, name, k.Lock)
-	}
-
-	// A waiter that is not woken sleeps its whole retry backoff (5 s at least, over the
-	// holder's 30 s TTL): taking the lock within opBound shows the release's hand-over and its
-	// SPUBLISH reached it.
-	holder := client.NewMutex(name)
-	holder.Lock()
-	waiter := newClient(t, c, redlock.WithTTL(30*time.Second), redlock.WithRetry(10*time.Second, 10*time.Second)).NewMutex(name)
-	waited := make(chan error, 1)
-	go func() { waited <- waiter.LockContext(context.Background()) }()
-	require.Eventually(t, func() bool {
-		v, err := c.Do("ZCARD", k.Queue)
-		return err == nil && v == int64(1) && shardSubscribed(t, c, k.Channel+":")
-	}, opBound, 5*time.Millisecond, "the waiter for %q never queued and subscribed (SSUBSCRIBE) to its wake channel", name)
-	start := time.Now()
-	holder.Unlock()
-	select {
-	case err := <-waited:
-		require.NoError(t, err, "the waiter's LockContext(%q)", name)
-		t.Logf("the waiter held %q %v after Unlock", name, time.Since(start).Round(time.Millisecond))
-	case <-time.After(opBound):
-		t.Fatalf("the waiter for %q had not taken the lock %v after the holder's Unlock: the hand-over's SPUBLISH did not wake it", name, opBound)
-	}
-	waiter.Unlock()
-	assert.False(t, exists(k.Lock), "after the waiter's Unlock of %q its key must be gone", name)
-}
-
-// shardSubscribed reports whether some master of c has a shard channel (SSUBSCRIBE) that
-// starts with prefix, in the slot of prefix's keys.
-func shardSubscribed(t *testing.T, c *redistest.Cluster, prefix string) bool {
-	for _, addr := range c.Addrs() {
-		v, err := redistest.DoTimeout(addr, time.Second, "PUBSUB", "SHARDCHANNELS")
-		if err != nil {
-			t.Logf("PUBSUB SHARDCHANNELS on %s: %v", addr, err)
-			return false
-		}
-		chans, _ := v.([]any)
-		for _, ch := range chans {
-			if s, _ := ch.(string); strings.HasPrefix(s, prefix) && redistest.KeySlot(s) == redistest.KeySlot(prefix) {
-				return true
-			}
-		}
-	}
-	return false
-}
+// TestClusterLocks: locks of every kind of name, through a rueidis cluster client, on a real 3-master
+// Redis Cluster (see backendtest.ClusterLocks).
+func TestClusterLocks(t *testing.T) { backendtest.ClusterLocks(t, newClusterClient) }

@@ -68,7 +68,7 @@ func TestEvalServerErrorType(t *testing.T) {
 	for _, kind := range []backendtest.Kind{backendtest.Miniredis, backendtest.Redis} {
 		s := backendtest.Start(t, kind)
 		require.NoError(t, s.Admin.HSet(context.Background(), "lock", "field", "value").Err())
-		_, err := newNode(t, s).Eval(context.Background(), script(t, "extend"), []string{"lock"}, "token", "10000")
+		_, err := newNode(t, s).Eval(context.Background(), backendtest.Script(t, "extend"), []string{"lock"}, "token", "10000")
 		var rerr *rueidis.RedisError
 		assert.True(t, errors.As(err, &rerr), "%T %v", err, err)
 		assert.ErrorContains(t, err, "WRONGTYPE")
@@ -97,15 +97,4 @@ func TestNew(t *testing.T) {
 			require.NoError(t, node.Close())
 		})
 	}
-}
-
-// script returns core's script called name.
-func script(t *testing.T, name string) *core.Script {
-	for _, s := range core.Scripts() {
-		if s.Name() == name {
-			return s
-		}
-	}
-	t.Fatalf("no core script %q", name)
-	return nil
 }

@@ -151,7 +151,8 @@ func onEach(t *testing.T, newNode NewNode, kinds []Kind, clusters <-chan *Server
 	}
 }
 
-func script(t *testing.T, name string) *core.Script {
+// Script returns core's script called name.
+func Script(t *testing.T, name string) *core.Script {
 	for _, s := range core.Scripts() {
 		if s.Name() == name {
 			return s

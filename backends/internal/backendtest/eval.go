@@ -101,7 +101,7 @@ func evalScripts(t *testing.T, newNode NewNode) {
 // to EVAL, which loads the script again.
 func evalNoScript(t *testing.T, newNode NewNode) {
 	keys := core.NewKeys("test:", "noscript")
-	s := script(t, "release")
+	s := Script(t, "release")
 	onEach(t, newNode, []Kind{Miniredis, Redis}, nil, func(t *testing.T, srv *Server, node core.Node) {
 		ctx := context.Background()
 		loaded := func() bool {
@@ -127,7 +127,7 @@ func evalNoScript(t *testing.T, newNode NewNode) {
 
 // evalCancelled: a context cancelled before the call gives context.Canceled, and no reply.
 func evalCancelled(t *testing.T, newNode NewNode) {
-	s := script(t, "extend")
+	s := Script(t, "extend")
 	keys := []string{core.NewKeys("test:", "cancelled").Lock}
 	onEach(t, newNode, []Kind{Miniredis, Redis}, nil, func(t *testing.T, _ *Server, node core.Node) {
 		ctx, cancel := context.WithCancel(context.Background())
@@ -142,7 +142,7 @@ func evalCancelled(t *testing.T, newNode NewNode) {
 // is an error, not a reply.
 func evalServerError(t *testing.T, newNode NewNode) {
 	keys := core.NewKeys("test:", "wrongtype")
-	s := script(t, "acquire")
+	s := Script(t, "acquire")
 	onEach(t, newNode, []Kind{Miniredis, Redis}, nil, func(t *testing.T, srv *Server, node core.Node) {
 		require.NoError(t, srv.Admin.HSet(context.Background(), keys.Lock, "field", "value").Err())
 		got, err := node.Eval(context.Background(), s, acquireKeys(keys), acquireArgs("token", "10000")...)
@@ -175,7 +175,7 @@ func evalBadReply(t *testing.T, newNode NewNode) {
 
 // evalConcurrent: 100 goroutines at once on one node, each on its own lock, all answered.
 func evalConcurrent(t *testing.T, newNode NewNode) {
-	s := script(t, "acquire")
+	s := Script(t, "acquire")
 	onEach(t, newNode, []Kind{Miniredis, Redis}, nil, func(t *testing.T, _ *Server, node core.Node) {
 		var wg sync.WaitGroup
 		errs := make(chan error, 100)
@@ -202,7 +202,7 @@ func evalConcurrent(t *testing.T, newNode NewNode) {
 // EvalHonoursContext: a node that accepts connections and never replies must not hold Eval
 // past its context's deadline or cancellation. hung builds such a node.
 func EvalHonoursContext(t *testing.T, hung func(t *testing.T) core.Node) {
-	s := script(t, "extend")
+	s := Script(t, "extend")
 	keys := []string{core.NewKeys("test:", "hung").Lock}
 	cases := []struct {
 		name   string
