@@ -67,7 +67,6 @@ var faults = []fault{
 			"miniredis/noscript/extend",
 			"miniredis/noscript/release",
 			"miniredis/noscript/raise",
-			"miniredis/noscript/identify",
 			// Its one script that is not core's was never loaded: NOSCRIPT hides the
 			// script's own error message.
 			"miniredis/errors/server-error/error-reply",
@@ -148,6 +147,7 @@ var faults = []fault{
 			"miniredis/names/spaces", "miniredis/names/nested-braces", "miniredis/names/1KiB", "miniredis/names/invalid-utf8",
 			"miniredis/names/control-bytes", "miniredis/names/braces", "miniredis/names/unbalanced-braces", "miniredis/names/unicode",
 			"miniredis/arguments/kept-intact", "miniredis/replies/negative/held-without-expiry",
+			"miniredis/scripts/acquire/identifies-the-server",
 		},
 		message: "the Node must pass every argument, empty ones included",
 	},

@@ -54,11 +54,6 @@ func emptyCall(s *core.Script, k core.Keys) (keys, args []string, want func(*tes
 		return releaseKeys(k), releaseArgs(ours, k), equal(0, 0)
 	case "raise":
 		return []string{k.Lock, k.Fence}, []string{ours, "5"}, equal(0)
-	case "identify":
-		return []string{k.Lock}, nil, func(t *testing.T, got []int64) {
-			assert.True(t, len(got) == 1 && got[0] == 0 || len(got) == 5 && got[0] == 1,
-				"Eval(identify) replied %s, want {0} or {1, four parts of the run_id}", format(got))
-		}
 	}
 	return []string{k.Lock, k.Fence}, []string{ours, ttl}, nil
 }

@@ -164,22 +164,23 @@ func scriptChecks() []check {
 			got := mustEval(t, n, script(t, "release"), releaseKeys(k), releaseArgs(ours, k)...)
 			assert.Equal(t, []int64{0, 0}, got, "release of a missing lock replied %s, want {0, 0}", format(got))
 		}},
-		{"identify/run-id", func(t *testing.T, n core.Node, addr string, k core.Keys) {
-			got := mustEval(t, n, script(t, "identify"), []string{k.Lock})
-			if len(got) == 1 && got[0] == 0 {
+		{"acquire/identifies-the-server", func(t *testing.T, n core.Node, addr string, k core.Keys) {
+			got := mustEval(t, n, script(t, "acquire"), acquireKeys(k), append(acquireArgs(ours, ttl), "1")...)
+			require.True(t, len(got) == 3 || len(got) == 7, "acquire asked to identify the server replied %s, want {1, fence, 0} and, if the server reports a run_id, its four parts", format(got))
+			assert.Equal(t, int64(1), got[0], "acquire of a free lock, asked to identify the server, replied %s", format(got))
+			if len(got) == 3 {
 				return // a server that reports no run_id (miniredis)
 			}
-			require.Len(t, got, 5, "identify replied %s, want {0} or {1} and the server's run_id in four parts", format(got))
-			info, _ := adminAt(t, addr, k.Lock, "INFO", "server").(string)
+			info, _ := adminAt(t, addr, k.Lock, "INFO", "server").(string) // on a cluster: the lock's master
 			_, rest, _ := strings.Cut(info, "run_id:")
-			require.GreaterOrEqual(t, len(rest), 40, "the server reports no run_id, but identify replied %s", format(got))
-			want := []int64{1}
+			require.GreaterOrEqual(t, len(rest), 40, "the server reports no run_id, but acquire replied %s", format(got))
+			want := []int64{got[0], got[1], 0}
 			for i := 0; i < 40; i += 10 {
 				part, err := strconv.ParseInt(rest[i:i+10], 16, 64)
 				require.NoError(t, err)
 				want = append(want, part)
 			}
-			assert.Equal(t, want, got, "identify replied %s, want {1} and the server's run_id in four parts: the Node must keep integer replies exact", format(got))
+			assert.Equal(t, want, got, "acquire asked to identify the server replied %s, want the server's run_id in four parts after {1, fence, 0}: the Node must pass every argument and keep integer replies exact", format(got))
 		}},
 		{"raise/ours", func(t *testing.T, n core.Node, addr string, k core.Keys) {
 			admin(t, addr, "SET", k.Lock, ours, "PX", ttl)

@@ -66,7 +66,8 @@ func (c *Cluster) acquire(ctx context.Context, l *Lock) (Grant, outcome, error) 
 	// made 10% more contended acquisitions per second.
 	plain := l.attempt == 1 && !l.Contended && l.Guard <= 0 && !l.Fence && l.TTL >= time.Millisecond
 	req := request{s: acquireScript, setNX: plain, key: l.Keys.Lock, value: l.Token, ttl: l.TTL.Truncate(time.Millisecond)}
-	if !plain || !c.setters { // some node runs the script: its KEYS and ARGV
+	unknown := c.id.unknown.Load() > 0
+	if !plain || !c.setters || unknown { // some node runs the script: its KEYS and ARGV
 		fence := "0"
 		if l.Fence {
 			fence = "1"
@@ -80,6 +81,9 @@ func (c *Cluster) acquire(ctx context.Context, l *Lock) (Grant, outcome, error) 
 		guard := strconv.FormatInt(int64((l.Guard+time.Second-1)/time.Second), 10)
 		req.keys = l.Keys.acquireKeys()
 		req.args = []string{l.Token, millis(l.TTL), guard, fence, l.Waiter, strconv.FormatInt(l.Ticket, 10), millis(l.placeKept())}
+		if unknown {
+			req.identify = append(req.args[:len(req.args):len(req.args)], "1")
+		}
 	}
 	f := c.fan(ctx, l.NodeTimeout, req)
 

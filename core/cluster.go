@@ -80,9 +80,9 @@ func NewCluster(nodes []Node, opts ...ClusterOption) (*Cluster, error) {
 		publish:   make([]string, len(nodes)),
 		unguarded: make([]atomic.Bool, len(nodes)),
 		down:      make([]atomic.Bool, len(nodes)),
-		id:        identity{known: make([]atomic.Bool, len(nodes))},
 		done:      make(chan struct{}),
 	}
+	c.id.init(len(nodes))
 	for _, o := range opts {
 		o(c)
 	}
@@ -221,6 +221,8 @@ type request struct {
 	args []string
 	// sharded: the release script's args for nodes with sharded pub/sub (see prepare).
 	sharded []string
+	// identify: the acquire script's args for nodes not identified yet (see identity).
+	identify []string
 	// setNX: a node that is a Setter is sent SET key value NX PX ttl instead of s, and its
 	// answer counts as the acquire script's {1, 0} (set) or {0, 0} (refused), in its two
 	// places of set. (keys and args are then needed only if some node is not a Setter.)
@@ -497,22 +499,15 @@ func (c *Cluster) callNode(ctx context.Context, i int, timeout time.Duration, s 
 func (c *Cluster) eval(ctx, dctx context.Context, i int, timeout time.Duration, req *request) reply {
 	var vals []int64
 	var err error
-	switch {
-	case !req.setNX && req.s != acquireScript: // not a vote
-		vals, err = c.send(dctx, i, req)
-	case !c.id.known[i].Load():
-		// A vote, from a node not identified yet: it counts only once the node is known to
-		// reach a server that no other node reaches. Asked at the same time, so that the
-		// first acquisition takes one round trip, not two.
-		identified := make(chan error, 1)
-		go func() { identified <- c.identify(dctx, i, req.key) }()
-		vals, err = c.send(dctx, i, req)
-		if iderr := <-identified; iderr != nil {
-			err = iderr // if the vote was granted, the lock is released as for a failed node
-		}
-	default:
-		if err = c.misconfigured(); err == nil {
-			vals, err = c.send(dctx, i, req)
+	if !req.setNX && req.s != acquireScript { // not a vote
+		vals, err = c.send(dctx, i, req, false)
+	} else if err = c.misconfigured(); err == nil {
+		// A vote counts only from a node known to reach a server that no other node
+		// reaches: until it is known, the acquisition asks the server to say which it is.
+		known := c.id.known[i].Load()
+		vals, err = c.send(dctx, i, req, !known)
+		if err == nil && !known {
+			err = c.identified(i, vals) // if it granted the vote, the lock is released as for a failed node
 		}
 	}
 	switch {
@@ -567,10 +562,10 @@ func (c *Cluster) suspects() uint64 {
 // had failed, and it had not answered yet when the outcome was decided.
 var errSuspect = errors.New("redlock: node failed its last call, and was not waited for")
 
-// send sends req to node i: SET NX where it asks for it and the node is a Setter, or else
-// its script.
-func (c *Cluster) send(dctx context.Context, i int, req *request) ([]int64, error) {
-	if setter, ok := c.nodes[i].(Setter); ok && req.setNX {
+// send sends req to node i: SET NX where it asks for it and the node is a Setter (unless
+// the server is to identify itself), or else its script.
+func (c *Cluster) send(dctx context.Context, i int, req *request, identify bool) ([]int64, error) {
+	if setter, ok := c.nodes[i].(Setter); ok && req.setNX && !identify {
 		set, err := setter.SetNX(dctx, req.key, req.value, req.ttl)
 		vals := req.set[2*i : 2*i+2 : 2*i+2] // {0, 0}: refused
 		if set {
@@ -579,7 +574,10 @@ func (c *Cluster) send(dctx context.Context, i int, req *request) ([]int64, erro
 		return vals, err
 	}
 	args := req.args
-	if c.publish[i] == "SPUBLISH" && req.sharded != nil {
+	switch {
+	case identify:
+		args = req.identify
+	case c.publish[i] == "SPUBLISH" && req.sharded != nil:
 		args = req.sharded
 	}
 	return c.nodes[i].Eval(dctx, req.s, req.keys, args...)

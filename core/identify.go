@@ -1,7 +1,6 @@
 package core
 
 import (
-	"context"
 	"fmt"
 	"reflect"
 	"sync"
@@ -10,18 +9,31 @@ import (
 
 // identity tells apart the servers behind a Cluster's nodes, so that one server reached
 // through two Nodes (the same Node twice, or two clients of one address) never counts as
-// two votes. NewCluster refuses the same Node value twice; servers are compared at each
-// node's first acquisition, by the run_id the server reports, which is random per server
-// process. Once two nodes are found to reach one server, every acquisition fails with an
-// error that matches ErrInvalid and names both.
+// two votes. NewCluster refuses the same Node value twice. Servers are compared by the
+// run_id they report, random per server process: a node's first acquisitions ask the
+// acquire script to add it to its reply (ARGV[8], so it costs no round trip of its own),
+// and the node's vote counts only once its reply said which server it reaches. Once two
+// nodes are found to reach one server, every acquisition fails with an error that matches
+// ErrInvalid and names both. A single node needs no identity.
 //
 // A server that does not report a run_id (miniredis) cannot be compared, and takes part.
 // A Node for a Redis Cluster is identified by the shard that serves its first lock.
 type identity struct {
-	known  []atomic.Bool // per node: identified (or unidentifiable)
-	mu     sync.Mutex
-	ids    map[[4]int64]int // run_id -> the node that reported it
-	broken atomic.Pointer[error]
+	known   []atomic.Bool // per node: identified (or unidentifiable)
+	unknown atomic.Int32  // the nodes not known yet
+	mu      sync.Mutex
+	ids     map[[4]int64]int // run_id -> the node that reported it
+	broken  atomic.Pointer[error]
+}
+
+// init readies id for n nodes, none known unless there is one.
+func (id *identity) init(n int) {
+	id.known = make([]atomic.Bool, n)
+	if n == 1 {
+		id.known[0].Store(true)
+	} else {
+		id.unknown.Store(int32(n))
+	}
 }
 
 // sameNode reports whether a and b are the same Node value.
@@ -30,16 +42,13 @@ func sameNode(a, b Node) bool {
 	return ta == reflect.TypeOf(b) && ta.Comparable() && a == b
 }
 
-// identify asks node i which server it reaches, through key (on Redis Cluster, the shard
-// that serves it), and records it. It returns the node's error, or the Cluster's
-// configuration error if two nodes reach one server.
-func (c *Cluster) identify(ctx context.Context, i int, key string) error {
-	vals, err := c.nodes[i].Eval(ctx, identifyScript, []string{key})
-	if err != nil {
-		return err
-	}
-	if len(vals) == 5 && vals[0] == 1 {
-		id := [4]int64(vals[1:5])
+// identified records which server node i reaches, from its reply vals to an acquisition
+// that asked the server to say (see acquire.lua). It returns an error if the reply does
+// not say, or the Cluster's configuration error if two nodes reach one server.
+func (c *Cluster) identified(i int, vals []int64) error {
+	switch {
+	case len(vals) >= 7:
+		id := [4]int64(vals[3:7])
 		c.id.mu.Lock()
 		if c.id.ids == nil {
 			c.id.ids = make(map[[4]int64]int)
@@ -52,8 +61,13 @@ func (c *Cluster) identify(ctx context.Context, i int, key string) error {
 			c.id.ids[id] = i
 		}
 		c.id.mu.Unlock()
+	case len(vals) == 3: // the server reports no run_id
+	default:
+		return fmt.Errorf("redlock: acquire script replied %d values where the server was asked to identify itself: want 3 or 7", len(vals))
 	}
-	c.id.known[i].Store(true)
+	if !c.id.known[i].Swap(true) {
+		c.id.unknown.Add(-1)
+	}
 	return c.misconfigured()
 }
 

@@ -15,23 +15,20 @@ var (
 	releaseSource string
 	//go:embed lua/raise.lua
 	raiseSource string
-	//go:embed lua/identify.lua
-	identifySource string
 	// queue.lua holds the waiter queue's functions that acquire and release both use.
 	//go:embed lua/queue.lua
 	queueSource string
 
-	acquireScript  = NewScript("acquire", withQueue(acquireSource))
-	extendScript   = NewScript("extend", extendSource)
-	releaseScript  = NewScript("release", withQueue(releaseSource))
-	raiseScript    = NewScript("raise", raiseSource)
-	identifyScript = NewScript("identify", identifySource)
+	acquireScript = NewScript("acquire", withQueue(acquireSource))
+	extendScript  = NewScript("extend", extendSource)
+	releaseScript = NewScript("release", withQueue(releaseSource))
+	raiseScript   = NewScript("raise", raiseSource)
 )
 
-// Scripts returns the scripts core runs, in the order acquire, extend, release, raise,
-// identify: for a backend that preloads them (SCRIPT LOAD) and for tests of a backend.
+// Scripts returns the scripts core runs, in the order acquire, extend, release, raise: for
+// a backend that preloads them (SCRIPT LOAD) and for tests of a backend.
 func Scripts() []*Script {
-	return []*Script{acquireScript, extendScript, releaseScript, raiseScript, identifyScript}
+	return []*Script{acquireScript, extendScript, releaseScript, raiseScript}
 }
 
 // queueLine is the line of acquire.lua and release.lua that queue.lua takes the place of:

@@ -32,6 +32,7 @@ func TestFirstAttemptSetsNX(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			servers := miniServers(t, 3)
 			cl, counted := countedCluster(t, servers)
+			identify(t, cl, counted...)
 			l := lock("plain")
 			c.setup(l)
 			var g core.Grant
@@ -62,6 +63,22 @@ func TestFirstAttemptSetsNX(t *testing.T) {
 			}
 			require.NoError(t, cl.Release(context.Background(), l))
 		})
+	}
+}
+
+// identify makes cl's nodes known (a Cluster's first acquisition on a node runs the acquire
+// script, which says which server the node reaches: see core's identity), with a lock of
+// its own, and zeroes the counts of nodes.
+func identify(t *testing.T, cl *core.Cluster, nodes ...*counted) {
+	t.Helper()
+	l := lock("identify")
+	_, err := cl.Acquire(context.Background(), l)
+	require.NoError(t, err)
+	require.NoError(t, cl.Release(context.Background(), l))
+	for _, n := range nodes {
+		n.sets.Store(0)
+		n.acquires.Store(0)
+		n.raises.Store(0)
 	}
 }
 
@@ -110,6 +127,7 @@ func TestRefusedSetNXQueuesOnTheNextAttempt(t *testing.T) {
 func TestSetNXTakesAFreeLockPastTheQueue(t *testing.T) {
 	servers := miniServers(t, 3)
 	cl := newCluster(t, servers)
+	identify(t, cl)
 	k := core.NewKeys("q:", "past")
 	for _, s := range servers {
 		_, err := s.do("ZADD", k.Queue, "1", "other")
@@ -156,6 +174,7 @@ func TestRefusedSetNXWithoutSubscriberQueuesAtOnce(t *testing.T) {
 	}
 	polling, err := core.NewCluster(nodes)
 	require.NoError(t, err)
+	identify(t, polling, counts...)
 
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -182,6 +201,7 @@ func TestMixedClusterFirstAttempt(t *testing.T) {
 	nodes := []core.Node{counts[0], counts[1], slowAcquire{Node: counts[2], Subscriber: counts[2]}} // the last is no Setter
 	cl, err := core.NewCluster(nodes)
 	require.NoError(t, err)
+	identify(t, cl, counts...)
 
 	l := lock("mixed")
 	_, err = cl.AcquireWait(context.Background(), l, patient)

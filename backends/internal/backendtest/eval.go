@@ -43,12 +43,6 @@ func evalScripts(t *testing.T, newNode NewNode) {
 		assert.Equal(t, int64(1), got[0])
 		assert.Positive(t, got[1], "fence seeded from the server clock")
 	}
-	identified := func(t *testing.T, got []int64) { // {0}: miniredis reports no run_id
-		if len(got) != 1 || got[0] != 0 {
-			require.Len(t, got, 5)
-			assert.Equal(t, int64(1), got[0])
-		}
-	}
 	cases := map[string]struct{ missing, held run }{
 		"acquire": {
 			missing: run{acquireKeys(keys), acquireArgs(token, ttl), granted},
@@ -65,10 +59,6 @@ func evalScripts(t *testing.T, newNode NewNode) {
 		"raise": {
 			missing: run{[]string{keys.Lock, keys.Fence}, []string{token, "5"}, equals(0)},
 			held:    run{[]string{keys.Lock, keys.Fence}, []string{token, "5"}, equals(1)},
-		},
-		"identify": {
-			missing: run{[]string{keys.Lock}, nil, identified},
-			held:    run{[]string{keys.Lock}, nil, identified},
 		},
 	}
 	for _, s := range core.Scripts() {
