@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/go-redlock/redlock"
-	"github.com/go-redlock/redlock/internal/redistest"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -28,7 +27,7 @@ func TestRestartGuard(t *testing.T) {
 			servers := realServers(t, 3)
 			opts := []redlock.Option{redlock.WithTTL(guard), redlock.WithRestartGuard(tc.guard), redlock.WithNodeTimeout(200 * time.Millisecond)}
 			ab := nodesFor(t, servers)
-			aNodes := []redlock.Node{goredisNode(t, redistest.Hung(t)), ab[1], ab[2]}
+			aNodes := []redlock.Node{hungNode(t), ab[1], ab[2]}
 			a := newClient(t, aNodes, opts...)
 			b := newClient(t, nodesFor(t, servers), opts...)
 

@@ -26,12 +26,25 @@ type quietLogger struct{}
 
 func (quietLogger) Printf(context.Context, string, ...any) {}
 
-// goredisNode returns a Node over a fresh go-redis client for addr, closed at cleanup.
+// goredisNode returns a Node over a fresh go-redis client for addr, closed at cleanup. The
+// client has dialled its first connection, as a running program's has: a dial and go-redis's
+// handshake, on a loaded test machine, can outlast a short node timeout.
 func goredisNode(t testing.TB, addr string) redlock.Node {
 	c := redis.NewClient(&redis.Options{Addr: addr})
 	t.Cleanup(func() { _ = c.Close() })
+	_ = c.Ping(context.Background()).Err() // a server a test stops at once may not answer
 	n := goredis.New(c)
 	t.Cleanup(func() { _ = n.Close() }) // its pub/sub connection; runs before c.Close
+	return n
+}
+
+// hungNode returns a Node over a go-redis client for a server that accepts connections and
+// never answers (redistest.Hung).
+func hungNode(t testing.TB) redlock.Node {
+	c := redis.NewClient(&redis.Options{Addr: redistest.Hung(t)})
+	t.Cleanup(func() { _ = c.Close() })
+	n := goredis.New(c)
+	t.Cleanup(func() { _ = n.Close() })
 	return n
 }
 

@@ -14,7 +14,6 @@ import (
 	"github.com/alicebob/miniredis/v2"
 	"github.com/go-redlock/redlock"
 	"github.com/go-redlock/redlock/core"
-	"github.com/go-redlock/redlock/internal/redistest"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -280,7 +279,7 @@ func TestQuorumWithStoppedServers(t *testing.T) {
 // and a margin), far below the driver's 3 s read timeout.
 func TestFailFastWithHungNodes(t *testing.T) {
 	nodes, _ := realNodes(t, 3)
-	nodes = append(nodes, goredisNode(t, redistest.Hung(t)), goredisNode(t, redistest.Hung(t)))
+	nodes = append(nodes, hungNode(t), hungNode(t))
 	const nodeTimeout = 300 * time.Millisecond
 	c := newClient(t, nodes, redlock.WithNodeTimeout(nodeTimeout))
 	ctx := ctxT(t, 20*time.Second)
