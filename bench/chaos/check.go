@@ -25,6 +25,7 @@ type verdict struct {
 	staleRejected      int // superseded writes the ledger rejected (fencing at work)
 	lateUnsuperseded   int // writes after the validity, accepted before any newer lease wrote
 	examples           []string
+	gaps               gapStats
 }
 
 func (v verdict) violations() int { return v.exclusion + v.tokenOrder + v.stale }
@@ -124,6 +125,7 @@ func check(ph *phase, quorum, nodes int) verdict {
 	}
 
 	v.held = coverage(held, ph.from, ph.to)
+	v.gaps = gapsOf(ph, held)
 	v.quorumUp = quorumShare(ph.down, nodes, quorum, ph.from, ph.to)
 	return v
 }

@@ -65,7 +65,7 @@ func run() int {
 	ls := lockSettings{backend: *backend, opts: []redlock.Option{
 		redlock.WithTTL(*ttl), redlock.WithNodeTimeout(*nodeTO), redlock.WithRestartGuard(*guard),
 	}}
-	cfg := phaseConfig{lock: ls, workers: *workers, duration: *duration, ttl: *ttl, guard: *guard, seed: *seed}
+	cfg := phaseConfig{lock: ls, workers: *workers, duration: *duration, ttl: *ttl, nodeTimeout: *nodeTO, guard: *guard, seed: *seed}
 
 	// Stop the servers however the program ends: return, panic, SIGINT/SIGTERM, watchdog
 	// (and on Linux, the parent-death signal if this process is killed).

@@ -14,12 +14,13 @@ import (
 
 // phaseConfig is what every nemesis runs with.
 type phaseConfig struct {
-	lock     lockSettings
-	workers  int
-	duration time.Duration
-	ttl      time.Duration
-	guard    time.Duration
-	seed     uint64
+	lock        lockSettings
+	workers     int
+	duration    time.Duration
+	ttl         time.Duration
+	nodeTimeout time.Duration
+	guard       time.Duration
+	seed        uint64
 }
 
 // phase is the record of one nemesis's run, for the checks and the report.
@@ -34,6 +35,9 @@ type phase struct {
 	errs         map[string]int
 	faults       map[string]int
 	down         []downSpan
+	// lateRequests: requests the proxies delivered a node timeout or more after the client
+	// sent them; orphanRequests: those of them whose connection the client had closed.
+	lateRequests, orphanRequests int64
 }
 
 // runPhase runs nem for cfg.duration against servers, with a fresh set of proxies and
@@ -53,7 +57,7 @@ func runPhase(clk clock, cfg phaseConfig, servers []*server, nem nemesis, index 
 	}()
 	for w := range proxies {
 		for _, s := range servers {
-			p, err := newProxy(s.addr())
+			p, err := newProxy(s.addr(), cfg.nodeTimeout)
 			if err != nil {
 				return nil, err
 			}
@@ -118,6 +122,12 @@ func runPhase(clk clock, cfg phaseConfig, servers []*server, nem nemesis, index 
 	ph.calls, ph.droppedCalls = tr.record()
 	ph.errs = wcfg.errs.m
 	ph.faults, ph.down = e.faults, e.down
+	for _, ps := range proxies {
+		for _, p := range ps {
+			ph.lateRequests += p.late.Load()
+			ph.orphanRequests += p.orphans.Load()
+		}
+	}
 	return ph, nil
 }
 
@@ -160,5 +170,5 @@ func guardEnd(guard time.Duration) time.Duration {
 	if guard <= 0 {
 		return 0
 	}
-	return (guard+time.Second-1).Truncate(time.Second) + time.Second // the library rounds the guard up to whole seconds
+	return (guard + time.Second - 1).Truncate(time.Second) + time.Second // the library rounds the guard up to whole seconds
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"net"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -25,15 +26,22 @@ type proxy struct {
 	healed    chan struct{} // closed when the blackhole is lifted
 	links     map[*link]struct{}
 	closed    bool
+
+	// lateAfter: a request (client-to-server chunk) delivered this long after it was read
+	// counts as late; orphans are late requests whose client had closed the connection by
+	// then (it gave up on them), which the server still runs once the fault heals.
+	lateAfter     time.Duration
+	late, orphans atomic.Int64
 }
 
-// newProxy listens on a free loopback port and forwards to target.
-func newProxy(target string) (*proxy, error) {
+// newProxy listens on a free loopback port and forwards to target; requests delivered
+// lateAfter or more after they were read are counted (see proxy.late).
+func newProxy(target string, lateAfter time.Duration) (*proxy, error) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return nil, err
 	}
-	p := &proxy{ln: ln, target: target, links: map[*link]struct{}{}, healed: make(chan struct{})}
+	p := &proxy{ln: ln, target: target, links: map[*link]struct{}{}, healed: make(chan struct{}), lateAfter: lateAfter}
 	close(p.healed)
 	go p.accept()
 	return p, nil
@@ -139,12 +147,13 @@ type link struct {
 	client, server net.Conn
 	once           sync.Once
 	done           chan struct{}
+	clientGone     atomic.Bool // the client closed its side (or it failed)
 }
 
 // chunk is bytes read from one side, due for the other side at due.
 type chunk struct {
-	b   []byte
-	due time.Time
+	b         []byte
+	read, due time.Time
 }
 
 // maxChunks bounds the bytes a direction holds (stalled or delayed) to maxChunks reads:
@@ -162,13 +171,17 @@ func (l *link) pump(src, dst net.Conn, up bool) {
 			n, err := src.Read(buf)
 			if n > 0 {
 				d, _ := l.p.state(up)
+				now := time.Now()
 				select {
-				case ch <- chunk{buf[:n], time.Now().Add(d)}:
+				case ch <- chunk{buf[:n], now, now.Add(d)}:
 				case <-l.done:
 					return
 				}
 			}
 			if err != nil {
+				if up {
+					l.clientGone.Store(true)
+				}
 				return
 			}
 		}
@@ -193,6 +206,12 @@ func (l *link) pump(src, dst net.Conn, up bool) {
 			case <-healed:
 			case <-l.done:
 				return
+			}
+		}
+		if up && time.Since(c.read) >= l.p.lateAfter {
+			l.p.late.Add(1)
+			if l.clientGone.Load() {
+				l.p.orphans.Add(1)
 			}
 		}
 		if _, err := dst.Write(c.b); err != nil {

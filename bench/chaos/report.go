@@ -41,12 +41,14 @@ func printPhase(w io.Writer, ph *phase, v verdict, ev *evidence) {
 	fmt.Fprintf(w, "| %d | %.1f%% | %.1f%% | %s | %s | %s | %d | %d | %d/%d | %d | %d | %d (%d/%d/%d) |\n\n",
 		v.acquisitions, 100*v.held, 100*v.quorumUp, short(v.p50), short(v.p99), short(v.longest), v.extended, v.paused,
 		v.accepted, v.rejected, v.staleRejected, v.lateUnsuperseded, v.violations(), v.exclusion, v.tokenOrder, v.stale)
-	fmt.Fprintf(w, "faults: %s\n", counts(ph.faults))
+	fmt.Fprintf(w, "faults: %s; requests delivered a node timeout or more late: %d (%d after the client had closed the connection)\n",
+		counts(ph.faults), ph.lateRequests, ph.orphanRequests)
 	fmt.Fprintf(w, "errors: %s\n", counts(ph.errs))
 	for _, e := range v.examples {
 		fmt.Fprintf(w, "VIOLATION: %s\n", e)
 	}
 	if ev != nil {
+		fmt.Fprintf(w, "trace: %s\n", v.gaps.line(ph.to-ph.from))
 		for _, l := range ev.lines() {
 			fmt.Fprintf(w, "trace: %s\n", l)
 		}

@@ -1,0 +1,81 @@
+package main
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+)
+
+// gapStats says where the time went when no worker held the lock: the gaps between one
+// holding and the next (and before the first), with the time of those in which some node
+// call timed out, some acquire was refused because a waiter was ahead (behind-waiter), or
+// some node abstained under the restart guard. A gap may be in several classes.
+type gapStats struct {
+	gaps    []time.Duration
+	total   time.Duration
+	byClass map[string]time.Duration
+	count   map[string]int
+}
+
+// gapsOf measures the gaps of ph between the union of the held leases' intervals.
+func gapsOf(ph *phase, held []grant) gapStats {
+	gs := gapStats{byClass: map[string]time.Duration{}, count: map[string]int{}}
+	calls := slices.Clone(ph.calls)
+	slices.SortFunc(calls, func(a, b call) int { return cmpDur(a.start, b.start) })
+	reach := ph.from
+	var spans [][2]time.Duration
+	for _, g := range held { // sorted by got
+		if g.got > reach && g.got <= ph.to {
+			spans = append(spans, [2]time.Duration{reach, g.got})
+		}
+		reach = max(reach, g.end)
+	}
+	if reach < ph.to {
+		spans = append(spans, [2]time.Duration{reach, ph.to})
+	}
+	for _, s := range spans {
+		d := s[1] - s[0]
+		gs.gaps = append(gs.gaps, d)
+		gs.total += d
+		classes := map[string]bool{}
+		i, _ := slices.BinarySearchFunc(calls, s[0], func(c call, t time.Duration) int { return cmpDur(c.start, t) })
+		for ; i < len(calls) && calls[i].start < s[1]; i++ {
+			c := calls[i]
+			switch {
+			case c.err == "timeout":
+				classes["node timeout"] = true
+			case c.err != "":
+				classes["other node error"] = true
+			case c.script == "acquire" && replyKind(c) == "behind-waiter":
+				classes["behind-waiter"] = true
+			case c.script == "acquire" && replyKind(c) == "abstain":
+				classes["abstain"] = true
+			}
+		}
+		if len(classes) == 0 {
+			classes["no error"] = true
+		}
+		for k := range classes {
+			gs.byClass[k] += d
+			gs.count[k]++
+		}
+	}
+	return gs
+}
+
+func (gs gapStats) line(window time.Duration) string {
+	var parts []string
+	for _, k := range sortedKeys(gs.byClass) {
+		parts = append(parts, fmt.Sprintf("%s %d gaps %s", k, gs.count[k], share(gs.byClass[k], window)))
+	}
+	return fmt.Sprintf("gaps (no valid holder) %d, %s of the window, each p50/p99/max %s; by what the calls in them met: %s",
+		len(gs.gaps), share(gs.total, window), pct3(gs.gaps), strings.Join(parts, ", "))
+}
+
+func share(d, window time.Duration) string {
+	if window <= 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%.1f%%", 100*float64(d)/float64(window))
+}
