@@ -9,7 +9,7 @@ GOBIN_DIR := $(firstword $(subst :, ,$(shell $(GO) env GOPATH)))/bin
 STATICCHECK := $(GOBIN_DIR)/staticcheck
 
 .DEFAULT_GOAL := test
-.PHONY: test lint bench bench-compare example staticcheck-install
+.PHONY: test lint bench bench-compare example staticcheck-install chaos
 
 test:
 	$(GO) test -race -count=1 ./...
@@ -42,3 +42,9 @@ bench-compare:
 
 example:
 	$(GO) run ./examples/quickstart
+
+# The fault-injection checker (bench/chaos, in the bench module): every nemesis for 20 s over
+# go-redis by default; e.g. CHAOS_ARGS="-nemesis partition -duration 5s -backend rueidis".
+# It exits non-zero if it finds a violation. See docs/chaos.md.
+chaos:
+	cd bench && $(GO) run ./chaos $(CHAOS_ARGS)
