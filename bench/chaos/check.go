@@ -11,11 +11,16 @@ type verdict struct {
 	name         string
 	acquisitions int
 	held         float64 // share of the window in which some worker held a valid lease
-	quorumUp     float64 // share of the window in which a quorum of servers could vote
-	p50, p99     time.Duration
-	longest      time.Duration // the longest Acquire that succeeded
-	extended     int
-	paused       int
+	// quorumUp is the share of the window in which a quorum of servers was surely able to
+	// vote: a server counts as down while blackholed for all, stopped, dead, and after a
+	// restart for the longest the restart guard can make it abstain (see guardEnd). It is
+	// a lower bound of the time a quorum could vote, not a ceiling of held: a lease granted
+	// before a quorum went down stays valid until its Until.
+	quorumUp float64
+	p50, p99 time.Duration
+	longest  time.Duration // the longest Acquire that succeeded
+	extended int
+	paused   int
 
 	exclusion  int // two leases valid at once
 	tokenOrder int // a lease's token not above the previous lease's

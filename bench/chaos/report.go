@@ -78,7 +78,7 @@ func printSummary(w io.Writer, vs []verdict) {
 		if t, ok := targets[v.name]; ok {
 			mark := "met"
 			if v.held < t {
-				mark = "missed"
+				mark = fmt.Sprintf("missed by %.2f pt", 100*(t-v.held))
 			}
 			target = fmt.Sprintf(">= %.0f%% (%s)", 100*t, mark)
 		}
