@@ -2,10 +2,10 @@ package redlock
 
 import (
 	"fmt"
-
-	"github.com/go-redlock/redlock/core"
 	"log/slog"
 	"time"
+
+	"github.com/go-redlock/redlock/core"
 )
 
 // Option configures a Client (given to New, where it sets the default of every call) or
