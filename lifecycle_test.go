@@ -132,7 +132,8 @@ func TestAutoExtensionReportsLoss(t *testing.T) {
 func TestMaxHold(t *testing.T) {
 	nodes, _ := realNodes(t, 3)
 	// Three TTLs: the lease extends itself at least twice before its maximum hold time.
-	c := newClient(t, nodes, redlock.WithTTL(600*time.Millisecond), redlock.WithAutoExtend(true), redlock.WithMaxHold(1800*time.Millisecond))
+	c := newClient(t, nodes, redlock.WithTTL(600*time.Millisecond), redlock.WithNodeTimeout(250*time.Millisecond),
+		redlock.WithAutoExtend(true), redlock.WithMaxHold(1800*time.Millisecond))
 	ctx := ctxT(t, 10*time.Second)
 	l, err := c.TryAcquire(ctx, "bounded")
 	require.NoError(t, err)

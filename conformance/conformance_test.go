@@ -114,7 +114,10 @@ var faults = []fault{
 	{
 		name: "runs-twice", newNode: newRunsTwice,
 		servers: []conformance.Server{conformance.Miniredis},
-		failing: []string{"miniredis/evalsha/runs-once", "miniredis/scripts/acquire/fence-advances", "miniredis/context/cancel/new-connection", "miniredis/context/cancel/open-connection"},
+		failing: []string{"miniredis/evalsha/runs-once", "miniredis/scripts/acquire/fence-advances"},
+		// Its second call runs on after a cancellation of the first: whether the context
+		// checks see that depends on the machine's timing (under load one of them passed).
+		mayFail: []string{"miniredis/context/cancel/new-connection", "miniredis/context/cancel/open-connection"},
 		message: "each Eval must run the script exactly once",
 	},
 	{
