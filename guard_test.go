@@ -89,7 +89,8 @@ func TestFencingAcrossRestarts(t *testing.T) {
 func TestUnguardedNodesAreReported(t *testing.T) {
 	nodes, _ := miniNodes(t, 3)
 	var logs bytes.Buffer
-	c := newClient(t, nodes, redlock.WithRestartGuard(time.Minute), redlock.WithLogger(slog.New(slog.NewTextHandler(&logs, nil))))
+	c := newClient(t, nodes, redlock.WithRestartGuard(time.Minute), redlock.WithNodeTimeout(time.Second),
+		redlock.WithLogger(slog.New(slog.NewTextHandler(&logs, nil))))
 	assert.Empty(t, c.Unguarded())
 	for range 3 {
 		l, err := c.TryAcquire(ctxT(t, 5*time.Second), "job")
