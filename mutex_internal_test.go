@@ -107,6 +107,7 @@ func TestLongWaitsAreLogged(t *testing.T) {
 	require.ErrorIs(t, c.NewMutex("guarded").LockContext(ctx), context.DeadlineExceeded)
 	out := logs.String()
 	assert.Equal(t, 1, strings.Count(out, "still waiting"), "one warning, then none for warnEvery: %s", out)
+	assert.Contains(t, out, "level=WARN")
 	assert.Contains(t, out, "name=guarded")
 	assert.Contains(t, out, "restart guard")
 	assert.Contains(t, out, "for another")

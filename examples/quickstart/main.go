@@ -17,6 +17,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"os"
 	"strings"
@@ -29,20 +30,21 @@ import (
 )
 
 func main() {
-	if err := run(); err != nil {
+	if err := run(os.Stdout, os.Stderr); err != nil {
 		fmt.Fprintln(os.Stderr, "quickstart failed:", err)
 		os.Exit(1)
 	}
 }
 
-func run() error {
+// run prints the demo's steps to out and the library's warnings to logs.
+func run(out, logs io.Writer) error {
 	// Bound the whole demo, so that unreachable servers end it with an error, not a hang.
 	// It outlasts the restart guard (30 s), which fresh servers make the first lock wait.
 	ctx, cancel := context.WithTimeout(context.Background(), 45*time.Second)
 	defer cancel()
 
 	// One address per independent Redis master.
-	addrs, embedded, stop, err := servers()
+	addrs, embedded, stop, err := servers(out)
 	if err != nil {
 		return err
 	}
@@ -59,7 +61,7 @@ func run() error {
 	// Two clients stand for two processes competing for one lock. The logger says why a
 	// lock is slow to come, if it is (servers down, or under the restart guard).
 	opts := []redlock.Option{redlock.WithTTL(10 * time.Second),
-		redlock.WithLogger(slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})))}
+		redlock.WithLogger(slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelWarn})))}
 	if embedded {
 		// miniredis cannot report its uptime, so it cannot apply the restart guard: an
 		// embedded server's data goes with the process anyway.
@@ -75,29 +77,29 @@ func run() error {
 		return err
 	}
 	defer b.Close()
-	fmt.Printf("Using %d Redis masters: %s\n", len(addrs), strings.Join(addrs, ", "))
+	fmt.Fprintf(out, "Using %d Redis masters: %s\n", len(addrs), strings.Join(addrs, ", "))
 
 	leaseA, err := a.TryAcquire(ctx, "quickstart")
 	if errors.Is(err, redlock.ErrRestarted) {
-		fmt.Printf("The servers started recently and abstain under the restart guard; waiting for it to pass:\n  %v\n", err)
+		fmt.Fprintf(out, "The servers started recently and abstain under the restart guard; waiting for it to pass:\n  %v\n", err)
 		leaseA, err = a.Acquire(ctx, "quickstart")
 	}
 	if err != nil {
 		return fmt.Errorf("client A could not acquire the lock: %w", err)
 	}
-	fmt.Printf("A acquired %q: fencing token %d, valid for %v\n",
+	fmt.Fprintf(out, "A acquired %q: fencing token %d, valid for %v\n",
 		leaseA.Name(), leaseA.Token(), time.Until(leaseA.Until()).Round(time.Millisecond))
 
 	_, err = b.TryAcquire(ctx, "quickstart")
 	if !errors.Is(err, redlock.ErrHeld) {
 		return fmt.Errorf("client B's TryAcquire should have been refused with ErrHeld, got: %v", err)
 	}
-	fmt.Println("B tried to acquire it and was refused: the lock is held (redlock.ErrHeld)")
+	fmt.Fprintln(out, "B tried to acquire it and was refused: the lock is held (redlock.ErrHeld)")
 
 	if err := leaseA.Release(ctx); err != nil {
 		return fmt.Errorf("client A could not release the lock: %w", err)
 	}
-	fmt.Println("A released the lock")
+	fmt.Fprintln(out, "A released the lock")
 
 	leaseB, err := b.TryAcquire(ctx, "quickstart")
 	if err != nil {
@@ -106,19 +108,19 @@ func run() error {
 	if leaseB.Token() <= leaseA.Token() {
 		return fmt.Errorf("client B's token %d is not larger than A's %d", leaseB.Token(), leaseA.Token())
 	}
-	fmt.Printf("B acquired it: fencing token %d, larger than A's %d\n", leaseB.Token(), leaseA.Token())
+	fmt.Fprintf(out, "B acquired it: fencing token %d, larger than A's %d\n", leaseB.Token(), leaseA.Token())
 
 	if err := leaseB.Release(ctx); err != nil {
 		return fmt.Errorf("client B could not release the lock: %w", err)
 	}
-	fmt.Println("B released the lock")
+	fmt.Fprintln(out, "B released the lock")
 
 	return nil
 }
 
 // servers returns the addresses in REDIS_ADDRS, or else starts 5 embedded miniredis
 // servers (embedded). stop shuts down whatever servers it started.
-func servers() (addrs []string, embedded bool, stop func(), err error) {
+func servers(out io.Writer) (addrs []string, embedded bool, stop func(), err error) {
 	if env := os.Getenv("REDIS_ADDRS"); env != "" {
 		for _, addr := range strings.Split(env, ",") {
 			if addr = strings.TrimSpace(addr); addr != "" {
@@ -142,6 +144,6 @@ func servers() (addrs []string, embedded bool, stop func(), err error) {
 		started = append(started, m)
 		addrs = append(addrs, m.Addr())
 	}
-	fmt.Println("REDIS_ADDRS is not set: started 5 embedded Redis servers (miniredis)")
+	fmt.Fprintln(out, "REDIS_ADDRS is not set: started 5 embedded Redis servers (miniredis)")
 	return addrs, true, stop, nil
 }
