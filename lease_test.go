@@ -112,13 +112,14 @@ func TestReleaseWithWrongTokenChangesNothing(t *testing.T) {
 // reports ErrNotHeld on Extend and Release, and the new holder keeps its lock.
 func TestExpiredLeaseCannotReleaseTheNextHolder(t *testing.T) {
 	nodes, servers := miniNodes(t, 3)
-	c := newClient(t, nodes, redlock.WithTTL(200*time.Millisecond), redlock.WithNodeTimeout(100*time.Millisecond))
+	// The servers' clocks are moved past the TTL: a loaded machine needs no short one.
+	c := newClient(t, nodes, redlock.WithTTL(2*time.Second), redlock.WithNodeTimeout(time.Second))
 	ctx := ctxT(t, 10*time.Second)
 	old, err := c.TryAcquire(ctx, "job")
 	require.NoError(t, err)
 	onAll(t, servers, "job") // the acquisition's straggler has landed
 	for _, s := range servers {
-		s.FastForward(time.Second)
+		s.FastForward(3 * time.Second)
 	}
 	// Another Client (another process, say): this one queues its own goroutines locally
 	// behind the old lease until that lease ends.
