@@ -1,4 +1,4 @@
-# Targets: test (default), lint, bench, example. CI runs .ci/run, which calls lint and test.
+# Targets: test (default), lint, bench, example, chaos. CI runs .ci/run, which calls lint, test and chaos-smoke.
 
 GO ?= go
 
@@ -9,7 +9,7 @@ GOBIN_DIR := $(firstword $(subst :, ,$(shell $(GO) env GOPATH)))/bin
 STATICCHECK := $(GOBIN_DIR)/staticcheck
 
 .DEFAULT_GOAL := test
-.PHONY: test lint bench bench-compare example staticcheck-install chaos
+.PHONY: test lint bench bench-compare example staticcheck-install chaos chaos-smoke
 
 test:
 	$(GO) test -race -count=1 ./...
@@ -48,3 +48,18 @@ example:
 # It exits non-zero if it finds a violation. See docs/chaos.md.
 chaos:
 	cd bench && $(GO) run ./chaos $(CHAOS_ARGS)
+
+# A short run of the checker for CI: every nemesis for 2 s over each backend (about 30 s
+# each), failing on any violation (or a watchdog). The output goes to bench/bin/ and is
+# printed only when the run fails; the summary table always.
+CHAOS_SMOKE_BACKENDS ?= goredis redigo rueidis
+chaos-smoke:
+	@mkdir -p bench/bin
+	cd bench && $(GO) build -o bin/chaos ./chaos
+	@for b in $(CHAOS_SMOKE_BACKENDS); do \
+		echo "chaos smoke: $$b, every nemesis, 2 s each"; \
+		if ! bench/bin/chaos -backend $$b -duration 2s -trace=false >bench/bin/chaos-$$b.log 2>&1; then \
+			cat bench/bin/chaos-$$b.log; echo "chaos smoke: $$b failed (exit status above; full output in bench/bin/chaos-$$b.log)"; exit 1; \
+		fi; \
+		sed -n '/^## summary/,$$p' bench/bin/chaos-$$b.log; \
+	done
