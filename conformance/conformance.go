@@ -27,8 +27,8 @@ type Harness struct {
 	// NewClusterNode returns a Node over a cluster client of the Redis Cluster whose masters
 	// are at addrs: one Node for the whole cluster, whose client routes each call to the
 	// master that serves its keys' slot. Run calls it as it calls NewNode. Optional: without
-	// it the RedisCluster checks do not run by default, and listing RedisCluster in Servers
-	// is an error.
+	// it the RedisCluster checks do not run (Run reports a skipped "redis-cluster" subtest
+	// that says so), and listing RedisCluster in Servers is an error.
 	NewClusterNode func(t testing.TB, addrs []string) core.Node
 
 	// Servers are the Redis implementations every check runs against, in this order.
@@ -138,6 +138,14 @@ func Run(t *testing.T, h Harness) {
 					}
 				})
 			}
+		})
+	}
+	if h.NewClusterNode == nil {
+		// A backend with no cluster client must not look as if it passed on one.
+		t.Run(string(RedisCluster), func(t *testing.T) {
+			t.Skip("conformance: the Harness gives no cluster client (Harness.NewClusterNode is nil), so no check ran on a Redis Cluster; " +
+				"set NewClusterNode to a func(t testing.TB, addrs []string) core.Node that returns a Node over your driver's cluster client of the masters at addrs " +
+				"to run the checks on a 3-master Redis Cluster")
 		})
 	}
 }

@@ -14,7 +14,8 @@
 // Run starts its own servers on 127.0.0.1: miniredis in-process always, real redis-server
 // processes when the binary is on PATH (those checks skip, saying so, otherwise), and, when
 // the Harness has a NewClusterNode, a real Redis Cluster of 3 masters, reached through the
-// backend's cluster client. Each check gets fresh servers of its own; on the cluster, the
+// backend's cluster client (without one, a "redis-cluster" subtest skips, saying that no
+// check ran on a cluster and how to set NewClusterNode). Each check gets fresh servers of its own; on the cluster, the
 // checks take turns on one cluster, each with keys of its own. The suite prepares and inspects the
 // servers through its own small RESP client, never through the Node under test, and makes a
 // server "accept and never reply" (or drop its connections) with a TCP proxy in front of

@@ -16,6 +16,12 @@
 //	go run ./examples/custombackend
 //	go test ./examples/custombackend   # the conformance suite
 //	REDIS_ADDRS=127.0.0.1:7001,127.0.0.1:7002,127.0.0.1:7003 go run ./examples/custombackend
+//
+// Node has no Redis Cluster client: it does not follow MOVED redirections, so it reaches a
+// Redis Cluster only if one master serves all 16384 slots, and its conformance run has no
+// Harness.NewClusterNode (the suite's "redis-cluster" subtest skips, saying so). For a
+// cluster of several masters, use the go-redis or rueidis backend with that driver's
+// cluster client.
 package main
 
 import (
