@@ -29,10 +29,13 @@ const faultEnv = "REDLOCK_CONFORMANCE_FAULT"
 type fault struct {
 	name    string
 	newNode func(t testing.TB, addr string) core.Node
-	servers []conformance.Server
-	failing []string // the leaf subtests under TestFaultyHelper that fail
-	mayFail []string // leaf subtests that may fail too, by a race the fault opens
-	message string   // a phrase of the failure message
+	// newClusterNode makes the faulty node on conformance.RedisCluster (Harness.NewClusterNode);
+	// nil for a fault that does not run there.
+	newClusterNode func(t testing.TB, addrs []string) core.Node
+	servers        []conformance.Server
+	failing        []string // the leaf subtests under TestFaultyHelper that fail
+	mayFail        []string // leaf subtests that may fail too, by a race the fault opens
+	message        string   // a phrase of the failure message
 	// racy: the fault is a data race, which the race detector reports in whatever check
 	// runs at the time; under it, the checks in failing must fail, and others may.
 	racy bool
@@ -103,6 +106,24 @@ var faults = []fault{
 		servers: []conformance.Server{conformance.RedisServer},
 		failing: []string{"redis-server/replies/negative/held-without-expiry", "redis-server/replies/negative/restart-guard"},
 		message: "the Node must keep the sign of integer replies",
+	},
+	{
+		name: "loses-sign-cluster", newClusterNode: newClusterLosesSign,
+		servers: []conformance.Server{conformance.RedisCluster},
+		failing: []string{"redis-cluster/replies/negative/held-without-expiry", "redis-cluster/replies/negative/restart-guard"},
+		message: "the Node must keep the sign of integer replies",
+	},
+	{
+		name: "cross-slot-panics", newClusterNode: newCrossSlotPanics,
+		servers: []conformance.Server{conformance.RedisCluster},
+		failing: []string{"redis-cluster/errors/cross-slot"},
+		message: "it must return an error",
+	},
+	{
+		name: "cross-slot-not-permanent", newClusterNode: newWrapsErrors,
+		servers: []conformance.Server{conformance.RedisCluster},
+		failing: []string{"redis-cluster/errors/cross-slot"},
+		message: "which core.Permanent does not know",
 	},
 	{
 		name: "eval-every-call", newNode: newEvalEveryCall,
@@ -197,6 +218,13 @@ var faults = []fault{
 		failing: []string{"miniredis/pubsub/shared-connection", "miniredis/pubsub/ready-means-confirmed"},
 		message: "a backend shares one pub/sub connection per node",
 	},
+	{
+		name: "conn-per-channel-cluster", newClusterNode: newClusterConnPerChannel,
+		servers: []conformance.Server{conformance.RedisCluster},
+		// CLIENT LIST on the master of the channel subscribed twice counts two connections.
+		failing: []string{"redis-cluster/pubsub/shared-connection"},
+		message: "a backend shares one pub/sub connection per node (per master of a cluster)",
+	},
 }
 
 // TestFaultyHelper runs the suite against the faulty node named by $REDLOCK_CONFORMANCE_FAULT.
@@ -209,7 +237,15 @@ func TestFaultyHelper(t *testing.T) {
 	}
 	i := slices.IndexFunc(faults, func(f fault) bool { return f.name == name })
 	require.GreaterOrEqual(t, i, 0, "unknown fault %q", name)
-	conformance.Run(t, conformance.Harness{NewNode: faults[i].newNode, Servers: faults[i].servers})
+	f := faults[i]
+	h := conformance.Harness{NewNode: f.newNode, NewClusterNode: f.newClusterNode, Servers: f.servers}
+	if h.NewNode == nil { // a fault of the cluster only: Run requires a NewNode, and never calls it
+		h.NewNode = func(t testing.TB, _ string) core.Node {
+			t.Fatalf("the fault %s has no single-server node: its servers must be %v only", f.name, conformance.RedisCluster)
+			return nil
+		}
+	}
+	conformance.Run(t, h)
 }
 
 var failLine = regexp.MustCompile(`--- FAIL: TestFaultyHelper/(\S+)`)
@@ -227,7 +263,7 @@ func TestFaultyNodesAreCaught(t *testing.T) {
 	}
 	children := make([]*child, len(faults))
 	for i, f := range faults {
-		if slices.Contains(f.servers, conformance.RedisServer) && !redisServerAvailable() {
+		if (slices.Contains(f.servers, conformance.RedisServer) || slices.Contains(f.servers, conformance.RedisCluster)) && !redisServerAvailable() {
 			continue // its subtest skips
 		}
 		c := &child{cmd: exec.Command(os.Args[0], "-test.run=^TestFaultyHelper$", "-test.v", "-test.count=1")}

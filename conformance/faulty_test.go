@@ -3,6 +3,7 @@ package conformance_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -29,6 +30,55 @@ func goodNode(t testing.TB, addr string) core.Node {
 	n := goredis.New(newClient(t, addr))
 	t.Cleanup(func() { _ = n.Close() })
 	return n
+}
+
+// goodClusterNode is the go-redis backend over a ClusterClient of the Redis Cluster whose
+// masters are at addrs, as its users construct it.
+func goodClusterNode(t testing.TB, addrs []string) core.Node {
+	return newClusterGoredis(t, addrs)
+}
+
+// newClusterGoredis is goodClusterNode as the backend's own type, for faults that embed it.
+func newClusterGoredis(t testing.TB, addrs []string) *goredis.Node {
+	rdb := redis.NewClusterClient(&redis.ClusterOptions{Addrs: addrs, ContextTimeoutEnabled: true})
+	t.Cleanup(func() { _ = rdb.Close() })
+	n := goredis.New(rdb)
+	t.Cleanup(func() { _ = n.Close() })
+	return n
+}
+
+// crossSlotPanics is the go-redis backend over a cluster client that treats a CROSSSLOT
+// reply as a bug of its caller's and panics, as a backend that asserts "core never sends
+// keys of different slots" would.
+type crossSlotPanics struct{ *goredis.Node }
+
+func newCrossSlotPanics(t testing.TB, addrs []string) core.Node {
+	return crossSlotPanics{newClusterGoredis(t, addrs)}
+}
+
+func (n crossSlotPanics) Eval(ctx context.Context, s *core.Script, keys []string, args ...string) ([]int64, error) {
+	v, err := n.Node.Eval(ctx, s, keys, args...)
+	if err != nil && redis.HasErrorPrefix(err, "CROSSSLOT") {
+		panic(fmt.Sprintf("redlock backend: keys %q are in different slots: core must never send them", keys))
+	}
+	return v, err
+}
+
+// wrapsErrors is the go-redis backend over a cluster client that adds its own context in
+// front of every error: CROSSSLOT no longer starts the message, and core.Permanent takes
+// it for an error that a retry may fix.
+type wrapsErrors struct{ *goredis.Node }
+
+func newWrapsErrors(t testing.TB, addrs []string) core.Node {
+	return wrapsErrors{newClusterGoredis(t, addrs)}
+}
+
+func (n wrapsErrors) Eval(ctx context.Context, s *core.Script, keys []string, args ...string) ([]int64, error) {
+	v, err := n.Node.Eval(ctx, s, keys, args...)
+	if err != nil {
+		return nil, fmt.Errorf("redis cluster eval %s: %w", s.Name(), err)
+	}
+	return v, nil
 }
 
 // ignoresCtx runs every call with context.Background(): it waits for the server however
@@ -234,6 +284,10 @@ func (f *forgetful) close() {
 type losesSign struct{ inner core.Node }
 
 func newLosesSign(t testing.TB, addr string) core.Node { return losesSign{goodNode(t, addr)} }
+
+func newClusterLosesSign(t testing.TB, addrs []string) core.Node {
+	return losesSign{goodClusterNode(t, addrs)}
+}
 
 func (n losesSign) Eval(ctx context.Context, s *core.Script, keys []string, args ...string) ([]int64, error) {
 	v, err := n.inner.Eval(ctx, s, keys, args...)
@@ -474,21 +528,38 @@ func (n earlyReady) Subscribe(ctx context.Context, channel string, onMessage fun
 	}), nil
 }
 
-// connPerChannel opens a pub/sub connection of its own for each channel.
+// connPerChannel opens a pub/sub connection of its own for each channel: each Subscribe
+// makes a new Node (a new client) and subscribes through it. It reports ShardedPubSub as
+// the Nodes it makes do.
 type connPerChannel struct {
 	core.Node
-	t    testing.TB
-	addr string
+	newSub  func() core.Subscriber
+	sharded bool
 }
 
 func newConnPerChannel(t testing.TB, addr string) core.Node {
-	return connPerChannel{eval{goodNode(t, addr)}, t, addr}
+	return newConnPerChannelOf(eval{goodNode(t, addr)}, func() core.Subscriber {
+		_, sub := subscriberOf(t, addr)
+		return sub
+	})
+}
+
+func newClusterConnPerChannel(t testing.TB, addrs []string) core.Node {
+	return newConnPerChannelOf(eval{goodClusterNode(t, addrs)}, func() core.Subscriber {
+		return goodClusterNode(t, addrs).(core.Subscriber)
+	})
+}
+
+func newConnPerChannelOf(n core.Node, newSub func() core.Subscriber) core.Node {
+	sh, ok := newSub().(core.ShardedPubSub)
+	return connPerChannel{Node: n, newSub: newSub, sharded: ok && sh.ShardedPubSub()}
 }
 
 func (n connPerChannel) Subscribe(ctx context.Context, channel string, onMessage func(string)) (func(), error) {
-	_, sub := subscriberOf(n.t, n.addr)
-	return sub.Subscribe(ctx, channel, onMessage)
+	return n.newSub().Subscribe(ctx, channel, onMessage)
 }
+
+func (n connPerChannel) ShardedPubSub() bool { return n.sharded }
 
 // boxed returns args as go-redis takes them.
 func boxed(args []string) []any {
