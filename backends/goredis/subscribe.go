@@ -7,7 +7,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/go-redlock/redlock/backends/internal/fanout"
+	"github.com/go-redlock/redlock/backends/internal/subs"
 	"github.com/go-redlock/redlock/core"
 	"github.com/redis/go-redis/v9"
 )
@@ -76,13 +76,13 @@ func (n *Node) Close() error {
 	return nil
 }
 
-// pubsub is the go-redis side of a fanout.Registry. Its fields other than done and wg are
+// pubsub is the go-redis side of a subs.Registry. Its fields other than done and wg are
 // guarded by the Registry's lock (all Conn methods run under it), and read by close only
 // after the Registry is closed.
 type pubsub struct {
 	client  redis.UniversalClient
 	sharded bool
-	reg     *fanout.Registry
+	reg     *subs.Registry
 
 	shared  *redis.PubSub            // !sharded: one connection for every channel
 	perChan map[string]*redis.PubSub // sharded: one per channel
@@ -95,7 +95,7 @@ type pubsub struct {
 func newPubSub(c redis.UniversalClient) *pubsub {
 	_, sharded := c.(*redis.ClusterClient)
 	p := &pubsub{client: c, sharded: sharded, perChan: make(map[string]*redis.PubSub), done: make(chan struct{})}
-	p.reg = fanout.New(p)
+	p.reg = subs.New(p)
 	return p
 }
 
@@ -107,7 +107,7 @@ func (p *pubsub) conn() *redis.PubSub {
 	return p.shared
 }
 
-// Start starts the reader of the shared connection (fanout.Conn).
+// Start starts the reader of the shared connection (subs.Conn).
 func (p *pubsub) Start() {
 	if !p.sharded {
 		p.wg.Add(1)
@@ -115,7 +115,7 @@ func (p *pubsub) Start() {
 	}
 }
 
-// Subscribe sends SUBSCRIBE, or opens a connection and sends SSUBSCRIBE (fanout.Conn).
+// Subscribe sends SUBSCRIBE, or opens a connection and sends SSUBSCRIBE (subs.Conn).
 func (p *pubsub) Subscribe(ctx context.Context, channel string) error {
 	if !p.sharded {
 		ps := p.conn()
@@ -136,7 +136,7 @@ func (p *pubsub) Subscribe(ctx context.Context, channel string) error {
 	return nil
 }
 
-// Unsubscribe sends UNSUBSCRIBE, or closes the channel's connection (fanout.Conn).
+// Unsubscribe sends UNSUBSCRIBE, or closes the channel's connection (subs.Conn).
 func (p *pubsub) Unsubscribe(channel string) {
 	if !p.sharded {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Second)

@@ -5,7 +5,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/go-redlock/redlock/backends/internal/fanout"
+	"github.com/go-redlock/redlock/backends/internal/subs"
 	"github.com/go-redlock/redlock/core"
 	"github.com/gomodule/redigo/redis"
 )
@@ -38,11 +38,11 @@ func (n *Node) Close() error {
 	return nil
 }
 
-// pubsub is the redigo side of a fanout.Registry: one connection, read by one goroutine
+// pubsub is the redigo side of a subs.Registry: one connection, read by one goroutine
 // while any channel is subscribed, written by the Registry's calls.
 type pubsub struct {
 	pool   Pool
-	reg    *fanout.Registry
+	reg    *subs.Registry
 	ctx    context.Context // ends at close
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
@@ -55,24 +55,24 @@ type pubsub struct {
 func newPubSub(pool Pool) *pubsub {
 	ctx, cancel := context.WithCancel(context.Background())
 	p := &pubsub{pool: pool, ctx: ctx, cancel: cancel}
-	p.reg = fanout.New(p)
+	p.reg = subs.New(p)
 	return p
 }
 
-// Start starts the reader (fanout.Conn).
+// Start starts the reader (subs.Conn).
 func (p *pubsub) Start() {
 	p.wg.Add(1)
 	go p.read()
 }
 
-// Subscribe sends SUBSCRIBE (fanout.Conn). Without a connection, or when the send fails,
+// Subscribe sends SUBSCRIBE (subs.Conn). Without a connection, or when the send fails,
 // it leaves the channel to the reader, which (re)connects and re-subscribes every channel.
 func (p *pubsub) Subscribe(_ context.Context, channel string) error {
 	p.send("SUBSCRIBE", channel)
 	return nil
 }
 
-// Unsubscribe sends UNSUBSCRIBE (fanout.Conn).
+// Unsubscribe sends UNSUBSCRIBE (subs.Conn).
 func (p *pubsub) Unsubscribe(channel string) { p.send("UNSUBSCRIBE", channel) }
 
 func (p *pubsub) send(cmd, channel string) {

@@ -6,7 +6,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/go-redlock/redlock/backends/internal/fanout"
+	"github.com/go-redlock/redlock/backends/internal/subs"
 	"github.com/go-redlock/redlock/core"
 	"github.com/redis/rueidis"
 )
@@ -49,12 +49,12 @@ func (n *Node) Close() error {
 	return nil
 }
 
-// pubsub is the rueidis side of a fanout.Registry: one goroutine per channel, blocked in
+// pubsub is the rueidis side of a subs.Registry: one goroutine per channel, blocked in
 // Client.Receive.
 type pubsub struct {
 	client  rueidis.Client
 	sharded bool
-	reg     *fanout.Registry
+	reg     *subs.Registry
 	ctx     context.Context // ends at Close
 	cancel  context.CancelFunc
 	wg      sync.WaitGroup
@@ -72,14 +72,14 @@ type receiver struct {
 func newPubSub(c rueidis.Client, sharded bool) *pubsub {
 	ctx, cancel := context.WithCancel(context.Background())
 	p := &pubsub{client: c, sharded: sharded, ctx: ctx, cancel: cancel, chans: make(map[string]*receiver)}
-	p.reg = fanout.New(p)
+	p.reg = subs.New(p)
 	return p
 }
 
-// Start does nothing: receivers live per channel (fanout.Conn).
+// Start does nothing: receivers live per channel (subs.Conn).
 func (p *pubsub) Start() {}
 
-// Subscribe starts the channel's receiver (fanout.Conn). It begins once the channel's
+// Subscribe starts the channel's receiver (subs.Conn). It begins once the channel's
 // previous receiver, if any, has unsubscribed on the server.
 func (p *pubsub) Subscribe(_ context.Context, channel string) error {
 	ctx, stop := context.WithCancel(p.ctx)
@@ -93,7 +93,7 @@ func (p *pubsub) Subscribe(_ context.Context, channel string) error {
 	return nil
 }
 
-// Unsubscribe stops the channel's receiver (fanout.Conn).
+// Unsubscribe stops the channel's receiver (subs.Conn).
 func (p *pubsub) Unsubscribe(channel string) {
 	p.mu.Lock()
 	defer p.mu.Unlock()

@@ -1,9 +1,10 @@
-// Package fanout implements the driver-neutral half of core.Subscriber for the backends in
-// this module: it counts the callbacks per channel, decides when a backend sends SUBSCRIBE
-// and UNSUBSCRIBE, waits for the server's confirmation, fans messages out, and turns a
-// repeated confirmation (the driver re-subscribed after a reconnect) into one "messages may
-// have been missed" call per callback. A backend supplies only the wire: a Conn.
-package fanout
+// Package subs is the pub/sub subscription registry of the backends in this module: the
+// driver-neutral half of core.Subscriber. It counts the callbacks per channel, decides when a
+// backend sends SUBSCRIBE and UNSUBSCRIBE, waits for the server's confirmation, delivers
+// messages to the callbacks of their channel, and turns a repeated confirmation (the driver
+// re-subscribed after a reconnect) into one "messages may have been missed" call per
+// callback. A backend supplies only the wire: a Conn.
+package subs
 
 import (
 	"context"

@@ -1,4 +1,4 @@
-package fanout_test
+package subs_test
 
 import (
 	"context"
@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/go-redlock/redlock/backends/internal/fanout"
+	"github.com/go-redlock/redlock/backends/internal/subs"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -55,7 +55,7 @@ type counter struct {
 func (c *counter) fn(payload string) { c.last.Store(payload); c.n.Add(1) }
 
 // subscribe calls Subscribe in the background: it returns only after Confirmed.
-func subscribe(r *fanout.Registry, ctx context.Context, ch string, fn func(string)) <-chan func() {
+func subscribe(r *subs.Registry, ctx context.Context, ch string, fn func(string)) <-chan func() {
 	out := make(chan func(), 1)
 	go func() {
 		u, err := r.Subscribe(ctx, ch, fn)
@@ -68,7 +68,7 @@ func subscribe(r *fanout.Registry, ctx context.Context, ch string, fn func(strin
 }
 
 // confirmWhenSent plays the server: it confirms ch once the n-th SUBSCRIBE of it was sent.
-func confirmWhenSent(t *testing.T, c *conn, r *fanout.Registry, ch string, n int) {
+func confirmWhenSent(t *testing.T, c *conn, r *subs.Registry, ch string, n int) {
 	require.Eventually(t, func() bool {
 		count := 0
 		for _, l := range c.sent() {
@@ -83,7 +83,7 @@ func confirmWhenSent(t *testing.T, c *conn, r *fanout.Registry, ch string, n int
 
 func TestLifecycle(t *testing.T) {
 	c := &conn{}
-	r := fanout.New(c)
+	r := subs.New(c)
 	var a, b counter
 	ctx := context.Background()
 
@@ -128,7 +128,7 @@ func TestLifecycle(t *testing.T) {
 // confirmation comes, so that it is never taken for the confirmation of a later SUBSCRIBE.
 func TestGiveUpBeforeConfirmation(t *testing.T) {
 	c := &conn{}
-	r := fanout.New(c)
+	r := subs.New(c)
 	ctx, cancel := context.WithCancel(context.Background())
 	p := subscribe(r, ctx, "ch", func(string) { t.Error("called after giving up") })
 	require.Eventually(t, func() bool { return len(c.sent()) == 1 }, time.Second, time.Millisecond)
@@ -158,7 +158,7 @@ func TestGiveUpBeforeConfirmation(t *testing.T) {
 func TestFailAndClose(t *testing.T) {
 	boom := errors.New("boom")
 	c := &conn{fail: boom}
-	r := fanout.New(c)
+	r := subs.New(c)
 	_, err := r.Subscribe(context.Background(), "ch", func(string) {})
 	assert.ErrorIs(t, err, boom, "SUBSCRIBE could not be sent")
 
@@ -189,14 +189,14 @@ func TestFailAndClose(t *testing.T) {
 	un1()
 	unE()
 	_, err = r.Subscribe(context.Background(), "a", func(string) {})
-	assert.ErrorIs(t, err, fanout.ErrClosed)
+	assert.ErrorIs(t, err, subs.ErrClosed)
 	assert.True(t, r.Idle())
 }
 
 // A callback may unsubscribe itself and subscribe again without deadlock.
 func TestReentrantCallback(t *testing.T) {
 	c := &conn{}
-	r := fanout.New(c)
+	r := subs.New(c)
 	p := subscribe(r, context.Background(), "ch", func(string) {})
 	confirmWhenSent(t, c, r, "ch", 1)
 	<-p
