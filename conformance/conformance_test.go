@@ -128,8 +128,7 @@ var faults = []fault{
 	{
 		name: "eval-every-call", newNode: newEvalEveryCall,
 		servers: []conformance.Server{conformance.RedisServer},
-		// It leaves a cancellation before the deadline to go-redis, which notices it at the deadline.
-		failing: []string{"redis-server/evalsha/steady-state", "redis-server/context/cancel/new-connection", "redis-server/context/cancel/open-connection"},
+		failing: []string{"redis-server/evalsha/steady-state"},
 		message: "the Node must send EVALSHA with Script.SHA1()",
 	},
 	{
@@ -214,8 +213,7 @@ var faults = []fault{
 	{
 		name: "conn-per-channel", newNode: newConnPerChannel,
 		servers: []conformance.Server{conformance.Miniredis},
-		// The new channel's new connection cannot open while the proxy holds the server's replies.
-		failing: []string{"miniredis/pubsub/shared-connection", "miniredis/pubsub/ready-means-confirmed"},
+		failing: []string{"miniredis/pubsub/shared-connection"},
 		message: "a backend shares one pub/sub connection per node",
 	},
 	{

@@ -10,7 +10,9 @@ import (
 	"time"
 
 	"github.com/go-redlock/redlock/backends/goredis"
+	"github.com/go-redlock/redlock/backends/redigo"
 	"github.com/go-redlock/redlock/core"
+	redigoredis "github.com/gomodule/redigo/redis"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -120,12 +122,17 @@ func newPreloaded(t testing.TB, addr string) core.Node {
 }
 
 func (n preloaded) Eval(ctx context.Context, s *core.Script, keys []string, args ...string) ([]int64, error) {
+	return honourCtx(ctx, func() ([]int64, error) {
+		return n.rdb.EvalSha(ctx, s.SHA1(), keys, boxed(args)...).Int64Slice()
+	})
+}
+
+// honourCtx returns call's result, or ctx's error as soon as ctx is done (call then runs on
+// in its goroutine): the ctx handling of a correct backend, for faults that are about
+// something else.
+func honourCtx(ctx context.Context, call func() ([]int64, error)) ([]int64, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
-	}
-	argv := make([]any, len(args))
-	for i, a := range args {
-		argv[i] = a
 	}
 	type result struct {
 		v   []int64
@@ -133,7 +140,7 @@ func (n preloaded) Eval(ctx context.Context, s *core.Script, keys []string, args
 	}
 	done := make(chan result, 1)
 	go func() {
-		v, err := n.rdb.EvalSha(ctx, s.SHA1(), keys, argv...).Int64Slice()
+		v, err := call()
 		done <- result{v, err}
 	}()
 	select {
@@ -302,7 +309,7 @@ func (n losesSign) Eval(ctx context.Context, s *core.Script, keys []string, args
 func (n losesSign) String() string { return n.inner.String() }
 
 // evalEveryCall sends EVALSHA with the SHA1 of the source with a trailing newline (which the
-// server never has), and so EVAL on every call.
+// server never has), and so EVAL on every call. It honours ctx as the go-redis backend does.
 type evalEveryCall struct{ rdb *redis.Client }
 
 func newEvalEveryCall(t testing.TB, addr string) core.Node { return evalEveryCall{newClient(t, addr)} }
@@ -310,14 +317,13 @@ func newEvalEveryCall(t testing.TB, addr string) core.Node { return evalEveryCal
 func (n evalEveryCall) Eval(ctx context.Context, s *core.Script, keys []string, args ...string) ([]int64, error) {
 	argv := boxed(args)
 	wrong := core.NewScript(s.Name(), s.Source()+"\n").SHA1()
-	v, err := n.rdb.EvalSha(ctx, wrong, keys, argv...).Int64Slice()
-	if err != nil && redis.HasErrorPrefix(err, "NOSCRIPT") {
-		v, err = n.rdb.Eval(ctx, s.Source(), keys, argv...).Int64Slice()
-	}
-	if err != nil {
-		return nil, err
-	}
-	return v, nil
+	return honourCtx(ctx, func() ([]int64, error) {
+		v, err := n.rdb.EvalSha(ctx, wrong, keys, argv...).Int64Slice()
+		if err != nil && redis.HasErrorPrefix(err, "NOSCRIPT") {
+			v, err = n.rdb.Eval(ctx, s.Source(), keys, argv...).Int64Slice()
+		}
+		return v, err
+	})
 }
 
 func (n evalEveryCall) String() string { return n.rdb.Options().Addr }
@@ -530,7 +536,10 @@ func (n earlyReady) Subscribe(ctx context.Context, channel string, onMessage fun
 
 // connPerChannel opens a pub/sub connection of its own for each channel: each Subscribe
 // makes a new Node (a new client) and subscribes through it. It reports ShardedPubSub as
-// the Nodes it makes do.
+// the Nodes it makes do. Otherwise it is right: on a single server it subscribes through
+// redigo Nodes, whose new connections send no handshake, so that SUBSCRIBE is their first
+// command and Subscribe waits for the server's confirmation of it, not for a handshake's
+// reply (go-redis's HELLO, which pubsub/ready-means-confirmed would hold back too).
 type connPerChannel struct {
 	core.Node
 	newSub  func() core.Subscriber
@@ -539,8 +548,16 @@ type connPerChannel struct {
 
 func newConnPerChannel(t testing.TB, addr string) core.Node {
 	return newConnPerChannelOf(eval{goodNode(t, addr)}, func() core.Subscriber {
-		_, sub := subscriberOf(t, addr)
-		return sub
+		pool := &redigoredis.Pool{
+			MaxIdle: 2,
+			DialContext: func(ctx context.Context) (redigoredis.Conn, error) {
+				return redigoredis.DialContext(ctx, "tcp", addr)
+			},
+		}
+		t.Cleanup(func() { _ = pool.Close() })
+		n := redigo.New(pool, addr)
+		t.Cleanup(func() { _ = n.Close() })
+		return n
 	})
 }
 
