@@ -1,18 +1,28 @@
 // Package redlock is a distributed mutex over Redis: the Redlock algorithm over N
 // independent Redis masters (N = 1 is the plain single-instance lock), with fencing tokens.
 //
-// A Client is built from Nodes, one per Redis master, each from a driver backend such as
-// github.com/go-redlock/redlock/backends/goredis. Client.Acquire waits for a lock and
-// returns a Lease; Client.TryAcquire makes one attempt. A lease holds its lock until
-// Release, or until its validity (Lease.Until) runs out unless Extend pushes it further.
+// New builds a Client from Nodes, one per Redis master, each from a driver backend such as
+// github.com/go-redlock/redlock/backends/goredis. A Client hands out a lock in three forms:
+//
+//   - Client.NewMutex returns a Mutex, a sync.Locker shared by every process that uses the
+//     same name over the same nodes. Lock waits as long as it takes, LockContext until its
+//     context ends, TryLock makes one attempt. A held Mutex extends its lock by itself;
+//     Lost closes if the lock is lost all the same. A Mutex hands out no fencing token.
+//   - Client.Acquire waits for the lock and returns a Lease; Client.TryAcquire makes one
+//     attempt. A Lease holds its lock until Release, or until its validity (Lease.Until)
+//     runs out unless Extend (or WithAutoExtend) pushes it further.
+//   - Client.Do acquires the lock as Acquire does, runs a function while the lease extends
+//     itself, and releases it, also when the function panics. The function's context
+//     ends when the lease does, never later than its Until.
 //
 // A lock is granted when a majority of nodes (the quorum, N/2+1) accept it within its
-// validity: TTL - elapsed - (TTL*DriftFactor + 2ms). Lease.Token is a fencing token that
+// validity: TTL - elapsed - (TTL*f + 2ms), f the drift factor (WithDriftFactor). Lease.Token is a fencing token that
 // strictly increases from one holder of a name to the next; pass it to the storage you
 // write, and have the storage reject tokens older than the newest it has seen. That is what
 // keeps a holder that paused past its lease from corrupting data.
 //
 // Like every lease-based lock, mutual exclusion holds under timing assumptions: process
 // pauses, network delays and clock-rate drift stay small compared to the TTL, and a node
-// that loses its data does not take part again before every lock it granted has expired.
+// that loses its data (a restart without persistence, or a failover to a replica) does not
+// take part again before every lock it granted has expired.
 package redlock
