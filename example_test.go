@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/alicebob/miniredis/v2"
@@ -105,4 +106,80 @@ func ExampleLease_Extend() {
 	fmt.Println("extended:", lease.Until().After(before))
 	_ = lease.Release(ctx)
 	// Output: extended: true
+}
+
+func ExampleClient_NewMutex() {
+	nodes, stop := exampleNodes(3)
+	defer stop()
+	client, _ := redlock.New(nodes)
+	defer client.Close()
+
+	// Every process that makes a Mutex of this name over these nodes shares one lock: here,
+	// 4 goroutines of one process stand in for them.
+	var mu sync.Locker = client.NewMutex("jobs:counter")
+	counter := 0
+	var wg sync.WaitGroup
+	for range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for range 5 {
+				mu.Lock() // waits as long as it takes; the lock extends itself while held
+				counter++
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	fmt.Println("counter:", counter)
+	// Output: counter: 20
+}
+
+func ExampleMutex_TryLock() {
+	nodes, stop := exampleNodes(3)
+	defer stop()
+	client, _ := redlock.New(nodes)
+	defer client.Close()
+
+	mu := client.NewMutex("cache:warm")
+	other := client.NewMutex("cache:warm") // the same lock, as another process would make it
+	mu.Lock()
+	fmt.Println("other while held:", other.TryLock())
+	mu.Unlock()
+	fmt.Println("other after Unlock:", other.TryLock())
+	other.Unlock()
+	// Output:
+	// other while held: false
+	// other after Unlock: true
+}
+
+func ExampleClient_Do() {
+	nodes, stop := exampleNodes(3)
+	defer stop()
+	client, _ := redlock.New(nodes)
+	defer client.Close()
+	ctx := context.Background()
+
+	// Do waits for the lock, runs fn while the lease extends itself, and releases it.
+	err := client.Do(ctx, "reports:weekly", func(ctx context.Context) error {
+		// ctx ends if the lease does: then stop touching the shared resource.
+		_, err := client.TryAcquire(ctx, "reports:weekly")
+		fmt.Println("held during fn:", errors.Is(err, redlock.ErrHeld))
+		return nil
+	})
+	fmt.Println("Do:", err)
+
+	// fn's error is Do's error; the lock is released all the same.
+	err = client.Do(ctx, "reports:weekly", func(ctx context.Context) error {
+		return errors.New("report failed")
+	})
+	fmt.Println("Do:", err)
+	lease, err := client.TryAcquire(ctx, "reports:weekly")
+	fmt.Println("free afterwards:", err == nil)
+	_ = lease.Release(ctx)
+	// Output:
+	// held during fn: true
+	// Do: <nil>
+	// Do: report failed
+	// free afterwards: true
 }
