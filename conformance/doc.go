@@ -52,7 +52,9 @@
 //     reaches its own caller) and all on one lock (exactly one wins).
 //   - pubsub, for a Node that implements core.Subscriber: delivery of a notification
 //     published right after Subscribe returned; Subscribe does not return while the server's
-//     confirmation is held back by a proxy (ready means confirmed); a handler never gets
+//     confirmation is held back by a proxy (ready means confirmed), for a Node's first
+//     subscription (held from its first SUBSCRIBE on: a new connection's handshake passes)
+//     and on an open pub/sub connection; a handler never gets
 //     another channel's message; unsubscribe stops delivery and is idempotent, and once no
 //     subscription to a channel is left the server no longer counts one (PUBSUB NUMSUB or
 //     SHARDNUMSUB); two subscriptions to one channel; one pub/sub connection for many

@@ -1,9 +1,11 @@
 package conformance_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -532,6 +534,81 @@ func (n earlyReady) Subscribe(ctx context.Context, channel string, onMessage fun
 			unsub()
 		}
 	}), nil
+}
+
+// firstUnconfirmed is the go-redis backend whose first Subscribe returns as soon as
+// SUBSCRIBE is written on its new pub/sub connection, before the server confirmed it (as
+// go-redis's own PubSub.Subscribe does); later ones, on the open connection, wait for the
+// confirmation.
+type firstUnconfirmed struct {
+	*goredis.Node
+	written chan struct{} // closed once a connection of the client wrote a SUBSCRIBE
+	first   *atomic.Bool  // set by the first Subscribe
+}
+
+func newFirstUnconfirmed(t testing.TB, addr string) core.Node {
+	written := make(chan struct{})
+	var once sync.Once
+	rdb := redis.NewClient(&redis.Options{
+		Addr: addr, ContextTimeoutEnabled: true,
+		Dialer: func(ctx context.Context, network, addr string) (net.Conn, error) {
+			c, err := (&net.Dialer{}).DialContext(ctx, network, addr)
+			if err != nil {
+				return nil, err
+			}
+			return watchedConn{c, func() { once.Do(func() { close(written) }) }}, nil
+		},
+	})
+	t.Cleanup(func() { _ = rdb.Close() })
+	n := goredis.New(rdb)
+	t.Cleanup(func() { _ = n.Close() })
+	return firstUnconfirmed{Node: n, written: written, first: new(atomic.Bool)}
+}
+
+func (n firstUnconfirmed) Subscribe(ctx context.Context, channel string, onMessage func(string)) (func(), error) {
+	if n.first.Swap(true) {
+		return n.Node.Subscribe(ctx, channel, onMessage)
+	}
+	type result struct {
+		unsub func()
+		err   error
+	}
+	done := make(chan result, 1)
+	inner, cancel := context.WithCancel(context.WithoutCancel(ctx)) // ends at unsubscribe
+	go func() {
+		unsub, err := n.Node.Subscribe(inner, channel, onMessage)
+		done <- result{unsub, err}
+	}()
+	later := func() {
+		cancel()
+		if r := <-done; r.unsub != nil {
+			r.unsub()
+		}
+	}
+	select {
+	case r := <-done:
+		cancel()
+		return r.unsub, r.err
+	case <-n.written: // the fault: not yet confirmed
+		return sync.OnceFunc(later), nil
+	case <-ctx.Done():
+		go later()
+		return nil, ctx.Err()
+	}
+}
+
+// watchedConn calls sawSubscribe whenever it writes a SUBSCRIBE command.
+type watchedConn struct {
+	net.Conn
+	sawSubscribe func()
+}
+
+func (c watchedConn) Write(b []byte) (int, error) {
+	n, err := c.Conn.Write(b)
+	if n > 0 && bytes.Contains(bytes.ToLower(b[:n]), []byte("subscribe")) {
+		c.sawSubscribe()
+	}
+	return n, err
 }
 
 // connPerChannel opens a pub/sub connection of its own for each channel: each Subscribe

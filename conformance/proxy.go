@@ -13,7 +13,9 @@ import (
 // accepts and never replies, whether its connection was open before or is dialled after.
 // cut closes every connection open through it, as a server that drops its clients would.
 // hold holds back what the server sends until release, while clients' commands still reach
-// it. subscribers counts the connections on which a client sent SUBSCRIBE or SSUBSCRIBE.
+// it; holdFromSubscribe does the same from the first SUBSCRIBE or SSUBSCRIBE a client sends
+// on (the replies to a new connection's handshake pass, the confirmation does not).
+// subscribers counts the connections on which a client sent SUBSCRIBE or SSUBSCRIBE.
 type proxy struct {
 	ln     net.Listener
 	target string
@@ -22,6 +24,7 @@ type proxy struct {
 	mu       sync.Mutex
 	frozen   bool
 	held     chan struct{} // non-nil while replies are held; closed by release
+	armed    bool          // hold at the next SUBSCRIBE or SSUBSCRIBE (holdFromSubscribe)
 	closed   bool
 	conns    map[net.Conn]struct{}
 	subConns map[net.Conn]bool // client connections that sent a SUBSCRIBE or SSUBSCRIBE
@@ -119,11 +122,16 @@ func (p *proxy) track(conns ...net.Conn) bool {
 }
 
 // sawSubscribe records that client sent a SUBSCRIBE or SSUBSCRIBE (or an UNSUBSCRIBE: a
-// pub/sub connection either way).
+// pub/sub connection either way), and holds the server's replies if holdFromSubscribe
+// armed it. It runs before the command is forwarded: the server's reply to it is held.
 func (p *proxy) sawSubscribe(client net.Conn) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.subConns[client] = true
+	if p.armed && p.held == nil {
+		p.held = make(chan struct{})
+	}
+	p.armed = false
 }
 
 // subscribers returns how many connections through the proxy have sent a SUBSCRIBE or
@@ -143,10 +151,19 @@ func (p *proxy) hold() {
 	}
 }
 
+// holdFromSubscribe makes the proxy hold back everything the server sends, until release
+// or close, from the moment a client sends its next SUBSCRIBE or SSUBSCRIBE.
+func (p *proxy) holdFromSubscribe() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.armed = true
+}
+
 // release passes on what hold held back, and everything after it.
 func (p *proxy) release() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	p.armed = false
 	if p.held != nil {
 		close(p.held)
 		p.held = nil
