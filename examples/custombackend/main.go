@@ -28,11 +28,10 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"strings"
 	"time"
 
-	"github.com/alicebob/miniredis/v2"
 	"github.com/go-redlock/redlock"
+	"github.com/go-redlock/redlock/examples/internal/exampleservers"
 )
 
 func main() {
@@ -46,15 +45,18 @@ func run() error {
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
 	defer cancel()
 
-	addrs, stop, err := servers()
+	srv, err := exampleservers.Start(3, "")
 	if err != nil {
 		return err
 	}
-	defer stop()
+	defer srv.Stop()
+	if srv.Embedded {
+		fmt.Println("REDIS_ADDRS is not set: started 3 embedded Redis servers (miniredis)")
+	}
 
 	// One Node of the custom backend per Redis master: redlock takes any core.Node.
 	var nodes []redlock.Node
-	for _, addr := range addrs {
+	for _, addr := range srv.Lock {
 		n := NewNode(addr)
 		defer n.Close()
 		nodes = append(nodes, n)
@@ -75,34 +77,4 @@ func run() error {
 	}
 	fmt.Println("released it")
 	return nil
-}
-
-// servers returns the addresses in REDIS_ADDRS, or else starts 3 embedded miniredis
-// servers. stop shuts down whatever servers it started.
-func servers() (addrs []string, stop func(), err error) {
-	if env := os.Getenv("REDIS_ADDRS"); env != "" {
-		for _, addr := range strings.Split(env, ",") {
-			if addr = strings.TrimSpace(addr); addr != "" {
-				addrs = append(addrs, addr)
-			}
-		}
-		return addrs, func() {}, nil
-	}
-	var started []*miniredis.Miniredis
-	stop = func() {
-		for _, m := range started {
-			m.Close()
-		}
-	}
-	for range 3 {
-		m, err := miniredis.Run()
-		if err != nil {
-			stop()
-			return nil, nil, fmt.Errorf("start embedded Redis: %w", err)
-		}
-		started = append(started, m)
-		addrs = append(addrs, m.Addr())
-	}
-	fmt.Println("REDIS_ADDRS is not set: started 3 embedded Redis servers (miniredis)")
-	return addrs, stop, nil
 }

@@ -14,14 +14,13 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"strings"
 	"time"
 
-	"github.com/alicebob/miniredis/v2"
 	"github.com/go-redlock/redlock"
 	"github.com/go-redlock/redlock/backends/goredis"
 	"github.com/go-redlock/redlock/backends/redigo"
 	rlrueidis "github.com/go-redlock/redlock/backends/rueidis"
+	"github.com/go-redlock/redlock/examples/internal/exampleservers"
 	redigolib "github.com/gomodule/redigo/redis"
 	goredislib "github.com/redis/go-redis/v9"
 	"github.com/redis/rueidis"
@@ -67,13 +66,16 @@ func main() {
 func run() error {
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
 	defer cancel()
-	addrs, stop, err := servers()
+	srv, err := exampleservers.Start(3, "")
 	if err != nil {
 		return err
 	}
-	defer stop()
+	defer srv.Stop()
+	if srv.Embedded {
+		fmt.Println("REDIS_ADDRS is not set: started 3 embedded Redis servers (miniredis)")
+	}
 	for _, d := range drivers {
-		if err := lockWith(ctx, d, addrs); err != nil {
+		if err := lockWith(ctx, d, srv.Lock); err != nil {
 			return fmt.Errorf("%s: %w", d.name, err)
 		}
 	}
@@ -101,34 +103,4 @@ func lockWith(ctx context.Context, d driver, addrs []string) error {
 	}
 	fmt.Printf("%-8s acquired %q with fencing token %d\n", d.name, lease.Name(), lease.Token())
 	return lease.Release(ctx)
-}
-
-// servers returns the addresses in REDIS_ADDRS, or else starts 3 embedded miniredis
-// servers. stop shuts down whatever servers it started.
-func servers() (addrs []string, stop func(), err error) {
-	if env := os.Getenv("REDIS_ADDRS"); env != "" {
-		for _, addr := range strings.Split(env, ",") {
-			if addr = strings.TrimSpace(addr); addr != "" {
-				addrs = append(addrs, addr)
-			}
-		}
-		return addrs, func() {}, nil
-	}
-	var started []*miniredis.Miniredis
-	stop = func() {
-		for _, m := range started {
-			m.Close()
-		}
-	}
-	for range 3 {
-		m, err := miniredis.Run()
-		if err != nil {
-			stop()
-			return nil, nil, fmt.Errorf("start embedded Redis: %w", err)
-		}
-		started = append(started, m)
-		addrs = append(addrs, m.Addr())
-	}
-	fmt.Println("REDIS_ADDRS is not set: started 3 embedded Redis servers (miniredis)")
-	return addrs, stop, nil
 }

@@ -22,6 +22,7 @@ import (
 
 	"github.com/go-redlock/redlock"
 	"github.com/go-redlock/redlock/backends/goredis"
+	"github.com/go-redlock/redlock/examples/internal/exampleservers"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -38,11 +39,18 @@ func main() {
 }
 
 func run(ctx context.Context, out io.Writer) error {
-	lockAddrs, storageAddr, stop, err := servers(out)
+	// The lock's Redis masters and the storage's Redis: REDIS_ADDRS and STORAGE_ADDR (by
+	// default the first of REDIS_ADDRS; the store's key differs from the lock's keys), or
+	// else 3 + 1 embedded servers.
+	srv, err := exampleservers.Start(3, "STORAGE_ADDR")
 	if err != nil {
 		return err
 	}
-	defer stop()
+	defer srv.Stop()
+	if srv.Embedded {
+		fmt.Fprintln(out, "REDIS_ADDRS is not set: started 3 embedded Redis servers for the lock and 1 for the storage (miniredis)")
+	}
+	lockAddrs, storageAddr := srv.Lock, srv.Data
 
 	var nodes []redlock.Node
 	for _, addr := range lockAddrs {

@@ -45,9 +45,9 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/alicebob/miniredis/v2"
 	"github.com/go-redlock/redlock"
 	"github.com/go-redlock/redlock/backends/goredis"
+	"github.com/go-redlock/redlock/examples/internal/exampleservers"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -126,11 +126,19 @@ func run(ctx context.Context, cfg config, out io.Writer) (result, error) {
 	// one write at a time.
 	w := &syncWriter{w: out}
 
-	lockAddrs, counterAddr, stop, err := servers(w)
+	// The lock's Redis masters and the counter's Redis: REDIS_ADDRS and COUNTER_ADDR (by
+	// default the first of REDIS_ADDRS; the counter's key differs from the lock's keys), or
+	// else 3 + 1 embedded servers in this process, listening on 127.0.0.1 so that the
+	// worker processes can reach them.
+	srv, err := exampleservers.Start(3, "COUNTER_ADDR")
 	if err != nil {
 		return result{}, err
 	}
-	defer stop() // after every worker has exited: see below
+	defer srv.Stop() // after every worker has exited: see below
+	if srv.Embedded {
+		fmt.Fprintln(w, "REDIS_ADDRS is not set: started 3 embedded Redis servers for the lock and 1 for the counter (miniredis), in this process")
+	}
+	lockAddrs, counterAddr := srv.Lock, srv.Data
 
 	rdb := redis.NewClient(&redis.Options{Addr: counterAddr, ContextTimeoutEnabled: true})
 	defer rdb.Close()
@@ -350,82 +358,6 @@ type noLock struct{}
 
 func (noLock) Lock()   {}
 func (noLock) Unlock() {}
-
-// servers returns the lock's Redis masters and the counter's Redis: REDIS_ADDRS and
-// COUNTER_ADDR (by default the first of REDIS_ADDRS; the counter's key differs from the
-// lock's keys), or else 3 + 1 embedded miniredis servers, listening on 127.0.0.1 so that
-// the worker processes can reach them. stop shuts down what it started.
-func servers(out io.Writer) (lock []string, counter string, stop func(), err error) {
-	if env := os.Getenv("REDIS_ADDRS"); env != "" {
-		for _, addr := range strings.Split(env, ",") {
-			if addr = strings.TrimSpace(addr); addr != "" {
-				lock = append(lock, addr)
-			}
-		}
-		if len(lock) == 0 {
-			return nil, "", nil, fmt.Errorf("REDIS_ADDRS=%q holds no address", env)
-		}
-		counter = os.Getenv("COUNTER_ADDR")
-		if counter == "" {
-			counter = lock[0]
-		}
-		return lock, counter, func() {}, nil
-	}
-
-	var started []*miniredis.Miniredis
-	for range 4 {
-		m, err := miniredis.Run() // listens on 127.0.0.1, on a free port
-		if err != nil {
-			for _, m := range started {
-				m.Close()
-			}
-			return nil, "", nil, fmt.Errorf("start embedded Redis: %w", err)
-		}
-		started = append(started, m)
-	}
-	stopClock := expireInRealTime(started)
-	stop = func() {
-		stopClock()
-		for _, m := range started {
-			m.Close()
-		}
-	}
-	for _, m := range started[:3] {
-		lock = append(lock, m.Addr())
-	}
-	fmt.Fprintln(out, "REDIS_ADDRS is not set: started 3 embedded Redis servers for the lock and 1 for the counter (miniredis), in this process")
-	return lock, started[3].Addr(), stop, nil
-}
-
-// expireInRealTime makes embedded servers expire keys as time passes, as Redis does (so
-// that the lock of a worker killed while holding it expires with its TTL): miniredis counts
-// TTLs down only when told to (FastForward). It returns a function that stops it.
-func expireInRealTime(servers []*miniredis.Miniredis) (stop func()) {
-	done := make(chan struct{})
-	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		tick := time.NewTicker(5 * time.Millisecond)
-		defer tick.Stop()
-		last := time.Now()
-		for {
-			select {
-			case <-done:
-				return
-			case now := <-tick.C:
-				for _, m := range servers {
-					m.FastForward(now.Sub(last))
-				}
-				last = now
-			}
-		}
-	}()
-	return func() {
-		close(done)
-		wg.Wait()
-	}
-}
 
 // syncWriter serializes writes to w: the workers' output and the parent's own lines go to
 // one writer from several goroutines.

@@ -23,9 +23,9 @@ import (
 	"strings"
 	"time"
 
-	"github.com/alicebob/miniredis/v2"
 	"github.com/go-redlock/redlock"
 	"github.com/go-redlock/redlock/backends/goredis"
+	"github.com/go-redlock/redlock/examples/internal/exampleservers"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -43,12 +43,17 @@ func run(out, logs io.Writer) error {
 	ctx, cancel := context.WithTimeout(context.Background(), 45*time.Second)
 	defer cancel()
 
-	// One address per independent Redis master.
-	addrs, embedded, stop, err := servers(out)
+	// One address per independent Redis master: those in REDIS_ADDRS, or else 5 embedded
+	// servers started here.
+	srv, err := exampleservers.Start(5, "")
 	if err != nil {
 		return err
 	}
-	defer stop()
+	defer srv.Stop()
+	addrs, embedded := srv.Lock, srv.Embedded
+	if embedded {
+		fmt.Fprintln(out, "REDIS_ADDRS is not set: started 5 embedded Redis servers (miniredis)")
+	}
 
 	// One go-redis client per master, each wrapped as a redlock Node.
 	var nodes []redlock.Node
@@ -116,34 +121,4 @@ func run(out, logs io.Writer) error {
 	fmt.Fprintln(out, "B released the lock")
 
 	return nil
-}
-
-// servers returns the addresses in REDIS_ADDRS, or else starts 5 embedded miniredis
-// servers (embedded). stop shuts down whatever servers it started.
-func servers(out io.Writer) (addrs []string, embedded bool, stop func(), err error) {
-	if env := os.Getenv("REDIS_ADDRS"); env != "" {
-		for _, addr := range strings.Split(env, ",") {
-			if addr = strings.TrimSpace(addr); addr != "" {
-				addrs = append(addrs, addr)
-			}
-		}
-		return addrs, false, func() {}, nil
-	}
-	var started []*miniredis.Miniredis
-	stop = func() {
-		for _, m := range started {
-			m.Close()
-		}
-	}
-	for range 5 {
-		m, err := miniredis.Run()
-		if err != nil {
-			stop()
-			return nil, false, nil, fmt.Errorf("start embedded Redis: %w", err)
-		}
-		started = append(started, m)
-		addrs = append(addrs, m.Addr())
-	}
-	fmt.Fprintln(out, "REDIS_ADDRS is not set: started 5 embedded Redis servers (miniredis)")
-	return addrs, true, stop, nil
 }
