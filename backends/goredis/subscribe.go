@@ -3,8 +3,8 @@ package goredis
 import (
 	"context"
 	"errors"
+	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/go-redlock/redlock/backends/internal/subs"
@@ -18,52 +18,31 @@ var (
 )
 
 // Subscribe implements core.Subscriber: onMessage is called with every message on channel,
-// and once more, with an empty payload, after the pub/sub connection was re-established, since messages may have
-// been missed meanwhile. It returns once the server confirmed the subscription; it fails
-// with ctx's error if ctx ends first, with the driver's error if SUBSCRIBE cannot be sent,
-// and with an error after Close.
+// and once more, with an empty payload, after the pub/sub connection was re-established,
+// since messages may have been missed meanwhile. It returns once the server confirmed the
+// subscription; it fails with ctx's error if ctx ends first (whatever the client's
+// ContextTimeoutEnabled: the commands are sent by the Node's goroutines), with the driver's
+// error if SUBSCRIBE cannot be sent, and with an error after Close.
 //
 // One pub/sub connection (a redis.PubSub) serves every channel of the node, and go-redis
-// re-establishes it by itself. A cluster client subscribes with SSUBSCRIBE instead, over one
-// redis.PubSub per channel, since each channel lives on the shard that owns its slot.
+// re-establishes it by itself. A cluster client subscribes with SSUBSCRIBE, over one
+// redis.PubSub per master, shared by every channel whose slot that master served when the
+// channel was subscribed; go-redis reconnects it to the master of one of its channels.
+// When that reconnection re-subscribes channels of several slots in one SSUBSCRIBE, which
+// the server refuses (CROSSSLOT), the Node re-subscribes them one by one. A channel whose
+// slot moved to another master while subscribed is not followed (resharding).
 //
 // unsubscribe is idempotent; once it returns no call to onMessage starts (one already under
 // way may still be running). Callbacks run on a goroutine of the Node's and must not block;
-// they may call unsubscribe. Subscribe is safe for concurrent use.
+// they may call unsubscribe. Subscribe is safe for concurrent use; a slow or unreachable
+// master delays only the channels it serves.
 func (n *Node) Subscribe(ctx context.Context, channel string, onMessage func(payload string)) (unsubscribe func(), err error) {
-	// Without Options.ContextTimeoutEnabled, go-redis connects and sends with its own
-	// timeouts only; the subscription then completes in the background and is dropped.
-	var abandoned atomic.Bool
-	type result struct {
-		unsubscribe func()
-		err         error
-	}
-	done := make(chan result, 1)
-	go func() {
-		u, err := n.ps.reg.Subscribe(ctx, channel, func(payload string) {
-			if !abandoned.Load() {
-				onMessage(payload)
-			}
-		})
-		done <- result{u, err}
-	}()
-	select {
-	case r := <-done:
-		return r.unsubscribe, r.err
-	case <-ctx.Done():
-		abandoned.Store(true)
-		go func() {
-			if r := <-done; r.unsubscribe != nil {
-				r.unsubscribe()
-			}
-		}()
-		return nil, ctx.Err()
-	}
+	return n.ps.reg.Subscribe(ctx, channel, onMessage)
 }
 
 // ShardedPubSub reports whether the node is a Redis Cluster client, whose Subscribe uses
 // SSUBSCRIBE, so that core publishes release notifications with SPUBLISH.
-func (n *Node) ShardedPubSub() bool { return n.ps.sharded }
+func (n *Node) ShardedPubSub() bool { return n.ps.cluster != nil }
 
 // Close stops the Node's pub/sub machinery: it ends every subscription (no callback starts
 // after Close returns), closes the pub/sub connections and waits for the Node's goroutines to
@@ -76,84 +55,177 @@ func (n *Node) Close() error {
 	return nil
 }
 
-// pubsub is the go-redis side of a subs.Registry. Its fields other than done and wg are
-// guarded by the Registry's lock (all Conn methods run under it), and read by close only
-// after the Registry is closed.
+// pubsub is the go-redis side of a subs.Registry (its subs.Conn). Its own lock guards only
+// its maps: no command is sent, and no connection dialled, under it.
 type pubsub struct {
 	client  redis.UniversalClient
-	sharded bool
+	cluster *redis.ClusterClient // nil: not a cluster client
 	reg     *subs.Registry
 
-	shared  *redis.PubSub            // !sharded: one connection for every channel
-	perChan map[string]*redis.PubSub // sharded: one per channel
+	mu     sync.Mutex
+	shared *redis.PubSub     // !cluster: one connection for every channel
+	shards map[string]*shard // cluster: by master address
+	byChan map[string]*shard // cluster: the shard of each channel
+	closed bool
 
-	closeOnce sync.Once
-	done      chan struct{} // closed by close: readers stop retrying
-	wg        sync.WaitGroup
+	done chan struct{} // closed by close: readers stop retrying
+	wg   sync.WaitGroup
+}
+
+// shard is the pub/sub connection to one cluster master, with the channels subscribed on it.
+type shard struct {
+	addr    string
+	ps      *redis.PubSub
+	chans   map[string]struct{}
+	reading bool // its reader was started
 }
 
 func newPubSub(c redis.UniversalClient) *pubsub {
-	_, sharded := c.(*redis.ClusterClient)
-	p := &pubsub{client: c, sharded: sharded, perChan: make(map[string]*redis.PubSub), done: make(chan struct{})}
+	p := &pubsub{client: c, shards: make(map[string]*shard), byChan: make(map[string]*shard), done: make(chan struct{})}
+	p.cluster, _ = c.(*redis.ClusterClient)
 	p.reg = subs.New(p)
 	return p
 }
 
-// conn returns the shared redis.PubSub. It connects on its first command.
-func (p *pubsub) conn() *redis.PubSub {
+// conn returns the shared redis.PubSub, which connects on its first command, or
+// subs.ErrClosed after close.
+func (p *pubsub) conn() (*redis.PubSub, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closed {
+		return nil, subs.ErrClosed
+	}
 	if p.shared == nil {
 		p.shared = p.client.Subscribe(context.Background())
 	}
-	return p.shared
+	return p.shared, nil
 }
 
-// Start starts the reader of the shared connection (subs.Conn).
+// Start starts the reader of the shared connection (subs.Conn). Shards start theirs.
 func (p *pubsub) Start() {
-	if !p.sharded {
+	if p.cluster != nil {
+		return
+	}
+	ps, err := p.conn()
+	if err != nil {
+		return
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if !p.closed {
 		p.wg.Add(1)
-		go p.read(p.conn(), true)
+		go p.read(ps, nil)
 	}
 }
 
-// Subscribe sends SUBSCRIBE, or opens a connection and sends SSUBSCRIBE (subs.Conn).
+// Subscribe sends SUBSCRIBE, or SSUBSCRIBE on the connection of channel's master
+// (subs.Conn).
 func (p *pubsub) Subscribe(ctx context.Context, channel string) error {
-	if !p.sharded {
-		ps := p.conn()
-		err := ps.Subscribe(ctx, channel)
+	if p.cluster == nil {
+		ps, err := p.conn()
+		if err != nil {
+			return err
+		}
+		err = ps.Subscribe(ctx, channel)
 		if err != nil { // forget the channel, or go-redis would re-subscribe it on reconnect
 			_ = ps.Unsubscribe(ctx, channel)
 		}
 		return err
 	}
-	ps := p.client.SSubscribe(ctx)
-	if err := ps.SSubscribe(ctx, channel); err != nil {
-		_ = ps.Close()
+	sh, err := p.join(ctx, channel)
+	if err != nil {
 		return err
 	}
-	p.perChan[channel] = ps
-	p.wg.Add(1)
-	go p.read(ps, false)
+	if err := sh.ps.SSubscribe(ctx, channel); err != nil {
+		p.leave(ctx, channel)
+		return err
+	}
+	// The reader starts after the first SSUBSCRIBE: before it, the PubSub would connect to
+	// a random master.
+	p.mu.Lock()
+	start := !sh.reading && !p.closed && p.shards[sh.addr] == sh
+	if start {
+		sh.reading = true
+		p.wg.Add(1)
+	}
+	p.mu.Unlock()
+	if start {
+		go p.read(sh.ps, sh)
+	}
 	return nil
 }
 
-// Unsubscribe sends UNSUBSCRIBE, or closes the channel's connection (subs.Conn).
-func (p *pubsub) Unsubscribe(channel string) {
-	if !p.sharded {
-		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-		defer cancel()
-		_ = p.conn().Unsubscribe(ctx, channel)
+// Unsubscribe sends UNSUBSCRIBE, or SUNSUBSCRIBE on channel's shard, which it closes when
+// channel was its last (subs.Conn).
+func (p *pubsub) Unsubscribe(ctx context.Context, channel string) {
+	ctx, cancel := context.WithTimeout(ctx, time.Second)
+	defer cancel()
+	if p.cluster == nil {
+		if ps, err := p.conn(); err == nil {
+			_ = ps.Unsubscribe(ctx, channel)
+		}
 		return
 	}
-	if ps := p.perChan[channel]; ps != nil {
-		delete(p.perChan, channel)
-		_ = ps.Close()
+	p.leave(ctx, channel)
+}
+
+// join returns the shard of channel's master, made if need be, with channel added to it.
+// It asks the cluster client for the master, which may load the cluster's slots.
+func (p *pubsub) join(ctx context.Context, channel string) (*shard, error) {
+	p.mu.Lock()
+	sh := p.byChan[channel] // SUBSCRIBE again, after a reconnect
+	p.mu.Unlock()
+	if sh != nil {
+		return sh, nil
+	}
+	master, err := p.cluster.MasterForKey(ctx, channel)
+	if err != nil {
+		return nil, err
+	}
+	addr := master.Options().Addr
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closed {
+		return nil, subs.ErrClosed
+	}
+	sh = p.shards[addr]
+	if sh == nil {
+		// A PubSub without channels: no connection yet.
+		sh = &shard{addr: addr, ps: p.cluster.SSubscribe(context.Background()), chans: make(map[string]struct{})}
+		p.shards[addr] = sh
+	}
+	sh.chans[channel] = struct{}{}
+	p.byChan[channel] = sh
+	return sh, nil
+}
+
+// leave removes channel from its shard: SUNSUBSCRIBE, or closing the shard's connection when
+// no channel is left on it.
+func (p *pubsub) leave(ctx context.Context, channel string) {
+	p.mu.Lock()
+	sh := p.byChan[channel]
+	if sh == nil {
+		p.mu.Unlock()
+		return
+	}
+	delete(p.byChan, channel)
+	delete(sh.chans, channel)
+	last := len(sh.chans) == 0
+	if last && p.shards[sh.addr] == sh {
+		delete(p.shards, sh.addr)
+	}
+	p.mu.Unlock()
+	if last {
+		_ = sh.ps.Close()
+	} else {
+		_ = sh.ps.SUnsubscribe(ctx, channel)
 	}
 }
 
 // read reports what ps receives to the Registry until ps is closed or, for the shared
-// connection (idle true), no channel is left. After a read error go-redis reconnects and
+// connection (sh nil), no channel is left. After a read error go-redis reconnects and
 // re-subscribes on the next Receive; the repeated confirmations tell the Registry.
-func (p *pubsub) read(ps *redis.PubSub, idle bool) {
+func (p *pubsub) read(ps *redis.PubSub, sh *shard) {
 	defer p.wg.Done()
 	for failures := 0; ; {
 		msg, err := ps.Receive(context.Background())
@@ -165,8 +237,15 @@ func (p *pubsub) read(ps *redis.PubSub, idle bool) {
 				p.reg.Confirmed(m.Channel)
 			}
 		}
-		if errors.Is(err, redis.ErrClosed) || idle && p.reg.Idle() {
+		if errors.Is(err, redis.ErrClosed) || sh == nil && p.reg.Idle() {
 			return
+		}
+		var rerr redis.Error
+		if sh != nil && errors.As(err, &rerr) && strings.HasPrefix(err.Error(), "CROSSSLOT") {
+			// go-redis reconnected and re-subscribed the shard's channels in one SSUBSCRIBE,
+			// which the server refused: subscribe them one by one.
+			p.resubscribe(sh)
+			continue
 		}
 		if err == nil {
 			failures = 0
@@ -182,16 +261,34 @@ func (p *pubsub) read(ps *redis.PubSub, idle bool) {
 	}
 }
 
+// resubscribe has the Registry send SSUBSCRIBE again for each channel of sh.
+func (p *pubsub) resubscribe(sh *shard) {
+	p.mu.Lock()
+	chans := make(map[string]struct{}, len(sh.chans))
+	for ch := range sh.chans {
+		chans[ch] = struct{}{}
+	}
+	p.mu.Unlock()
+	p.reg.Resubscribe(func(ch string) bool { _, ok := chans[ch]; return ok })
+}
+
 func (p *pubsub) close() {
-	p.closeOnce.Do(func() {
-		p.reg.Close()
+	p.reg.Close()
+	p.mu.Lock()
+	first := !p.closed
+	p.closed = true
+	shared, shards := p.shared, p.shards
+	p.shards = make(map[string]*shard)
+	p.mu.Unlock()
+	if first {
 		close(p.done)
-		if p.shared != nil {
-			_ = p.shared.Close()
-		}
-		for _, ps := range p.perChan {
-			_ = ps.Close()
-		}
-	})
+	}
+	if shared != nil {
+		_ = shared.Close()
+	}
+	for _, sh := range shards {
+		_ = sh.ps.Close()
+	}
+	p.reg.Wait() // no connection is made once closed is set
 	p.wg.Wait()
 }

@@ -38,8 +38,10 @@ func (n *Node) Close() error {
 	return nil
 }
 
-// pubsub is the redigo side of a subs.Registry: one connection, read by one goroutine
-// while any channel is subscribed, written by the Registry's calls.
+// pubsub is the redigo side of a subs.Registry (its subs.Conn): one connection, read by one
+// goroutine while any channel is subscribed, written by the Registry's goroutines. Its mu
+// guards conn and closed only; wmu serializes the writers of conn (a redigo connection takes
+// one writer and one reader at a time), and neither is the Registry's lock.
 type pubsub struct {
 	pool   Pool
 	reg    *subs.Registry
@@ -50,6 +52,8 @@ type pubsub struct {
 	mu     sync.Mutex
 	conn   redis.Conn // nil while disconnected
 	closed bool
+
+	wmu sync.Mutex
 }
 
 func newPubSub(pool Pool) *pubsub {
@@ -73,15 +77,21 @@ func (p *pubsub) Subscribe(_ context.Context, channel string) error {
 }
 
 // Unsubscribe sends UNSUBSCRIBE (subs.Conn).
-func (p *pubsub) Unsubscribe(channel string) { p.send("UNSUBSCRIBE", channel) }
+func (p *pubsub) Unsubscribe(_ context.Context, channel string) { p.send("UNSUBSCRIBE", channel) }
 
+// send writes cmd on the current connection, if any. A write blocked on a server that does
+// not read ends when close breaks the connection.
 func (p *pubsub) send(cmd, channel string) {
 	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.conn != nil {
-		if p.conn.Send(cmd, channel) == nil {
-			_ = p.conn.Flush()
-		}
+	conn := p.conn
+	p.mu.Unlock()
+	if conn == nil {
+		return
+	}
+	p.wmu.Lock()
+	defer p.wmu.Unlock()
+	if conn.Send(cmd, channel) == nil {
+		_ = conn.Flush()
 	}
 }
 
@@ -114,7 +124,9 @@ func (p *pubsub) read() {
 			p.mu.Lock()
 			p.conn = nil
 			p.mu.Unlock()
+			p.wmu.Lock()     // a writer that took conn before it was cleared has finished
 			_ = conn.Close() // broken: the pool drops it
+			p.wmu.Unlock()
 		}
 	}
 }
@@ -143,7 +155,7 @@ func (p *pubsub) connect(failures int) redis.Conn {
 	}
 	p.conn = conn
 	p.mu.Unlock()
-	_ = p.reg.Resubscribe(p.ctx)
+	p.reg.Resubscribe(nil) // sent by the Registry's goroutines, on conn
 	return conn
 }
 
@@ -157,6 +169,7 @@ func (p *pubsub) close() {
 	p.closed = true
 	p.mu.Unlock()
 	p.wg.Wait()
+	p.reg.Wait() // their writes failed on the broken connection, or found none
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.conn != nil { // no reader ran: nothing was subscribed

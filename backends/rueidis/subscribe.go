@@ -45,6 +45,7 @@ func (n *Node) ShardedPubSub() bool { return n.ps.sharded }
 func (n *Node) Close() error {
 	n.ps.cancel()
 	n.ps.reg.Close()
+	n.ps.reg.Wait() // before wg.Wait: a Registry goroutine may still start a receiver
 	n.ps.wg.Wait()
 	return nil
 }
@@ -94,7 +95,7 @@ func (p *pubsub) Subscribe(_ context.Context, channel string) error {
 }
 
 // Unsubscribe stops the channel's receiver (subs.Conn).
-func (p *pubsub) Unsubscribe(channel string) {
+func (p *pubsub) Unsubscribe(_ context.Context, channel string) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if r := p.chans[channel]; r != nil {

@@ -4,6 +4,14 @@
 // messages to the callbacks of their channel, and turns a repeated confirmation (the driver
 // re-subscribed after a reconnect) into one "messages may have been missed" call per
 // callback. A backend supplies only the wire: a Conn.
+//
+// The Registry's lock guards its maps and flags only: it never sends a command, dials or
+// waits for a server while holding it. What to send is decided under the lock; a driver
+// goroutine per channel sends it without the lock, one command of that channel at a time, and
+// re-checks afterwards whether the channel's callbacks changed meanwhile. So a Subscribe or
+// Unsubscribe of one channel never waits for the server on behalf of another channel, and an
+// Unsubscribe racing a Subscribe of the same channel still leaves the server subscribed
+// exactly when the channel has callbacks.
 package subs
 
 import (
@@ -17,24 +25,34 @@ import (
 // their confirmation when Close is called.
 var ErrClosed = errors.New("redlock: subscriber closed")
 
-// Conn is a backend's pub/sub connection as a Registry drives it. The Registry calls its
-// methods with its lock held: they must not call back into the Registry, and must not block
-// for long (writing one command is fine; dialling is not, except with Subscribe's ctx).
+// Conn is a backend's pub/sub connection as a Registry drives it. The Registry calls
+// Subscribe and Unsubscribe without its lock, from goroutines of its own, and never two at a
+// time for one channel: each call returns before the next command of its channel is decided.
+// Calls for different channels run concurrently. They must not call back into the Registry's
+// Subscribe or unsubscribe functions; they may block on the network, and should return soon
+// after ctx, which ends at Close, is done.
 type Conn interface {
-	// Subscribe sends SUBSCRIBE (or SSUBSCRIBE) for channel. An error fails the Subscribe
-	// call that asked for it. nil means the confirmation will reach Confirmed, or Fail.
+	// Subscribe sends SUBSCRIBE (or SSUBSCRIBE) for channel. nil means the command was sent,
+	// or will be by the backend's reader when it (re)connects: its confirmation will reach
+	// Confirmed, or the attempt Fail. An error means the server is not subscribed to channel
+	// by this call; the Subscribe calls waiting for it fail with the error.
 	Subscribe(ctx context.Context, channel string) error
-	// Unsubscribe sends UNSUBSCRIBE for channel, best effort.
-	Unsubscribe(channel string)
+	// Unsubscribe sends UNSUBSCRIBE (or SUNSUBSCRIBE) for channel, best effort.
+	Unsubscribe(ctx context.Context, channel string)
 	// Start starts the backend's reader when the first channel is added while none runs
-	// (see Idle). A backend whose readers live per channel does nothing here.
+	// (see Idle). It is called without the Registry's lock. A backend whose readers live per
+	// channel or per connection does nothing here.
 	Start()
 }
 
 // Registry is the set of subscriptions of one node. It is safe for concurrent use. The
-// backend's reader reports what it reads with Message, Confirmed and Fail.
+// backend's reader reports what it reads with Message, Confirmed and Fail; none of them
+// blocks on the network.
 type Registry struct {
-	conn Conn
+	conn   Conn
+	ctx    context.Context // passed to the Conn; ends at Close
+	cancel context.CancelFunc
+	wg     sync.WaitGroup // drivers
 
 	mu      sync.Mutex
 	chans   map[string]*entry
@@ -42,12 +60,25 @@ type Registry struct {
 	closed  bool
 }
 
+// entry is one channel. Every callback in subs belongs to cur: cur is replaced only when
+// subs is empty (the channel is unsubscribed) or emptied (the attempt failed).
 type entry struct {
-	subs      map[*sub]struct{}
-	confirmed bool
+	subs    map[*sub]struct{}
+	cur     *round
+	sent    bool // the last command decided for the channel is SUBSCRIBE
+	pending bool // a SUBSCRIBE of it awaits its confirmation
+	resend  bool // send SUBSCRIBE again although sent: the backend reconnected
+	busy    bool // a driver is sending for the channel
+}
+
+// round is one server-side subscription, from the SUBSCRIBE that starts it.
+type round struct {
 	ready     chan struct{} // closed when confirmed, or failed with err
+	confirmed bool
 	err       error
 }
+
+func newRound() *round { return &round{ready: make(chan struct{})} }
 
 type sub struct {
 	fn  func(payload string)
@@ -56,12 +87,14 @@ type sub struct {
 
 // New returns an empty Registry over conn.
 func New(conn Conn) *Registry {
-	return &Registry{conn: conn, chans: make(map[string]*entry)}
+	ctx, cancel := context.WithCancel(context.Background())
+	return &Registry{conn: conn, ctx: ctx, cancel: cancel, chans: make(map[string]*entry)}
 }
 
-// Subscribe implements core.Subscriber: it adds onMessage to channel, asks the Conn to
-// subscribe when channel is new, and returns once the server confirmed the subscription,
-// ctx ended (ctx.Err()), it failed (Fail's error) or the Registry was closed (ErrClosed).
+// Subscribe implements core.Subscriber: it adds onMessage to channel, has SUBSCRIBE sent when
+// channel is new, and returns once the server confirmed the subscription, ctx ended
+// (ctx.Err()), the attempt failed (the Conn's or Fail's error) or the Registry was closed
+// (ErrClosed). It never waits for the network itself, so it returns soon after ctx ends.
 func (r *Registry) Subscribe(ctx context.Context, channel string, onMessage func(payload string)) (unsubscribe func(), err error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
@@ -74,26 +107,27 @@ func (r *Registry) Subscribe(ctx context.Context, channel string, onMessage func
 	}
 	e := r.chans[channel]
 	if e == nil {
-		e = &entry{subs: make(map[*sub]struct{}), ready: make(chan struct{})}
+		e = &entry{subs: make(map[*sub]struct{}), cur: newRound()}
 		r.chans[channel] = e
-		if !r.running {
-			r.running = true
-			r.conn.Start()
-		}
-		if err := r.conn.Subscribe(ctx, channel); err != nil {
-			delete(r.chans, channel)
-			r.mu.Unlock()
-			return nil, err
-		}
 	}
 	e.subs[s] = struct{}{}
+	rd := e.cur
+	start := !r.running
+	r.running = true
+	drive := r.claim(e)
 	r.mu.Unlock()
+	if start {
+		r.conn.Start()
+	}
+	if drive {
+		go r.drive(channel, e)
+	}
 
 	unsubscribe = func() { r.unsubscribe(channel, e, s) }
 	select {
-	case <-e.ready:
-		if e.err != nil {
-			return nil, e.err
+	case <-rd.ready:
+		if rd.err != nil {
+			return nil, rd.err
 		}
 		return unsubscribe, nil
 	case <-ctx.Done():
@@ -102,20 +136,96 @@ func (r *Registry) Subscribe(ctx context.Context, channel string, onMessage func
 	}
 }
 
-// unsubscribe removes s. The last callback of a confirmed channel unsubscribes it; an
-// unconfirmed channel is left to Confirmed, so that its confirmation is never mistaken for
-// the one of a later SUBSCRIBE.
+// unsubscribe removes s. The last callback of a channel has it unsubscribed, once its
+// SUBSCRIBE is confirmed: an unconfirmed channel is left to Confirmed, so that its
+// confirmation is never mistaken for the one of a later SUBSCRIBE.
 func (r *Registry) unsubscribe(channel string, e *entry, s *sub) {
 	r.mu.Lock()
-	defer r.mu.Unlock()
 	if s.off.Load() {
+		r.mu.Unlock()
 		return
 	}
 	s.off.Store(true)
 	delete(e.subs, s)
-	if len(e.subs) == 0 && e.confirmed && r.chans[channel] == e {
-		delete(r.chans, channel)
-		r.conn.Unsubscribe(channel)
+	drive := r.claim(e)
+	r.mu.Unlock()
+	if drive {
+		go r.drive(channel, e)
+	}
+}
+
+type op int
+
+const (
+	none op = iota
+	subscribe
+	unsubscribe
+)
+
+// next returns the command that would bring the server in line with e; the caller holds
+// r.mu. The server should be subscribed while e has callbacks, or a SUBSCRIBE of e is still
+// unanswered: its confirmation must not be taken for the one of a later SUBSCRIBE.
+func (r *Registry) next(e *entry) op {
+	if r.closed {
+		return none
+	}
+	want := len(e.subs) > 0 || e.sent && e.pending
+	switch {
+	case want && (!e.sent || e.resend):
+		return subscribe
+	case !want && e.sent:
+		return unsubscribe
+	}
+	return none
+}
+
+// claim reports whether the caller must start a driver for e, and marks e busy if so; the
+// caller holds r.mu.
+func (r *Registry) claim(e *entry) bool {
+	if e.busy || r.next(e) == none {
+		return false
+	}
+	e.busy = true
+	r.wg.Add(1)
+	return true
+}
+
+// drive sends e's commands, without r.mu, until the server is in line with e. It alone sends
+// for channel while e is busy, so the commands of one channel reach the Conn in order.
+func (r *Registry) drive(channel string, e *entry) {
+	defer r.wg.Done()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for {
+		switch r.next(e) {
+		case subscribe:
+			e.sent, e.pending, e.resend = true, true, false
+			rd := e.cur
+			r.mu.Unlock()
+			err := r.conn.Subscribe(r.ctx, channel)
+			r.mu.Lock()
+			// A failed re-subscription of a confirmed channel is the reader's to retry when it
+			// reconnects; a failed first one fails its waiters.
+			if err != nil && !rd.confirmed && rd.err == nil && !r.closed {
+				e.sent = false
+				r.fail(e, err)
+			}
+			if err != nil && e.cur.confirmed {
+				e.pending = false // no confirmation is coming
+			}
+		case unsubscribe:
+			e.sent, e.pending, e.resend = false, false, false
+			e.cur = newRound() // for later callbacks: the next SUBSCRIBE's
+			r.mu.Unlock()
+			r.conn.Unsubscribe(r.ctx, channel)
+			r.mu.Lock()
+		default:
+			e.busy = false
+			if len(e.subs) == 0 && !e.sent && r.chans[channel] == e {
+				delete(r.chans, channel)
+			}
+			return
+		}
 	}
 }
 
@@ -129,24 +239,26 @@ func (r *Registry) Message(channel, payload string) {
 }
 
 // Confirmed records the server's subscribe confirmation for channel. The first one lets
-// Subscribe return; a later one means the driver re-subscribed on a new connection, and
-// every callback of channel is called once, with an empty payload, because messages may
-// have been lost meanwhile.
+// the Subscribe calls waiting for it return; a later one means the driver re-subscribed on a
+// new connection, and every callback of channel is called once, with an empty payload,
+// because messages may have been lost meanwhile. It runs those callbacks on the caller's
+// goroutine, without the Registry's lock.
 func (r *Registry) Confirmed(channel string) {
 	r.mu.Lock()
 	e := r.chans[channel]
-	if e == nil {
+	if e == nil || !e.sent { // a late answer to a channel left since
 		r.mu.Unlock()
 		return
 	}
-	if !e.confirmed {
-		e.confirmed = true
-		close(e.ready)
-		if len(e.subs) == 0 { // every waiter gave up meanwhile
-			delete(r.chans, channel)
-			r.conn.Unsubscribe(channel)
-		}
+	e.pending = false
+	if !e.cur.confirmed {
+		e.cur.confirmed = true
+		close(e.cur.ready)
+		drive := r.claim(e) // every waiter gave up meanwhile: unsubscribe
 		r.mu.Unlock()
+		if drive {
+			go r.drive(channel, e)
+		}
 		return
 	}
 	subs := r.snapshot(e)
@@ -155,40 +267,67 @@ func (r *Registry) Confirmed(channel string) {
 }
 
 // Fail fails the Subscribe calls still waiting for a confirmation, on channel, or on every
-// channel when channel is "", with err; the Conn is asked to unsubscribe them. Confirmed
+// channel when channel is "", with err; their channels are then unsubscribed. Confirmed
 // channels are unaffected: the backend re-subscribes them when it reconnects.
 func (r *Registry) Fail(channel string, err error) {
 	r.mu.Lock()
-	defer r.mu.Unlock()
+	var kick []claimed
 	for ch, e := range r.chans {
-		if !e.confirmed && (channel == "" || ch == channel) {
-			r.fail(ch, e, err)
-			r.conn.Unsubscribe(ch)
+		if (channel == "" || ch == channel) && !e.cur.confirmed && e.cur.err == nil && (e.sent || len(e.subs) > 0) {
+			r.fail(e, err)
+			if r.claim(e) {
+				kick = append(kick, claimed{ch, e})
+			}
 		}
 	}
+	r.mu.Unlock()
+	r.start(kick)
 }
 
-func (r *Registry) fail(channel string, e *entry, err error) {
-	e.err = err
-	close(e.ready)
+// fail ends e's current round with err: its waiters return err and its callbacks are off.
+// The caller holds r.mu.
+func (r *Registry) fail(e *entry, err error) {
+	e.pending = false
+	e.cur.err = err
+	close(e.cur.ready)
 	for s := range e.subs {
 		s.off.Store(true)
 	}
-	delete(r.chans, channel)
+	clear(e.subs)
+	e.cur = newRound()
 }
 
-// Resubscribe asks the Conn to subscribe every channel again, for a backend that reconnects
-// by itself; the confirmations then reach Confirmed. It returns the first error.
-func (r *Registry) Resubscribe(ctx context.Context) error {
+// Resubscribe has SUBSCRIBE sent again for every subscribed channel for which match reports
+// true (every one when match is nil), for a backend whose connection came back without its
+// subscriptions; the confirmations then reach Confirmed. match is called with the
+// Registry's lock held and must not call the Registry. The commands are sent by the
+// Registry's goroutines, in order with the other commands of each channel.
+func (r *Registry) Resubscribe(match func(channel string) bool) {
 	r.mu.Lock()
-	defer r.mu.Unlock()
-	var first error
-	for ch := range r.chans {
-		if err := r.conn.Subscribe(ctx, ch); err != nil && first == nil {
-			first = err
+	var kick []claimed
+	for ch, e := range r.chans {
+		if e.sent && (match == nil || match(ch)) {
+			e.resend = true
+			if r.claim(e) {
+				kick = append(kick, claimed{ch, e})
+			}
 		}
 	}
-	return first
+	r.mu.Unlock()
+	r.start(kick)
+}
+
+// claimed is an entry that claim marked busy, with its channel.
+type claimed struct {
+	channel string
+	e       *entry
+}
+
+// start starts a driver for each of cs.
+func (r *Registry) start(cs []claimed) {
+	for _, c := range cs {
+		go r.drive(c.channel, c.e)
+	}
 }
 
 // Idle reports whether the reader should stop: no channel is subscribed, or the Registry is
@@ -204,23 +343,28 @@ func (r *Registry) Idle() bool {
 }
 
 // Close stops all delivery: no callback starts after it returns, waiting Subscribe calls
-// return ErrClosed, and later ones fail with ErrClosed. It does not touch the Conn; the
-// backend closes its connections itself. Close is idempotent.
+// return ErrClosed, and later ones fail with ErrClosed. It cancels the context of the Conn
+// calls under way and sends nothing more, but does not wait for those calls (see Wait) nor
+// close the Conn: the backend closes its connections itself. Close is idempotent.
 func (r *Registry) Close() {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.closed = true
+	r.cancel()
 	for ch, e := range r.chans {
-		if e.confirmed {
-			for s := range e.subs {
-				s.off.Store(true)
-			}
-			delete(r.chans, ch)
-		} else {
-			r.fail(ch, e, ErrClosed)
+		if !e.cur.confirmed && e.cur.err == nil {
+			r.fail(e, ErrClosed)
 		}
+		for s := range e.subs {
+			s.off.Store(true)
+		}
+		delete(r.chans, ch)
 	}
 }
+
+// Wait waits, after Close, for the Conn calls under way to return. A backend calls it once
+// it has closed its connections, which ends calls blocked on them.
+func (r *Registry) Wait() { r.wg.Wait() }
 
 // snapshot returns e's callbacks; the caller holds r.mu.
 func (r *Registry) snapshot(e *entry) []*sub {
