@@ -230,6 +230,27 @@ var faults = []fault{
 		message: "a backend shares one pub/sub connection per node",
 	},
 	{
+		name: "hides-sharded", newClusterNode: newHidesSharded,
+		servers: []conformance.Server{conformance.RedisCluster},
+		failing: []string{
+			"redis-cluster/pubsub/delivery", "redis-cluster/pubsub/isolation", "redis-cluster/pubsub/unsubscribe",
+			"redis-cluster/pubsub/unsubscribe-on-server", "redis-cluster/pubsub/two-subscribers",
+			"redis-cluster/pubsub/shared-connection", "redis-cluster/pubsub/recovery",
+		},
+		message: "so it must implement core.ShardedPubSub (reporting true) on the outer Node",
+	},
+	{
+		name: "claims-sharded", newNode: newClaimsSharded,
+		servers: []conformance.Server{conformance.RedisServer},
+		failing: []string{
+			"redis-server/pubsub/delivery", "redis-server/pubsub/isolation", "redis-server/pubsub/unsubscribe",
+			"redis-server/pubsub/unsubscribe-on-server", "redis-server/pubsub/two-subscribers",
+			"redis-server/pubsub/shared-connection", "redis-server/pubsub/recovery",
+			"redis-server/pubsub/ready-means-confirmed/new-connection", "redis-server/pubsub/ready-means-confirmed/open-connection",
+		},
+		message: "though its core.ShardedPubSub reports true",
+	},
+	{
 		name: "conn-per-channel-cluster", newClusterNode: newClusterConnPerChannel,
 		servers: []conformance.Server{conformance.RedisCluster},
 		// CLIENT LIST on the master of the channel subscribed twice counts two connections.

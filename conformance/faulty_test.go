@@ -655,6 +655,31 @@ func (n connPerChannel) Subscribe(ctx context.Context, channel string, onMessage
 
 func (n connPerChannel) ShardedPubSub() bool { return n.sharded }
 
+// hidesSharded wraps the go-redis backend over a cluster client, whose Subscribe uses
+// SSUBSCRIBE, in a Node that embeds only core.Node and core.Subscriber: it hides
+// core.ShardedPubSub, so core publishes its release notifications with PUBLISH, which no
+// SSUBSCRIBE receives.
+type hidesSharded struct {
+	core.Node
+	core.Subscriber
+}
+
+func newHidesSharded(t testing.TB, addrs []string) core.Node {
+	n := goodClusterNode(t, addrs)
+	return hidesSharded{eval{n}, n.(core.Subscriber)}
+}
+
+// claimsSharded is the go-redis backend over a single-server client, whose Subscribe uses
+// SUBSCRIBE, with a ShardedPubSub that reports true: core would publish with SPUBLISH,
+// which no SUBSCRIBE receives.
+type claimsSharded struct{ *goredis.Node }
+
+func newClaimsSharded(t testing.TB, addr string) core.Node {
+	return claimsSharded{goodNode(t, addr).(*goredis.Node)}
+}
+
+func (claimsSharded) ShardedPubSub() bool { return true }
+
 // boxed returns args as go-redis takes them.
 func boxed(args []string) []any {
 	argv := make([]any, len(args))

@@ -134,12 +134,17 @@ func (p *pubsub) unsubscribe(unsub func()) {
 // subscribers the server delivered it to.
 func (p *pubsub) publish(ch, payload string) int64 {
 	p.t.Helper()
-	cmd := "PUBLISH"
-	if p.sharded {
-		cmd = "SPUBLISH"
-	}
-	n, _ := admin(p.t, p.addr, cmd, ch, payload).(int64)
+	n, _ := admin(p.t, p.addr, p.publishCmd(), ch, payload).(int64)
 	return n
+}
+
+// publishCmd is the command that publishes a release notification as core's release
+// script does for the Node: SPUBLISH if its ShardedPubSub reports true, PUBLISH otherwise.
+func (p *pubsub) publishCmd() string {
+	if p.sharded {
+		return "SPUBLISH"
+	}
+	return "PUBLISH"
 }
 
 // countCmd is the PUBSUB subcommand that counts the subscribers of a channel of the kind the
@@ -202,7 +207,7 @@ func (p *pubsub) delivered(ch string, c *counter, when string) bool {
 	// A hand-over's shape (see release.lua), distinct per channel and call.
 	payload := fmt.Sprintf("%s.%d %d", ch, before+1, bigFence)
 	if n := p.publish(ch, payload); n < 1 {
-		p.t.Errorf("%s, PUBLISH on %q reached %d subscribers: the subscription must be active on the server", when, ch, n)
+		p.t.Errorf("%s, %s on %q reached %d subscribers: the subscription must be active on the server%s", when, p.publishCmd(), ch, n, p.otherKind(ch))
 		return false
 	}
 	if !c.grows(before) {
@@ -323,7 +328,7 @@ func checkUnsubscribeOnServer(t *testing.T, e *env) {
 	ch := channel("unsubscribe-on-server")
 	var c counter
 	unsub := p.subscribe(ch, &c)
-	require.Positive(t, p.subscribers(ch), "after Subscribe(%q) returned, the server counts no subscriber of it", ch)
+	require.Positive(t, p.subscribers(ch), "after Subscribe(%q) returned, the server counts no subscriber of it (PUBSUB %s)%s", ch, p.countCmd(), p.otherKind(ch))
 	unsub()
 	if !eventually(waitBound, func() bool { return p.subscribers(ch) == 0 }) {
 		t.Errorf("%v after unsubscribe of the only subscription to %q, the server still counts %d subscribers: the backend must unsubscribe on the server (UNSUBSCRIBE, SUNSUBSCRIBE) once no subscription to a channel is left, or channels pile up there for the life of the process", waitBound, ch, p.subscribers(ch))
@@ -357,7 +362,7 @@ func checkTwoSubscribers(t *testing.T, e *env) {
 	unsubA := p.subscribe(ch, &a)
 	p.subscribe(ch, &b)
 	a0, b0 := a.calls(), b.calls()
-	require.GreaterOrEqual(t, p.publish(ch, ""), int64(1), "with two subscriptions to %q, PUBLISH reached no subscriber", ch)
+	require.GreaterOrEqual(t, p.publish(ch, ""), int64(1), "with two subscriptions to %q, %s reached no subscriber%s", ch, p.publishCmd(), p.otherKind(ch))
 	assert.True(t, a.grows(a0), "with two subscriptions to one channel, the first onMessage was not called within %v", waitBound)
 	assert.True(t, b.grows(b0), "with two subscriptions to one channel, the second onMessage was not called within %v", waitBound)
 
@@ -438,7 +443,7 @@ func checkRecovery(t *testing.T, e *env) {
 	before := c.calls()
 	kill()
 	if !eventually(waitBound, func() bool { return p.subscribers(ch) > 0 }) {
-		t.Fatalf("after the server killed the pub/sub connection, the backend had not re-subscribed to %q within %v: it must reconnect and re-subscribe by itself", ch, waitBound)
+		t.Fatalf("after the server killed the pub/sub connection, the backend had not re-subscribed to %q within %v (PUBSUB %s): it must reconnect and re-subscribe by itself%s", ch, waitBound, p.countCmd(), p.otherKind(ch))
 	}
 	if !c.grows(before) {
 		t.Fatalf("after the server killed the pub/sub connection, the backend re-subscribed but did not call onMessage within %v: it must call onMessage once after recovery, because messages may have been lost meanwhile", waitBound)
