@@ -1,9 +1,6 @@
 package core
 
-import (
-	_ "embed"
-	"strings"
-)
+import _ "embed"
 
 // The scripts that every lock operation runs; see the comments at the top of each file.
 var (
@@ -15,13 +12,14 @@ var (
 	releaseSource string
 	//go:embed lua/raise.lua
 	raiseSource string
-	// queue.lua holds the waiter queue's functions that acquire and release both use.
+	// queue.lua is the prelude of acquire and release: the waiter queue's functions, the
+	// restart guard and the fence counter, which both use.
 	//go:embed lua/queue.lua
 	queueSource string
 
-	acquireScript = NewScript("acquire", withQueue(acquireSource))
+	acquireScript = NewScript("acquire", queueSource+acquireSource)
 	extendScript  = NewScript("extend", extendSource)
-	releaseScript = NewScript("release", withQueue(releaseSource))
+	releaseScript = NewScript("release", queueSource+releaseSource)
 	raiseScript   = NewScript("raise", raiseSource)
 )
 
@@ -29,13 +27,4 @@ var (
 // a backend that preloads them (SCRIPT LOAD) and for tests of a backend.
 func Scripts() []*Script {
 	return []*Script{acquireScript, extendScript, releaseScript, raiseScript}
-}
-
-// queueLine is the line of acquire.lua and release.lua that queue.lua takes the place of:
-// release runs its uncontended case before it, sparing that case the definitions.
-const queueLine = "\n-- queue.lua\n"
-
-// withQueue returns src with queue.lua in place of its queueLine.
-func withQueue(src string) string {
-	return strings.Replace(src, queueLine, "\n"+queueSource, 1)
 }

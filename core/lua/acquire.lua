@@ -1,4 +1,4 @@
--- acquire (queue.lua is put in place of the line "-- queue.lua"): take the lock if it is free (or already ours) and no live
+-- acquire (after the prelude queue.lua): take the lock if it is free (or already ours) and no live
 -- waiter queued before us, and advance the fence counter; otherwise queue us as a waiter.
 -- KEYS[1] lock key, KEYS[2] fence counter key, KEYS[3] waiter queue (a sorted set: waiter
 -- id by ticket), KEYS[4] waiter liveness (a sorted set: waiter id by deadline, server ms),
@@ -33,7 +33,6 @@
 -- followed by the server's run_id (random per server process) as four numbers of 10 hex
 -- digits each, if the server reports one: so that the client can tell that two of its
 -- nodes reach one server, and count it once.
--- queue.lua
 
 -- reply returns the reply {status, value}, with what ARGV[8] asks for (see above).
 local function reply(status, value, unguarded)

@@ -1,6 +1,6 @@
--- queue: what the acquire and release scripts share (core puts this text in each, in place
--- of its line "-- queue.lua"): the waiter queue, the restart guard, the fence counter and
--- attempt tokens.
+-- queue: the prelude of the acquire and release scripts (core builds each as this text
+-- followed by its own): the waiter queue, the restart guard, the fence counter and attempt
+-- tokens.
 --
 -- A queue is two sorted sets and a hash: q holds waiter ids by ticket (the turn order,
 -- smaller first, ties by id), a holds the same ids by the server time in milliseconds at

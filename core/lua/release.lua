@@ -1,4 +1,4 @@
--- release (queue.lua is put in place of the line "-- queue.lua"): delete the lock if it is ours; then, if the lock is free,
+-- release (after the prelude queue.lua): delete the lock if it is ours; then, if the lock is free,
 -- hand it to the first live waiter in the queue and tell that waiter on its own channel, so
 -- that waiters take turns and the next one need not call again to get it.
 -- KEYS[1] lock key, KEYS[2] waiter queue, KEYS[3] waiter liveness, KEYS[4] the waiters'
@@ -25,7 +25,7 @@ local holder = redis.call('GET', KEYS[1])
 local queued = redis.call('EXISTS', KEYS[2]) == 1
 local waiter = ARGV[4]
 -- Without a queue, and if we do not join one, there is no one to hand over to: the common,
--- uncontended case ends here, before the queue's functions are even defined.
+-- uncontended case ends here.
 if not queued and (waiter == '' or ARGV[5] == 'leave') then
   if holder == ARGV[1] then
     redis.call('DEL', KEYS[1])
@@ -34,7 +34,6 @@ if not queued and (waiter == '' or ARGV[5] == 'leave') then
     return {0, 0}
   end
 end
--- queue.lua
 local released = 0
 if holder and ours(holder, ARGV[1]) then
   redis.call('DEL', KEYS[1])
