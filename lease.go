@@ -21,15 +21,15 @@ type Lease struct {
 	lock    core.Lock
 	fence   uint64
 	began   time.Time // when the acquisition attempt began
-	owner   *Mutex    // the Mutex whose holding this is, told when it is lost; nil for others
 
 	op sync.Mutex // serializes Extend and Release
 
 	mu        sync.Mutex    // guards the fields below
 	done      chan struct{} // made by the first Done call; closed when the lease ends
+	lost      chan struct{} // made by the first lostCh call; closed when it ends but by Release
 	until     time.Time
 	err       error       // why the lease ended; nil while it is held
-	timer     *time.Timer // runs tick at the next extension (if on) or else at until (a Mutex's holdings share one)
+	timer     *time.Timer // runs tick at the next extension (if on) or else at until
 	extendAt  time.Time   // when the next automatic extension is due; zero if off
 	extending bool        // tick's extension is under way
 	holdEnd   *time.Timer // the end of the maximum hold time, if set
@@ -52,11 +52,7 @@ func (l *Lease) start(g core.Grant) {
 	if l.opts.autoExtend {
 		l.extendAt = l.extensionDue(nil)
 	}
-	if l.timer == nil {
-		l.timer = time.AfterFunc(time.Until(l.nextTick()), l.tick)
-	} else { // its Mutex's (see Mutex.tick)
-		l.timer.Reset(time.Until(l.nextTick()))
-	}
+	l.timer = time.AfterFunc(time.Until(l.nextTick()), l.tick)
 	if l.opts.maxHold > 0 {
 		l.holdEnd = time.AfterFunc(time.Until(g.Start.Add(l.opts.maxHold)), func() {
 			_ = l.finish(context.Background(), ErrMaxHold)
@@ -100,6 +96,20 @@ func (l *Lease) Done() <-chan struct{} {
 		}
 	}
 	return l.done
+}
+
+// lostCh returns a channel that is closed when the lease ends otherwise than by Release
+// (see Mutex.Lost).
+func (l *Lease) lostCh() <-chan struct{} {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.lost == nil {
+		l.lost = make(chan struct{})
+		if l.err != nil && l.err != ErrReleased {
+			close(l.lost)
+		}
+	}
+	return l.lost
 }
 
 // Err returns nil while the lease is held, and after it ended the reason: ErrReleased,
@@ -237,12 +247,13 @@ func (l *Lease) end(reason error) {
 	if l.done != nil {
 		close(l.done)
 	}
-	switch {
-	case reason == ErrReleased:
-	case l.owner != nil:
-		l.owner.lose(l, reason)
-	case l.opts.onLost != nil:
-		go l.opts.onLost(l.notHeld(reason))
+	if reason != ErrReleased {
+		if l.lost != nil {
+			close(l.lost)
+		}
+		if l.opts.onLost != nil {
+			go l.opts.onLost(l.notHeld(reason))
+		}
 	}
 	if !l.released { // finish leaves after its network release
 		l.leave()

@@ -3,10 +3,8 @@ package redlock
 import (
 	"context"
 	"fmt"
-	"math"
 	"sync"
 	"sync/atomic"
-	"time"
 
 	"github.com/go-redlock/redlock/core"
 )
@@ -47,10 +45,7 @@ type Mutex struct {
 	queue *queue // this name's local queue in the Client, kept for the Mutex's lifetime
 
 	mu    sync.Mutex
-	lease *Lease        // the current holding; nil when unlocked
-	lost  chan struct{} // made by Lost while locked; closed when the current holding is lost
-	ended bool          // the current holding is lost
-	timer *time.Timer   // the holdings' timer (see Lease.timer), made by the first one
+	lease *Lease // the current holding; nil when unlocked
 }
 
 var _ sync.Locker = (*Mutex)(nil)
@@ -167,7 +162,7 @@ func (m *Mutex) Unlock() {
 func (m *Mutex) UnlockContext(ctx context.Context) error {
 	m.mu.Lock()
 	l := m.lease
-	m.lease, m.lost, m.ended = nil, nil, false
+	m.lease = nil
 	m.mu.Unlock()
 	if l == nil {
 		panic("redlock: unlock of unlocked mutex")
@@ -179,22 +174,19 @@ func (m *Mutex) UnlockContext(ctx context.Context) error {
 
 // Lost returns a channel that is closed if the lock that m holds now is lost: its
 // extensions failed until the validity ran out, or the nodes no longer hold it. Unlock does
-// not close it. When m is not locked it returns a closed channel.
+// not close it, unless the validity had run out by the time Unlock released the lock (the
+// holding was lost then, and the WithLostHandler function is called too). When m is not
+// locked it returns a closed channel.
 func (m *Mutex) Lost() <-chan struct{} {
 	m.mu.Lock()
-	defer m.mu.Unlock()
-	if m.lease == nil {
+	l := m.lease
+	m.mu.Unlock()
+	if l == nil {
 		closed := make(chan struct{})
 		close(closed)
 		return closed
 	}
-	if m.lost == nil {
-		m.lost = make(chan struct{})
-		if m.ended {
-			close(m.lost)
-		}
-	}
-	return m.lost
+	return l.lostCh()
 }
 
 func (m *Mutex) usable() error {
@@ -214,45 +206,11 @@ func (m *Mutex) newLease() *Lease {
 	}}
 }
 
-// hold makes l, granted by g, m's current holding. l is started before m publishes it, and
-// under m.mu, so that the timer's tick (which reads m.lease under m.mu) finds it started.
+// hold makes l, granted by g, m's current holding. A holding reports its own loss
+// (Lost's channel, the WithLostHandler function): the Mutex only keeps it until Unlock.
 func (m *Mutex) hold(l *Lease, g core.Grant) {
-	l.owner = m
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if m.timer == nil {
-		m.timer = time.AfterFunc(time.Duration(math.MaxInt64), m.tick)
-	}
-	l.timer = m.timer
 	l.start(g)
-	m.lease, m.lost, m.ended = l, nil, false
-}
-
-// tick runs on m's timer: the current holding's tick. The timer is m's, so that a holding
-// makes none of its own; one that fires for an earlier holding finds the current one's
-// events not due yet, and sets the timer for them (see Lease.tick).
-func (m *Mutex) tick() {
 	m.mu.Lock()
-	l := m.lease
+	m.lease = l
 	m.mu.Unlock()
-	if l != nil {
-		l.tick()
-	}
-}
-
-// lose records that l, if it is still m's holding, ended for reason (not a release): it
-// closes Lost's channel and calls the WithLostHandler function. l.mu is held.
-func (m *Mutex) lose(l *Lease, reason error) {
-	m.mu.Lock()
-	current := m.lease == l
-	if current {
-		m.ended = true
-		if m.lost != nil {
-			close(m.lost)
-		}
-	}
-	m.mu.Unlock()
-	if current && m.opts.onLost != nil {
-		go m.opts.onLost(l.notHeld(reason))
-	}
 }

@@ -26,11 +26,11 @@ func nodeFor(t *testing.T, addr string) Node {
 	return n
 }
 
-// TestHoldingsStartBeforeTheyArePublished: a Mutex's timer may fire for an earlier holding
-// while a new one is being made; it must find the new holding started (its Until set), or
-// it ends that holding as expired. The test runs the timer's function without pause while
-// the Mutex locks and unlocks; the race detector caught the unsynchronised start, and the
-// zero Until lost the lock.
+// TestHoldingsStartBeforeTheyArePublished: whatever finds a Mutex's holding (Lost, Unlock,
+// the holding's own timer) must find it started (its Until set), or it ends that holding
+// as expired. The test runs the current holding's timer function without pause while the
+// Mutex locks and unlocks; the race detector caught the unsynchronised start, and the zero
+// Until lost the lock.
 func TestHoldingsStartBeforeTheyArePublished(t *testing.T) {
 	s := miniredis.RunT(t)
 	c, err := New([]Node{nodeFor(t, s.Addr())})
@@ -48,7 +48,12 @@ func TestHoldingsStartBeforeTheyArePublished(t *testing.T) {
 			case <-stop:
 				return
 			default:
-				m.tick()
+				m.mu.Lock()
+				l := m.lease
+				m.mu.Unlock()
+				if l != nil {
+					l.tick()
+				}
 			}
 		}
 	}()
