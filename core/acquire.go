@@ -85,7 +85,7 @@ func (c *Cluster) acquire(ctx context.Context, l *Lock) (Grant, outcome, error) 
 			req.identify = append(req.args[:len(req.args):len(req.args)], "1")
 		}
 	}
-	f := c.fan(ctx, l.NodeTimeout, req)
+	f := c.fan(ctx, l.NodeTimeout, req, 0)
 
 	// A node whose last call failed in transit is not waited for: an attempt that cannot
 	// win without it gives up at once and lets go of the keys it got, which would otherwise
@@ -205,7 +205,6 @@ func (c *Cluster) raise(ctx context.Context, l *Lock, fence int64, until time.Ti
 	f := c.call(ctx, l.NodeTimeout, raiseScript, []string{l.Keys.Lock, l.Keys.Fence}, l.Token, strconv.FormatInt(fence, 10))
 	t := tally{c: c, op: "raise", key: l.Keys.Lock}
 	c.collect(ctx, f, &t, make([]bool, len(c.nodes)), nil)
-	f.done()
 	switch {
 	case ctx.Err() != nil:
 		return ctxError(ctx, "acquire", l.Keys.Lock)
@@ -255,10 +254,7 @@ func (c *Cluster) abandon(ctx context.Context, l *Lock, f *fanout, answered, may
 					release(r.node)
 				}
 			}
-			f.done()
 		}()
-	} else {
-		f.done()
 	}
 	for range len(c.nodes) - pending {
 		<-done
@@ -482,7 +478,7 @@ func parseHandover(p string) (h handover, ok bool) {
 // attempts, and hands it on (or wakes the next waiter) if the lock is then free.
 func (c *Cluster) leave(l *Lock) {
 	keys, args, timeout := l.Keys.releaseKeys(), releaseArgs(l.Token, l.Keys.Channel, l.Waiter, "leave"), l.NodeTimeout
-	go func() { c.call(context.Background(), timeout, releaseScript, keys, args...).done() }()
+	c.call(context.Background(), timeout, releaseScript, keys, args...)
 }
 
 // refresh is how often a waiter calls again to keep its place in the queue.

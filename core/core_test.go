@@ -721,127 +721,47 @@ func TestSplitVoteRetriesAfterAShortPause(t *testing.T) {
 	assert.GreaterOrEqual(t, len(fakes[1].scripts()), 2, "no second attempt")
 }
 
-// TestDetachedCallsShareADeadline: the contexts of detached calls (see Cluster.deadline)
-// have a deadline at least the timeout away and at most a millisecond more, carry the
-// caller's values but not its cancellation, and are shared within a millisecond.
-func TestDetachedCallsShareADeadline(t *testing.T) {
-	c, _ := cluster(t, grants(1), grants(1), grants(1))
-	const timeout = 200 * time.Millisecond
+// TestCallsKeepValuesNotCancellation: a node's call runs under a context that carries the
+// caller's values but not its cancellation, with a deadline a node timeout away: a caller
+// that gives up leaves its calls to answer, so that what they did can be undone.
+func TestCallsKeepValuesNotCancellation(t *testing.T) {
 	type key struct{}
+	const timeout = 300 * time.Millisecond
+	calls := make(chan context.Context, 3)
+	hang := func(ctx context.Context, s *Script) ([]int64, error) {
+		if s != acquireScript {
+			return []int64{1, 0}, nil
+		}
+		calls <- ctx
+		<-ctx.Done() // until its deadline
+		return nil, ctx.Err()
+	}
+	c, _ := cluster(t, hang, hang, hang) // (a single node is called under ctx itself)
 	caller, cancel := context.WithCancel(context.WithValue(context.Background(), key{}, "v"))
-
+	l := testLock()
+	l.NodeTimeout = timeout
 	start := time.Now()
-	d := c.deadline(caller, timeout)
-	shared := c.deadline(context.Background(), timeout)
-	end := time.Now()
-	cancel()
-
-	dl, ok := d.Deadline()
+	time.AfterFunc(20*time.Millisecond, cancel)
+	_, err := c.Acquire(caller, l)
+	require.ErrorIs(t, err, context.Canceled)
+	assert.Less(t, time.Since(start), timeout, "the caller waited for its call's deadline")
+	ctx := <-calls
+	assert.Equal(t, "v", ctx.Value(key{}), "the caller's values are lost")
+	assert.NoError(t, ctx.Err(), "the caller's cancellation ended its call")
+	dl, ok := ctx.Deadline()
 	require.True(t, ok, "no deadline")
-	assert.False(t, dl.Before(start.Add(timeout)), "the deadline is less than the timeout away")
-	assert.False(t, dl.After(end.Add(timeout+time.Millisecond)), "the deadline is more than a millisecond past the timeout")
-	assert.Equal(t, "v", d.Value(key{}), "the caller's values are lost")
-	assert.NoError(t, d.Err(), "the caller's cancellation ended the calls' context")
-	assert.Nil(t, shared.Value(key{}))
-	// Back-to-back calls share one deadline, unless a millisecond's sharing ends between them.
-	together := false
-	for range 10 {
-		a, _ := c.deadline(context.Background(), timeout).Deadline()
-		b, _ := c.deadline(context.Background(), timeout).Deadline()
-		if a.Equal(b) {
-			together = true
-			break
-		}
-	}
-	assert.True(t, together, "back-to-back calls do not share a deadline")
-
-	time.Sleep(2 * time.Millisecond)
-	later, _ := c.deadline(context.Background(), timeout).Deadline()
-	assert.True(t, later.After(dl), "a call two milliseconds later shares the earlier deadline")
+	assert.False(t, dl.Before(start.Add(timeout)), "the deadline is less than the node timeout away")
 	select {
-	case <-d.Done():
-		assert.ErrorIs(t, d.Err(), context.DeadlineExceeded)
+	case <-ctx.Done():
+		assert.ErrorIs(t, ctx.Err(), context.DeadlineExceeded)
 	case <-time.After(5 * time.Second):
-		t.Fatal("the shared context did not end at its deadline")
+		t.Fatal("the call's context did not end at its deadline")
 	}
 }
 
-// funcCtx is a context whose type cannot be compared with ==.
-type funcCtx struct {
-	context.Context
-	f func()
-}
-
-// TestCallsUnderOneContextShareADeadline: calls made in the caller's goroutine under a
-// cancellable context (see Cluster.deadlineUnder) get its values, its cancellation, and a
-// deadline at least the timeout away and at most a millisecond more; back-to-back calls
-// under the same context share one, from the second on, and calls under contexts that
-// take turns, or of a type that cannot be compared, get their own.
-func TestCallsUnderOneContextShareADeadline(t *testing.T) {
-	c, _ := cluster(t, grants(1))
-	const timeout = 200 * time.Millisecond
-	type key struct{}
-	caller, cancel := context.WithCancel(context.WithValue(context.Background(), key{}, "v"))
-	defer cancel()
-
-	start := time.Now()
-	first, cancelFirst := c.deadlineUnder(caller, timeout)
-	require.NotNil(t, cancelFirst, "a context seen once shares its deadline")
-	cancelFirst()
-	d, cancelD := c.deadlineUnder(caller, timeout)
-	end := time.Now()
-	assert.Nil(t, cancelD, "the second call under one context has a context of its own")
-	assert.ErrorIs(t, first.Err(), context.Canceled)
-	dl, ok := d.Deadline()
-	require.True(t, ok, "no deadline")
-	assert.False(t, dl.Before(start.Add(timeout)), "the deadline is less than the timeout away")
-	assert.False(t, dl.After(end.Add(timeout+time.Millisecond)), "the deadline is more than a millisecond past the timeout")
-	assert.Equal(t, "v", d.Value(key{}), "the caller's values are lost")
-	together := false // unless a millisecond's sharing ends between them
-	for range 10 {
-		a, _ := c.deadlineUnder(caller, timeout)
-		b, _ := c.deadlineUnder(caller, timeout)
-		if a == b {
-			together = true
-			break
-		}
-	}
-	assert.True(t, together, "back-to-back calls under one context do not share")
-
-	// Two other contexts, in turn: neither is seen twice in a row, and each call gets a
-	// context of its own.
-	a, cancelA := context.WithCancel(context.Background())
-	defer cancelA()
-	b, cancelB := context.WithCancel(context.Background())
-	defer cancelB()
-	for range 3 {
-		for _, ctx := range []context.Context{a, b} {
-			_, cancelOwn := c.deadlineUnder(ctx, timeout)
-			require.NotNil(t, cancelOwn, "contexts in turn share a deadline")
-			cancelOwn()
-		}
-	}
-
-	// A context that == cannot compare is never shared, and does not panic.
-	odd := funcCtx{Context: caller, f: func() {}}
-	for range 2 {
-		_, cancelOdd := c.deadlineUnder(odd, timeout)
-		require.NotNil(t, cancelOdd)
-		cancelOdd()
-	}
-
-	cancel() // the caller's cancellation ends the shared context
-	select {
-	case <-d.Done():
-		assert.ErrorIs(t, d.Err(), context.Canceled)
-	case <-time.After(5 * time.Second):
-		t.Fatal("the caller's cancellation did not end the shared context")
-	}
-}
-
-// TestSingleNodeCallEndsWithItsCaller: at N=1, a call made under a context that earlier
-// calls shared (see Cluster.deadlineUnder) still ends as soon as the caller's context is
-// cancelled, long before the node timeout.
+// TestSingleNodeCallEndsWithItsCaller: at N=1, after calls that answered, an acquisition
+// whose node hangs still returns as soon as the caller's context is cancelled, long before
+// the node timeout.
 func TestSingleNodeCallEndsWithItsCaller(t *testing.T) {
 	var hang atomic.Bool
 	c, _ := cluster(t, func(ctx context.Context, s *Script) ([]int64, error) {
@@ -852,7 +772,7 @@ func TestSingleNodeCallEndsWithItsCaller(t *testing.T) {
 	})
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	for range 3 { // the second and later share one context
+	for range 3 {
 		l := testLock()
 		l.NodeTimeout = 10 * time.Second
 		_, err := c.Acquire(ctx, l)

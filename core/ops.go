@@ -20,7 +20,6 @@ func (c *Cluster) Extend(ctx context.Context, l *Lock) (time.Time, error) {
 	f := c.call(ctx, l.NodeTimeout, extendScript, []string{l.Keys.Lock}, l.Token, millis(l.TTL))
 	t := tally{c: c, op: "extend", key: l.Keys.Lock}
 	c.collect(ctx, f, &t, make([]bool, len(c.nodes)), nil)
-	f.done()
 	until := start.Add(l.TTL - l.Drift())
 	switch {
 	case ctx.Err() != nil:
@@ -53,15 +52,15 @@ func (c *Cluster) Release(ctx context.Context, l *Lock) error {
 	req := request{s: releaseScript, keys: l.Keys.releaseKeys(), args: releaseArgs(l.Token, l.Keys.Channel, l.Waiter, "leave")}
 	var f *fanout
 	if a, late := l.acquiring, l.late; a != nil && l.pending > 0 && late != 0 {
-		l.acquiring, l.pending, l.late = nil, 0, 0
-		f = c.fanAfter(ctx, l.NodeTimeout, req, a, late)
+		f = c.fan(ctx, l.NodeTimeout, req, late)
+		f.after(c, a, late)
 	} else {
 		l.stragglers()
-		f = c.fan(ctx, l.NodeTimeout, req)
+		f = c.fan(ctx, l.NodeTimeout, req, 0)
 	}
+	l.acquiring, l.pending, l.late = nil, 0, 0
 	t := tally{c: c, op: "release", key: l.Keys.Lock, all: true}
 	c.collect(ctx, f, &t, make([]bool, len(c.nodes)), nil)
-	f.done()
 	switch {
 	case t.won():
 		return nil
@@ -78,15 +77,11 @@ func (l *Lock) stragglers() {
 	if f == nil {
 		return
 	}
-	l.acquiring = nil
-wait:
-	for ; l.pending > 0 && f.deadline != nil; l.pending-- {
+	for ; l.pending > 0; l.pending-- {
 		select {
 		case <-f.out:
-		case <-f.deadline: // the rest answer, if ever, after done
-			break wait
+		case <-f.deadline: // the rest answer, if ever, later
+			return
 		}
 	}
-	l.pending = 0
-	f.done()
 }

@@ -2,6 +2,7 @@ package core
 
 import (
 	"context"
+	"slices"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -44,8 +45,11 @@ func TestSuspectedNodesAreNotWaitedFor(t *testing.T) {
 	require.ErrorIs(t, err, ErrNoQuorum)
 	assert.ErrorIs(t, err, errSuspect)
 	assert.Less(t, took, 150*time.Millisecond, "the next attempt waited for nodes whose last call failed")
-	assert.Equal(t, []string{"acquire", "release", "acquire", "release"}, fakes[0].scripts(),
-		"the granting node was released before the attempt returned")
+	// The granting node is released at once: before the attempt returns if its grant was
+	// in by then, else as soon as it comes (the refusals may have decided the outcome first).
+	assert.Eventually(t, func() bool {
+		return slices.Equal([]string{"acquire", "release", "acquire", "release"}, fakes[0].scripts())
+	}, time.Second, time.Millisecond, "the granting node was not released")
 
 	hang.Store(false)
 	require.Eventually(t, func() bool { _, err := attempt(); return err == nil }, 5*time.Second, time.Millisecond,

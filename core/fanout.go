@@ -1,0 +1,376 @@
+package core
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"math/bits"
+	"net"
+	"slices"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"syscall"
+	"time"
+)
+
+func millis(d time.Duration) string {
+	return strconv.FormatInt(d.Milliseconds(), 10)
+}
+
+// reply is one node's answer to one script.
+type reply struct {
+	node int
+	vals []int64
+	err  error
+}
+
+// yes reports whether the node answered with a first element of 1.
+func (r reply) yes() bool { return r.err == nil && len(r.vals) > 0 && r.vals[0] == 1 }
+
+// request is one script call, made on every node of a fan-out.
+type request struct {
+	s    *Script
+	keys []string
+	args []string
+	// sharded: the release script's args for nodes with sharded pub/sub (see prepare).
+	sharded []string
+	// identify: the acquire script's args for nodes not identified yet (see identity).
+	identify []string
+	// setNX: a node that is a Setter is sent SET key value NX PX ttl instead of s, and its
+	// answer counts as the acquire script's {1, 0} (set) or {0, 0} (refused), in its two
+	// places of set. (keys and args are then needed only if some node is not a Setter.)
+	setNX      bool
+	key, value string
+	ttl        time.Duration
+	set        []int64
+}
+
+// call runs s on every node at once, each bounded by timeout (see fan).
+func (c *Cluster) call(ctx context.Context, timeout time.Duration, s *Script, keys []string, args ...string) *fanout {
+	return c.fan(ctx, timeout, request{s: s, keys: keys, args: args}, 0)
+}
+
+// fanout is one request's calls to the nodes, each on a goroutine of its own, under one
+// deadline: the replies come on out, in the order they arrive. out has room for all N, so
+// a reader may stop reading as soon as the outcome is decided: the rest finish on their
+// own, by the deadline at the latest.
+type fanout struct {
+	out      chan reply
+	deadline <-chan struct{} // closed at the calls' deadline; nil for a single node
+	timeout  time.Duration
+	req      request
+	ctx      context.Context // the caller's
+	dctx     context.Context // the calls'
+	cancel   context.CancelFunc
+	calls    atomic.Int32 // the calls not answered yet
+}
+
+// fan sends req to every node but those in skip (a bit per node; see after) at once, each
+// call bounded by timeout. The calls run under a context that keeps ctx's values but not
+// its cancellation: a caller that stops waiting (its ctx ended) leaves its calls to run to
+// their answer or their deadline, so that what they did can still be undone (see abandon).
+//
+// A single node is called in the caller's goroutine, under ctx with the timeout, and its
+// reply is on out when fan returns: a goroutine and a detached context of its own cost a
+// quarter of the throughput at N=1 (see docs/performance.md).
+func (c *Cluster) fan(ctx context.Context, timeout time.Duration, req request, skip uint64) *fanout {
+	f := &fanout{out: make(chan reply, len(c.nodes)), timeout: timeout, req: req, ctx: ctx}
+	if req.s == releaseScript && c.sharded {
+		f.req.sharded = spublish(req.args)
+	}
+	if req.setNX {
+		f.req.set = make([]int64, 2*len(c.nodes))
+	}
+	if len(c.nodes) == 1 && skip == 0 {
+		dctx, cancel := context.WithTimeout(ctx, timeout)
+		f.out <- c.eval(ctx, dctx, 0, timeout, &f.req)
+		cancel()
+		return f
+	}
+	f.dctx, f.cancel = context.WithTimeout(context.WithoutCancel(ctx), timeout)
+	f.deadline = f.dctx.Done()
+	f.calls.Store(int32(len(c.nodes)))
+	for i := range c.nodes {
+		if skip&(1<<i) == 0 {
+			go f.call(c, i)
+		}
+	}
+	return f
+}
+
+// call calls node i, and puts its reply on out.
+func (f *fanout) call(c *Cluster, i int) {
+	f.out <- c.eval(f.ctx, f.dctx, i, f.timeout, &f.req)
+	if f.calls.Add(-1) == 0 {
+		f.cancel() // every call answered: stop the deadline's timer
+	}
+}
+
+// after calls the nodes in late (a bit per node), which had not answered the acquisition a
+// when it returned, each once it answered a, or at a's deadline: so that a call made to
+// undo what a did (a release) cannot land before a's own request on that node. f is the
+// fan-out that skipped them. after returns at once.
+func (f *fanout) after(c *Cluster, a *fanout, late uint64) {
+	go func() {
+		for late != 0 {
+			select {
+			case r := <-a.out:
+				if late&(1<<r.node) != 0 {
+					late &^= 1 << r.node
+					go f.call(c, r.node)
+				}
+			case <-a.deadline: // the rest answer, if ever, later
+				for ; late != 0; late &= late - 1 {
+					go f.call(c, bits.TrailingZeros64(late))
+				}
+			}
+		}
+	}()
+}
+
+// spublish returns a copy of the release script's args (see releaseArgs) with SPUBLISH in
+// place of PUBLISH, for a node with sharded pub/sub.
+func spublish(args []string) []string {
+	sharded := slices.Clone(args)
+	sharded[2] = "SPUBLISH"
+	return sharded
+}
+
+// releaseArgs returns the release script's ARGV (see release.lua): token, channel,
+// PUBLISH (which a node with sharded pub/sub is sent as SPUBLISH), waiter, mode and more.
+func releaseArgs(token, channel, waiter, mode string, more ...string) []string {
+	args := make([]string, 0, 5+len(more))
+	return append(append(args, token, channel, "PUBLISH", waiter, mode), more...)
+}
+
+// callNode runs s on node i alone, bounded by timeout, for a caller that runs it on a
+// goroutine of its own.
+func (c *Cluster) callNode(ctx context.Context, i int, timeout time.Duration, s *Script, keys, args []string) reply {
+	req := request{s: s, keys: keys, args: args}
+	if s == releaseScript && c.publish[i] == "SPUBLISH" {
+		req.sharded = spublish(args)
+	}
+	dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), timeout)
+	defer cancel()
+	return c.eval(ctx, dctx, i, timeout, &req)
+}
+
+// eval sends req to node i under dctx, which bounds the call by the node timeout, and
+// turns the outcome into a reply: the caller's ctx error if it ended, ErrNodeTimeout if
+// the deadline passed, an error for an empty reply.
+func (c *Cluster) eval(ctx, dctx context.Context, i int, timeout time.Duration, req *request) reply {
+	var vals []int64
+	var err error
+	if !req.setNX && req.s != acquireScript { // not a vote
+		vals, err = c.send(dctx, i, req, false)
+	} else if err = c.misconfigured(); err == nil {
+		// A vote counts only from a node known to reach a server that no other node
+		// reaches: until it is known, the acquisition asks the server to say which it is.
+		known := c.id.known[i].Load()
+		vals, err = c.send(dctx, i, req, !known)
+		if err == nil && !known {
+			err = c.identified(i, vals) // if it granted the vote, the lock is released as for a failed node
+		}
+	}
+	switch {
+	case ctx.Err() != nil:
+		err = ctx.Err()
+	case err != nil && dctx.Err() != nil:
+		err = timeoutError(timeout, err)
+	case err == nil && len(vals) == 0:
+		err = fmt.Errorf("redlock: %s script: empty reply", req.s.Name())
+	}
+	if err != nil {
+		vals = nil
+	}
+	switch {
+	case err == nil:
+		c.down[i].Store(false)
+	case ctx.Err() != nil: // the caller's end says nothing of the node
+	case dctx.Err() != nil || inTransit(err):
+		c.down[i].Store(true)
+	default: // a server's error reply: it answered
+		c.down[i].Store(false)
+	}
+	r := reply{node: i, vals: vals, err: err}
+	c.noteGuard(r)
+	return r
+}
+
+// inTransit reports whether err is a failure to reach the node (a refused or reset
+// connection, a network timeout), rather than the server's error reply.
+func inTransit(err error) bool {
+	var ne net.Error
+	return errors.As(err, &ne) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) ||
+		errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE)
+}
+
+// suspects returns the nodes (a bit each; N <= 64) whose last call failed in transit: an
+// acquisition does not wait for them to decide that it has lost (see tally.lost). It still
+// calls them, and a node that answers is no longer suspected.
+func (c *Cluster) suspects() uint64 {
+	var s uint64
+	if len(c.nodes) <= 64 {
+		for i := range c.down {
+			if c.down[i].Load() {
+				s |= 1 << i
+			}
+		}
+	}
+	return s
+}
+
+// errSuspect is the error of a node that an acquisition did not wait for: its last call
+// had failed, and it had not answered yet when the outcome was decided.
+var errSuspect = errors.New("redlock: node failed its last call, and was not waited for")
+
+// send sends req to node i: SET NX where it asks for it and the node is a Setter (unless
+// the server is to identify itself), or else its script.
+func (c *Cluster) send(dctx context.Context, i int, req *request, identify bool) ([]int64, error) {
+	if setter, ok := c.nodes[i].(Setter); ok && req.setNX && !identify {
+		set, err := setter.SetNX(dctx, req.key, req.value, req.ttl)
+		vals := req.set[2*i : 2*i+2 : 2*i+2] // {0, 0}: refused
+		if set {
+			vals[0] = 1
+		}
+		return vals, err
+	}
+	args := req.args
+	switch {
+	case identify:
+		args = req.identify
+	case c.publish[i] == "SPUBLISH" && req.sharded != nil:
+		args = req.sharded
+	}
+	return c.nodes[i].Eval(dctx, req.s, req.keys, args...)
+}
+
+// tally counts the replies to one fan-out until the outcome is decided.
+type tally struct {
+	c       *Cluster
+	op      string
+	key     string
+	yes     int
+	no      int
+	errs    []NodeError
+	answers int
+	all     bool // wait for every node (or the timeout), not only for the outcome
+	// suspects are the nodes (a bit each) that were suspected (see Cluster.suspects) when
+	// the fan-out began and have not answered: the outcome is decided without them, and
+	// all waits for the others only.
+	suspects uint64
+}
+
+func (t *tally) add(r reply) {
+	t.answers++
+	if r.node < 64 {
+		t.suspects &^= 1 << r.node
+	}
+	switch {
+	case r.err != nil:
+		t.errs = append(t.errs, NodeError{Node: t.c.nodes[r.node].String(), Err: r.err})
+	case r.vals[0] == 1:
+		t.yes++
+	case r.vals[0] < 0 && len(r.vals) > 1:
+		t.errs = append(t.errs, NodeError{Node: t.c.nodes[r.node].String(), Err: &restartError{wait: time.Duration(r.vals[1]) * time.Millisecond}})
+	default:
+		t.no++
+	}
+}
+
+// won reports a quorum of yes-votes; lost reports that a quorum is out of reach.
+func (t *tally) won() bool { return t.yes >= t.c.quorum }
+func (t *tally) lost() bool {
+	return len(t.c.nodes)-t.no-len(t.errs)-bits.OnesCount64(t.suspects) < t.c.quorum
+}
+
+// waiting reports whether some node that is not suspected has not answered.
+func (t *tally) waiting() bool { return t.answers+bits.OnesCount64(t.suspects) < len(t.c.nodes) }
+
+// unheard records the suspects that did not answer as not waited for.
+func (t *tally) unheard() {
+	for s := t.suspects; s != 0; s &= s - 1 {
+		t.errs = append(t.errs, NodeError{Node: t.c.nodes[bits.TrailingZeros64(s)].String(), Err: errSuspect})
+	}
+	t.suspects = 0
+}
+
+// refused reports that the no-votes alone put a quorum out of reach.
+func (t *tally) refused() bool { return t.no > len(t.c.nodes)-t.c.quorum }
+
+// missing records every node that has not answered as timed out.
+func (t *tally) missing(answered []bool, err error) {
+	for i, ok := range answered {
+		if !ok {
+			t.errs = append(t.errs, NodeError{Node: t.c.nodes[i].String(), Err: err})
+		}
+	}
+	t.suspects = 0 // recorded with the rest
+}
+
+func (t *tally) err() error {
+	return &QuorumError{Op: t.op, Key: t.key, Quorum: t.c.quorum, Nodes: len(t.c.nodes), OK: t.yes, Refused: t.no, Errs: t.errs}
+}
+
+// collect reads replies from f into t until the outcome is decided (unless t.all), every
+// node answered, the calls' deadline passed, or ctx ended: a node that ignores its context
+// cannot hold us longer than its timeout. It calls seen for each reply, and marks in
+// answered (one entry per node) which nodes answered.
+func (c *Cluster) collect(ctx context.Context, f *fanout, t *tally, answered []bool, seen func(reply)) {
+	for t.waiting() && (t.all || !t.won() && !t.lost()) {
+		var r reply
+		select {
+		case r = <-f.out:
+		case <-f.deadline:
+			select {
+			case r = <-f.out: // replies that came by the deadline count
+			default:
+				t.missing(answered, timeoutError(f.timeout, nil))
+				return
+			}
+		case <-ctx.Done():
+			t.missing(answered, ctx.Err())
+			return
+		}
+		answered[r.node] = true
+		t.add(r)
+		if seen != nil {
+			seen(r)
+		}
+	}
+}
+
+// timeoutError is ErrNodeTimeout, with the driver's own error when it says more than that
+// the deadline passed. It does not wrap context.DeadlineExceeded: the caller's context is
+// still live, and errors.Is(err, context.DeadlineExceeded) must say only that it is not.
+func timeoutError(timeout time.Duration, err error) error {
+	if err == nil || errors.Is(err, context.DeadlineExceeded) {
+		return fmt.Errorf("%w after %v", ErrNodeTimeout, timeout)
+	}
+	return fmt.Errorf("%w after %v (%v)", ErrNodeTimeout, timeout, err)
+}
+
+// opError wraps err, for op on key.
+func opError(op, key string, err error) error { return &keyError{op, key, err} }
+
+// keyError is err, from op on the lock key key.
+type keyError struct {
+	op, key string
+	err     error
+}
+
+func (e *keyError) Error() string {
+	return fmt.Sprintf("redlock: %s %q: %s", e.op, e.key, strings.TrimPrefix(e.err.Error(), "redlock: "))
+}
+
+func (e *keyError) Unwrap() error { return e.err }
+
+// ctxError wraps ctx's error for op on key, or returns nil if ctx is live.
+func ctxError(ctx context.Context, op, key string) error {
+	if err := ctx.Err(); err != nil {
+		return opError(op, key, err)
+	}
+	return nil
+}
