@@ -6,6 +6,7 @@ import (
 	"github.com/go-redlock/redlock"
 	"github.com/go-redlock/redlock/backends/internal/backendtest"
 	rlrueidis "github.com/go-redlock/redlock/backends/rueidis"
+	"github.com/go-redlock/redlock/core"
 	"github.com/go-redlock/redlock/internal/redistest"
 	"github.com/redis/rueidis"
 	"github.com/stretchr/testify/require"
@@ -29,3 +30,17 @@ func newClusterClient(t *testing.T, c *redistest.Cluster, opts ...redlock.Option
 // TestClusterLocks: locks of every kind of name, through a rueidis cluster client, on a real 3-master
 // Redis Cluster (see backendtest.ClusterLocks).
 func TestClusterLocks(t *testing.T) { backendtest.ClusterLocks(t, newClusterClient) }
+
+// TestClusterSharesConnections: one connection per master of a real 3-master Redis Cluster
+// carries the shard subscriptions, whatever the number of channels and waiters (see
+// backendtest.ClusterSharesConnections): rueidis multiplexes them per node.
+func TestClusterSharesConnections(t *testing.T) {
+	backendtest.ClusterSharesConnections(t, func(t *testing.T, c *redistest.Cluster) core.Node {
+		rc, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: c.Addrs(), DisableCache: true})
+		require.NoError(t, err)
+		t.Cleanup(rc.Close)
+		node := rlrueidis.New(rc)
+		t.Cleanup(func() { _ = node.Close() }) // runs first: the Node, then its client
+		return node
+	})
+}

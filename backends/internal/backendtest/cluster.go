@@ -2,6 +2,7 @@ package backendtest
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -122,4 +123,90 @@ func shardSubscribed(t *testing.T, c *redistest.Cluster, prefix string) bool {
 		}
 	}
 	return false
+}
+
+// NewClusterNode builds the backend's Node over a cluster client of c, registering with
+// t.Cleanup whatever it must close (the Node first, then its client).
+type NewClusterNode func(t *testing.T, c *redistest.Cluster) core.Node
+
+// ClusterSharesConnections: on a real 3-master Redis Cluster, waiters on many channels of
+// distinct slots, two per channel, are served by one pub/sub connection per master (counted
+// with CLIENT LIST on each master: connections with shard subscriptions), not one per channel
+// or per waiter; every callback receives its own channel's messages only; once every waiter
+// left, no master keeps a shard subscription.
+func ClusterSharesConnections(t *testing.T, newNode NewClusterNode) {
+	c := redistest.StartCluster(t, 3)
+	node := newNode(t, c)
+	s, ok := node.(core.Subscriber)
+	require.True(t, ok, "%T is not a core.Subscriber", node)
+
+	const channels, perChannel = 24, 2
+	counters := make([][perChannel]counter, channels)
+	var unsubscribes []func()
+	for i := range channels {
+		for j := range perChannel {
+			ctx, cancel := context.WithTimeout(context.Background(), opBound)
+			un, err := s.Subscribe(ctx, fmt.Sprintf("wake:{w%d}", i), counters[i][j].fn)
+			cancel()
+			require.NoError(t, err, "Subscribe wake:{w%d}", i)
+			unsubscribes = append(unsubscribes, un)
+		}
+	}
+
+	// shardConns returns, per master, its connections with shard subscriptions and how many
+	// shard channels it has.
+	shardConns := func() (conns, chans []int) {
+		for _, srv := range c.Servers() {
+			reply, err := srv.Do("CLIENT", "LIST")
+			require.NoError(t, err)
+			n := 0
+			for _, line := range strings.Split(reply.(string), "\n") {
+				if strings.Contains(line, " ssub=") && !strings.Contains(line, " ssub=0 ") {
+					n++
+				}
+			}
+			conns = append(conns, n)
+			v, err := srv.Do("PUBSUB", "SHARDCHANNELS")
+			require.NoError(t, err)
+			list, _ := v.([]any)
+			chans = append(chans, len(list))
+		}
+		return conns, chans
+	}
+	conns, chans := shardConns()
+	t.Logf("%d channels, %d waiters each: shard channels per master %v, pub/sub connections per master %v", channels, perChannel, chans, conns)
+	total := 0
+	for i := range conns {
+		total += chans[i]
+		want := 0
+		if chans[i] > 0 {
+			want = 1
+		}
+		assert.Equal(t, want, conns[i], "pub/sub connections on master %s, which has %d shard channels", c.Addrs()[i], chans[i])
+	}
+	assert.Equal(t, channels, total, "shard channels subscribed over the cluster")
+
+	for i := range channels {
+		n, err := c.Do("SPUBLISH", fmt.Sprintf("wake:{w%d}", i), "m")
+		require.NoError(t, err)
+		assert.Equal(t, int64(1), n, "one server-side subscription for the %d waiters of wake:{w%d}", perChannel, i)
+	}
+	for i := range channels {
+		for j := range perChannel {
+			waitCalls(t, &counters[i][j], 1, fmt.Sprintf("waiter %d of wake:{w%d}", j, i))
+		}
+	}
+
+	for _, un := range unsubscribes {
+		un()
+	}
+	eventually(t, "every shard subscription left", func() bool {
+		conns, chans := shardConns()
+		for i := range conns {
+			if conns[i] != 0 || chans[i] != 0 {
+				return false
+			}
+		}
+		return true
+	})
 }
