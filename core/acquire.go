@@ -79,7 +79,7 @@ func (c *Cluster) acquire(ctx context.Context, l *Lock) (Grant, outcome, error) 
 			}
 		}
 		guard := strconv.FormatInt(int64((l.Guard+time.Second-1)/time.Second), 10)
-		req.keys = l.Keys.acquireKeys()
+		req.keys = l.Keys.AcquireKeys()
 		req.args = []string{l.Token, millis(l.TTL), guard, fence, l.Waiter, strconv.FormatInt(l.Ticket, 10), millis(l.placeKept())}
 		if unknown {
 			req.identify = append(req.args[:len(req.args):len(req.args)], "1")
@@ -231,7 +231,7 @@ func (c *Cluster) abandon(ctx context.Context, l *Lock, f *fanout, answered, may
 	}
 	ctx = context.WithoutCancel(ctx)
 	// A copy: the caller's next attempt puts a new token in l while stragglers are released.
-	keys, timeout := l.Keys.releaseKeys(), l.NodeTimeout
+	keys, timeout := l.Keys.ReleaseKeys(), l.NodeTimeout
 	args := releaseArgs(l.Token, l.Keys.Channel, l.Waiter, mode, strconv.FormatInt(l.Ticket, 10), millis(l.placeKept()))
 	release := func(i int) { c.callNode(ctx, i, timeout, releaseScript, keys, args) }
 	pending := 0
@@ -477,7 +477,7 @@ func parseHandover(p string) (h handover, ok bool) {
 // within a node timeout), lets go of the lock where a release handed it to one of l's
 // attempts, and hands it on (or wakes the next waiter) if the lock is then free.
 func (c *Cluster) leave(l *Lock) {
-	keys, args, timeout := l.Keys.releaseKeys(), releaseArgs(l.Token, l.Keys.Channel, l.Waiter, "leave"), l.NodeTimeout
+	keys, args, timeout := l.Keys.ReleaseKeys(), releaseArgs(l.Token, l.Keys.Channel, l.Waiter, "leave"), l.NodeTimeout
 	c.call(context.Background(), timeout, releaseScript, keys, args...)
 }
 

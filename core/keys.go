@@ -18,10 +18,6 @@ type Keys struct {
 	Alive   string // when each waiter's place lapses: a sorted set of waiter ids by deadline
 	Waiters string // each waiter's latest attempt, for a release to hand it the lock: a hash
 	Channel string // a waiter is woken on Channel + ":" + its waiter id (see Wake)
-
-	// The scripts' KEYS, made once by NewKeys and shared by every call (nil in Keys made
-	// otherwise): see AcquireKeys and ReleaseKeys.
-	acquire, release []string
 }
 
 // NewKeys returns the keys of the lock called name, with prefix before each, in one of two
@@ -56,10 +52,8 @@ func NewKeys(prefix, name string) Keys {
 	} else {
 		base = prefix + "{" + name + "}"
 	}
-	k := Keys{Lock: base, Fence: base + ":fence", Queue: base + ":queue", Alive: base + ":alive", Waiters: base + ":waiters",
+	return Keys{Lock: base, Fence: base + ":fence", Queue: base + ":queue", Alive: base + ":alive", Waiters: base + ":waiters",
 		Channel: base + ":released"}
-	k.acquire, k.release = k.AcquireKeys(), k.ReleaseKeys()
-	return k
 }
 
 // tagBytes is how many bytes of the name's SHA-256 the second form of NewKeys's keys carries
@@ -106,20 +100,3 @@ func (k Keys) AcquireKeys() []string { return []string{k.Lock, k.Fence, k.Queue,
 
 // ReleaseKeys returns the KEYS that core passes to the release script, in order.
 func (k Keys) ReleaseKeys() []string { return []string{k.Lock, k.Queue, k.Alive, k.Waiters, k.Fence} }
-
-// acquireKeys and releaseKeys are AcquireKeys and ReleaseKeys without an allocation, for
-// Keys from NewKeys whose fields were not changed since. Nodes only read them (see
-// Node.Eval).
-func (k Keys) acquireKeys() []string {
-	if a := k.acquire; a != nil && a[0] == k.Lock && a[1] == k.Fence && a[2] == k.Queue && a[3] == k.Alive && a[4] == k.Waiters {
-		return a
-	}
-	return k.AcquireKeys()
-}
-
-func (k Keys) releaseKeys() []string {
-	if r := k.release; r != nil && r[0] == k.Lock && r[1] == k.Queue && r[2] == k.Alive && r[3] == k.Waiters && r[4] == k.Fence {
-		return r
-	}
-	return k.ReleaseKeys()
-}

@@ -49,7 +49,7 @@ func (c *Cluster) Release(ctx context.Context, l *Lock) error {
 	if ctx.Done() != nil {
 		ctx = context.WithoutCancel(ctx)
 	}
-	req := request{s: releaseScript, keys: l.Keys.releaseKeys(), args: releaseArgs(l.Token, l.Keys.Channel, l.Waiter, "leave")}
+	req := request{s: releaseScript, keys: l.Keys.ReleaseKeys(), args: releaseArgs(l.Token, l.Keys.Channel, l.Waiter, "leave")}
 	var f *fanout
 	if a, late := l.acquiring, l.late; a != nil && l.pending > 0 && late != 0 {
 		f = c.fan(ctx, l.NodeTimeout, req, late)
