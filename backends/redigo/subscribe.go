@@ -20,7 +20,9 @@ var _ core.Subscriber = (*Node)(nil)
 //
 // One connection from the pool serves every channel of the node. It is taken on the first
 // Subscribe and kept, subscribed or not, until Close; it is never returned to the pool in
-// subscribed state. When it breaks, the Node takes another one and re-subscribes.
+// subscribed state. When it breaks, the Node takes another one and re-subscribes. There is
+// no per-shard variant: redigo has no Redis Cluster client (see the package doc), so a Node
+// never spans several masters.
 //
 // unsubscribe is idempotent; once it returns no call to onMessage starts (one already under
 // way may still be running). Callbacks run on a goroutine of the Node's and must not block;
