@@ -102,7 +102,6 @@ func (c *Client) TryAcquire(ctx context.Context, name string, opts ...Option) (*
 	if !q.tryJoin() {
 		return nil, &lockError{"acquire", name, errHeldHere}
 	}
-	l.lock.Token = core.NewToken()
 	g, err := c.cluster.Acquire(ctx, &l.lock)
 	if err != nil {
 		q.leave()

@@ -85,10 +85,10 @@ func TestFencingThreeNodesAcrossOverlappingMajorities(t *testing.T) {
 			for _, i := range m {
 				one, err := core.NewCluster(nodes[i : i+1])
 				require.NoError(t, err)
-				l := &core.Lock{Keys: core.NewKeys("redlock:", "abc"), Token: core.NewToken(), TTL: time.Second, NodeTimeout: 200 * time.Millisecond, Fence: true}
+				l := &core.Lock{Keys: core.NewKeys("redlock:", "abc"), TTL: time.Second, NodeTimeout: 200 * time.Millisecond, Fence: true}
 				g, err := one.Acquire(ctxT(t, 5*time.Second), l)
 				require.NoError(t, err)
-				require.NoError(t, one.Release(ctxT(t, 5*time.Second), l))
+				require.NoError(t, one.Release(ctxT(t, 5*time.Second), g))
 				top = max(top, g.Fence)
 			}
 			return top

@@ -18,7 +18,8 @@ type Lease struct {
 	cluster *core.Cluster
 	name    string
 	opts    settings
-	lock    core.Lock
+	lock    core.Lock  // what is asked for
+	held    *core.Held // the lock as granted, for Extend and Release
 	fence   uint64
 	began   time.Time // when the acquisition attempt began
 
@@ -45,10 +46,10 @@ type Lease struct {
 // start makes l the holder of g, and starts its timers: one for the next extension (if
 // asked) or else the expiry at Until, and one for the end of the maximum hold time, if set.
 // Timers cost no goroutine until they fire.
-func (l *Lease) start(g core.Grant) {
+func (l *Lease) start(g *core.Held) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	l.fence, l.began, l.until = g.Fence, g.Start, g.Until
+	l.held, l.fence, l.began, l.until = g, g.Fence, g.Start, g.Until
 	if l.opts.autoExtend {
 		l.extendAt = l.extensionDue(nil)
 	}
@@ -138,7 +139,7 @@ func (l *Lease) Extend(ctx context.Context) error {
 	if err := l.check(); err != nil {
 		return err
 	}
-	until, err := l.cluster.Extend(ctx, &l.lock)
+	until, err := l.cluster.Extend(ctx, l.held)
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	switch {
@@ -194,7 +195,7 @@ func (l *Lease) finish(ctx context.Context, reason error) error {
 	l.end(reason)
 	l.mu.Unlock()
 
-	err := l.cluster.Release(ctx, &l.lock)
+	err := l.cluster.Release(ctx, l.held)
 	l.leave()
 	if ended != nil {
 		return l.notHeld(ended)

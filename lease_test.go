@@ -80,6 +80,12 @@ func TestReleaseWithWrongTokenChangesNothing(t *testing.T) {
 			nodes, stores := k.nodes(t, 3)
 			c := newClient(t, nodes)
 			ctx := ctxT(t, 10*time.Second)
+			// An earlier holding of the lock, released: its token is not the next holder's.
+			cluster, err := core.NewCluster(nodes)
+			require.NoError(t, err)
+			wrong, err := cluster.Acquire(ctx, &core.Lock{Keys: core.NewKeys("redlock:", "job"), TTL: time.Second, NodeTimeout: time.Second})
+			require.NoError(t, err)
+			require.NoError(t, cluster.Release(ctx, wrong))
 			l, err := c.TryAcquire(ctx, "job")
 			require.NoError(t, err)
 			require.Eventually(t, func() bool { // the acquisition's straggler has landed
@@ -91,11 +97,8 @@ func TestReleaseWithWrongTokenChangesNothing(t *testing.T) {
 				return true
 			}, 2*time.Second, time.Millisecond)
 
-			cluster, err := core.NewCluster(nodes)
-			require.NoError(t, err)
-			wrong := core.Lock{Keys: core.NewKeys("redlock:", "job"), Token: core.NewToken(), TTL: time.Second, NodeTimeout: time.Second}
-			require.ErrorIs(t, cluster.Release(ctx, &wrong), redlock.ErrNotHeld)
-			_, err = cluster.Extend(ctx, &wrong)
+			require.ErrorIs(t, cluster.Release(ctx, wrong), redlock.ErrNotHeld)
+			_, err = cluster.Extend(ctx, wrong)
 			require.ErrorIs(t, err, redlock.ErrNotHeld)
 			for _, s := range stores {
 				assert.True(t, s.exists(lockKey("job")))

@@ -127,7 +127,6 @@ func (m *Mutex) TryLock() bool {
 		return false
 	}
 	l := m.newLease()
-	l.lock.Token = core.NewToken()
 	g, err := m.client.cluster.Acquire(context.Background(), &l.lock)
 	if err != nil {
 		m.contended.Store(true)
@@ -208,7 +207,7 @@ func (m *Mutex) newLease() *Lease {
 
 // hold makes l, granted by g, m's current holding. A holding reports its own loss
 // (Lost's channel, the WithLostHandler function): the Mutex only keeps it until Unlock.
-func (m *Mutex) hold(l *Lease, g core.Grant) {
+func (m *Mutex) hold(l *Lease, g *core.Held) {
 	l.start(g)
 	m.mu.Lock()
 	m.lease = l

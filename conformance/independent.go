@@ -11,13 +11,12 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// newLock returns a lock on name with a fresh token, as core's callers build one, but with
+// newLock returns a lock on name, as core's callers build one, but with
 // a TTL long enough that nothing expires during a check and a per-node timeout generous
 // enough for a loaded CI machine: these checks are about the Node, not about timing.
 func newLock(name string) *core.Lock {
 	return &core.Lock{
 		Keys:        core.NewKeys("conformance:", name),
-		Token:       core.NewToken(),
 		TTL:         20 * time.Second,
 		NodeTimeout: waitBound,
 		DriftFactor: 0.01,
@@ -53,16 +52,16 @@ func nameChecks() []check {
 			g, err := cl.Acquire(ctx, l)
 			require.NoError(t, err, "Acquire of the free lock named %q failed", c.lock)
 			assert.Positive(t, g.Fence, "Acquire of the lock named %q returned fence 0", c.lock)
-			assert.Equal(t, l.Token, admin(t, addr, "GET", l.Keys.Lock), "after Acquire of the lock named %q, the server must hold our token under exactly the key %q: the Node must pass keys binary-safe", c.lock, l.Keys.Lock)
+			assert.Equal(t, g.Token(), admin(t, addr, "GET", l.Keys.Lock), "after Acquire of the lock named %q, the server must hold our token under exactly the key %q: the Node must pass keys binary-safe", c.lock, l.Keys.Lock)
 			assert.Equal(t, int64(1), admin(t, addr, "EXISTS", l.Keys.Fence), "after Acquire of the lock named %q, the server must hold the fence key %q", c.lock, l.Keys.Fence)
 
 			_, err = cl.Acquire(ctx, newLock(c.lock))
 			assert.ErrorIs(t, err, core.ErrHeld, "a second owner's Acquire of the held lock named %q", c.lock)
-			_, err = cl.Extend(ctx, l)
+			_, err = cl.Extend(ctx, g)
 			assert.NoError(t, err, "Extend of the held lock named %q", c.lock)
-			require.NoError(t, cl.Release(ctx, l), "Release of the held lock named %q", c.lock)
+			require.NoError(t, cl.Release(ctx, g), "Release of the held lock named %q", c.lock)
 			assert.Equal(t, int64(0), admin(t, addr, "EXISTS", l.Keys.Lock), "after Release of the lock named %q its key must be gone", c.lock)
-			assert.ErrorIs(t, cl.Release(ctx, l), core.ErrNotHeld, "a second Release of the lock named %q", c.lock)
+			assert.ErrorIs(t, cl.Release(ctx, g), core.ErrNotHeld, "a second Release of the lock named %q", c.lock)
 		}})
 	}
 	return checks
@@ -83,10 +82,10 @@ func independentNodesChecks() []check {
 		ctx, cancel := context.WithTimeout(context.Background(), 2*waitBound)
 		defer cancel()
 		a, b := newLock("cycle"), newLock("cycle")
-		holds := func(l *core.Lock) func() bool {
+		holds := func(h *core.Held) func() bool {
 			return func() bool {
 				for _, addr := range addrs {
-					if v, _ := do(addr, "GET", l.Keys.Lock); v != l.Token {
+					if v, _ := do(addr, "GET", h.Keys.Lock); v != h.Token() {
 						return false
 					}
 				}
@@ -105,24 +104,24 @@ func independentNodesChecks() []check {
 		ga, err := cl.Acquire(ctx, a)
 		require.NoError(t, err, "Acquire of a free lock over 3 healthy nodes")
 		assert.Positive(t, ga.Fence, "Acquire over 3 nodes returned fence 0")
-		assert.True(t, eventually(waitBound, holds(a)), "after Acquire over 3 healthy nodes, every node must hold the lock with our token")
+		assert.True(t, eventually(waitBound, holds(ga)), "after Acquire over 3 healthy nodes, every node must hold the lock with our token")
 
 		_, err = cl.Acquire(ctx, b)
 		assert.ErrorIs(t, err, core.ErrHeld, "a second owner's Acquire of a lock held on all 3 nodes")
 
-		until, err := cl.Extend(ctx, a)
+		until, err := cl.Extend(ctx, ga)
 		require.NoError(t, err, "Extend of a lock held on all 3 nodes")
 		assert.True(t, until.After(ga.Until), "Extend returned validity until %v, not after the acquisition's %v", until, ga.Until)
 
-		require.NoError(t, cl.Release(ctx, a), "Release of a lock held on all 3 nodes")
+		require.NoError(t, cl.Release(ctx, ga), "Release of a lock held on all 3 nodes")
 		assert.True(t, eventually(waitBound, gone), "after Release, every node must delete the lock")
-		_, err = cl.Extend(ctx, a)
+		_, err = cl.Extend(ctx, ga)
 		assert.ErrorIs(t, err, core.ErrNotHeld, "Extend of a released lock")
-		assert.ErrorIs(t, cl.Release(ctx, a), core.ErrNotHeld, "a second Release")
+		assert.ErrorIs(t, cl.Release(ctx, ga), core.ErrNotHeld, "a second Release")
 
 		gb, err := cl.Acquire(ctx, b)
 		require.NoError(t, err, "Acquire of the released lock by the second owner")
 		assert.Greater(t, gb.Fence, ga.Fence, "the next holder's fence must be larger than the previous holder's")
-		require.NoError(t, cl.Release(ctx, b), "Release by the second owner")
+		require.NoError(t, cl.Release(ctx, gb), "Release by the second owner")
 	}}}
 }

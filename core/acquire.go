@@ -24,17 +24,22 @@ type Grant struct {
 	Attempts int
 }
 
-// Acquire makes one attempt to take l on a quorum of nodes. It returns as soon as the
-// outcome is decided, without waiting for slow nodes. On failure it releases l on every
-// node that may hold it; nodes still in flight are released when they answer, in the
+// Acquire makes one attempt to take the lock l asks for on a quorum of nodes, under a new
+// random token (NewToken), and returns it held. It returns as soon as the outcome is
+// decided, without waiting for slow nodes. On failure it releases the lock on every node
+// that may hold it; nodes still in flight are released when they answer, in the
 // background, so the caller waits for no straggler.
 //
 // Errors: ErrHeld (another owner holds a quorum), a *QuorumError (too few nodes answered
 // yes), ErrExpired (the quorum came after the validity ran out), or ctx's error wrapped.
-func (c *Cluster) Acquire(ctx context.Context, l *Lock) (Grant, error) {
-	l.attempt = 0
-	g, _, err := c.acquire(ctx, l)
-	return g, err
+func (c *Cluster) Acquire(ctx context.Context, l *Lock) (*Held, error) {
+	h := &Held{claim: claim{Lock: *l, token: NewToken()}}
+	g, _, err := c.acquire(ctx, &h.claim)
+	if err != nil {
+		return nil, err
+	}
+	h.Grant = g
+	return h, nil
 }
 
 // outcome is what a failed attempt tells the next one.
@@ -51,7 +56,7 @@ type outcome struct {
 }
 
 // acquire is Acquire that also says, on failure, what the next attempt should know.
-func (c *Cluster) acquire(ctx context.Context, l *Lock) (Grant, outcome, error) {
+func (c *Cluster) acquire(ctx context.Context, l *claim) (Grant, outcome, error) {
 	if err := ctxError(ctx, "acquire", l.Keys.Lock); err != nil {
 		return Grant{}, outcome{}, err
 	}
@@ -65,7 +70,7 @@ func (c *Cluster) acquire(ctx context.Context, l *Lock) (Grant, outcome, error) 
 	// script's attempt is better: it queues the waiter one round trip earlier, which at N = 5
 	// made 10% more contended acquisitions per second.
 	plain := l.attempt == 1 && !l.Contended && l.Guard <= 0 && !l.Fence && l.TTL >= time.Millisecond
-	req := request{s: acquireScript, setNX: plain, key: l.Keys.Lock, value: l.Token, ttl: l.TTL.Truncate(time.Millisecond)}
+	req := request{s: acquireScript, setNX: plain, key: l.Keys.Lock, value: l.token, ttl: l.TTL.Truncate(time.Millisecond)}
 	unknown := c.id.unknown.Load() > 0
 	if !plain || !c.setters || unknown { // some node runs the script: its KEYS and ARGV
 		fence := "0"
@@ -80,7 +85,7 @@ func (c *Cluster) acquire(ctx context.Context, l *Lock) (Grant, outcome, error) 
 		}
 		guard := strconv.FormatInt(int64((l.Guard+time.Second-1)/time.Second), 10)
 		req.keys = l.Keys.AcquireKeys()
-		req.args = []string{l.Token, millis(l.TTL), guard, fence, l.Waiter, strconv.FormatInt(l.Ticket, 10), millis(l.placeKept())}
+		req.args = []string{l.token, millis(l.TTL), guard, fence, l.waiter, strconv.FormatInt(l.ticket, 10), millis(l.placeKept())}
 		if unknown {
 			req.identify = append(req.args[:len(req.args):len(req.args)], "1")
 		}
@@ -115,7 +120,7 @@ func (c *Cluster) acquire(ctx context.Context, l *Lock) (Grant, outcome, error) 
 			}
 		case len(r.vals) > 1: // refused (0) or abstaining (-1): either way, how long
 			wait = max(wait, r.vals[1])
-			if l.Waiter != "" && r.vals[0] == 0 {
+			if l.waiter != "" && r.vals[0] == 0 {
 				if refused == nil {
 					refused = make([]bool, len(c.nodes))
 				}
@@ -201,8 +206,8 @@ const FenceIdle = time.Hour
 // node for at least the same floor, so that they usually do; a release that hands the lock
 // to a waiter advances the counter to the floor of the waiter's attempt, so that a
 // hand-over usually skips it too.
-func (c *Cluster) raise(ctx context.Context, l *Lock, fence int64, until time.Time) error {
-	f := c.call(ctx, l.NodeTimeout, raiseScript, []string{l.Keys.Lock, l.Keys.Fence}, l.Token, strconv.FormatInt(fence, 10))
+func (c *Cluster) raise(ctx context.Context, l *claim, fence int64, until time.Time) error {
+	f := c.call(ctx, l.NodeTimeout, raiseScript, []string{l.Keys.Lock, l.Keys.Fence}, l.token, strconv.FormatInt(fence, 10))
 	t := tally{c: c, op: "raise", key: l.Keys.Lock}
 	c.collect(ctx, f, &t, make([]bool, len(c.nodes)), nil)
 	switch {
@@ -220,7 +225,7 @@ func (c *Cluster) raise(ctx context.Context, l *Lock, fence int64, until time.Ti
 // lock (the caller waits for these, so that its next attempt does not meet its own keys),
 // and in the background on each node still in flight, after it answers, so that a late
 // SET is undone too.
-func (c *Cluster) abandon(ctx context.Context, l *Lock, f *fanout, answered, mayHold []bool) {
+func (c *Cluster) abandon(ctx context.Context, l *claim, f *fanout, answered, mayHold []bool) {
 	// A waiter whose ctx ended gives up: its releases take it out of the queue, on every node
 	// still in flight too, once it answers, so that no late call of its queues it again.
 	// Otherwise the waiter keeps its place, and is not woken by its own release.
@@ -232,7 +237,7 @@ func (c *Cluster) abandon(ctx context.Context, l *Lock, f *fanout, answered, may
 	ctx = context.WithoutCancel(ctx)
 	// A copy: the caller's next attempt puts a new token in l while stragglers are released.
 	keys, timeout := l.Keys.ReleaseKeys(), l.NodeTimeout
-	args := releaseArgs(l.Token, l.Keys.Channel, l.Waiter, mode, strconv.FormatInt(l.Ticket, 10), millis(l.placeKept()))
+	args := releaseArgs(l.token, l.Keys.Channel, l.waiter, mode, strconv.FormatInt(l.ticket, 10), millis(l.placeKept()))
 	release := func(i int) { c.callNode(ctx, i, timeout, releaseScript, keys, args) }
 	pending := 0
 	done := make(chan struct{}, len(c.nodes))
@@ -261,11 +266,12 @@ func (c *Cluster) abandon(ctx context.Context, l *Lock, f *fanout, answered, may
 	}
 }
 
-// AcquireWait takes l, retrying until it succeeds or ctx ends. It gives l a waiter id, and
-// each attempt a token of its own, "<waiter id>.<attempt number>" (so a late release of a
-// failed attempt can never delete a later one's keys); on success l.Token is the owner's.
+// AcquireWait takes the lock l asks for, retrying until it succeeds or ctx ends, and returns
+// it held. It takes a waiter id, and gives each attempt a token of its own, "<waiter
+// id>.<attempt number>" (so a late release of a failed attempt can never delete a later
+// one's keys); the Held's Token is the attempt's that won.
 //
-// Waiters take turns in order. AcquireWait gives l a ticket (the time of the call, in
+// Waiters take turns in order. AcquireWait takes a ticket (the time of the call, in
 // microseconds); every node that finds the lock held queues the waiter by ticket, and a
 // free lock goes only to the first live waiter in its queue, so a newcomer (or the owner
 // that just let go) cannot barge ahead of those already waiting. One exception: if l asks
@@ -296,16 +302,28 @@ func (c *Cluster) abandon(ctx context.Context, l *Lock, f *fanout, answered, may
 // the holder's remaining TTL or the refresh interval. When ctx ends it returns an error
 // that matches both ctx's error and the last attempt's (ErrHeld or ErrNoQuorum, say) under
 // errors.Is.
-func (c *Cluster) AcquireWait(ctx context.Context, l *Lock, b Backoff) (Grant, error) {
+func (c *Cluster) AcquireWait(ctx context.Context, l *Lock, b Backoff) (*Held, error) {
+	h := &Held{claim: claim{Lock: *l}}
+	g, err := c.acquireWait(ctx, &h.claim, b)
+	if err != nil {
+		return nil, err
+	}
+	h.Grant = g
+	return h, nil
+}
+
+// acquireWait is AcquireWait for the claim l, which it gives a waiter id, a ticket and a
+// token per attempt.
+func (c *Cluster) acquireWait(ctx context.Context, l *claim, b Backoff) (Grant, error) {
 	waiter, first := newWaiter()
-	l.Waiter, l.Ticket = waiter, time.Now().UnixMicro()
+	l.waiter, l.ticket = waiter, time.Now().UnixMicro()
 	var w *watch   // the wake-up subscription, from the first time the lock is found held
 	var last error // the last attempt's error that was not ctx's
 	for attempt := 0; ; attempt++ {
 		l.attempt = attempt + 1
-		l.Token = first
+		l.token = first
 		if attempt > 0 {
-			l.Token = l.Waiter + "." + strconv.Itoa(l.attempt)
+			l.token = l.waiter + "." + strconv.Itoa(l.attempt)
 		}
 		w.drain() // what was said before this attempt, it finds out for itself
 		g, o, err := c.acquire(ctx, l)
@@ -332,7 +350,7 @@ func (c *Cluster) AcquireWait(ctx context.Context, l *Lock, b Backoff) (Grant, e
 			}
 			held := errors.Is(err, ErrHeld)
 			if held && w == nil {
-				w = c.watch(ctx, l.Keys.Wake(l.Waiter), l.NodeTimeout)
+				w = c.watch(ctx, l.Keys.Wake(l.waiter), l.NodeTimeout)
 				if w.isActive() || o.plain { // a plain SET NX did not queue us: the next attempt does
 					continue
 				}
@@ -376,7 +394,7 @@ func (c *Cluster) AcquireWait(ctx context.Context, l *Lock, b Backoff) (Grant, e
 // once a quorum of the nodes that refused o handed l over (raising the fence first if l
 // asks for one at N > 1, unless a quorum of them handed over the same, largest counter).
 // Any other message ends the sleep, so that the waiter calls again.
-func (c *Cluster) await(ctx context.Context, l *Lock, w *watch, o outcome, delay time.Duration, listen bool) (Grant, bool) {
+func (c *Cluster) await(ctx context.Context, l *claim, w *watch, o outcome, delay time.Duration, listen bool) (Grant, bool) {
 	deadline := time.Now().Add(delay)
 	timer := time.NewTimer(delay)
 	defer timer.Stop()
@@ -401,7 +419,7 @@ func (c *Cluster) await(ctx context.Context, l *Lock, w *watch, o outcome, delay
 			if !ok {
 				return Grant{}, false // a plain wake-up: the lock may be free
 			}
-			if h.token != l.Token || o.refused == nil || !o.refused[m.node] || handed[m.node] {
+			if h.token != l.token || o.refused == nil || !o.refused[m.node] || handed[m.node] {
 				continue // an earlier attempt's, or from a node whose refusal we did not see
 			}
 			handed[m.node] = true
@@ -447,7 +465,7 @@ func (c *Cluster) await(ctx context.Context, l *Lock, w *watch, o outcome, delay
 // calls again for nothing: a round trip, and the lock is its own where it was handed over.
 // A 10ms floor measured no better in the handoff benchmark (8 runs of the N=5 rows each:
 // the longest wait at G=8 up to 59ms, against 31ms with 2ms).
-func handoverWait(l *Lock, o outcome) time.Duration {
+func handoverWait(l *claim, o outcome) time.Duration {
 	return min(l.NodeTimeout, max(2*o.took, 2*time.Millisecond))
 }
 
@@ -476,14 +494,7 @@ func parseHandover(p string) (h handover, ok bool) {
 // leave takes l's waiter out of the queue on every node, in the background (each node
 // within a node timeout), lets go of the lock where a release handed it to one of l's
 // attempts, and hands it on (or wakes the next waiter) if the lock is then free.
-func (c *Cluster) leave(l *Lock) {
-	keys, args, timeout := l.Keys.ReleaseKeys(), releaseArgs(l.Token, l.Keys.Channel, l.Waiter, "leave"), l.NodeTimeout
+func (c *Cluster) leave(l *claim) {
+	keys, args, timeout := l.Keys.ReleaseKeys(), releaseArgs(l.token, l.Keys.Channel, l.waiter, "leave"), l.NodeTimeout
 	c.call(context.Background(), timeout, releaseScript, keys, args...)
 }
-
-// refresh is how often a waiter calls again to keep its place in the queue.
-func (l *Lock) refresh() time.Duration { return max(50*time.Millisecond, l.NodeTimeout*5/2) }
-
-// placeKept is how long a node keeps a waiter's place after its last call: four refresh
-// intervals, so that a waiter loses it only after several calls in a row failed.
-func (l *Lock) placeKept() time.Duration { return 4 * l.refresh() }

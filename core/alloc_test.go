@@ -38,10 +38,11 @@ func TestAllocationsPerLockAndUnlock(t *testing.T) {
 		ctx := context.Background()
 		cycle := func() {
 			l := &Lock{Keys: keys, TTL: 10 * time.Second, NodeTimeout: time.Second, DriftFactor: 0.01}
-			if _, err := cl.AcquireWait(ctx, l, Backoff{Min: time.Millisecond, Max: time.Millisecond}); err != nil {
+			h, err := cl.AcquireWait(ctx, l, Backoff{Min: time.Millisecond, Max: time.Millisecond})
+			if err != nil {
 				t.Fatal(err)
 			}
-			if err := cl.Release(ctx, l); err != nil {
+			if err := cl.Release(ctx, h); err != nil {
 				t.Fatal(err)
 			}
 		}

@@ -64,8 +64,8 @@ func TestAwaitTakesOnlyFreshHandovers(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			cl, _ := cluster(t, grants(1), grants(1), grants(1), grants(1), grants(1))
-			l := testLock() // TTL 5 s
-			l.Fence, l.Token, l.NodeTimeout = false, "w.2", time.Minute
+			l := claimOf(testLock()) // TTL 5 s
+			l.Fence, l.token, l.NodeTimeout = false, "w.2", time.Minute
 			w := &watch{ready: make(chan struct{}), active: true, msgs: make(chan message, 16)}
 			close(w.ready)
 			o := outcome{start: time.Now().Add(-c.age), refused: refused}
@@ -115,8 +115,8 @@ func TestAwaitCallsAgainWhenAQuorumDoesNotFollow(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			cl, _ := cluster(t, grants(1), grants(1), grants(1))
-			l := testLock()
-			l.Fence, l.Token, l.NodeTimeout = false, "w.2", c.nodeTimeout
+			l := claimOf(testLock())
+			l.Fence, l.token, l.NodeTimeout = false, "w.2", c.nodeTimeout
 			w := &watch{ready: make(chan struct{}), active: true, msgs: make(chan message, 16)}
 			close(w.ready)
 			w.msgs <- message{0, "w.2 0"}

@@ -5,7 +5,6 @@ import (
 	"reflect"
 	"sync"
 	"sync/atomic"
-	"time"
 )
 
 // Cluster is a set of N independent nodes that grant a lock by majority (quorum N/2+1).
@@ -131,58 +130,3 @@ func (c *Cluster) Close() {
 
 // Quorum returns the number of yes-votes an operation needs: N/2+1.
 func (c *Cluster) Quorum() int { return c.quorum }
-
-// Lock is one owner's claim on a lock: which keys, under which token, for how long.
-type Lock struct {
-	Keys Keys
-	// Token is the owner's random token (NewToken); AcquireWait sets one per attempt,
-	// "<waiter id>.<attempt>". It must follow the format rules in the package doc (Tokens).
-	Token string
-	TTL   time.Duration
-	// NodeTimeout bounds each node's answer. A node slower than this counts as failed.
-	NodeTimeout time.Duration
-	// DriftFactor scales the clock-drift allowance: validity = TTL - elapsed - (TTL*DriftFactor + 2ms).
-	DriftFactor float64
-	// Fence asks for a fencing token: each node advances its counter, and for N > 1, unless
-	// a quorum of the granting nodes agree on the largest counter, one more round raises it
-	// on a quorum before the token is returned. Without it the counter is left alone and
-	// Grant.Fence is 0.
-	Fence bool
-	// Guard is the restart guard: a node whose server has been up for less than this
-	// (rounded up to whole seconds) abstains from granting. 0 turns it off.
-	Guard time.Duration
-
-	// Waiter is the id under which the lock's waiters queue this owner, and Ticket its
-	// place in the queue (smaller first). AcquireWait sets both; with an empty Waiter (a
-	// single Acquire, say) the owner never queues and is refused while live waiters queue.
-	Waiter string
-	Ticket int64
-	// Contended says that others are likely to hold or wait for the lock (the owner's last
-	// acquisition had to wait, say): AcquireWait's first attempt then runs the acquire
-	// script, which queues the owner at once, rather than a plain SET NX (see Setter).
-	Contended bool
-	// Persist keeps AcquireWait trying through errors that no retry can fix (see
-	// Permanent), for a caller that has no way to return them (Mutex.Lock), but not after
-	// Cluster.Close; otherwise such an error ends AcquireWait at once.
-	Persist bool
-	// Failed, if set, is called with the error of each failed attempt of AcquireWait but
-	// the last (ctx's end, or a permanent error), in AcquireWait's goroutine, before it
-	// waits for the next attempt: for a caller that reports long waits.
-	Failed func(err error)
-
-	// attempt is the number of AcquireWait's attempt under way (0 for Acquire): only its
-	// first attempt may take the lock with a plain SET (see Setter), unless Contended.
-	attempt int
-	// acquiring is the acquisition that granted the lock, pending the number of its nodes
-	// that had not answered when it returned, and late those nodes (a bit per node, for
-	// N <= 64). Release calls each of them only once it answered, so that a straggler's
-	// SET cannot land after the release and leave a key behind.
-	acquiring *fanout
-	pending   int
-	late      uint64
-}
-
-// Drift is the clock-drift allowance subtracted from every validity: TTL*DriftFactor + 2ms.
-func (l *Lock) Drift() time.Duration {
-	return time.Duration(float64(l.TTL)*l.DriftFactor) + 2*time.Millisecond
-}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -96,8 +97,11 @@ func cluster(t *testing.T, evals ...func(context.Context, *Script) ([]int64, err
 }
 
 func testLock() *Lock {
-	return &Lock{Keys: NewKeys("t:", "x"), Token: NewToken(), TTL: 5 * time.Second, NodeTimeout: 100 * time.Millisecond, DriftFactor: 0.01, Fence: true}
+	return &Lock{Keys: NewKeys("t:", "x"), TTL: 5 * time.Second, NodeTimeout: 100 * time.Millisecond, DriftFactor: 0.01, Fence: true}
 }
+
+// testHeld returns l as held under a new token, for Extend and Release on fake nodes.
+func testHeld(l *Lock) *Held { return HeldAs(l, NewToken(), "", 0) }
 
 func TestNewClusterRejectsBadNodes(t *testing.T) {
 	var typedNil *fakeNode
@@ -183,7 +187,7 @@ func TestFailedAcquireReleasesEveryNodeThatMayHoldIt(t *testing.T) {
 
 func TestHeldReportsTheHoldersRemainingTime(t *testing.T) {
 	c, fakes := cluster(t, held(300), held(700), grants(1))
-	_, o, err := c.acquire(context.Background(), testLock())
+	_, o, err := c.acquire(context.Background(), claimOf(testLock()))
 	require.ErrorIs(t, err, ErrHeld)
 	assert.NotErrorIs(t, err, ErrNoQuorum)
 	assert.Equal(t, 700*time.Millisecond, o.wait)
@@ -285,13 +289,11 @@ func TestAcquireWaitRetriesUntilFree(t *testing.T) {
 		}
 		return []int64{1, 4}, nil
 	})
-	l := testLock()
-	first := l.Token
-	g, err := c.AcquireWait(context.Background(), l, Backoff{Min: time.Millisecond, Max: time.Second})
+	h, err := c.AcquireWait(context.Background(), testLock(), Backoff{Min: time.Millisecond, Max: time.Second})
 	require.NoError(t, err)
-	assert.Equal(t, uint64(4), g.Fence)
+	assert.Equal(t, uint64(4), h.Fence)
 	assert.Equal(t, int32(3), calls.Load())
-	assert.NotEqual(t, first, l.Token, "each attempt uses a fresh token")
+	assert.True(t, strings.HasSuffix(h.Token(), ".3"), "each attempt uses a token of its own: %s", h.Token())
 }
 
 // TestStragglerIsReleasedWithItsOwnToken: a straggler of a failed attempt is released with
@@ -341,14 +343,15 @@ func TestExtendAndRelease(t *testing.T) {
 	c, fakes := cluster(t, grants(1), hangs, grants(1))
 	l := testLock()
 	l.NodeTimeout = 400 * time.Millisecond
+	h := testHeld(l)
 	start := time.Now()
-	until, err := c.Extend(context.Background(), l)
+	until, err := c.Extend(context.Background(), h)
 	require.NoError(t, err)
 	assert.True(t, until.After(start))
 	assert.Less(t, time.Since(start), l.NodeTimeout/2, "extend waited for a hung node")
 	// Release gives every node its chance, up to the node timeout, and no longer.
 	start = time.Now()
-	require.NoError(t, c.Release(context.Background(), l))
+	require.NoError(t, c.Release(context.Background(), h))
 	assert.GreaterOrEqual(t, time.Since(start), l.NodeTimeout)
 	assert.Less(t, time.Since(start), 2*l.NodeTimeout, "release waited past the node timeout")
 	for _, f := range fakes { // Extend returns at a quorum: the third may run after Release
@@ -356,14 +359,14 @@ func TestExtendAndRelease(t *testing.T) {
 	}
 
 	c, _ = cluster(t, held(1), held(1), grants(1))
-	_, err = c.Extend(context.Background(), l)
+	_, err = c.Extend(context.Background(), h)
 	require.ErrorIs(t, err, ErrNotHeld)
-	require.ErrorIs(t, c.Release(context.Background(), l), ErrNotHeld)
+	require.ErrorIs(t, c.Release(context.Background(), h), ErrNotHeld)
 
 	c, _ = cluster(t, failing, failing, grants(1))
-	_, err = c.Extend(context.Background(), l)
+	_, err = c.Extend(context.Background(), h)
 	require.ErrorIs(t, err, ErrNoQuorum)
-	err = c.Release(context.Background(), l)
+	err = c.Release(context.Background(), h)
 	require.ErrorIs(t, err, ErrNoQuorum)
 	assert.Contains(t, err.Error(), "node0: connection refused")
 	assert.Contains(t, err.Error(), "node1: connection refused")
@@ -373,7 +376,7 @@ func TestReleaseSurvivesCancelledContext(t *testing.T) {
 	c, fakes := cluster(t, grants(1))
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	require.NoError(t, c.Release(ctx, testLock()))
+	require.NoError(t, c.Release(ctx, testHeld(testLock())))
 	assert.Equal(t, []string{"release"}, fakes[0].scripts())
 }
 
@@ -432,11 +435,10 @@ func TestReleasePublishesShardedWhereTheNodeAsks(t *testing.T) {
 	sharded := &shardedNode{fakeNode: fakeNode{name: "sharded"}}
 	c, err := NewCluster([]Node{plain, sharded})
 	require.NoError(t, err)
-	l := testLock()
-	l.Waiter = "w1"
+	l := HeldAs(testLock(), "w1.1", "w1", 1)
 	require.NoError(t, c.Release(context.Background(), l))
-	assert.Equal(t, [][]string{{l.Token, l.Keys.Channel, "SPUBLISH", "w1", "leave"}}, sharded.args)
-	assert.Equal(t, [][]string{{l.Token, l.Keys.Channel, "PUBLISH", "w1", "leave"}}, plain.args)
+	assert.Equal(t, [][]string{{"w1.1", l.Keys.Channel, "SPUBLISH", "w1", "leave"}}, sharded.args)
+	assert.Equal(t, [][]string{{"w1.1", l.Keys.Channel, "PUBLISH", "w1", "leave"}}, plain.args)
 }
 
 // lateNode grants acquisitions after a delay and holds a key in memory, like a slow server.
@@ -485,9 +487,9 @@ func TestReleaseWaitsForTheAcquisitionsStragglers(t *testing.T) {
 		require.NoError(t, err)
 		l := testLock()
 		l.Fence = false
-		_, err = c.Acquire(context.Background(), l)
+		h, err := c.Acquire(context.Background(), l)
 		require.NoError(t, err)
-		require.NoError(t, c.Release(context.Background(), l))
+		require.NoError(t, c.Release(context.Background(), h))
 		time.Sleep(2 * late.delay) // long enough for an overtaken SET to land
 		late.mu.Lock()
 		assert.False(t, late.held, "N=%d: the straggler's key outlived the release", n)
@@ -506,11 +508,11 @@ func TestReleaseDoesNotWaitForStragglersElsewhere(t *testing.T) {
 	l := testLock()
 	l.Fence = false
 	l.NodeTimeout = 2 * delay
-	_, err = c.Acquire(context.Background(), l)
+	h, err := c.Acquire(context.Background(), l)
 	require.NoError(t, err)
 	start := time.Now()
 	released := make(chan error, 1)
-	go func() { released <- c.Release(context.Background(), l) }()
+	go func() { released <- c.Release(context.Background(), h) }()
 	held := func(n *lateNode) bool {
 		n.mu.Lock()
 		defer n.mu.Unlock()
@@ -599,21 +601,21 @@ func TestWaitersWakeOnRelease(t *testing.T) {
 	n := newPubsubNode()
 	c, err := NewCluster([]Node{n})
 	require.NoError(t, err)
-	holder := testLock()
-	holder.Fence = false
-	_, err = c.Acquire(context.Background(), holder)
+	l := testLock()
+	l.Fence = false
+	holder, err := c.Acquire(context.Background(), l)
 	require.NoError(t, err)
 
 	const waiters = 3
-	got := make(chan *Lock, waiters)
+	got := make(chan *Held, waiters)
 	for range waiters {
 		go func() {
 			l := testLock()
 			// A backoff and a refresh interval (2.5 node timeouts) far longer than the test:
 			// only a notification can wake them in time.
 			l.Fence, l.NodeTimeout = false, time.Minute
-			if _, err := c.AcquireWait(context.Background(), l, Backoff{Min: time.Minute, Max: time.Minute}); err == nil {
-				got <- l
+			if h, err := c.AcquireWait(context.Background(), l, Backoff{Min: time.Minute, Max: time.Minute}); err == nil {
+				got <- h
 			}
 		}()
 	}
@@ -764,9 +766,9 @@ func TestSingleNodeCallEndsWithItsCaller(t *testing.T) {
 	for range 3 {
 		l := testLock()
 		l.NodeTimeout = 10 * time.Second
-		_, err := c.Acquire(ctx, l)
+		h, err := c.Acquire(ctx, l)
 		require.NoError(t, err)
-		require.NoError(t, c.Release(context.Background(), l))
+		require.NoError(t, c.Release(context.Background(), h))
 	}
 	hang.Store(true)
 	time.AfterFunc(50*time.Millisecond, cancel)

@@ -15,7 +15,7 @@
 //
 // # Tokens
 //
-// An owner's token (Lock.Token) is random. A waiter's is "<waiter id>.<attempt>", the id a
+// An owner's token (Held.Token) is random. A waiter's is "<waiter id>.<attempt>", the id a
 // fresh random token and the attempt a decimal counter from 1: the scripts treat a lock held
 // by an earlier attempt of the same waiter as the waiter's own (a retry after a lost reply,
 // or a lock handed to an attempt since superseded), and never a later attempt's lock as an

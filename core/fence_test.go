@@ -45,8 +45,8 @@ func TestAgreedFenceNeedsNoRaise(t *testing.T) {
 				g, err := cl.Acquire(context.Background(), l)
 				require.NoError(t, err)
 				atLeast(l.Keys, g.Fence)
-				require.NoError(t, cl.Release(context.Background(), l))
-				return g
+				require.NoError(t, cl.Release(context.Background(), g))
+				return g.Grant
 			}
 
 			before := uint64(time.Now().UnixMicro())
@@ -125,7 +125,7 @@ func TestAgreedHandOverNeedsNoRaise(t *testing.T) {
 				hg, err := cl.Acquire(ctx, h)
 				require.NoError(t, err)
 				for i, s := range servers { // Acquire returns at a quorum: wait for the last node
-					require.Eventually(t, func() bool { return get(t, s, h.Keys.Lock) == h.Token }, 5*time.Second, time.Millisecond,
+					require.Eventually(t, func() bool { return get(t, s, h.Keys.Lock) == hg.Token() }, 5*time.Second, time.Millisecond,
 						"server %d does not hold the lock", i)
 				}
 				w := lock("handed")
@@ -133,7 +133,7 @@ func TestAgreedHandOverNeedsNoRaise(t *testing.T) {
 				w.NodeTimeout = 10 * time.Second           // no call again within the test: the lock must be handed over
 				slowAcquires(counts, 300*time.Millisecond) // the waiter's attempts (see slowAcquires)
 				defer slowAcquires(counts, 0)
-				got := make(chan core.Grant, 1)
+				got := make(chan *core.Held, 1)
 				go func() {
 					g, err := cl.AcquireWait(ctx, w, patient)
 					assert.NoError(t, err)
@@ -145,8 +145,8 @@ func TestAgreedHandOverNeedsNoRaise(t *testing.T) {
 					5*time.Second, time.Millisecond, "the waiter is not queued: %v", queued(t, servers, h.Keys))
 				beforeRelease(h.Keys)
 				before := raises()
-				require.NoError(t, cl.Release(ctx, h))
-				var wg core.Grant
+				require.NoError(t, cl.Release(ctx, hg))
+				var wg *core.Held
 				select {
 				case wg = <-got:
 				case <-time.After(5 * time.Second):
@@ -160,7 +160,7 @@ func TestAgreedHandOverNeedsNoRaise(t *testing.T) {
 					}
 				}
 				assert.GreaterOrEqual(t, n, cl.Quorum(), "no quorum holds a counter >= the token")
-				require.NoError(t, cl.Release(ctx, w))
+				require.NoError(t, cl.Release(ctx, wg))
 				return hg.Fence, wg.Fence, raised
 			}
 

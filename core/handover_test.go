@@ -71,10 +71,9 @@ func TestReleaseHandsTheLockToTheFirstWaiter(t *testing.T) {
 			holder := hold(t, cl, []server{s}, "handover")
 
 			w := lock("handover")
-			w.Waiter, w.Ticket, w.TTL, w.Fence = "w", 1, 7*time.Second, true
+			w.TTL, w.Fence = 7*time.Second, true
 			for _, attempt := range []string{"w.1", "w.2"} {
-				w.Token = attempt
-				_, err := cl.Acquire(context.Background(), w)
+				_, err := cl.AcquireAs(context.Background(), w, attempt, "w", 1)
 				require.ErrorIs(t, err, core.ErrHeld)
 			}
 			msgs := listen(t, s, holder.Keys.Wake("w"))
@@ -96,15 +95,12 @@ func TestReleaseHandsTheLockToTheFirstWaiter(t *testing.T) {
 			// of an hour: redis-server (younger than that) abstains, so the waiter is only
 			// woken; miniredis cannot report its uptime, so it hands the lock over and says
 			// that it is not guarded.
-			next := lock("handover")
-			next.Waiter, next.Ticket, next.Token = "x", 2, "x.1"
-			_, err = cl.Acquire(context.Background(), next)
+			_, err = cl.AcquireAs(context.Background(), lock("handover"), "x.1", "x", 2)
 			require.ErrorIs(t, err, core.ErrHeld)
 			_, err = s.do("HSET", holder.Keys.Waiters, "x", "x.1 5000 0 3600")
 			require.NoError(t, err)
 			woken := listen(t, s, holder.Keys.Wake("x"))
-			w.Token = "w.2"
-			require.NoError(t, cl.Release(context.Background(), w))
+			require.NoError(t, cl.Release(context.Background(), core.HeldAs(w, "w.2", "w", 1)))
 			if c.name == "miniredis" {
 				assert.Equal(t, "x.1", get(t, s, holder.Keys.Lock))
 				assert.Equal(t, "x.1 0 u", receive(t, woken), "the hand-over does not say that the node is not guarded")
@@ -124,18 +120,18 @@ func TestAttemptsOfOneWaiter(t *testing.T) {
 	s := miniServers(t, 1)[0]
 	cl := newCluster(t, []server{s})
 	k := core.NewKeys("q:", "attempts")
-	w := func(attempt string) *core.Lock {
-		l := lock("attempts")
-		l.Waiter, l.Ticket, l.Token = "w", 1, attempt
-		return l
+	w := func(attempt string) *core.Held { return core.HeldAs(lock("attempts"), attempt, "w", 1) }
+	acquire := func(attempt string) error {
+		_, err := cl.AcquireAs(context.Background(), lock("attempts"), attempt, "w", 1)
+		return err
 	}
 
-	_, err := cl.Acquire(context.Background(), w("w.1"))
+	err := acquire("w.1")
 	require.NoError(t, err)
-	_, err = cl.Acquire(context.Background(), w("w.3"))
+	err = acquire("w.3")
 	require.NoError(t, err, "an attempt did not take the lock from an earlier attempt of its waiter")
 	assert.Equal(t, "w.3", get(t, s, k.Lock))
-	_, err = cl.Acquire(context.Background(), w("w.2"))
+	err = acquire("w.2")
 	require.ErrorIs(t, err, core.ErrHeld, "a late attempt took the lock from a later attempt")
 	assert.Equal(t, "w.3", get(t, s, k.Lock))
 
@@ -148,7 +144,7 @@ func TestAttemptsOfOneWaiter(t *testing.T) {
 	_, err = cl.Acquire(context.Background(), lock("attempts"))
 	require.NoError(t, err)
 	for _, attempt := range []string{"w.5", "w.4"} {
-		_, err = cl.Acquire(context.Background(), w(attempt))
+		err = acquire(attempt)
 		require.ErrorIs(t, err, core.ErrHeld)
 	}
 	v, err := s.do("HGET", k.Waiters, "w")
@@ -159,13 +155,12 @@ func TestAttemptsOfOneWaiter(t *testing.T) {
 // hold takes the lock called name through cl for a holder that never waits, and returns
 // once every server holds it: Acquire returns at a quorum, and the last node's SET may land
 // a moment later (after a waiter's first attempt, which would then find that node free).
-func hold(t *testing.T, cl *core.Cluster, servers []server, name string) *core.Lock {
+func hold(t *testing.T, cl *core.Cluster, servers []server, name string) *core.Held {
 	t.Helper()
-	l := lock(name)
-	_, err := cl.Acquire(context.Background(), l)
+	l, err := cl.Acquire(context.Background(), lock(name))
 	require.NoError(t, err)
 	for i, s := range servers {
-		require.Eventually(t, func() bool { return get(t, s, l.Keys.Lock) == l.Token }, time.Second, time.Millisecond,
+		require.Eventually(t, func() bool { return get(t, s, l.Keys.Lock) == l.Token() }, time.Second, time.Millisecond,
 			"server %d does not hold the lock", i)
 	}
 	return l
@@ -187,7 +182,7 @@ func TestWaiterTakesTheHandOver(t *testing.T) {
 			w := lock("take")
 			w.NodeTimeout = 10 * time.Second // a refresh every 25 s
 			type result struct {
-				g   core.Grant
+				g   *core.Held
 				err error
 			}
 			got := make(chan result, 1)
@@ -227,14 +222,14 @@ func TestWaiterTakesTheHandOver(t *testing.T) {
 			}
 			require.NoError(t, r.err)
 			assert.Equal(t, before, calls(), "the waiter called again instead of taking the hand-over")
-			assert.Equal(t, attempt, w.Token, "the waiter holds the lock under another token than the attempt the nodes refused")
+			assert.Equal(t, attempt, r.g.Token(), "the waiter holds the lock under another token than the attempt the nodes refused")
 			for i, s := range servers {
 				assert.Eventually(t, func() bool { return get(t, s, holder.Keys.Lock) == attempt }, time.Second, time.Millisecond,
 					"server %d does not hold the lock for the waiter", i)
 			}
 			assert.True(t, r.g.Start.Before(released), "the validity does not count from the refused attempt's start")
 			assert.Equal(t, w.TTL-w.Drift(), r.g.Until.Sub(r.g.Start))
-			require.NoError(t, cl.Release(context.Background(), w))
+			require.NoError(t, cl.Release(context.Background(), r.g))
 			assert.True(t, allEqual(queued(t, servers, holder.Keys), 0), "the queue is not empty")
 		})
 	}
@@ -266,9 +261,13 @@ func TestWaiterThatGivesUpLetsGoOfAHandOver(t *testing.T) {
 	quit := make(chan error, 1)
 	go func() { _, err := polling.AcquireWait(ctx, quitter, patient); quit <- err }()
 	require.Eventually(t, func() bool { return allEqual(queued(t, servers, holder.Keys), 1) }, 5*time.Second, time.Millisecond)
-	next := lock("gives-up")
 	got := make(chan error, 1)
-	go func() { _, err := cl.AcquireWait(context.Background(), next, patient); got <- err }()
+	var next *core.Held
+	go func() {
+		var err error
+		next, err = cl.AcquireWait(context.Background(), lock("gives-up"), patient)
+		got <- err
+	}()
 	require.Eventually(t, func() bool { return allEqual(queued(t, servers, holder.Keys), 2) }, 5*time.Second, time.Millisecond)
 
 	require.NoError(t, cl.Release(context.Background(), holder))

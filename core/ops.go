@@ -5,19 +5,20 @@ import (
 	"time"
 )
 
-// Extend resets l's TTL on every node that still holds it with l.Token, and returns the new
-// end of validity. It never re-creates a key that is gone. It needs a quorum, within the new
+// Extend resets the TTL of h on every node that still holds it with h's token, and returns
+// the new end of validity. It never re-creates a key that is gone. It needs a quorum, within the new
 // validity, like Acquire, and returns as soon as the outcome is decided.
 //
 // Errors: ErrNotHeld (too many nodes no longer hold l for a quorum: the lock is lost), a
 // *QuorumError (too few nodes answered: the lock is still valid until its previous end),
 // ErrExpired, or ctx's error wrapped.
-func (c *Cluster) Extend(ctx context.Context, l *Lock) (time.Time, error) {
+func (c *Cluster) Extend(ctx context.Context, h *Held) (time.Time, error) {
+	l := &h.claim
 	if err := ctxError(ctx, "extend", l.Keys.Lock); err != nil {
 		return time.Time{}, err
 	}
 	start := time.Now()
-	f := c.call(ctx, l.NodeTimeout, extendScript, []string{l.Keys.Lock}, l.Token, millis(l.TTL))
+	f := c.call(ctx, l.NodeTimeout, extendScript, []string{l.Keys.Lock}, l.token, millis(l.TTL))
 	t := tally{c: c, op: "extend", key: l.Keys.Lock}
 	c.collect(ctx, f, &t, make([]bool, len(c.nodes)), nil)
 	until := start.Add(l.TTL - l.Drift())
@@ -34,22 +35,23 @@ func (c *Cluster) Extend(ctx context.Context, l *Lock) (time.Time, error) {
 	return time.Time{}, t.err()
 }
 
-// Release deletes l on every node that holds it with l.Token (or, for a waiter's token,
-// with an earlier attempt's), takes l.Waiter out of the queue, and hands the lock to the
+// Release deletes h on every node that holds it with h's token (or, for a waiter's token,
+// with an earlier attempt's), takes h's waiter out of the queue, and hands the lock to the
 // first waiter in the queue, telling it on its channel (see AcquireWait). A node that had
 // not answered the acquisition yet is called once it answers (or at the acquisition's
 // deadline), so that no late SET lands after the release; the others at once. It waits
-// for every node, but no longer than l.NodeTimeout, so that when it returns the lock is
+// for every node, but no longer than the node timeout, so that when it returns the lock is
 // gone from every node that answered. It runs even if ctx is cancelled: a release is
 // never abandoned half-way.
 //
-// Errors: ErrNotHeld (too few nodes still held l: it had expired or been taken), or a
+// Errors: ErrNotHeld (too few nodes still held h: it had expired or been taken), or a
 // *QuorumError (too few nodes answered; their keys expire by their TTL).
-func (c *Cluster) Release(ctx context.Context, l *Lock) error {
+func (c *Cluster) Release(ctx context.Context, h *Held) error {
+	l := &h.claim
 	if ctx.Done() != nil {
 		ctx = context.WithoutCancel(ctx)
 	}
-	req := request{s: releaseScript, keys: l.Keys.ReleaseKeys(), args: releaseArgs(l.Token, l.Keys.Channel, l.Waiter, "leave")}
+	req := request{s: releaseScript, keys: l.Keys.ReleaseKeys(), args: releaseArgs(l.token, l.Keys.Channel, l.waiter, "leave")}
 	var f *fanout
 	if a, late := l.acquiring, l.late; a != nil && l.pending > 0 && late != 0 {
 		f = c.fan(ctx, l.NodeTimeout, req, late)
@@ -72,7 +74,7 @@ func (c *Cluster) Release(ctx context.Context, l *Lock) error {
 
 // stragglers waits for the nodes that had not answered the acquisition when it returned,
 // within the acquisition's deadline: they answer by then, unless they ignore it.
-func (l *Lock) stragglers() {
+func (l *claim) stragglers() {
 	f := l.acquiring
 	if f == nil {
 		return

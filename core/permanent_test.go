@@ -125,8 +125,7 @@ func TestCloseEndsWaits(t *testing.T) {
 	assert.True(t, Permanent(err))
 
 	g, _ := cluster(t, grants(1))
-	gl := testLock()
-	_, err = g.Acquire(ctx, gl)
+	gl, err := g.Acquire(ctx, testLock())
 	require.NoError(t, err)
 	g.Close()
 	assert.NotErrorIs(t, g.Release(ctx, gl), ErrClosed, "Release works after Close")

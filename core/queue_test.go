@@ -136,7 +136,7 @@ func sum(nodes []*counted, count func(*counted) *atomic.Int64) (n int64) {
 }
 
 func lock(name string) *core.Lock {
-	return &core.Lock{Keys: core.NewKeys("q:", name), Token: core.NewToken(), TTL: 10 * time.Second, NodeTimeout: 100 * time.Millisecond, DriftFactor: 0.01}
+	return &core.Lock{Keys: core.NewKeys("q:", name), TTL: 10 * time.Second, NodeTimeout: 100 * time.Millisecond, DriftFactor: 0.01}
 }
 
 // registeredAs reports whether every server has exactly one waiter's attempt recorded for
@@ -201,8 +201,8 @@ func TestWaitersTakeTurnsInOrder(t *testing.T) {
 				wg.Add(1)
 				go func() {
 					defer wg.Done()
-					l := lock("order")
-					if _, err := cl.AcquireWait(context.Background(), l, patient); err != nil {
+					l, err := cl.AcquireWait(context.Background(), lock("order"), patient)
+					if err != nil {
 						order <- -1
 						return
 					}
@@ -292,7 +292,12 @@ func TestWaiterThatGivesUpLeavesTheQueue(t *testing.T) {
 	stayer := lock("leave")
 	stayer.NodeTimeout = 10 * time.Second // a refresh every 25 s: only a notification wakes it in time
 	got := make(chan error, 1)
-	go func() { _, err := cl.AcquireWait(context.Background(), stayer, patient); got <- err }()
+	var stayed *core.Held
+	go func() {
+		var err error
+		stayed, err = cl.AcquireWait(context.Background(), stayer, patient)
+		got <- err
+	}()
 	require.Eventually(t, func() bool { return allEqual(queued(t, servers, holder.Keys), 2) }, 5*time.Second, time.Millisecond)
 
 	cancel()
@@ -302,13 +307,9 @@ func TestWaiterThatGivesUpLeavesTheQueue(t *testing.T) {
 		for i, s := range servers {
 			q, _ := s.do("ZRANGE", holder.Keys.Queue, "0", "-1")
 			w, _ := s.do("HGETALL", holder.Keys.Waiters)
-			t.Logf("server %d: queue %v, lock %q, attempts %v (quitter %s, stayer %s, holder %s)", i, q, get(t, s, holder.Keys.Lock), w, quitter.Waiter, stayer.Waiter, holder.Token)
+			t.Logf("server %d: queue %v, lock %q, attempts %v (holder %s)", i, q, get(t, s, holder.Keys.Lock), w, holder.Token())
 		}
 		t.FailNow()
-	}
-	for i, s := range servers {
-		_, err := s.do("ZSCORE", holder.Keys.Queue, quitter.Waiter)
-		assert.ErrorIs(t, err, redis.Nil, "server %d still queues the waiter that gave up", i)
 	}
 
 	start := time.Now()
@@ -320,7 +321,7 @@ func TestWaiterThatGivesUpLeavesTheQueue(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("the remaining waiter was not woken by the release")
 	}
-	require.NoError(t, cl.Release(context.Background(), stayer))
+	require.NoError(t, cl.Release(context.Background(), stayed))
 	assert.True(t, allEqual(queued(t, servers, holder.Keys), 0), fmt.Sprint("queues: ", queued(t, servers, holder.Keys)))
 }
 
@@ -339,10 +340,9 @@ func TestQueueKeepsTheLongestPlace(t *testing.T) {
 	}
 
 	short, long := lock("keep"), lock("keep")
-	short.Waiter, short.Ticket = "short", 2                                // 1 s
-	long.Waiter, long.Ticket, long.NodeTimeout = "long", 1, 10*time.Second // 100 s
+	long.NodeTimeout = 10 * time.Second // 100 s; short's 1 s
 	called := time.Now().UnixMilli()
-	_, err := cl.Acquire(context.Background(), short)
+	_, err := cl.AcquireAs(context.Background(), short, "short.1", "short", 2)
 	require.ErrorIs(t, err, core.ErrHeld)
 	v, err := servers[0].do("ZSCORE", holder.Keys.Alive, "short")
 	require.NoError(t, err)
@@ -353,10 +353,10 @@ func TestQueueKeepsTheLongestPlace(t *testing.T) {
 		assert.True(t, pttl(key) > 500 && pttl(key) <= 2000, "%s expires in %d ms, want after the 1 s place and within two", key, pttl(key))
 	}
 
-	for _, l := range []*core.Lock{long, short} {
-		_, err := cl.Acquire(context.Background(), l)
-		require.ErrorIs(t, err, core.ErrHeld)
-	}
+	_, err = cl.AcquireAs(context.Background(), long, "long.1", "long", 1)
+	require.ErrorIs(t, err, core.ErrHeld)
+	_, err = cl.AcquireAs(context.Background(), short, "short.2", "short", 2)
+	require.ErrorIs(t, err, core.ErrHeld)
 	for _, key := range keys {
 		assert.Greater(t, pttl(key), int64(50_000), "%s expires before the longest-kept waiter's place lapses", key)
 	}

@@ -3,6 +3,7 @@ package core_test
 import (
 	"context"
 	"strconv"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -35,7 +36,7 @@ func TestFirstAttemptSetsNX(t *testing.T) {
 			identify(t, cl, counted...)
 			l := lock("plain")
 			c.setup(l)
-			var g core.Grant
+			var g *core.Held
 			var err error
 			if c.wait {
 				g, err = cl.AcquireWait(context.Background(), l, patient)
@@ -45,7 +46,7 @@ func TestFirstAttemptSetsNX(t *testing.T) {
 			require.NoError(t, err)
 			assert.Equal(t, 1, g.Attempts, "attempts")
 			for i, s := range servers { // Acquire returns at a quorum: wait for the last node
-				require.Eventually(t, func() bool { return get(t, s, l.Keys.Lock) == l.Token }, 5*time.Second, time.Millisecond,
+				require.Eventually(t, func() bool { return get(t, s, l.Keys.Lock) == g.Token() }, 5*time.Second, time.Millisecond,
 					"server %d does not hold the lock", i)
 				pttl, err := s.do("PTTL", l.Keys.Lock)
 				require.NoError(t, err)
@@ -59,9 +60,9 @@ func TestFirstAttemptSetsNX(t *testing.T) {
 				}
 			}
 			if c.wait {
-				assert.Equal(t, l.Waiter+".1", l.Token, "the first attempt's token")
+				assert.True(t, strings.HasSuffix(g.Token(), ".1"), "the first attempt's token: %s", g.Token())
 			}
-			require.NoError(t, cl.Release(context.Background(), l))
+			require.NoError(t, cl.Release(context.Background(), g))
 		})
 	}
 }
@@ -71,8 +72,7 @@ func TestFirstAttemptSetsNX(t *testing.T) {
 // its own, and zeroes the counts of nodes.
 func identify(t *testing.T, cl *core.Cluster, nodes ...*counted) {
 	t.Helper()
-	l := lock("identify")
-	_, err := cl.Acquire(context.Background(), l)
+	l, err := cl.Acquire(context.Background(), lock("identify"))
 	require.NoError(t, err)
 	require.NoError(t, cl.Release(context.Background(), l))
 	for _, n := range nodes {
@@ -96,7 +96,7 @@ func TestRefusedSetNXQueuesOnTheNextAttempt(t *testing.T) {
 			l := lock("refused")
 			l.NodeTimeout = 10 * time.Second // beyond the slowed attempts
 			got := make(chan error, 1)
-			var g core.Grant
+			var g *core.Held
 			go func() {
 				var err error
 				g, err = cl.AcquireWait(context.Background(), l, patient)
@@ -114,9 +114,9 @@ func TestRefusedSetNXQueuesOnTheNextAttempt(t *testing.T) {
 			assert.Equal(t, 2, g.Attempts, "the hand-over goes to the second attempt, the first that queued")
 			for i, s := range servers {
 				assert.Equal(t, int64(1), counted[i].sets.Load(), "server %d: SET NX calls", i)
-				assert.Equal(t, l.Token, get(t, s, l.Keys.Lock), "server %d: the lock is not the waiter's", i)
+				assert.Equal(t, g.Token(), get(t, s, l.Keys.Lock), "server %d: the lock is not the waiter's", i)
 			}
-			require.NoError(t, cl.Release(context.Background(), l))
+			require.NoError(t, cl.Release(context.Background(), g))
 		})
 	}
 }
@@ -137,8 +137,7 @@ func TestSetNXTakesAFreeLockPastTheQueue(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 	defer cancel()
-	l := lock("past")
-	_, err := cl.AcquireWait(ctx, l, patient)
+	l, err := cl.AcquireWait(ctx, lock("past"), patient)
 	require.NoError(t, err, "the plain first attempt did not take the free lock")
 	require.NoError(t, cl.Release(context.Background(), l))
 
@@ -203,20 +202,20 @@ func TestMixedClusterFirstAttempt(t *testing.T) {
 	require.NoError(t, err)
 	identify(t, cl, counts...)
 
-	l := lock("mixed")
-	_, err = cl.AcquireWait(context.Background(), l, patient)
+	l, err := cl.AcquireWait(context.Background(), lock("mixed"), patient)
 	require.NoError(t, err)
 	for i, s := range servers {
-		require.Eventually(t, func() bool { return get(t, s, l.Keys.Lock) == l.Token }, 5*time.Second, time.Millisecond,
+		require.Eventually(t, func() bool { return get(t, s, l.Keys.Lock) == l.Token() }, 5*time.Second, time.Millisecond,
 			"server %d does not hold the lock", i)
 	}
 	assert.Equal(t, []int64{1, 1, 0}, []int64{counts[0].sets.Load(), counts[1].sets.Load(), counts[2].sets.Load()}, "SET NX calls")
 	assert.Equal(t, []int64{0, 0, 1}, []int64{counts[0].acquires.Load(), counts[1].acquires.Load(), counts[2].acquires.Load()}, "acquire scripts")
 
-	w := lock("mixed")
 	got := make(chan error, 1)
+	var w *core.Held
 	go func() {
-		_, err := cl.AcquireWait(context.Background(), w, patient)
+		var err error
+		w, err = cl.AcquireWait(context.Background(), lock("mixed"), patient)
 		got <- err
 	}()
 	require.Eventually(t, func() bool { return allEqual(queued(t, servers, l.Keys), 1) },

@@ -1,0 +1,89 @@
+package core
+
+import "time"
+
+// Lock is a request for a lock: which keys, for how long, and how to wait for it. Core
+// only reads it: one Lock may serve any number of acquisitions, one after another or at
+// once. An acquisition returns a *Held, which Extend and Release take.
+type Lock struct {
+	Keys Keys
+	TTL  time.Duration
+	// NodeTimeout bounds each node's answer. A node slower than this counts as failed.
+	NodeTimeout time.Duration
+	// DriftFactor scales the clock-drift allowance: validity = TTL - elapsed - (TTL*DriftFactor + 2ms).
+	DriftFactor float64
+	// Fence asks for a fencing token: each node advances its counter, and for N > 1, unless
+	// a quorum of the granting nodes agree on the largest counter, one more round raises it
+	// on a quorum before the token is returned. Without it the counter is left alone and
+	// Grant.Fence is 0.
+	Fence bool
+	// Guard is the restart guard: a node whose server has been up for less than this
+	// (rounded up to whole seconds) abstains from granting. 0 turns it off.
+	Guard time.Duration
+	// Contended says that others are likely to hold or wait for the lock (the owner's last
+	// acquisition had to wait, say): AcquireWait's first attempt then runs the acquire
+	// script, which queues the owner at once, rather than a plain SET NX (see Setter).
+	Contended bool
+	// Persist keeps AcquireWait trying through errors that no retry can fix (see
+	// Permanent), for a caller that has no way to return them (Mutex.Lock), but not after
+	// Cluster.Close; otherwise such an error ends AcquireWait at once.
+	Persist bool
+	// Failed, if set, is called with the error of each failed attempt of AcquireWait but
+	// the last (ctx's end, or a permanent error), in AcquireWait's goroutine, before it
+	// waits for the next attempt: for a caller that reports long waits.
+	Failed func(err error)
+}
+
+// Drift is the clock-drift allowance subtracted from every validity: TTL*DriftFactor + 2ms.
+func (l *Lock) Drift() time.Duration {
+	return time.Duration(float64(l.TTL)*l.DriftFactor) + 2*time.Millisecond
+}
+
+// refresh is how often a waiter calls again to keep its place in the queue.
+func (l *Lock) refresh() time.Duration { return max(50*time.Millisecond, l.NodeTimeout*5/2) }
+
+// placeKept is how long a node keeps a waiter's place after its last call: four refresh
+// intervals, so that a waiter loses it only after several calls in a row failed.
+func (l *Lock) placeKept() time.Duration { return 4 * l.refresh() }
+
+// Held is a lock that a quorum granted, returned by Acquire and AcquireWait: the Grant, and
+// what Extend and Release need to find the lock on the nodes. Use it through its pointer
+// (go vet reports a copy). Extend and Release must not run at once on one Held.
+type Held struct {
+	Grant
+	claim
+	_ noCopy
+}
+
+// Token returns the token under which the nodes hold the lock (see the package doc, Tokens).
+func (h *Held) Token() string { return h.token }
+
+// claim is one owner's claim on a lock, as an acquisition makes it: the request, and the
+// owner's token, waiter id and ticket.
+type claim struct {
+	Lock
+	// token is the owner's random token (NewToken); AcquireWait sets one per attempt,
+	// "<waiter id>.<attempt>". It follows the format rules in the package doc (Tokens).
+	token string
+	// waiter is the id under which the lock's waiters queue this owner, and ticket its
+	// place in the queue (smaller first). AcquireWait sets both; with no waiter id (a
+	// single Acquire) the owner never queues and is refused while live waiters queue.
+	waiter string
+	ticket int64
+	// attempt is the number of AcquireWait's attempt under way (0 for Acquire): only its
+	// first attempt may take the lock with a plain SET (see Setter), unless Contended.
+	attempt int
+	// acquiring is the acquisition that granted the lock, pending the number of its nodes
+	// that had not answered when it returned, and late those nodes (a bit per node, for
+	// N <= 64). Release calls each of them only once it answered, so that a straggler's
+	// SET cannot land after the release and leave a key behind.
+	acquiring *fanout
+	pending   int
+	late      uint64
+}
+
+// noCopy makes go vet's copylocks check report a copy of the struct that holds it.
+type noCopy struct{}
+
+func (*noCopy) Lock()   {}
+func (*noCopy) Unlock() {}
