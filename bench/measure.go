@@ -24,6 +24,17 @@ func (l latency) pct(q float64) time.Duration {
 	return l[min(max(i, 0), len(l)-1)]
 }
 
+// negatives counts the samples below zero.
+func (l latency) negatives() int {
+	n := 0
+	for _, d := range l {
+		if d < 0 {
+			n++
+		}
+	}
+	return n
+}
+
 // uncontendedResult is test 1 (latency) and test 4 (allocations) of one row at one N.
 type uncontendedResult struct {
 	lat          latency
@@ -162,8 +173,9 @@ func idlePing(ctx context.Context, addr string, sleep time.Duration, count int) 
 
 // handoffResult is test 2 of one row at one N and G.
 type handoffResult struct {
-	gaps      latency // every gap
+	gaps      latency // every gap, from the holder's Unlock call
 	others    latency // the gaps where the lock went to another goroutine
+	returned  latency // every gap from the holder's Unlock return instead (negative: the lock came first)
 	acqs      int
 	elapsed   time.Duration
 	longest   time.Duration
@@ -173,9 +185,37 @@ type handoffResult struct {
 	lastError error
 }
 
+// releases pairs each acquisition's Lock return with its holder's Unlock return, in the
+// order of the acquisitions, so that the gaps from the Unlock returns can be taken when the
+// window has ended: the next holder's Lock may return before the last holder's Unlock does.
+type releases struct {
+	locked, returned []time.Time // by acquisition; returned is zero until its Unlock returns
+}
+
+// add records an acquisition whose Lock returned at t and gives its index.
+func (s *releases) add(t time.Time) int {
+	s.locked = append(s.locked, t)
+	s.returned = append(s.returned, time.Time{})
+	return len(s.locked) - 1
+}
+
+// gaps gives, sorted, the time from each holder's Unlock return to the next holder's Lock
+// return: negative where the next holder had the lock before the Unlock call returned.
+func (s *releases) gaps() latency {
+	g := make(latency, 0, len(s.locked))
+	for i := 1; i < len(s.locked); i++ {
+		if !s.returned[i-1].IsZero() {
+			g = append(g, s.locked[i].Sub(s.returned[i-1]))
+		}
+	}
+	slices.Sort(g)
+	return g
+}
+
 // runHandoff runs g goroutines, each with its own client (as g processes would), that take
 // turns on one name for d: Lock, hold for hold, Unlock. A gap is the time from the moment a
-// holder calls Unlock to the moment the next holder's Lock returns. The longest wait is the
+// holder calls Unlock to the moment the next holder's Lock returns; the result also has the
+// gaps from the moment that Unlock call returned (see releases). The longest wait is the
 // longest any goroutine spent inside Lock, counting the waits that the end of the window cut
 // short.
 //
@@ -213,6 +253,7 @@ func runHandoff(ctx context.Context, im impl, addrs []string, name string, g int
 		mu       sync.Mutex
 		r        handoffResult
 		holder   = -1         // the last goroutine to get the lock; guarded by mu
+		rels     releases     // guarded by mu
 		unlocked atomic.Int64 // UnixNano of the last Unlock call, 0 before the first
 		acqs     atomic.Int64
 		wg       sync.WaitGroup
@@ -253,16 +294,20 @@ func runHandoff(ctx context.Context, im impl, addrs []string, name string, g int
 					}
 				}
 				holder = id
+				i := rels.add(now)
 				mu.Unlock()
 				acqs.Add(1)
 				time.Sleep(hold)
 				unlocked.Store(time.Now().UnixNano())
-				if err := l.Unlock(context.Background()); err != nil {
-					mu.Lock()
+				err = l.Unlock(context.Background())
+				done := time.Now()
+				mu.Lock()
+				rels.returned[i] = done
+				if err != nil {
 					r.errs++
 					r.lastError = err
-					mu.Unlock()
 				}
+				mu.Unlock()
 				if think > 0 {
 					time.Sleep(think)
 				}
@@ -275,6 +320,7 @@ func runHandoff(ctx context.Context, im impl, addrs []string, name string, g int
 	r.acqs = int(acqs.Load())
 	slices.Sort(r.gaps)
 	slices.Sort(r.others)
+	r.returned = rels.gaps()
 	return r, nil
 }
 

@@ -171,6 +171,8 @@ func measureAll(ctx context.Context, cfg config, addrs []string, log io.Writer) 
 					fmt.Fprintf(log, "raw handoff impl=%s n=%d g=%d hold=%v acquisitions=%d elapsed=%v acq/s=%.0f gaps=%d gap-p50=%v gap-p90=%v gap-p99=%v gap-max=%v to-another=%d other-p50=%v other-p99=%v longest-wait=%v censored=%v errors=%d",
 						k.impl, n, g, cfg.hold, h.acqs, h.elapsed.Round(time.Millisecond), float64(h.acqs)/h.elapsed.Seconds(), len(h.gaps),
 						h.gaps.pct(.5), h.gaps.pct(.9), h.gaps.pct(.99), h.gaps.pct(1), len(h.others), h.others.pct(.5), h.others.pct(.99), h.longest, h.censored, h.errs)
+					fmt.Fprintf(log, " from-return: gaps=%d min=%v p50=%v p90=%v p99=%v max=%v negative=%d",
+						len(h.returned), h.returned.pct(0), h.returned.pct(.5), h.returned.pct(.9), h.returned.pct(.99), h.returned.pct(1), h.returned.negatives())
 					fmt.Fprintf(log, " server-calls/acquisition:%s", perAcq(h.calls, h.acqs))
 					if h.lastError != nil {
 						fmt.Fprintf(log, " last-error=%q", h.lastError.Error())
@@ -298,6 +300,9 @@ func (r *results) markdown(cfg config, loadStart, loadEnd, foreign string) strin
 		fmt.Fprintf(&b, "### 2. Contended handoff\n\n")
 		fmt.Fprintf(&b, "G goroutines, each with its own client (own connections), take turns on one name for %v: lock, hold %v, unlock%s. "+
 			"Gap: from the holder calling Unlock to the next holder's Lock returning, whoever that is (the releaser itself, if it re-locks first); "+
+			"\"from return\": the same gap, but from the moment the holder's Unlock call returned (p50 and p99); "+
+			"a negative value means the next holder had the lock before the Unlock call returned, so these flatter a lock whose Unlock returns late, "+
+			"and the ratio and the targets use the gap from the call. "+
 			"\"to another\": the share of acquisitions that went to a different goroutine than the last holder, and the p50 of those gaps. "+
 			"Longest wait: the longest time any goroutine spent in Lock (\"≥\": still waiting when the window closed: starved); "+
 			"the starvation limit is 4 × G × hold. Ratio: gap p50 over the go-redis floor's uncontended lock+unlock p50 at the same N.\n\n", cfg.handoffDur, cfg.hold, thinkText(cfg.think))
@@ -307,7 +312,7 @@ func (r *results) markdown(cfg config, loadStart, loadEnd, foreign string) strin
 				"The hand-over floor row (N=1) adds the least a hand-over needs to it: a release script that gives the lock to the first queued waiter and publishes to it, and the message.\n\n",
 				cfg.hold, dur(r.idle.pct(.5)), dur(r.idle.pct(.9)), dur(r.hot.pct(.5)), dur(r.hot.pct(.9)))
 		}
-		fmt.Fprintf(&b, "| row | N | G | gap p50 | gap p99 | / floor | to another | another p50 | acquisitions/s | longest wait | 4·G·hold |\n|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|\n")
+		fmt.Fprintf(&b, "| row | N | G | gap p50 | gap p99 | from return p50 | from return p99 | / floor | to another | another p50 | acquisitions/s | longest wait | 4·G·hold |\n|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|\n")
 		for _, n := range cfg.ns {
 			for _, g := range cfg.gs {
 				for _, key := range r.order(cfg) {
@@ -315,7 +320,7 @@ func (r *results) markdown(cfg config, loadStart, loadEnd, foreign string) strin
 					h, ok := r.ho[k]
 					if !ok {
 						if err := r.fail[k]; err != nil {
-							fmt.Fprintf(&b, "| %s | %d | %d | error: %s | | | | | | | |\n", r.label(cfg, key), n, g, oneLine(err))
+							fmt.Fprintf(&b, "| %s | %d | %d | error: %s | | | | | | | | | |\n", r.label(cfg, key), n, g, oneLine(err))
 						}
 						continue
 					}
@@ -323,7 +328,7 @@ func (r *results) markdown(cfg config, loadStart, loadEnd, foreign string) strin
 					if h.censored {
 						longest = "≥ " + longest
 					}
-					gp50, gp99, share, op50 := "—", "—", "—", "—"
+					gp50, gp99, share, op50, rp50, rp99 := "—", "—", "—", "—", "—", "—"
 					if len(h.gaps) > 0 {
 						gp50, gp99 = dur(h.gaps.pct(.5)), dur(h.gaps.pct(.99))
 						share = fmt.Sprintf("%.0f%%", 100*float64(len(h.others))/float64(len(h.gaps)))
@@ -331,7 +336,10 @@ func (r *results) markdown(cfg config, loadStart, loadEnd, foreign string) strin
 					if len(h.others) > 0 {
 						op50 = dur(h.others.pct(.5))
 					}
-					fmt.Fprintf(&b, "| %s | %d | %d | %s | %s | %s | %s | %s | %.0f | %s | %s |\n", r.label(cfg, key), n, g, gp50, gp99,
+					if len(h.returned) > 0 {
+						rp50, rp99 = dur(h.returned.pct(.5)), dur(h.returned.pct(.99))
+					}
+					fmt.Fprintf(&b, "| %s | %d | %d | %s | %s | %s | %s | %s | %s | %s | %.0f | %s | %s |\n", r.label(cfg, key), n, g, gp50, gp99, rp50, rp99,
 						ratio(float64(h.gaps.pct(.5)), float64(p50("floor", n))), share, op50, float64(h.acqs)/h.elapsed.Seconds(), longest, dur(4*time.Duration(g)*cfg.hold))
 				}
 			}
