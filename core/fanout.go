@@ -38,13 +38,11 @@ type request struct {
 	sharded []string
 	// identify: the acquire script's args for nodes not identified yet (see identity).
 	identify []string
-	// setNX: a node that is a Setter is sent SET key value NX PX ttl instead of s, and its
-	// answer counts as the acquire script's {1, 0} (set) or {0, 0} (refused), in its two
-	// places of set. (keys and args are then needed only if some node is not a Setter.)
+	// setNX: a node that is a Setter is sent SET key value NX PX ttl instead of s (see
+	// setNX). keys and args are then needed only if some node is not a Setter.
 	setNX      bool
 	key, value string
 	ttl        time.Duration
-	set        []int64
 }
 
 // call runs s on every node at once, each bounded by timeout (see fan).
@@ -79,9 +77,6 @@ func (c *Cluster) fan(ctx context.Context, timeout time.Duration, req request, s
 	f := &fanout{out: make(chan reply, len(c.nodes)), timeout: timeout, req: req, ctx: ctx}
 	if req.s == releaseScript && c.sharded {
 		f.req.sharded = spublish(req.args)
-	}
-	if req.setNX {
-		f.req.set = make([]int64, 2*len(c.nodes))
 	}
 	if len(c.nodes) == 1 && skip == 0 {
 		dctx, cancel := context.WithTimeout(ctx, timeout)
@@ -230,12 +225,7 @@ var errSuspect = errors.New("redlock: node failed its last call, and was not wai
 // the server is to identify itself), or else its script.
 func (c *Cluster) send(dctx context.Context, i int, req *request, identify bool) ([]int64, error) {
 	if setter, ok := c.nodes[i].(Setter); ok && req.setNX && !identify {
-		set, err := setter.SetNX(dctx, req.key, req.value, req.ttl)
-		vals := req.set[2*i : 2*i+2 : 2*i+2] // {0, 0}: refused
-		if set {
-			vals[0] = 1
-		}
-		return vals, err
+		return setNX(dctx, setter, req)
 	}
 	args := req.args
 	switch {

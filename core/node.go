@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/sha1"
 	"encoding/hex"
-	"time"
 )
 
 // Node is one independent Redis master, or one Redis Cluster addressed through a cluster
@@ -26,21 +25,6 @@ type Node interface {
 	// String names the node in errors, for example "127.0.0.1:6379": non-empty, and
 	// distinct for distinct servers.
 	String() string
-}
-
-// Setter is an optional capability of a Node, discovered by type assertion: a plain SET,
-// without a script. Core takes a lock with it, as SET key token NX PX ttl, where the acquire
-// script would do little more: on AcquireWait's first attempt, when the Lock asks for
-// neither the restart guard nor a fencing token and is not Contended. That spares the
-// server a Lua call on every uncontended lock. A Node without it runs the acquire script
-// instead. A wrapper that embeds a backend's Node to change what Eval sends (key prefixes,
-// say) gets the embedded SetNX too: it must wrap SetNX alike, or hide it.
-type Setter interface {
-	// SetNX runs SET key value NX PX ttl (ttl is a whole number of milliseconds, at least
-	// 1) and reports whether it set key: false if key exists, which it leaves as it was.
-	// A ttl under 1ms is an error, never a key without expiry. It honours ctx as Eval
-	// does. A transport or server error is returned as an error.
-	SetNX(ctx context.Context, key, value string, ttl time.Duration) (bool, error)
 }
 
 // Script is a Lua script with its SHA1 digest, computed once. A Script is immutable and
