@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha1"
 	"encoding/hex"
+	"fmt"
 )
 
 // Node is one independent Redis master, or one Redis Cluster addressed through a cluster
@@ -49,3 +50,22 @@ func (s *Script) Source() string { return s.src }
 
 // SHA1 returns the lowercase hex SHA1 digest of the source, for EVALSHA.
 func (s *Script) SHA1() string { return s.sha1 }
+
+// Ints converts a script's reply as most drivers decode it, an array ([]any) of int64, to
+// the []int64 that Eval returns. Anything else is an error that names the script: for a
+// backend whose driver decodes replies that way.
+func Ints(s *Script, reply any) ([]int64, error) {
+	arr, ok := reply.([]any)
+	if !ok {
+		return nil, fmt.Errorf("redlock: %s script replied %T, want an array", s.Name(), reply)
+	}
+	out := make([]int64, len(arr))
+	for i, e := range arr {
+		n, ok := e.(int64)
+		if !ok {
+			return nil, fmt.Errorf("redlock: %s script replied %T at %d, want an integer", s.Name(), e, i)
+		}
+		out[i] = n
+	}
+	return out, nil
+}

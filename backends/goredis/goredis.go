@@ -128,22 +128,6 @@ func (n *Node) eval(ctx context.Context, s *core.Script, keys []string, argv []a
 	if err != nil {
 		return nil, closed(err)
 	}
-	return ints(s, v)
+	return core.Ints(s, v)
 }
 
-// ints converts a script's reply, an array of integers, to []int64.
-func ints(s *core.Script, v any) ([]int64, error) {
-	arr, ok := v.([]any)
-	if !ok {
-		return nil, fmt.Errorf("redlock: %s script replied %T, want an array", s.Name(), v)
-	}
-	out := make([]int64, len(arr))
-	for i, e := range arr {
-		n, ok := e.(int64)
-		if !ok {
-			return nil, fmt.Errorf("redlock: %s script replied %T at %d, want an integer", s.Name(), e, i)
-		}
-		out[i] = n
-	}
-	return out, nil
-}

@@ -100,7 +100,7 @@ func (n *Node) Eval(ctx context.Context, s *core.Script, keys []string, args ...
 	if err != nil {
 		return nil, ctxErr(ctx, err)
 	}
-	return ints(s, v)
+	return core.Ints(s, v)
 }
 
 // SetNX runs SET key value NX PX ttl (see core.Setter). It honours ctx as Eval does.
@@ -148,19 +148,3 @@ func ctxErr(ctx context.Context, err error) error {
 // poolClosed is the error of a Get on a closed redigo pool.
 const poolClosed = "redigo: get on closed pool"
 
-// ints converts a script's reply, an array of integers, to []int64.
-func ints(s *core.Script, v any) ([]int64, error) {
-	arr, ok := v.([]any)
-	if !ok {
-		return nil, fmt.Errorf("redlock: %s script replied %T, want an array", s.Name(), v)
-	}
-	out := make([]int64, len(arr))
-	for i, e := range arr {
-		n, ok := e.(int64)
-		if !ok {
-			return nil, fmt.Errorf("redlock: %s script replied %T at %d, want an integer", s.Name(), e, i)
-		}
-		out[i] = n
-	}
-	return out, nil
-}

@@ -170,15 +170,5 @@ func ints(s *core.Script, reply any) ([]int64, error) {
 	if e, ok := reply.(redisError); ok {
 		return nil, e
 	}
-	arr, ok := reply.([]any)
-	if !ok {
-		return nil, fmt.Errorf("custombackend: %s script replied %T, want an array", s.Name(), reply)
-	}
-	out := make([]int64, len(arr))
-	for i, v := range arr {
-		if out[i], ok = v.(int64); !ok {
-			return nil, fmt.Errorf("custombackend: %s script replied %T at %d, want an integer", s.Name(), v, i)
-		}
-	}
-	return out, nil
+	return core.Ints(s, reply)
 }
