@@ -103,13 +103,7 @@ func (c *Client) TryAcquire(ctx context.Context, name string, opts ...Option) (*
 		return nil, &lockError{"acquire", name, errHeldHere}
 	}
 	g, err := c.cluster.Acquire(ctx, &l.lock)
-	if err != nil {
-		q.leave()
-		return nil, err
-	}
-	l.leaveQueue = q.leave
-	l.start(g)
-	return l, nil
+	return l.took(q, g, err)
 }
 
 // Acquire takes the lock called name, waiting while another owner holds it and retrying
@@ -140,6 +134,12 @@ func (c *Client) acquire(ctx context.Context, l *Lease) (*Lease, error) {
 	}
 	l.lock.Failed = waitLog(l.opts, l.name)
 	g, err := c.cluster.AcquireWait(ctx, &l.lock, core.Backoff{Min: l.opts.retryMin, Max: l.opts.retryMax})
+	return l.took(q, g, err)
+}
+
+// took ends an acquisition of l that joined the local queue q: on err it leaves q; else l
+// holds g, and keeps its place in q until it ends.
+func (l *Lease) took(q *queue, g *core.Held, err error) (*Lease, error) {
 	if err != nil {
 		q.leave()
 		return nil, err
