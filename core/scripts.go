@@ -8,6 +8,8 @@ var (
 	acquireSource string
 	//go:embed lua/extend.lua
 	extendSource string
+	//go:embed lua/release_uncontended.lua
+	releaseUncontendedSource string
 	//go:embed lua/release.lua
 	releaseSource string
 	//go:embed lua/raise.lua
@@ -19,7 +21,8 @@ var (
 
 	acquireScript = NewScript("acquire", queueSource+acquireSource)
 	extendScript  = NewScript("extend", extendSource)
-	releaseScript = NewScript("release", queueSource+releaseSource)
+	// release's uncontended case comes first: it returns before the prelude's definitions.
+	releaseScript = NewScript("release", releaseUncontendedSource+queueSource+releaseSource)
 	raiseScript   = NewScript("raise", raiseSource)
 )
 

@@ -1,5 +1,6 @@
--- queue: the prelude of the acquire and release scripts (core builds each as this text
--- followed by its own): the waiter queue, the restart guard, the fence counter and attempt
+-- queue: the prelude of the acquire and release scripts (core builds acquire as this text
+-- followed by acquire.lua, and release as release_uncontended.lua, this text and
+-- release.lua): the waiter queue, the restart guard, the fence counter and attempt
 -- tokens.
 --
 -- A queue is two sorted sets and a hash: q holds waiter ids by ticket (the turn order,
@@ -8,9 +9,7 @@
 -- latest attempt, "<token> <ttl ms> <fence> <guard s>" (fence: "0" for none, else the
 -- attempt's floor for the counter, a decimal), so that a release can hand the lock to the
 -- first waiter in its name.
-if redis.replicate_commands then
-  redis.replicate_commands() -- Redis 3.2 to 4 need this before TIME; later versions ignore it
-end
+-- (Scripts replicate their effects, not themselves, by default since Redis 5: TIME is safe.)
 
 -- fence_idle is how long, in milliseconds, a fence counter outlives the last acquisition
 -- that advanced it (one hour; core.FenceIdle says why that keeps tokens increasing). Every

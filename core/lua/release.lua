@@ -1,39 +1,5 @@
--- release (after the prelude queue.lua): delete the lock if it is ours; then, if the lock is free,
--- hand it to the first live waiter in the queue and tell that waiter on its own channel, so
--- that waiters take turns and the next one need not call again to get it.
--- KEYS[1] lock key, KEYS[2] waiter queue, KEYS[3] waiter liveness, KEYS[4] the waiters'
--- latest attempts, KEYS[5] fence counter key (see acquire)
--- ARGV[1] our random token ("" to release nothing); with a waiter's token, the lock held
---         by an earlier attempt of the same waiter is released too,
--- ARGV[2] release channel: the first waiter's channel is ARGV[2] .. ':' .. its waiter id,
--- ARGV[3] "SPUBLISH" to publish with sharded pub/sub (Redis Cluster), anything else: PUBLISH,
--- ARGV[4] our waiter id ("" if none),
--- ARGV[5] "leave" to take our waiter id out of the queue; anything else keeps our place (a
---         failed attempt lets go of its keys but goes on waiting), and we are not woken,
--- ARGV[6], ARGV[7] when keeping our place: our ticket, and how long in milliseconds the
---         place is kept (see acquire). A node that granted our failed attempt may not have
---         queued us yet: this queues us, so that we are first here too.
--- The message to the first waiter is "<token> <fence>" if the lock is now its latest
--- attempt's (token; fence as acquire's reply to that attempt would carry it, advanced to
--- at least the attempt's floor; 0 if it did not ask for one),
--- followed by " u" if it asked for the restart guard and the server cannot report its
--- uptime. It is empty if the lock could not be handed over (the waiter recorded no attempt
--- here, or the restart guard abstains): then the waiter should call again.
--- Reply {released, woken}: released is 1 if the lock was ours and is deleted, else 0; woken
--- is how many subscribers heard the message (0 if no one was told).
-local holder = redis.call('GET', KEYS[1])
-local queued = redis.call('EXISTS', KEYS[2]) == 1
-local waiter = ARGV[4]
--- Without a queue, and if we do not join one, there is no one to hand over to: the common,
--- uncontended case ends here.
-if not queued and (waiter == '' or ARGV[5] == 'leave') then
-  if holder == ARGV[1] then
-    redis.call('DEL', KEYS[1])
-    return {1, 0}
-  elseif not holder then
-    return {0, 0}
-  end
-end
+-- release, after release_uncontended.lua (which says what the script does, and its KEYS,
+-- ARGV and reply) and the prelude queue.lua: the contended case.
 local released = 0
 if holder and ours(holder, ARGV[1]) then
   redis.call('DEL', KEYS[1])
