@@ -39,10 +39,12 @@ type request struct {
 	// identify: the acquire script's args for nodes not identified yet (see identity).
 	identify []string
 	// setNX: a node that is a Setter is sent SET key value NX PX ttl instead of s (see
-	// setNX). keys and args are then needed only if some node is not a Setter.
+	// setNX), and its reply goes in its two places of set. keys and args are then needed
+	// only if some node is not a Setter.
 	setNX      bool
 	key, value string
 	ttl        time.Duration
+	set        []int64
 }
 
 // call runs s on every node at once, each bounded by timeout (see fan).
@@ -55,6 +57,7 @@ func (c *Cluster) call(ctx context.Context, timeout time.Duration, s *Script, ke
 // a reader may stop reading as soon as the outcome is decided: the rest finish on their
 // own, by the deadline at the latest.
 type fanout struct {
+	c        *Cluster
 	out      chan reply
 	deadline <-chan struct{} // closed at the calls' deadline; nil for a single node
 	timeout  time.Duration
@@ -63,6 +66,8 @@ type fanout struct {
 	dctx     context.Context // the calls'
 	cancel   context.CancelFunc
 	calls    atomic.Int32 // the calls not answered yet
+	skip     uint64       // the nodes fan does not call (see after)
+	next     atomic.Int32 // how many calls callNext started
 }
 
 // fan sends req to every node but those in skip (a bit per node; see after) at once, each
@@ -74,9 +79,12 @@ type fanout struct {
 // reply is on out when fan returns: a goroutine and a detached context of its own cost a
 // quarter of the throughput at N=1 (see docs/performance.md).
 func (c *Cluster) fan(ctx context.Context, timeout time.Duration, req request, skip uint64) *fanout {
-	f := &fanout{out: make(chan reply, len(c.nodes)), timeout: timeout, req: req, ctx: ctx}
+	f := &fanout{c: c, out: make(chan reply, len(c.nodes)), timeout: timeout, req: req, ctx: ctx, skip: skip}
 	if req.s == releaseScript && c.sharded {
 		f.req.sharded = spublish(req.args)
+	}
+	if req.setNX {
+		f.req.set = make([]int64, 2*len(c.nodes))
 	}
 	if len(c.nodes) == 1 && skip == 0 {
 		dctx, cancel := context.WithTimeout(ctx, timeout)
@@ -87,17 +95,30 @@ func (c *Cluster) fan(ctx context.Context, timeout time.Duration, req request, s
 	f.dctx, f.cancel = context.WithTimeout(context.WithoutCancel(ctx), timeout)
 	f.deadline = f.dctx.Done()
 	f.calls.Store(int32(len(c.nodes)))
-	for i := range c.nodes {
-		if skip&(1<<i) == 0 {
-			go f.call(c, i)
-		}
+	run := f.callNext // one function for all the calls: a go statement with arguments allocates
+	for range len(c.nodes) - bits.OnesCount64(skip) {
+		go run()
 	}
 	return f
 }
 
+// callNext calls the next node that fan calls.
+func (f *fanout) callNext() {
+	k := int(f.next.Add(1)) - 1
+	for i := range f.c.nodes {
+		if f.skip&(1<<i) == 0 {
+			if k == 0 {
+				f.call(i)
+				return
+			}
+			k--
+		}
+	}
+}
+
 // call calls node i, and puts its reply on out.
-func (f *fanout) call(c *Cluster, i int) {
-	f.out <- c.eval(f.ctx, f.dctx, i, f.timeout, &f.req)
+func (f *fanout) call(i int) {
+	f.out <- f.c.eval(f.ctx, f.dctx, i, f.timeout, &f.req)
 	if f.calls.Add(-1) == 0 {
 		f.cancel() // every call answered: stop the deadline's timer
 	}
@@ -107,18 +128,18 @@ func (f *fanout) call(c *Cluster, i int) {
 // when it returned, each once it answered a, or at a's deadline: so that a call made to
 // undo what a did (a release) cannot land before a's own request on that node. f is the
 // fan-out that skipped them. after returns at once.
-func (f *fanout) after(c *Cluster, a *fanout, late uint64) {
+func (f *fanout) after(a *fanout, late uint64) {
 	go func() {
 		for late != 0 {
 			select {
 			case r := <-a.out:
 				if late&(1<<r.node) != 0 {
 					late &^= 1 << r.node
-					go f.call(c, r.node)
+					go f.call(r.node)
 				}
 			case <-a.deadline: // the rest answer, if ever, later
 				for ; late != 0; late &= late - 1 {
-					go f.call(c, bits.TrailingZeros64(late))
+					go f.call(bits.TrailingZeros64(late))
 				}
 			}
 		}
@@ -225,7 +246,7 @@ var errSuspect = errors.New("redlock: node failed its last call, and was not wai
 // the server is to identify itself), or else its script.
 func (c *Cluster) send(dctx context.Context, i int, req *request, identify bool) ([]int64, error) {
 	if setter, ok := c.nodes[i].(Setter); ok && req.setNX && !identify {
-		return setNX(dctx, setter, req)
+		return setNX(dctx, setter, req, req.set[2*i:2*i+2:2*i+2])
 	}
 	args := req.args
 	switch {

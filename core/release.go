@@ -22,7 +22,7 @@ func (c *Cluster) Release(ctx context.Context, h *Held) error {
 	var f *fanout
 	if a, late := l.acquiring, l.late; a != nil && l.pending > 0 && late != 0 {
 		f = c.fan(ctx, l.NodeTimeout, req, late)
-		f.after(c, a, late)
+		f.after(a, late)
 	} else {
 		l.stragglers()
 		f = c.fan(ctx, l.NodeTimeout, req, 0)

@@ -36,11 +36,11 @@ func (l *claim) plain() bool {
 }
 
 // setNX sends req's plain SET NX to node n, and returns its answer as the acquire script
-// would: {1, 0} if it set the key, {0, 0} if the key was there.
-func setNX(ctx context.Context, n Setter, req *request) ([]int64, error) {
+// would, in vals (two zeroes): {1, 0} if it set the key, {0, 0} if the key was there.
+func setNX(ctx context.Context, n Setter, req *request, vals []int64) ([]int64, error) {
 	set, err := n.SetNX(ctx, req.key, req.value, req.ttl)
 	if set {
-		return []int64{1, 0}, err
+		vals[0] = 1
 	}
-	return []int64{0, 0}, err
+	return vals, err
 }
