@@ -130,4 +130,3 @@ func (n *Node) eval(ctx context.Context, s *core.Script, keys []string, argv []a
 	}
 	return core.Ints(s, v)
 }
-

@@ -147,4 +147,3 @@ func ctxErr(ctx context.Context, err error) error {
 
 // poolClosed is the error of a Get on a closed redigo pool.
 const poolClosed = "redigo: get on closed pool"
-
