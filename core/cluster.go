@@ -18,7 +18,8 @@ type Cluster struct {
 	unguarded []atomic.Bool // per node: it cannot report its uptime to the restart guard
 	down      []atomic.Bool // per node: its last call failed in transit (see suspects)
 	warn      func(node string)
-	id        identity // which server each node reaches
+	id        identity        // which server each node reaches
+	deadlines sharedDeadlines // for single-node calls
 	closed    atomic.Bool
 	done      chan struct{} // closed by Close
 	closeOnce sync.Once

@@ -750,6 +750,84 @@ func TestCallsKeepValuesNotCancellation(t *testing.T) {
 	}
 }
 
+// funcCtx is a context whose type cannot be compared with ==.
+type funcCtx struct {
+	context.Context
+	f func()
+}
+
+// TestCallsUnderOneContextShareADeadline: calls made in the caller's goroutine under a
+// cancellable context (see sharedDeadlines) get its values, its cancellation, and a
+// deadline at least the timeout away and at most a millisecond more; back-to-back calls
+// under the same context share one, from the second on, and calls under contexts that
+// take turns, or of a type that cannot be compared, get their own.
+func TestCallsUnderOneContextShareADeadline(t *testing.T) {
+	var c sharedDeadlines
+	const timeout = 200 * time.Millisecond
+	type key struct{}
+	caller, cancel := context.WithCancel(context.WithValue(context.Background(), key{}, "v"))
+	defer cancel()
+
+	start := time.Now()
+	first, cancelFirst := c.under(caller, timeout)
+	require.NotNil(t, cancelFirst, "a context seen once shares its deadline")
+	cancelFirst()
+	d, cancelD := c.under(caller, timeout)
+	end := time.Now()
+	assert.Nil(t, cancelD, "the second call under one context has a context of its own")
+	assert.ErrorIs(t, first.Err(), context.Canceled)
+	dl, ok := d.Deadline()
+	require.True(t, ok, "no deadline")
+	assert.False(t, dl.Before(start.Add(timeout)), "the deadline is less than the timeout away")
+	assert.False(t, dl.After(end.Add(timeout+time.Millisecond)), "the deadline is more than a millisecond past the timeout")
+	assert.Equal(t, "v", d.Value(key{}), "the caller's values are lost")
+	together := false // unless a millisecond's sharing ends between them
+	for range 10 {
+		a, _ := c.under(caller, timeout)
+		b, _ := c.under(caller, timeout)
+		if a == b {
+			together = true
+			break
+		}
+	}
+	assert.True(t, together, "back-to-back calls under one context do not share")
+
+	// Two other contexts, in turn: neither is seen twice in a row, and each call gets a
+	// context of its own.
+	a, cancelA := context.WithCancel(context.Background())
+	defer cancelA()
+	b, cancelB := context.WithCancel(context.Background())
+	defer cancelB()
+	for range 3 {
+		for _, ctx := range []context.Context{a, b} {
+			_, cancelOwn := c.under(ctx, timeout)
+			require.NotNil(t, cancelOwn, "contexts in turn share a deadline")
+			cancelOwn()
+		}
+	}
+
+	// A context that == cannot compare is never shared, and does not panic.
+	odd := funcCtx{Context: caller, f: func() {}}
+	for range 2 {
+		_, cancelOdd := c.under(odd, timeout)
+		require.NotNil(t, cancelOdd)
+		cancelOdd()
+	}
+
+	// Without a cancellation to share (Background), each call has a context of its own.
+	_, cancelBg := c.under(context.Background(), timeout)
+	require.NotNil(t, cancelBg)
+	cancelBg()
+
+	cancel() // the caller's cancellation ends the shared context
+	select {
+	case <-d.Done():
+		assert.ErrorIs(t, d.Err(), context.Canceled)
+	case <-time.After(5 * time.Second):
+		t.Fatal("the caller's cancellation did not end the shared context")
+	}
+}
+
 // TestSingleNodeCallEndsWithItsCaller: at N=1, after calls that answered, an acquisition
 // whose node hangs still returns as soon as the caller's context is cancelled, long before
 // the node timeout.

@@ -75,9 +75,9 @@ type fanout struct {
 // its cancellation: a caller that stops waiting (its ctx ended) leaves its calls to run to
 // their answer or their deadline, so that what they did can still be undone (see abandon).
 //
-// A single node is called in the caller's goroutine, under ctx with the timeout, and its
-// reply is on out when fan returns: a goroutine and a detached context of its own cost a
-// quarter of the throughput at N=1 (see docs/performance.md).
+// A single node is called in the caller's goroutine, under ctx with the timeout (see
+// sharedDeadlines), and its reply is on out when fan returns: a goroutine and a detached
+// context of its own would cost it a round of scheduling.
 func (c *Cluster) fan(ctx context.Context, timeout time.Duration, req request, skip uint64) *fanout {
 	f := &fanout{c: c, out: make(chan reply, len(c.nodes)), timeout: timeout, req: req, ctx: ctx, skip: skip}
 	if req.s == releaseScript && c.sharded {
@@ -87,9 +87,11 @@ func (c *Cluster) fan(ctx context.Context, timeout time.Duration, req request, s
 		f.req.set = make([]int64, 2*len(c.nodes))
 	}
 	if len(c.nodes) == 1 && skip == 0 {
-		dctx, cancel := context.WithTimeout(ctx, timeout)
+		dctx, cancel := c.deadlines.under(ctx, timeout)
 		f.out <- c.eval(ctx, dctx, 0, timeout, &f.req)
-		cancel()
+		if cancel != nil {
+			cancel()
+		}
 		return f
 	}
 	f.dctx, f.cancel = context.WithTimeout(context.WithoutCancel(ctx), timeout)
