@@ -25,6 +25,7 @@ func exampleNodes(n int) ([]redlock.Node, func()) {
 			panic(err)
 		}
 		rdb := redis.NewClient(&redis.Options{Addr: srv.Addr()})
+		_ = rdb.Ping(context.Background()).Err() // dialled, as a running program's client is
 		nodes = append(nodes, goredis.New(rdb))
 		stops = append(stops, func() { _ = rdb.Close(); srv.Close() })
 	}

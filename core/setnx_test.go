@@ -90,6 +90,10 @@ func TestRefusedSetNXQueuesOnTheNextAttempt(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			servers := c.servers(t, c.n)
 			cl, counted := countedCluster(t, servers)
+			// Every node known first: an unknown node is sent the script (which says which
+			// server it is), not SET NX, and the holder's Acquire returns before the last
+			// node's reply has made it known.
+			identify(t, cl, counted...)
 			holder := hold(t, cl, servers, "refused")
 			slowAcquires(counted, 300*time.Millisecond)
 
