@@ -19,9 +19,7 @@ type Lease struct {
 	name    string
 	opts    settings
 	lock    core.Lock  // what is asked for
-	held    *core.Held // the lock as granted, for Extend and Release
-	fence   uint64
-	began   time.Time // when the acquisition attempt began
+	held    *core.Held // the lock as granted (token, start), for Extend and Release
 
 	op sync.Mutex // serializes Extend and Release
 
@@ -49,7 +47,7 @@ type Lease struct {
 func (l *Lease) start(g *core.Held) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	l.held, l.fence, l.began, l.until = g, g.Fence, g.Start, g.Until
+	l.held, l.until = g, g.Until
 	if l.opts.autoExtend {
 		l.extendAt = l.extensionDue(nil)
 	}
@@ -69,7 +67,12 @@ func (l *Lease) Name() string { return l.name }
 // the storage you write, and have the storage refuse a token lower than the highest it has
 // seen. Tokens are large (seeded from the server clock in microseconds); compare them, do
 // not count on their spacing.
-func (l *Lease) Token() uint64 { return l.fence }
+func (l *Lease) Token() uint64 {
+	if l.held == nil { // the zero Lease
+		return 0
+	}
+	return l.held.Fence
+}
 
 // Until returns the end of the lease's validity: the acquisition's start + TTL - drift
 // allowance, on the monotonic clock, or after an extension that extension's start + TTL -

@@ -353,6 +353,7 @@ func TestBadInput(t *testing.T) {
 	require.ErrorIs(t, err, context.Canceled)
 
 	var zero redlock.Lease
+	assert.Zero(t, zero.Token(), "the zero Lease holds no token")
 	require.ErrorIs(t, zero.Extend(ctx), redlock.ErrNotHeld)
 	require.ErrorIs(t, zero.Release(ctx), redlock.ErrNotHeld)
 	assert.True(t, errors.Is(zero.Release(ctx), redlock.ErrNotHeld))

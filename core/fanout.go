@@ -129,23 +129,22 @@ func (f *fanout) call(i int) {
 // after calls the nodes in late (a bit per node), which had not answered the acquisition a
 // when it returned, each once it answered a, or at a's deadline: so that a call made to
 // undo what a did (a release) cannot land before a's own request on that node. f is the
-// fan-out that skipped them. after returns at once.
+// fan-out that skipped them; its other calls are under way, and their replies wait in its
+// out. after returns once it started every call.
 func (f *fanout) after(a *fanout, late uint64) {
-	go func() {
-		for late != 0 {
-			select {
-			case r := <-a.out:
-				if late&(1<<r.node) != 0 {
-					late &^= 1 << r.node
-					go f.call(r.node)
-				}
-			case <-a.deadline: // the rest answer, if ever, later
-				for ; late != 0; late &= late - 1 {
-					go f.call(bits.TrailingZeros64(late))
-				}
+	for late != 0 {
+		select {
+		case r := <-a.out:
+			if late&(1<<r.node) != 0 {
+				late &^= 1 << r.node
+				go f.call(r.node)
+			}
+		case <-a.deadline: // the rest answer, if ever, later
+			for ; late != 0; late &= late - 1 {
+				go f.call(bits.TrailingZeros64(late))
 			}
 		}
-	}()
+	}
 }
 
 // spublish returns a copy of the release script's args (see releaseArgs) with SPUBLISH in
