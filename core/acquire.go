@@ -78,9 +78,6 @@ func (c *Cluster) acquire(ctx context.Context, l *claim) (Grant, outcome, error)
 		guard := strconv.FormatInt(int64((l.Guard+time.Second-1)/time.Second), 10)
 		req.keys = l.Keys.AcquireKeys()
 		req.args = []string{l.token, millis(l.TTL), guard, fence, l.waiter, strconv.FormatInt(l.ticket, 10), millis(l.placeKept())}
-		if unknown {
-			req.identify = append(req.args[:len(req.args):len(req.args)], "1")
-		}
 	}
 	f := c.fan(ctx, l.NodeTimeout, req, 0)
 

@@ -12,8 +12,7 @@ import (
 type Cluster struct {
 	nodes     []Node
 	quorum    int
-	publish   []string      // per node: the release script's publish command
-	sharded   bool          // some node publishes with SPUBLISH
+	sharded   []bool        // per node: it publishes with SPUBLISH (see ShardedPubSub)
 	setters   bool          // every node is a Setter
 	unguarded []atomic.Bool // per node: it cannot report its uptime to the restart guard
 	down      []atomic.Bool // per node: its last call failed in transit (see suspects)
@@ -64,7 +63,7 @@ func NewCluster(nodes []Node, opts ...ClusterOption) (*Cluster, error) {
 	c := &Cluster{
 		nodes:     append([]Node(nil), nodes...),
 		quorum:    len(nodes)/2 + 1,
-		publish:   make([]string, len(nodes)),
+		sharded:   make([]bool, len(nodes)),
 		unguarded: make([]atomic.Bool, len(nodes)),
 		down:      make([]atomic.Bool, len(nodes)),
 		done:      make(chan struct{}),
@@ -78,9 +77,8 @@ func NewCluster(nodes []Node, opts ...ClusterOption) (*Cluster, error) {
 		if _, ok := n.(Setter); !ok {
 			c.setters = false
 		}
-		c.publish[i] = "PUBLISH"
-		if s, ok := n.(ShardedPubSub); ok && s.ShardedPubSub() {
-			c.publish[i], c.sharded = "SPUBLISH", true
+		if s, ok := n.(ShardedPubSub); ok {
+			c.sharded[i] = s.ShardedPubSub()
 		}
 	}
 	return c, nil

@@ -155,3 +155,36 @@ func (e *restartError) Error() string {
 }
 
 func (e *restartError) Is(target error) bool { return target == ErrRestarted }
+
+// timeoutError is ErrNodeTimeout, with the driver's own error when it says more than that
+// the deadline passed. It does not wrap context.DeadlineExceeded: the caller's context is
+// still live, and errors.Is(err, context.DeadlineExceeded) must say only that it is not.
+func timeoutError(timeout time.Duration, err error) error {
+	if err == nil || errors.Is(err, context.DeadlineExceeded) {
+		return fmt.Errorf("%w after %v", ErrNodeTimeout, timeout)
+	}
+	return fmt.Errorf("%w after %v (%v)", ErrNodeTimeout, timeout, err)
+}
+
+// opError wraps err, for op on key.
+func opError(op, key string, err error) error { return &keyError{op, key, err} }
+
+// keyError is err, from op on the lock key key.
+type keyError struct {
+	op, key string
+	err     error
+}
+
+func (e *keyError) Error() string {
+	return fmt.Sprintf("redlock: %s %q: %s", e.op, e.key, strings.TrimPrefix(e.err.Error(), "redlock: "))
+}
+
+func (e *keyError) Unwrap() error { return e.err }
+
+// ctxError wraps ctx's error for op on key, or returns nil if ctx is live.
+func ctxError(ctx context.Context, op, key string) error {
+	if err := ctx.Err(); err != nil {
+		return opError(op, key, err)
+	}
+	return nil
+}

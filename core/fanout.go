@@ -9,7 +9,6 @@ import (
 	"net"
 	"slices"
 	"strconv"
-	"strings"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -34,10 +33,6 @@ type request struct {
 	s    *Script
 	keys []string
 	args []string
-	// sharded: the release script's args for nodes with sharded pub/sub (see prepare).
-	sharded []string
-	// identify: the acquire script's args for nodes not identified yet (see identity).
-	identify []string
 	// setNX: a node that is a Setter is sent SET key value NX PX ttl instead of s (see
 	// setNX), and its reply goes in its two places of set. keys and args are then needed
 	// only if some node is not a Setter.
@@ -80,9 +75,6 @@ type fanout struct {
 // context of its own would cost it a round of scheduling.
 func (c *Cluster) fan(ctx context.Context, timeout time.Duration, req request, skip uint64) *fanout {
 	f := &fanout{c: c, out: make(chan reply, len(c.nodes)), timeout: timeout, req: req, ctx: ctx, skip: skip}
-	if req.s == releaseScript && c.sharded {
-		f.req.sharded = spublish(req.args)
-	}
 	if req.setNX {
 		f.req.set = make([]int64, 2*len(c.nodes))
 	}
@@ -147,14 +139,6 @@ func (f *fanout) after(a *fanout, late uint64) {
 	}
 }
 
-// spublish returns a copy of the release script's args (see releaseArgs) with SPUBLISH in
-// place of PUBLISH, for a node with sharded pub/sub.
-func spublish(args []string) []string {
-	sharded := slices.Clone(args)
-	sharded[2] = "SPUBLISH"
-	return sharded
-}
-
 // releaseArgs returns the release script's ARGV (see release.lua): token, channel,
 // PUBLISH (which a node with sharded pub/sub is sent as SPUBLISH), waiter, mode and more.
 func releaseArgs(token, channel, waiter, mode string, more ...string) []string {
@@ -166,9 +150,6 @@ func releaseArgs(token, channel, waiter, mode string, more ...string) []string {
 // goroutine of its own.
 func (c *Cluster) callNode(ctx context.Context, i int, timeout time.Duration, s *Script, keys, args []string) reply {
 	req := request{s: s, keys: keys, args: args}
-	if s == releaseScript && c.publish[i] == "SPUBLISH" {
-		req.sharded = spublish(args)
-	}
 	dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), timeout)
 	defer cancel()
 	return c.eval(ctx, dctx, i, timeout, &req)
@@ -244,7 +225,10 @@ func (c *Cluster) suspects() uint64 {
 var errSuspect = errors.New("redlock: node failed its last call, and was not waited for")
 
 // send sends req to node i: SET NX where it asks for it and the node is a Setter (unless
-// the server is to identify itself), or else its script.
+// the server is to identify itself), or else its script: with "1" appended to the acquire
+// script's args to have the server identify itself (see identity), and with SPUBLISH in
+// place of PUBLISH in the release script's args (see releaseArgs) for a node with sharded
+// pub/sub.
 func (c *Cluster) send(dctx context.Context, i int, req *request, identify bool) ([]int64, error) {
 	if setter, ok := c.nodes[i].(Setter); ok && req.setNX && !identify {
 		return setNX(dctx, setter, req, req.set[2*i:2*i+2:2*i+2])
@@ -252,9 +236,10 @@ func (c *Cluster) send(dctx context.Context, i int, req *request, identify bool)
 	args := req.args
 	switch {
 	case identify:
-		args = req.identify
-	case c.publish[i] == "SPUBLISH" && req.sharded != nil:
-		args = req.sharded
+		args = append(args[:len(args):len(args)], "1")
+	case req.s == releaseScript && c.sharded[i]:
+		args = slices.Clone(args)
+		args[2] = "SPUBLISH"
 	}
 	return c.nodes[i].Eval(dctx, req.s, req.keys, args...)
 }
@@ -352,37 +337,4 @@ func (c *Cluster) collect(ctx context.Context, f *fanout, t *tally, answered []b
 			seen(r)
 		}
 	}
-}
-
-// timeoutError is ErrNodeTimeout, with the driver's own error when it says more than that
-// the deadline passed. It does not wrap context.DeadlineExceeded: the caller's context is
-// still live, and errors.Is(err, context.DeadlineExceeded) must say only that it is not.
-func timeoutError(timeout time.Duration, err error) error {
-	if err == nil || errors.Is(err, context.DeadlineExceeded) {
-		return fmt.Errorf("%w after %v", ErrNodeTimeout, timeout)
-	}
-	return fmt.Errorf("%w after %v (%v)", ErrNodeTimeout, timeout, err)
-}
-
-// opError wraps err, for op on key.
-func opError(op, key string, err error) error { return &keyError{op, key, err} }
-
-// keyError is err, from op on the lock key key.
-type keyError struct {
-	op, key string
-	err     error
-}
-
-func (e *keyError) Error() string {
-	return fmt.Sprintf("redlock: %s %q: %s", e.op, e.key, strings.TrimPrefix(e.err.Error(), "redlock: "))
-}
-
-func (e *keyError) Unwrap() error { return e.err }
-
-// ctxError wraps ctx's error for op on key, or returns nil if ctx is live.
-func ctxError(ctx context.Context, op, key string) error {
-	if err := ctx.Err(); err != nil {
-		return opError(op, key, err)
-	}
-	return nil
 }
