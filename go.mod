@@ -8,6 +8,7 @@ require (
 	github.com/redis/go-redis/v9 v9.22.0
 	github.com/redis/rueidis v1.0.79
 	github.com/stretchr/testify v1.12.1
+	github.com/valkey-io/valkey-go v1.0.79
 	go.uber.org/goleak v1.3.0
 )
 

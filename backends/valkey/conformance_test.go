@@ -1,0 +1,44 @@
+package valkey_test
+
+import (
+	"testing"
+
+	rlvalkey "github.com/go-redlock/redlock/backends/valkey"
+	"github.com/go-redlock/redlock/conformance"
+	"github.com/go-redlock/redlock/core"
+	"github.com/valkey-io/valkey-go"
+)
+
+// TestConformance runs the shared conformance suite on the valkey-go Node: on miniredis, on
+// real redis-server processes, and on a real 3-master Redis Cluster through valkey-go's
+// cluster client (no Valkey server is packaged here; see the package doc).
+func TestConformance(t *testing.T) {
+	conformance.Run(t, conformance.Harness{
+		NewNode: func(t testing.TB, addr string) core.Node {
+			// miniredis has neither client-side caching nor CLUSTER commands; a standalone
+			// redis-server needs neither, so these options suit both.
+			c, err := valkey.NewClient(valkey.ClientOption{
+				InitAddress:       []string{addr},
+				DisableCache:      true,
+				ForceSingleClient: true,
+			})
+			if err != nil {
+				t.Fatalf("valkey.NewClient(%s): %v", addr, err)
+			}
+			t.Cleanup(c.Close)
+			node := rlvalkey.New(c)
+			t.Cleanup(func() { _ = node.Close() }) // runs first: the Node before its client
+			return node
+		},
+		NewClusterNode: func(t testing.TB, addrs []string) core.Node {
+			c, err := valkey.NewClient(valkey.ClientOption{InitAddress: addrs, DisableCache: true})
+			if err != nil {
+				t.Fatalf("valkey.NewClient(%s): %v", addrs, err)
+			}
+			t.Cleanup(c.Close)
+			node := rlvalkey.New(c)
+			t.Cleanup(func() { _ = node.Close() })
+			return node
+		},
+	})
+}

@@ -1,0 +1,59 @@
+package valkey_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/alicebob/miniredis/v2"
+	"github.com/go-redlock/redlock"
+	rlvalkey "github.com/go-redlock/redlock/backends/valkey"
+	"github.com/valkey-io/valkey-go"
+)
+
+// One valkey-go client per master (or per cluster), each wrapped by New, makes the nodes of
+// a redlock Client. Here a single in-process server (miniredis) stands in for Valkey or
+// Redis; it needs the three options below, which real servers do not.
+func ExampleNew() {
+	server, err := miniredis.Run()
+	if err != nil {
+		panic(err)
+	}
+	defer server.Close()
+
+	vc, err := valkey.NewClient(valkey.ClientOption{
+		InitAddress:       []string{server.Addr()},
+		AlwaysRESP2:       true,
+		DisableCache:      true,
+		ForceSingleClient: true,
+	})
+	if err != nil {
+		panic(err)
+	}
+	defer vc.Close()
+
+	client, err := redlock.New([]redlock.Node{rlvalkey.New(vc)})
+	if err != nil {
+		panic(err)
+	}
+	defer client.Close() // closes the Node's subscriptions, before vc is closed
+
+	ctx := context.Background()
+	lease, err := client.TryAcquire(ctx, "reports")
+	if err != nil {
+		panic(err)
+	}
+	fmt.Println("acquired", lease.Name())
+
+	_, err = client.TryAcquire(ctx, "reports")
+	fmt.Println("second attempt refused:", errors.Is(err, redlock.ErrHeld))
+
+	if err := lease.Release(ctx); err != nil {
+		panic(err)
+	}
+	fmt.Println("released")
+	// Output:
+	// acquired reports
+	// second attempt refused: true
+	// released
+}
