@@ -3,6 +3,7 @@ package core
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strconv"
 	"time"
 )
@@ -60,9 +61,12 @@ func (c *Cluster) acquire(ctx context.Context, l *claim) (Grant, outcome, error)
 	if c.closed.Load() {
 		return Grant{}, outcome{}, opError("acquire", l.Keys.Lock, ErrClosed)
 	}
+	if l.Read && l.Fence {
+		return Grant{}, outcome{}, opError("acquire", l.Keys.Lock, fmt.Errorf("%w: a reader takes no fencing token", ErrInvalid))
+	}
 	start := time.Now()
 	plain := l.plain()
-	req := request{s: acquireScript, setNX: plain, key: l.Keys.Lock, value: l.token, ttl: l.TTL.Truncate(time.Millisecond)}
+	req := request{s: l.scripts().acquire, vote: true, setNX: plain, key: l.Keys.Lock, value: l.token, ttl: l.TTL.Truncate(time.Millisecond)}
 	unknown := c.id.unknown.Load() > 0
 	if !plain || !c.setters || unknown { // some node runs the script: its KEYS and ARGV
 		fence := "0"
@@ -227,7 +231,8 @@ func (c *Cluster) abandon(ctx context.Context, l *claim, f *fanout, answered, ma
 	// A copy: the caller's next attempt puts a new token in l while stragglers are released.
 	keys, timeout := l.Keys.ReleaseKeys(), l.NodeTimeout
 	args := releaseArgs(l.token, l.Keys.Channel, l.waiter, mode, strconv.FormatInt(l.ticket, 10), millis(l.placeKept()))
-	release := func(i int) { c.callNode(ctx, i, timeout, releaseScript, keys, args) }
+	script := l.scripts().release
+	release := func(i int) { c.callNode(ctx, i, timeout, script, keys, args) }
 	pending := 0
 	done := make(chan struct{}, len(c.nodes))
 	for i := range c.nodes {

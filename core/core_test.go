@@ -402,11 +402,12 @@ func TestKeysShareOneHashSlot(t *testing.T) {
 		Queue:   "redlock:{jobs:nightly}:queue",
 		Alive:   "redlock:{jobs:nightly}:alive",
 		Waiters: "redlock:{jobs:nightly}:waiters",
+		Readers: "redlock:{jobs:nightly}:readers",
 		Channel: "redlock:{jobs:nightly}:released",
 	}
 	assert.Equal(t, want, k)
-	assert.Equal(t, []string{want.Lock, want.Fence, want.Queue, want.Alive, want.Waiters}, k.AcquireKeys())
-	assert.Equal(t, []string{want.Lock, want.Queue, want.Alive, want.Waiters, want.Fence}, k.ReleaseKeys())
+	assert.Equal(t, []string{want.Lock, want.Fence, want.Queue, want.Alive, want.Waiters, want.Readers}, k.AcquireKeys())
+	assert.Equal(t, []string{want.Lock, want.Queue, want.Alive, want.Waiters, want.Fence, want.Readers}, k.ReleaseKeys())
 	assert.Equal(t, "redlock:{jobs:nightly}:released:w1", k.Wake("w1"))
 	assert.NotEqual(t, NewToken(), NewToken())
 	assert.GreaterOrEqual(t, len(NewToken()), 22) // 16 random bytes

@@ -31,6 +31,7 @@ func (r reply) yes() bool { return r.err == nil && len(r.vals) > 0 && r.vals[0] 
 // request is one script call, made on every node of a fan-out.
 type request struct {
 	s    *Script
+	vote bool // an acquisition: the node's vote counts once it is identified (see identity)
 	keys []string
 	args []string
 	// setNX: a node that is a Setter is sent SET key value NX PX ttl instead of s (see
@@ -161,7 +162,7 @@ func (c *Cluster) callNode(ctx context.Context, i int, timeout time.Duration, s 
 func (c *Cluster) eval(ctx, dctx context.Context, i int, timeout time.Duration, req *request) reply {
 	var vals []int64
 	var err error
-	if !req.setNX && req.s != acquireScript { // not a vote
+	if !req.vote { // not a vote
 		vals, err = c.send(dctx, i, req, false)
 	} else if err = c.misconfigured(); err == nil {
 		// A vote counts only from a node known to reach a server that no other node
@@ -237,7 +238,7 @@ func (c *Cluster) send(dctx context.Context, i int, req *request, identify bool)
 	switch {
 	case identify:
 		args = append(args[:len(args):len(args)], "1")
-	case req.s == releaseScript && c.sharded[i]:
+	case (req.s == releaseScript || req.s == runlockScript) && c.sharded[i]:
 		args = slices.Clone(args)
 		args[2] = "SPUBLISH"
 	}

@@ -17,6 +17,7 @@ type Keys struct {
 	Queue   string // the waiters in turn order: a sorted set of waiter ids by ticket
 	Alive   string // when each waiter's place lapses: a sorted set of waiter ids by deadline
 	Waiters string // each waiter's latest attempt, for a release to hand it the lock: a hash
+	Readers string // the readers that hold the lock: a sorted set of tokens by the end of their time
 	Channel string // a waiter is woken on Channel + ":" + its waiter id (see Wake)
 }
 
@@ -25,7 +26,7 @@ type Keys struct {
 //
 //	<prefix>{<name>}
 //
-// and the other keys follow it: "<base>:fence", ":queue", ":alive", ":waiters", and the
+// and the other keys follow it: "<base>:fence", ":queue", ":alive", ":waiters", ":readers", and the
 // release channel "<base>:released", on which each waiter is woken at
 // "<base>:released:<waiter id>" (see Wake).
 //
@@ -53,7 +54,7 @@ func NewKeys(prefix, name string) Keys {
 		base = prefix + "{" + name + "}"
 	}
 	return Keys{Lock: base, Fence: base + ":fence", Queue: base + ":queue", Alive: base + ":alive", Waiters: base + ":waiters",
-		Channel: base + ":released"}
+		Readers: base + ":readers", Channel: base + ":released"}
 }
 
 // tagBytes is how many bytes of the name's SHA-256 the second form of NewKeys's keys carries
@@ -94,9 +95,21 @@ func newWaiter() (waiter, first string) {
 	return first[:n], first
 }
 
-// AcquireKeys returns the KEYS that core passes to the acquire script, in order: for
-// backend tests (such as the conformance suite) that call the scripts as core does.
-func (k Keys) AcquireKeys() []string { return []string{k.Lock, k.Fence, k.Queue, k.Alive, k.Waiters} }
+// AcquireKeys returns the KEYS that core passes to the acquire and rlock scripts, in order:
+// for backend tests (such as the conformance suite) that call the scripts as core does.
+func (k Keys) AcquireKeys() []string {
+	return []string{k.Lock, k.Fence, k.Queue, k.Alive, k.Waiters, k.Readers}
+}
 
-// ReleaseKeys returns the KEYS that core passes to the release script, in order.
-func (k Keys) ReleaseKeys() []string { return []string{k.Lock, k.Queue, k.Alive, k.Waiters, k.Fence} }
+// ReleaseKeys returns the KEYS that core passes to the release and runlock scripts, in order.
+func (k Keys) ReleaseKeys() []string {
+	return []string{k.Lock, k.Queue, k.Alive, k.Waiters, k.Fence, k.Readers}
+}
+
+// extendKeys returns the KEYS of the extend script (writer) or rextend (reader).
+func (k Keys) extendKeys(read bool) []string {
+	if read {
+		return []string{k.Lock, k.Readers}
+	}
+	return []string{k.Lock}
+}

@@ -23,7 +23,7 @@ var keyPrefixes = []string{"redlock:", "", "app}:", "{app}:", "x{", "a{b", "}", 
 
 // allKeys returns every key and channel of k, with the wake channels of two waiters.
 func allKeys(k core.Keys) []string {
-	return []string{k.Lock, k.Fence, k.Queue, k.Alive, k.Waiters, k.Channel, k.Wake("w1"), k.Wake(core.NewToken())}
+	return []string{k.Lock, k.Fence, k.Queue, k.Alive, k.Waiters, k.Readers, k.Channel, k.Wake("w1"), k.Wake(core.NewToken())}
 }
 
 // oneTag reports an error unless every key and channel of k has the same non-empty hash tag,
@@ -60,9 +60,9 @@ func TestKeysShareOneSlotForEveryName(t *testing.T) {
 func TestKeysKeepTheirFormat(t *testing.T) {
 	k := core.NewKeys("redlock:", "jobs:nightly")
 	want := []string{"redlock:{jobs:nightly}", "redlock:{jobs:nightly}:fence", "redlock:{jobs:nightly}:queue",
-		"redlock:{jobs:nightly}:alive", "redlock:{jobs:nightly}:waiters", "redlock:{jobs:nightly}:released",
-		"redlock:{jobs:nightly}:released:w1"}
-	if got := allKeys(k)[:7]; fmt.Sprint(got) != fmt.Sprint(want) {
+		"redlock:{jobs:nightly}:alive", "redlock:{jobs:nightly}:waiters", "redlock:{jobs:nightly}:readers",
+		"redlock:{jobs:nightly}:released", "redlock:{jobs:nightly}:released:w1"}
+	if got := allKeys(k)[:8]; fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Errorf("NewKeys(redlock:, jobs:nightly) = %q, want %q", got, want)
 	}
 	for _, prefix := range keyPrefixes {

@@ -12,6 +12,14 @@ type Lock struct {
 	NodeTimeout time.Duration
 	// DriftFactor scales the clock-drift allowance: validity = TTL - elapsed - (TTL*DriftFactor + 2ms).
 	DriftFactor float64
+	// Read asks for a reader's share of the lock: readers hold it together, a writer (a Lock
+	// without Read) alone. A reader's holding is its own entry on each node, with its own
+	// expiry; while any reader holds the lock on a node, its lock key holds a marker that a
+	// writer finds there as a holder. Any two quorums share a node, on which one script
+	// decides between a writer and the readers, so a writer and a reader never both hold.
+	// A writer waiting in the queue blocks the readers that come after it. A reader takes
+	// no fencing token: Fence must be false.
+	Read bool
 	// Fence asks for a fencing token: each node advances its counter, and for N > 1, unless
 	// a quorum of the granting nodes agree on the largest counter, one more round raises it
 	// on a quorum before the token is returned. Without it the counter is left alone and
@@ -37,6 +45,14 @@ type Lock struct {
 // Drift is the clock-drift allowance subtracted from every validity: TTL*DriftFactor + 2ms.
 func (l *Lock) Drift() time.Duration {
 	return time.Duration(float64(l.TTL)*l.DriftFactor) + 2*time.Millisecond
+}
+
+// scripts returns the scripts of l's kind of holding: a reader's or a writer's.
+func (l *Lock) scripts() lockScripts {
+	if l.Read {
+		return readerScripts
+	}
+	return writerScripts
 }
 
 // refresh is how often a waiter calls again to keep its place in the queue.

@@ -18,7 +18,7 @@ func (c *Cluster) Release(ctx context.Context, h *Held) error {
 	if ctx.Done() != nil {
 		ctx = context.WithoutCancel(ctx)
 	}
-	req := request{s: releaseScript, keys: l.Keys.ReleaseKeys(), args: releaseArgs(l.token, l.Keys.Channel, l.waiter, "leave")}
+	req := request{s: l.scripts().release, keys: l.Keys.ReleaseKeys(), args: releaseArgs(l.token, l.Keys.Channel, l.waiter, "leave")}
 	var f *fanout
 	if a, late := l.acquiring, l.late; a != nil && l.pending > 0 && late != 0 {
 		f = c.fan(ctx, l.NodeTimeout, req, late)

@@ -14,6 +14,12 @@ var (
 	releaseSource string
 	//go:embed lua/raise.lua
 	raiseSource string
+	//go:embed lua/rlock.lua
+	rlockSource string
+	//go:embed lua/rextend.lua
+	rextendSource string
+	//go:embed lua/runlock.lua
+	runlockSource string
 	// queue.lua is the prelude of acquire and release: the waiter queue's functions, the
 	// restart guard and the fence counter, which both use.
 	//go:embed lua/queue.lua
@@ -24,10 +30,23 @@ var (
 	// release's uncontended case comes first: it returns before the prelude's definitions.
 	releaseScript = NewScript("release", releaseUncontendedSource+queueSource+releaseSource)
 	raiseScript   = NewScript("raise", raiseSource)
+	// A reader's: rlock and runlock share the prelude, and runlock ends as release does.
+	rlockScript   = NewScript("rlock", queueSource+rlockSource)
+	rextendScript = NewScript("rextend", rextendSource)
+	runlockScript = NewScript("runlock", queueSource+runlockSource)
 )
 
-// Scripts returns the scripts core runs, in the order acquire, extend, release, raise: for
-// a backend that preloads them (SCRIPT LOAD) and for tests of a backend.
+// lockScripts are the scripts that acquire, extend and release one kind of holding.
+type lockScripts struct{ acquire, extend, release *Script }
+
+var (
+	writerScripts = lockScripts{acquireScript, extendScript, releaseScript}
+	readerScripts = lockScripts{rlockScript, rextendScript, runlockScript}
+)
+
+// Scripts returns the scripts core runs, in the order acquire, extend, release, raise,
+// rlock, rextend, runlock: for a backend that preloads them (SCRIPT LOAD) and for tests of
+// a backend.
 func Scripts() []*Script {
-	return []*Script{acquireScript, extendScript, releaseScript, raiseScript}
+	return []*Script{acquireScript, extendScript, releaseScript, raiseScript, rlockScript, rextendScript, runlockScript}
 }

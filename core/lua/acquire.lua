@@ -12,7 +12,7 @@
 -- ARGV[5] our waiter id ("": we do not wait, so we are never queued),
 -- ARGV[6] our ticket: where we stand in the queue (smaller first, ties by waiter id),
 -- ARGV[7] how long, in milliseconds, our place is kept unless we call again,
--- ARGV[8] "1" to have the server say which it is (optional; see reply)
+-- ARGV[8] "1" to have the server say which it is (optional; see the replies)
 -- Replies:
 --   {1, fence}     the lock is ours: newly set, or already set with our token (a retry after
 --                  a lost reply, or a release handed it to us). fence is the counter, now
@@ -34,28 +34,9 @@
 -- digits each, if the server reports one: so that the client can tell that two of its
 -- nodes reach one server, and count it once.
 
--- reply returns the reply {status, value}, with what ARGV[8] asks for (see above).
-local function reply(status, value, unguarded)
-  if ARGV[8] ~= '1' then
-    if unguarded then
-      return {status, value, 1}
-    end
-    return {status, value}
-  end
-  local r = {status, value, unguarded and 1 or 0}
-  local info = redis.pcall('INFO', 'server')
-  local id = type(info) == 'string' and string.match(info, 'run_id:(%x+)')
-  if id and #id == 40 then
-    for i = 1, 40, 10 do
-      r[#r + 1] = tonumber(string.sub(id, i, i + 9), 16)
-    end
-  end
-  return r
-end
-
 local abstain, unguarded = guarded(tonumber(ARGV[3]) or 0)
 if abstain then
-  return reply(-1, abstain)
+  return vote(-1, abstain)
 end
 
 local token, waiter, ticket, keep = ARGV[1], ARGV[5], tonumber(ARGV[6]), tonumber(ARGV[7])
@@ -80,7 +61,7 @@ if not taken then
     if pttl == 0 then
       pttl = 1 -- a key in its last millisecond reads 0: it is held for up to 1 ms more
     end
-    return reply(0, pttl)
+    return vote(0, pttl)
   end
   if not holder then
     local head = first(KEYS[3], KEYS[4], KEYS[5])
@@ -88,7 +69,7 @@ if not taken then
       local score = tonumber(head[2])
       if waiter == '' or score < ticket or (score == ticket and head[1] < waiter) then
         queue()
-        return reply(0, 0)
+        return vote(0, 0)
       end
     end
   end
@@ -102,4 +83,4 @@ local fence = 0
 if ARGV[4] ~= '0' then
   fence = advance(KEYS[2], ARGV[4])
 end
-return reply(1, fence, unguarded)
+return vote(1, fence, unguarded)

@@ -6,15 +6,24 @@
 -- A queue is two sorted sets and a hash: q holds waiter ids by ticket (the turn order,
 -- smaller first, ties by id), a holds the same ids by the server time in milliseconds at
 -- which each waiter's place lapses unless it calls again, and w maps each waiter id to its
--- latest attempt, "<token> <ttl ms> <fence> <guard s>" (fence: "0" for none, else the
--- attempt's floor for the counter, a decimal), so that a release can hand the lock to the
--- first waiter in its name.
+-- latest attempt, "<token> <ttl ms> <fence> <guard s>[ r]" (fence: "0" for none, else the
+-- attempt's floor for the counter, a decimal; " r" for a reader), so that a release can
+-- hand the lock to the first waiter in its name.
+--
+-- Readers (see rlock.lua) hold a lock together: each has an entry in the readers key (a
+-- sorted set of reader tokens by the server time in milliseconds at which the holding
+-- ends), and while any does, the lock key holds readers_hold, with a TTL that covers every
+-- entry. So a writer, which takes the lock key, finds it held, and no script but the
+-- readers' needs to look at the readers key.
 -- (Scripts replicate their effects, not themselves, by default since Redis 5: TIME is safe.)
 
 -- fence_idle is how long, in milliseconds, a fence counter outlives the last acquisition
 -- that advanced it (one hour; core.FenceIdle says why that keeps tokens increasing). Every
 -- key the scripts write expires: none is left behind by names used once.
 local fence_idle = 3600000
+
+-- readers_hold is the lock key's value while readers hold the lock: no token has a '('.
+local readers_hold = '(readers)'
 
 local clock -- the server's TIME, read once when first needed
 local function server_time()
@@ -154,4 +163,154 @@ local function first(q, a, w)
     dequeue(q, a, w, head[1])
   end
   return {}
+end
+
+-- vote returns an acquisition's reply {status, value}, with what ARGV[8] asks for (see
+-- acquire.lua): the unguarded flag, and the server's run_id.
+local function vote(status, value, unguarded)
+  if ARGV[8] ~= '1' then
+    if unguarded then
+      return {status, value, 1}
+    end
+    return {status, value}
+  end
+  local r = {status, value, unguarded and 1 or 0}
+  local info = redis.pcall('INFO', 'server')
+  local id = type(info) == 'string' and string.match(info, 'run_id:(%x+)')
+  if id and #id == 40 then
+    for i = 1, 40, 10 do
+      r[#r + 1] = tonumber(string.sub(id, i, i + 9), 16)
+    end
+  end
+  return r
+end
+
+-- read_grant records that the reader with token holds the lock for ttl milliseconds (a
+-- decimal string): its entry in r, and the lock key set to readers_hold for at least as
+-- long (r too), so that a writer finds the lock held until the last reader's time is up.
+-- The lock key must be free or readers_hold.
+local function read_grant(lock, r, token, ttl)
+  local ms = tonumber(ttl)
+  redis.call('ZADD', r, string.format('%d', now_ms() + ms), token)
+  if redis.call('PTTL', lock) < ms then
+    redis.call('SET', lock, readers_hold, 'PX', ms)
+  end
+  if redis.call('PTTL', r) < ms then
+    redis.call('PEXPIRE', r, ms)
+  end
+end
+
+-- read_release deletes the readers' entries that token owns (its own, or an earlier
+-- attempt's of its waiter, as ours says) and those whose time is up, and reports whether
+-- token owned a live one. The lock key is freed once no live entry is left, and otherwise
+-- kept for as long as the longest one.
+local function read_release(lock, r, token)
+  local released = 0
+  local now = now_ms()
+  local entries
+  if attempt(token) then
+    entries = redis.call('ZRANGE', r, 0, -1, 'WITHSCORES')
+  else
+    local score = redis.call('ZSCORE', r, token)
+    entries = score and {token, score} or {}
+  end
+  for i = 1, #entries, 2 do
+    if ours(entries[i], token) then
+      redis.call('ZREM', r, entries[i])
+      if tonumber(entries[i + 1]) > now then
+        released = 1
+      end
+    end
+  end
+  redis.call('ZREMRANGEBYSCORE', r, '-inf', now)
+  if redis.call('GET', lock) == readers_hold then
+    local last = redis.call('ZRANGE', r, -1, -1, 'WITHSCORES')
+    if #last == 0 then
+      redis.call('DEL', lock)
+    else
+      redis.call('PEXPIRE', lock, tonumber(last[2]) - now)
+    end
+  end
+  return released
+end
+
+-- hand_over gives the lock, which must be free, to the first live waiter in the queue,
+-- unless that is waiter and it stays (it lets go after a failed attempt, and goes on
+-- waiting): a writer's recorded attempt gets the lock key, its place lapsing with the lock,
+-- and the fence advanced to the attempt's floor; a reader's gets a readers' entry, and so
+-- does every reader queued right behind it, up to the next writer, each leaving the queue.
+-- Each is told "<token> <fence>[ u]" on its channel (fence 0 for readers and attempts
+-- without one; " u" if it asked for the restart guard and the server cannot report its
+-- uptime), or "" if it recorded no attempt here or the restart guard abstains: then it
+-- calls again. KEYS and ARGV are the release script's (see release_uncontended.lua). It
+-- returns how many subscribers heard the messages.
+local function hand_over(waiter, stays)
+  local publish = 'PUBLISH'
+  if ARGV[3] == 'SPUBLISH' then
+    publish = 'SPUBLISH'
+  end
+  local woken = 0
+  for i = 1, first_scan do
+    local head = first(KEYS[2], KEYS[3], KEYS[4])
+    if #head == 0 or (head[1] == waiter and stays) then
+      return woken
+    end
+    local reg = redis.call('HGET', KEYS[4], head[1])
+    local token, ttl, fenced, guard, mode
+    if reg then
+      token, ttl, fenced, guard, mode = string.match(reg, '^(%S+) (%d+) (%d+) (%d+)( ?r?)$')
+    end
+    local reader = mode == ' r'
+    if i > 1 and not reader then
+      return woken -- a writer waits for the readers handed the lock before it
+    end
+    local message = ''
+    local abstain, unguarded
+    if token then
+      abstain, unguarded = guarded(tonumber(guard))
+    end
+    if token and not abstain and reader then
+      read_grant(KEYS[1], KEYS[6], token, ttl)
+      dequeue(KEYS[2], KEYS[3], KEYS[4], head[1])
+      message = token .. ' 0'
+    elseif token and not abstain then
+      redis.call('SET', KEYS[1], token, 'PX', ttl)
+      holds(KEYS[3], head[1], ttl)
+      local fence = 0
+      if fenced ~= '0' then
+        fence = advance(KEYS[5], fenced) -- to at least the waiter's floor, as its attempt would
+      end
+      message = token .. ' ' .. string.format('%d', fence)
+    end
+    if message ~= '' and unguarded then
+      message = message .. ' u'
+    end
+    woken = woken + redis.call(publish, ARGV[2] .. ':' .. head[1], message)
+    if not reader or message == '' then
+      return woken
+    end
+  end
+  return woken
+end
+
+-- settle ends a release (see release_uncontended.lua) once its own holding is dealt with:
+-- released (0 or 1) says whether it let go of one, holder whether the lock is still held
+-- (by anyone), queued whether the queue exists. It takes our waiter out of the queue
+-- (ARGV[5] "leave") or keeps its place (queueing it if it let go of the lock), and hands a
+-- free lock over. It returns the script's reply.
+local function settle(released, holder, queued)
+  local waiter = ARGV[4]
+  local leave = ARGV[5] == 'leave'
+  if waiter ~= '' and leave then
+    if queued then
+      dequeue(KEYS[2], KEYS[3], KEYS[4], waiter)
+    end
+  elseif waiter ~= '' and released == 1 then
+    enqueue(KEYS[2], KEYS[3], KEYS[4], waiter, ARGV[6], tonumber(ARGV[7]), nil)
+    queued = true
+  end
+  if holder or not queued then
+    return {released, 0}
+  end
+  return {released, hand_over(waiter, not leave)}
 end

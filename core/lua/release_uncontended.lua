@@ -1,9 +1,10 @@
 -- release, in three parts: this uncontended case, the prelude queue.lua, and release.lua.
 -- It deletes the lock if it is ours; then, if the lock is free, hands it to the first live
--- waiter in the queue and tells that waiter on its own channel, so that waiters take turns
--- and the next one need not call again to get it.
+-- waiter in the queue (or to the readers first in it) and tells that waiter on its own
+-- channel, so that waiters take turns and the next one need not call again to get it. The
+-- readers' release (runlock.lua) takes the same KEYS and ARGV, and ends the same way.
 -- KEYS[1] lock key, KEYS[2] waiter queue, KEYS[3] waiter liveness, KEYS[4] the waiters'
--- latest attempts, KEYS[5] fence counter key (see acquire)
+-- latest attempts, KEYS[5] fence counter key (see acquire), KEYS[6] readers (see queue.lua)
 -- ARGV[1] our random token ("" to release nothing); with a waiter's token, the lock held
 --         by an earlier attempt of the same waiter is released too,
 -- ARGV[2] release channel: the first waiter's channel is ARGV[2] .. ':' .. its waiter id,
@@ -16,12 +17,12 @@
 --         queued us yet: this queues us, so that we are first here too.
 -- The message to the first waiter is "<token> <fence>" if the lock is now its latest
 -- attempt's (token; fence as acquire's reply to that attempt would carry it, advanced to
--- at least the attempt's floor; 0 if it did not ask for one),
+-- at least the attempt's floor; 0 if it did not ask for one, or is a reader),
 -- followed by " u" if it asked for the restart guard and the server cannot report its
 -- uptime. It is empty if the lock could not be handed over (the waiter recorded no attempt
 -- here, or the restart guard abstains): then the waiter should call again.
 -- Reply {released, woken}: released is 1 if the lock was ours and is deleted, else 0; woken
--- is how many subscribers heard the message (0 if no one was told).
+-- is how many subscribers heard the messages (0 if no one was told).
 local holder = redis.call('GET', KEYS[1])
 local queued = redis.call('EXISTS', KEYS[2]) == 1
 local waiter = ARGV[4]

@@ -183,6 +183,11 @@ func acquireArgs(token, ttl string) []string {
 	return []string{token, ttl, "0", "1", "", "0", "10000"}
 }
 
+// readArgs are the rlock script's ARGV for a reader that does not wait.
+func readArgs(token, ttl string) []string {
+	return []string{token, ttl, "0", "0", "", "0", "10000"}
+}
+
 func releaseKeys(k core.Keys) []string { return k.ReleaseKeys() }
 
 func releaseArgs(token string, k core.Keys, publish string) []string {

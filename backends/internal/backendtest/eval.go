@@ -60,6 +60,23 @@ func evalScripts(t *testing.T, newNode NewNode) {
 			missing: run{[]string{keys.Lock, keys.Fence}, []string{token, "5"}, equals(0)},
 			held:    run{[]string{keys.Lock, keys.Fence}, []string{token, "5"}, equals(1)},
 		},
+		// A reader's scripts: "held" is a writer's lock here, with our token.
+		"rlock": {
+			missing: run{acquireKeys(keys), readArgs(token, ttl), equals(1, 0)},
+			held: run{acquireKeys(keys), readArgs(token, ttl), func(t *testing.T, got []int64) {
+				require.Len(t, got, 2)
+				assert.Equal(t, int64(0), got[0], "a reader is refused while a writer holds the lock")
+				assert.True(t, got[1] > 0 && got[1] <= 60000, "the writer's remaining time, got %d", got[1])
+			}},
+		},
+		"rextend": {
+			missing: run{[]string{keys.Lock, keys.Readers}, []string{token, ttl}, equals(0)},
+			held:    run{[]string{keys.Lock, keys.Readers}, []string{token, ttl}, equals(0)},
+		},
+		"runlock": {
+			missing: run{releaseKeys(keys), releaseArgs(token, keys, "PUBLISH"), equals(0, 0)},
+			held:    run{releaseKeys(keys), releaseArgs(token, keys, "PUBLISH"), equals(0, 0)},
+		},
 	}
 	for _, s := range core.Scripts() {
 		if _, ok := cases[s.Name()]; !ok {

@@ -1,0 +1,259 @@
+package core_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/go-redlock/redlock/core"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// These tests run the readers' scripts (rlock, rextend, runlock) and the writers' scripts
+// side by side, through the go-redis backend, on miniredis and on redis-server processes.
+
+// readLock is lock(name) asked for as a reader.
+func readLock(name string) *core.Lock {
+	l := lock(name)
+	l.Read = true
+	return l
+}
+
+// readers returns, per server, how many readers' entries k has.
+func readers(t *testing.T, servers []server, k core.Keys) []int64 {
+	n := make([]int64, len(servers))
+	for i, s := range servers {
+		v, err := s.do("ZCARD", k.Readers)
+		require.NoError(t, err)
+		n[i] = v.(int64)
+	}
+	return n
+}
+
+// TestReadersShareAndExcludeWriters: two readers hold the lock at once; a writer is
+// refused while either does, and a reader while a writer does; once the readers let go the
+// lock key is gone, and a writer takes it.
+func TestReadersShareAndExcludeWriters(t *testing.T) {
+	for _, c := range setups {
+		t.Run(c.name, func(t *testing.T) {
+			servers := c.servers(t, c.n)
+			cl := newCluster(t, servers)
+			ctx := context.Background()
+			r1, err := cl.Acquire(ctx, readLock("rw"))
+			require.NoError(t, err)
+			r2, err := cl.Acquire(ctx, readLock("rw"))
+			require.NoError(t, err, "a second reader was refused while a reader holds the lock")
+			// Acquire returns at a quorum: the last node may answer later.
+			require.Eventually(t, func() bool { return allEqual(readers(t, servers, r1.Keys), 2) }, 5*time.Second, time.Millisecond,
+				"each reader is an entry of its own")
+			for _, s := range servers {
+				assert.Equal(t, "(readers)", get(t, s, r1.Keys.Lock), "while readers hold it, the lock key holds the marker")
+				requireEveryKeyExpires(t, s)
+			}
+
+			_, err = cl.Acquire(ctx, lock("rw"))
+			require.ErrorIs(t, err, core.ErrHeld, "a writer took the lock from readers")
+			require.NoError(t, cl.Release(ctx, r1))
+			_, err = cl.Acquire(ctx, lock("rw"))
+			require.ErrorIs(t, err, core.ErrHeld, "a writer took the lock while a reader still holds it")
+			require.NoError(t, cl.Release(ctx, r2))
+			for _, s := range servers {
+				assert.Equal(t, "", get(t, s, r1.Keys.Lock), "the lock key outlived the last reader")
+			}
+
+			w, err := cl.Acquire(ctx, lock("rw"))
+			require.NoError(t, err, "a writer was refused once the readers let go")
+			_, err = cl.Acquire(ctx, readLock("rw"))
+			require.ErrorIs(t, err, core.ErrHeld, "a reader took the lock from a writer")
+			require.NoError(t, cl.Release(ctx, w))
+		})
+	}
+}
+
+// TestWaitingWriterBlocksNewReaders: while a reader holds the lock and a writer waits for
+// it, a new reader is refused (an owner that does not wait) or queues behind the writer
+// (a waiter); the reader's release hands the lock to the writer, and the writer's to the
+// reader that queued behind it.
+func TestWaitingWriterBlocksNewReaders(t *testing.T) {
+	for _, c := range setups {
+		t.Run(c.name, func(t *testing.T) {
+			servers := c.servers(t, c.n)
+			cl := newCluster(t, servers)
+			ctx := context.Background()
+			r1, err := cl.Acquire(ctx, readLock("wr"))
+			require.NoError(t, err)
+			require.Eventually(t, func() bool { return allEqual(readers(t, servers, r1.Keys), 1) }, 5*time.Second, time.Millisecond)
+
+			writer := make(chan *core.Held, 1)
+			go func() {
+				h, err := cl.AcquireWait(ctx, lock("wr"), patient)
+				assert.NoError(t, err)
+				writer <- h
+			}()
+			require.Eventually(t, func() bool { return allEqual(queued(t, servers, r1.Keys), 1) }, 5*time.Second, time.Millisecond)
+
+			_, err = cl.Acquire(ctx, readLock("wr"))
+			require.ErrorIs(t, err, core.ErrHeld, "a new reader took the lock while a writer waits for it")
+			reader := make(chan *core.Held, 1)
+			go func() {
+				h, err := cl.AcquireWait(ctx, readLock("wr"), patient)
+				assert.NoError(t, err)
+				reader <- h
+			}()
+			require.Eventually(t, func() bool { return allEqual(queued(t, servers, r1.Keys), 2) }, 5*time.Second, time.Millisecond)
+			assert.True(t, allEqual(readers(t, servers, r1.Keys), 1), "a reader that came after a waiting writer holds the lock")
+
+			require.NoError(t, cl.Release(ctx, r1))
+			var w *core.Held
+			select {
+			case w = <-writer:
+			case <-time.After(5 * time.Second):
+				t.Fatal("the writer did not get the lock when the last reader let go")
+			}
+			select {
+			case <-reader:
+				t.Fatal("the reader got the lock while the writer holds it")
+			default:
+			}
+			require.NoError(t, cl.Release(ctx, w))
+			select {
+			case r := <-reader:
+				require.NoError(t, cl.Release(ctx, r))
+			case <-time.After(5 * time.Second):
+				t.Fatal("the reader did not get the lock when the writer let go")
+			}
+		})
+	}
+}
+
+// TestReleaseHandsTheLockToQueuedReaders: a writer's release hands the lock to the readers
+// first in the queue, each told on its channel, up to the next writer, which stays queued.
+func TestReleaseHandsTheLockToQueuedReaders(t *testing.T) {
+	for _, c := range []struct {
+		name    string
+		servers func(*testing.T, int) []server
+	}{{"miniredis", miniServers}, {"redis-server", realServers}} {
+		t.Run(c.name, func(t *testing.T) {
+			s := c.servers(t, 1)[0]
+			cl := newCluster(t, []server{s})
+			ctx := context.Background()
+			holder := hold(t, cl, []server{s}, "group")
+			for i, w := range []struct {
+				id   string
+				read bool
+			}{{"r1", true}, {"r2", true}, {"w3", false}, {"r4", true}} {
+				l := lock("group")
+				l.Read = w.read
+				_, err := cl.AcquireAs(ctx, l, w.id+".1", w.id, int64(i+1))
+				require.ErrorIs(t, err, core.ErrHeld)
+			}
+			msgs := map[string]<-chan string{}
+			for _, id := range []string{"r1", "r2", "w3", "r4"} {
+				msgs[id] = listen(t, s, holder.Keys.Wake(id))
+			}
+
+			require.NoError(t, cl.Release(ctx, holder))
+			assert.Equal(t, "(readers)", get(t, s, holder.Keys.Lock))
+			assert.Equal(t, "r1.1 0", receive(t, msgs["r1"]))
+			assert.Equal(t, "r2.1 0", receive(t, msgs["r2"]))
+			assert.Equal(t, []int64{2}, readers(t, []server{s}, holder.Keys))
+			assert.Equal(t, []int64{2}, queued(t, []server{s}, holder.Keys), "the writer and the reader behind it stay queued")
+			select {
+			case m := <-msgs["w3"]:
+				t.Fatalf("the writer behind the readers was told %q", m)
+			case m := <-msgs["r4"]:
+				t.Fatalf("the reader behind the writer was told %q", m)
+			case <-time.After(100 * time.Millisecond):
+			}
+
+			// The readers' releases: the last one hands the lock to the writer.
+			l := readLock("group")
+			require.NoError(t, cl.Release(ctx, core.HeldAs(l, "r1.1", "r1", 1)))
+			assert.Equal(t, "(readers)", get(t, s, holder.Keys.Lock), "the lock key went with a reader still holding")
+			require.NoError(t, cl.Release(ctx, core.HeldAs(l, "r2.1", "r2", 2)))
+			assert.Equal(t, "w3.1", get(t, s, holder.Keys.Lock))
+			token, _, _ := strings.Cut(receive(t, msgs["w3"]), " ")
+			assert.Equal(t, "w3.1", token)
+			requireEveryKeyExpires(t, s)
+		})
+	}
+}
+
+// TestReaderAttempts: a release of a reader's attempt lets go of that attempt's entry or an
+// earlier one's of the same waiter, never a later one's; an extension renews only a live
+// entry of its own, and never re-creates one.
+func TestReaderAttempts(t *testing.T) {
+	s := miniServers(t, 1)[0]
+	cl := newCluster(t, []server{s})
+	ctx := context.Background()
+	l := readLock("attempts")
+	h2, err := cl.AcquireAs(ctx, l, "r.2", "r", 1)
+	require.NoError(t, err)
+
+	require.ErrorIs(t, cl.Release(ctx, core.HeldAs(l, "r.1", "r", 1)), core.ErrNotHeld, "a release of an earlier attempt let go of a later one's share")
+	assert.Equal(t, []int64{1}, readers(t, []server{s}, l.Keys))
+	_, err = cl.Extend(ctx, h2)
+	require.NoError(t, err)
+	_, err = cl.Extend(ctx, core.HeldAs(l, "r.1", "r", 1))
+	require.ErrorIs(t, err, core.ErrNotHeld, "another attempt's extension renewed a share")
+
+	require.NoError(t, cl.Release(ctx, core.HeldAs(l, "r.3", "r", 1)), "a release of a later attempt did not let go of an earlier one's share")
+	assert.Equal(t, []int64{0}, readers(t, []server{s}, l.Keys))
+	assert.Equal(t, "", get(t, s, l.Keys.Lock))
+	_, err = cl.Extend(ctx, h2)
+	require.ErrorIs(t, err, core.ErrNotHeld)
+	assert.Equal(t, "", get(t, s, l.Keys.Lock), "an extension re-created the lock key")
+}
+
+// TestReaderExtensionOutlastsItsTTL: a reader that extends holds past its first TTL, and the
+// lock key's TTL follows its entry, so a writer stays out.
+func TestReaderExtensionOutlastsItsTTL(t *testing.T) {
+	servers := realServers(t, 1)
+	cl := newCluster(t, servers)
+	ctx := context.Background()
+	l := readLock("extend")
+	l.TTL = time.Second
+	h, err := cl.Acquire(ctx, l)
+	require.NoError(t, err)
+	long := readLock("extend")
+	long.TTL = 5 * time.Second
+	_, err = cl.Extend(ctx, core.HeldAs(long, h.Token(), "", 0))
+	require.NoError(t, err)
+	pttl, err := servers[0].do("PTTL", l.Keys.Lock)
+	require.NoError(t, err)
+	assert.Greater(t, pttl.(int64), int64(1000), "the lock key's TTL did not follow the extended entry")
+	_, err = cl.Acquire(ctx, lock("extend"))
+	require.ErrorIs(t, err, core.ErrHeld)
+}
+
+// TestCrashedReaderFreesTheLockByTTL: a reader that never lets go (it crashed) keeps a
+// waiting writer out no longer than its TTL.
+func TestCrashedReaderFreesTheLockByTTL(t *testing.T) {
+	servers := realServers(t, 3)
+	cl := newCluster(t, servers)
+	ctx := context.Background()
+	const ttl = 300 * time.Millisecond
+	l := readLock("crash")
+	l.TTL = ttl
+	_, err := cl.Acquire(ctx, l) // never released
+	require.NoError(t, err)
+	start := time.Now()
+	w := lock("crash")
+	w.NodeTimeout = time.Second
+	h, err := cl.AcquireWait(ctx, w, core.Backoff{Min: 10 * time.Millisecond, Max: 50 * time.Millisecond})
+	require.NoError(t, err)
+	took := time.Since(start)
+	assert.Less(t, took, ttl+time.Second, "the writer waited %v for a crashed reader with TTL %v", took, ttl)
+	require.NoError(t, cl.Release(ctx, h))
+}
+
+// TestReaderTakesNoFence: a reader that asks for a fencing token is refused at once.
+func TestReaderTakesNoFence(t *testing.T) {
+	cl := newCluster(t, miniServers(t, 1))
+	l := readLock("fence")
+	l.Fence = true
+	_, err := cl.AcquireWait(context.Background(), l, patient)
+	require.ErrorIs(t, err, core.ErrInvalid)
+}
