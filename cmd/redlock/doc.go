@@ -1,0 +1,75 @@
+// Redlock runs a command while holding a lock shared by many machines: a flock(1) across
+// machines, for cron jobs and scripts, over Redis (the Redlock algorithm of the
+// github.com/go-redlock/redlock library, over one Redis master or several independent ones).
+//
+// Install it with
+//
+//	go install github.com/go-redlock/redlock/cmd/redlock@latest
+//
+// Usage:
+//
+//	redlock run -name NAME [flags] [--] COMMAND [ARG...]
+//	redlock version
+//	redlock help [run]
+//
+// `redlock run` takes the lock NAME over the Redis masters of -addrs (default: $REDIS_ADDRS,
+// comma-separated host:port, or redis:// and rediss:// URLs). One address makes a
+// single-instance lock; several make a Redlock over independent masters, a majority of
+// which must grant it. It waits up to -wait (30s; 0 waits as long as it takes) while
+// another owner holds the lock, or makes one attempt with -nonblock. Then it runs COMMAND
+// with its standard input, output and error, and the lock's fencing token in the
+// environment variable REDLOCK_TOKEN (a decimal number that grows from one holder of NAME
+// to the next), extends the lock while COMMAND runs, releases it when COMMAND exits, and
+// exits with COMMAND's status. Its other flags set the library's options (-ttl,
+// -restart-guard, -node-timeout, -drift-factor, -prefix, -retry-min, -retry-max) and what
+// happens around COMMAND (-timeout, -grace, -conflict-exit-code, -quiet); `redlock run -h`
+// describes each, with an example.
+//
+// # Exit status
+//
+// When COMMAND ran and exited, redlock exits with its status, or with 128+N if signal N
+// killed it, as shells report it. Otherwise:
+//
+//	1    the lock is held elsewhere (-nonblock), or still was when -wait ran out; COMMAND
+//	     did not run. -conflict-exit-code sets this status (0-255), as flock's -E does.
+//	2    usage error: a bad flag or argument, or options the library refuses
+//	69   the lock was not obtained for another reason: nodes unreachable or failing, too
+//	     few for a majority, or abstaining under the restart guard; COMMAND did not run
+//	     (EX_UNAVAILABLE)
+//	75   the lock was lost while COMMAND ran: its keys vanished from the nodes, or it could
+//	     not be extended in time. COMMAND got SIGTERM, and SIGKILL after -grace; redlock
+//	     says why on standard error (EX_TEMPFAIL)
+//	124  -timeout ran out: COMMAND got SIGTERM, and SIGKILL after -grace (as timeout(1))
+//	126  COMMAND was found but could not be started
+//	127  COMMAND was not found; redlock says so before it takes the lock
+//	128+N  signal N interrupted the wait for the lock; COMMAND did not run
+//
+// A COMMAND can exit with one of these statuses too; -conflict-exit-code helps to tell the
+// most common case apart.
+//
+// # Signals
+//
+// COMMAND runs in a process group of its own. Each SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1
+// and SIGUSR2 that redlock gets goes to that whole group, once, followed by SIGCONT so that
+// a stopped COMMAND acts on it, and redlock waits for COMMAND to exit before it releases
+// the lock. On a terminal, Ctrl-C sends SIGINT to the foreground job, which is redlock's
+// group and not COMMAND's: COMMAND gets it once, from redlock, rather than once from the
+// terminal and once more from redlock (a second SIGINT makes many programs skip their
+// cleanup). The price: COMMAND is not the terminal's foreground job, so a COMMAND that
+// reads from the terminal is stopped (SIGTTIN); give it its input from a file or a pipe.
+//
+// redlock ignores SIGTSTP (Ctrl-Z): a stopped redlock could not extend the lock while
+// COMMAND runs on. If redlock is stopped anyway (SIGSTOP) past the lock's validity, it finds
+// the lock expired when it resumes and stops COMMAND (status 75). If redlock is killed with
+// SIGKILL, COMMAND runs on, and the lock expires after -ttl. Otherwise redlock never exits
+// with the lock held: it releases it on every path once it was taken.
+//
+// # Restart guard
+//
+// With several addresses, a node whose server has been up for less than -restart-guard
+// (default 30s, and at least -ttl) abstains, because a restart without persistence makes a
+// server forget the locks it granted. So the first lock on freshly started servers waits
+// for them to be up that long (and fails with status 69 if -wait is shorter). Turn the
+// guard off (-restart-guard 0) only if every node persists each write before it answers
+// (appendonly yes, appendfsync always). See the library's WithRestartGuard.
+package main

@@ -1,0 +1,105 @@
+package main
+
+import (
+	"os"
+	"os/exec"
+	"os/signal"
+	"strconv"
+	"syscall"
+)
+
+// tokenEnv is the environment variable that gives the command its fencing token.
+const tokenEnv = "REDLOCK_TOKEN"
+
+// forwarded are the signals that redlock passes on to the command's process group (and
+// that end its wait for the lock, before the command starts). Left to their defaults, each
+// would kill redlock and leave the command running without anyone to extend its lock.
+var forwarded = []os.Signal{
+	syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGQUIT, syscall.SIGUSR1, syscall.SIGUSR2,
+}
+
+// notifySignals sends the forwarded signals, and SIGTSTP, to a channel instead of acting
+// on them, until the returned function is called. SIGTSTP is caught rather than ignored
+// (signal.Ignore) because an ignored signal stays ignored in the command after exec.
+func notifySignals() (<-chan os.Signal, func()) {
+	ch := make(chan os.Signal, 16)
+	signal.Notify(ch, append([]os.Signal{syscall.SIGTSTP}, forwarded...)...)
+	return ch, func() { signal.Stop(ch) }
+}
+
+// signalNames names the signals that redlock's messages mention.
+var signalNames = map[os.Signal]string{
+	syscall.SIGINT: "SIGINT", syscall.SIGTERM: "SIGTERM", syscall.SIGHUP: "SIGHUP",
+	syscall.SIGQUIT: "SIGQUIT", syscall.SIGUSR1: "SIGUSR1", syscall.SIGUSR2: "SIGUSR2",
+	syscall.SIGTSTP: "SIGTSTP", syscall.SIGKILL: "SIGKILL",
+}
+
+// signalName returns the usual name of sig, such as SIGINT.
+func signalName(sig os.Signal) string {
+	if name, ok := signalNames[sig]; ok {
+		return name
+	}
+	return sig.String()
+}
+
+// signalStatus returns the exit status that stands for sig, 128 + its number.
+func signalStatus(sig os.Signal) int {
+	if s, ok := sig.(syscall.Signal); ok {
+		return exitSignal + int(s)
+	}
+	return exitSignal
+}
+
+// process is the command, running in a process group of its own (whose ID is its PID).
+type process struct {
+	cmd    *exec.Cmd
+	exited chan struct{} // closed once it has exited and been reaped
+	err    error         // exec.Cmd.Wait's error; set before exited closes
+}
+
+// newCommand returns the command for argv with redlock's standard input, output and error,
+// or the error of looking its program up (in $PATH, or at its path if it has a slash): not
+// found, or not executable, which shows before the lock is taken.
+func newCommand(argv []string) (*exec.Cmd, error) {
+	if _, err := exec.LookPath(argv[0]); err != nil {
+		return nil, err
+	}
+	cmd := exec.Command(argv[0], argv[1:]...)
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
+	return cmd, cmd.Err
+}
+
+// start starts cmd in a process group of its own, with the fencing token in its
+// environment.
+func start(cmd *exec.Cmd, token uint64) (*process, error) {
+	cmd.Env = append(os.Environ(), tokenEnv+"="+strconv.FormatUint(token, 10))
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		return nil, err
+	}
+	p := &process{cmd: cmd, exited: make(chan struct{})}
+	go func() {
+		p.err = cmd.Wait()
+		close(p.exited)
+	}()
+	return p, nil
+}
+
+// signal sends sig to the command's process group, unless the command has exited, and
+// then SIGCONT, so that a stopped command acts on it at once (as shells do on kill).
+func (p *process) signal(sig os.Signal) {
+	select {
+	case <-p.exited:
+		return
+	default:
+	}
+	s, ok := sig.(syscall.Signal)
+	if !ok {
+		return
+	}
+	pgid := p.cmd.Process.Pid
+	_ = syscall.Kill(-pgid, s) // fails only if the group has exited meanwhile
+	if s != syscall.SIGKILL {
+		_ = syscall.Kill(-pgid, syscall.SIGCONT)
+	}
+}

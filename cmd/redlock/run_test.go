@@ -1,0 +1,246 @@
+package main
+
+import (
+	"net"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+)
+
+// TestRunPassesStatusOutputAndToken: the command runs with redlock's standard input and
+// output, its exit status (or 128+N for signal N) is redlock's, it gets a fencing token in
+// REDLOCK_TOKEN that grows from run to run, and the lock is released when it exits.
+// $REDIS_ADDRS gives the addresses when -addrs does not.
+func TestRunPassesStatusOutputAndToken(t *testing.T) {
+	forEachN(t, func(t *testing.T, s *lockSetup) {
+		dir := t.TempDir()
+		tl := startTool(t, nil, "hello\n", s.args("status", sh(`echo "$REDLOCK_TOKEN" > "$1/token1"; read line; echo "got $line"; exit 3`, dir)...)...)
+		code := tl.wait(t)
+		wantCode(t, code, tl.stderr.String(), 3)
+		if out := tl.stdout.String(); out != "got hello\n" {
+			t.Errorf("stdout %q, want the command's %q", out, "got hello\n")
+		}
+		s.assertReleased(t, "status")
+		first := readToken(t, filepath.Join(dir, "token1"))
+
+		// The addresses from $REDIS_ADDRS this time.
+		args := []string{"run", "-name", "status"}
+		if len(s.servers) > 1 {
+			args = append(args, "-restart-guard", "0")
+		}
+		code, _, stderr := runTool(t, []string{"REDIS_ADDRS=" + s.addrs}, append(args, sh(`echo "$REDLOCK_TOKEN" > "$1/token2"`, dir)...)...)
+		wantCode(t, code, stderr, 0)
+		if second := readToken(t, filepath.Join(dir, "token2")); second <= first {
+			t.Errorf("second run's token %d is not above the first's %d", second, first)
+		}
+		s.assertReleased(t, "status")
+
+		code, _, stderr = runTool(t, nil, s.args("status", sh(`kill -KILL $$`, dir)...)...)
+		wantCode(t, code, stderr, 128+int(syscall.SIGKILL))
+		s.assertReleased(t, "status")
+	})
+}
+
+// TestRedisURL: an address can be a redis:// URL.
+func TestRedisURL(t *testing.T) {
+	s := newSetup(t, 1)
+	dir := t.TempDir()
+	code, _, stderr := runTool(t, nil, "run", "-addrs", "redis://"+s.servers[0].Addr()+"/0", "-name", "url", "--", "sh", "-c", ranScript, "sh", dir)
+	wantCode(t, code, stderr, 0)
+	if !exists(filepath.Join(dir, "ran")) {
+		t.Error("the command did not run")
+	}
+}
+
+// TestConflict: while one redlock holds the lock, a -nonblock run exits with the conflict
+// status (1, or -conflict-exit-code's) without running its command, saying why unless
+// -quiet; once the holder is done, the lock is free at once.
+func TestConflict(t *testing.T) {
+	forEachN(t, func(t *testing.T, s *lockSetup) {
+		holder, other := t.TempDir(), t.TempDir()
+		hold := startTool(t, nil, "", s.args("conflict", sh(holdScript, holder)...)...)
+		hold.awaitFile(t, filepath.Join(holder, "started"))
+
+		code, _, stderr := runTool(t, nil, s.args("conflict", append([]string{"-nonblock"}, sh(ranScript, other)...)...)...)
+		wantCode(t, code, stderr, exitConflictDefault, `lock "conflict" is held elsewhere: not running the command`)
+		code, _, stderr = runTool(t, nil, s.args("conflict", append([]string{"-nonblock", "-quiet", "-conflict-exit-code", "9"}, sh(ranScript, other)...)...)...)
+		wantCode(t, code, stderr, 9)
+		if stderr != "" {
+			t.Errorf("-quiet: stderr %q, want nothing", stderr)
+		}
+		if exists(filepath.Join(other, "ran")) {
+			t.Fatal("a command ran while another redlock held the lock")
+		}
+
+		touch(t, filepath.Join(holder, "release"))
+		wantCode(t, hold.wait(t), hold.stderr.String(), 0)
+		code, _, stderr = runTool(t, nil, s.args("conflict", append([]string{"-nonblock"}, sh(ranScript, other)...)...)...)
+		wantCode(t, code, stderr, 0)
+		if !exists(filepath.Join(other, "ran")) {
+			t.Error("the command did not run once the lock was free")
+		}
+	})
+}
+
+// TestWait: a redlock that waits for a held lock gives up when -wait runs out, with the
+// conflict status and without running its command; one with a longer -wait runs its
+// command once the holder is done, with a larger token.
+func TestWait(t *testing.T) {
+	s := newSetup(t, 1)
+	holder, waiter := t.TempDir(), t.TempDir()
+	hold := startTool(t, nil, "", s.args("wait", sh(holdScript, holder)...)...)
+	hold.awaitFile(t, filepath.Join(holder, "started"))
+
+	code, _, stderr := runTool(t, nil, s.args("wait", append([]string{"-wait", "1s"}, sh(ranScript, waiter)...)...)...)
+	wantCode(t, code, stderr, exitConflictDefault, `lock "wait" was still held elsewhere after waiting 1s: not running the command`)
+	if exists(filepath.Join(waiter, "ran")) {
+		t.Fatal("the command ran though -wait ran out")
+	}
+
+	wait := startTool(t, nil, "", s.args("wait", append([]string{"-wait", "0"}, sh(ranScript, waiter)...)...)...)
+	wait.await(t, "waiter queued in Redis", func() bool { return s.hasKey(t, keys("wait").Queue) })
+	if exists(filepath.Join(waiter, "ran")) {
+		t.Fatal("the command ran while another redlock held the lock")
+	}
+	touch(t, filepath.Join(holder, "release"))
+	wantCode(t, hold.wait(t), hold.stderr.String(), 0)
+	wantCode(t, wait.wait(t), wait.stderr.String(), 0)
+	if a, b := readToken(t, filepath.Join(holder, "token")), readToken(t, filepath.Join(waiter, "token")); b <= a {
+		t.Errorf("the waiter's token %d is not above the holder's %d", b, a)
+	}
+	s.assertReleased(t, "wait")
+}
+
+// TestSignalsReachTheCommand: SIGTERM and SIGINT sent to redlock reach the command, whose
+// exit status redlock then reports (its own, or 128+N if the signal killed it), and the
+// lock is released; SIGTSTP does not stop redlock.
+func TestSignalsReachTheCommand(t *testing.T) {
+	s := newSetup(t, 1)
+
+	dir := t.TempDir()
+	tl := startTool(t, nil, "", s.args("signals", sh(termScript, dir)...)...)
+	tl.awaitFile(t, filepath.Join(dir, "started"))
+	tl.signal(t, syscall.SIGTERM)
+	wantCode(t, tl.wait(t), tl.stderr.String(), 7)
+	if !exists(filepath.Join(dir, "term")) {
+		t.Error("the command's SIGTERM trap did not run")
+	}
+	s.assertReleased(t, "signals")
+
+	dir = t.TempDir()
+	tl = startTool(t, nil, "", s.args("signals", sh(holdScript, dir)...)...)
+	tl.awaitFile(t, filepath.Join(dir, "started"))
+	tl.signal(t, syscall.SIGINT)
+	wantCode(t, tl.wait(t), tl.stderr.String(), 128+int(syscall.SIGINT))
+	s.assertReleased(t, "signals")
+
+	dir = t.TempDir()
+	tl = startTool(t, nil, "", s.args("signals", sh(holdScript, dir)...)...)
+	tl.awaitFile(t, filepath.Join(dir, "started"))
+	tl.signal(t, syscall.SIGTSTP)
+	tl.await(t, "SIGTSTP notice", func() bool { return strings.Contains(tl.stderr.String(), "ignoring SIGTSTP") })
+	touch(t, filepath.Join(dir, "release"))
+	wantCode(t, tl.wait(t), tl.stderr.String(), 0)
+	s.assertReleased(t, "signals")
+}
+
+// TestSignalWhileWaiting: a signal that ends redlock's wait for the lock makes it exit with
+// 128+N, without running its command, and leaves the holder alone.
+func TestSignalWhileWaiting(t *testing.T) {
+	s := newSetup(t, 1)
+	holder, waiter := t.TempDir(), t.TempDir()
+	hold := startTool(t, nil, "", s.args("interrupted", sh(holdScript, holder)...)...)
+	hold.awaitFile(t, filepath.Join(holder, "started"))
+
+	wait := startTool(t, nil, "", s.args("interrupted", append([]string{"-wait", "0"}, sh(ranScript, waiter)...)...)...)
+	wait.await(t, "waiter queued in Redis", func() bool { return s.hasKey(t, keys("interrupted").Queue) })
+	wait.signal(t, syscall.SIGTERM)
+	wantCode(t, wait.wait(t), wait.stderr.String(), 128+int(syscall.SIGTERM), `interrupted by SIGTERM while waiting for lock "interrupted"`)
+	if exists(filepath.Join(waiter, "ran")) {
+		t.Error("the command ran")
+	}
+	select {
+	case <-hold.exited:
+		t.Fatalf("the holder exited with %d", hold.code)
+	default:
+	}
+	touch(t, filepath.Join(holder, "release"))
+	wantCode(t, hold.wait(t), hold.stderr.String(), 0)
+	s.assertReleased(t, "interrupted")
+}
+
+// TestLostLock: when the lock is lost while the command runs, redlock sends it SIGTERM,
+// says why, and exits 75, whatever the command's own status; a command that ignores SIGTERM
+// gets SIGKILL after -grace. The loss is seen as keys deleted (FLUSHALL: ErrLost) or as
+// extensions that fail until the validity runs out (servers killed: ErrExpired).
+func TestLostLock(t *testing.T) {
+	forEachN(t, func(t *testing.T, s *lockSetup) {
+		t.Run("keys deleted", func(t *testing.T) {
+			dir := t.TempDir()
+			tl := startTool(t, nil, "", s.args("lost", append([]string{"-ttl", "2s", "-grace", "60s"}, sh(termScript, dir)...)...)...)
+			tl.awaitFile(t, filepath.Join(dir, "started"))
+			s.flushAll(t)
+			wantCode(t, tl.wait(t), tl.stderr.String(), exitLost, `lost lock "lost" while the command ran: the Redis nodes no longer hold it`)
+			if !exists(filepath.Join(dir, "term")) {
+				t.Error("the command did not get SIGTERM")
+			}
+		})
+		t.Run("SIGKILL after grace", func(t *testing.T) {
+			dir := t.TempDir()
+			tl := startTool(t, nil, "", s.args("lost", append([]string{"-ttl", "2s", "-grace", "1s"}, sh(stubbornScript, dir)...)...)...)
+			tl.awaitFile(t, filepath.Join(dir, "started"))
+			s.flushAll(t)
+			wantCode(t, tl.wait(t), tl.stderr.String(), exitLost, `lost lock "lost"`, "did not exit within 1s of SIGTERM: sending SIGKILL")
+		})
+		t.Run("servers killed", func(t *testing.T) {
+			dir := t.TempDir()
+			tl := startTool(t, nil, "", s.args("lost", append([]string{"-ttl", "2s", "-grace", "60s"}, sh(termScript, dir)...)...)...)
+			tl.awaitFile(t, filepath.Join(dir, "started"))
+			for _, srv := range s.servers[:len(s.servers)/2+1] { // a majority
+				srv.Kill()
+			}
+			wantCode(t, tl.wait(t), tl.stderr.String(), exitLost, `lost lock "lost" while the command ran: it could not be extended`)
+			if !exists(filepath.Join(dir, "term")) {
+				t.Error("the command did not get SIGTERM")
+			}
+		})
+	})
+}
+
+// TestTimeout: a command still running at -timeout gets SIGTERM, and redlock exits 124
+// whatever the command's own status, and releases the lock.
+func TestTimeout(t *testing.T) {
+	s := newSetup(t, 1)
+	dir := t.TempDir()
+	code, _, stderr := runTool(t, nil, s.args("timeout", append([]string{"-timeout", "1s"}, sh(termScript, dir)...)...)...)
+	wantCode(t, code, stderr, exitTimeout, "still ran after -timeout 1s")
+	if !exists(filepath.Join(dir, "term")) {
+		t.Error("the command did not get SIGTERM")
+	}
+	s.assertReleased(t, "timeout")
+}
+
+// TestUnavailable: when the nodes cannot grant the lock (unreachable, or abstaining under
+// the restart guard), redlock exits 69 without running its command and says why.
+func TestUnavailable(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	closed := ln.Addr().String()
+	ln.Close()
+	dir := t.TempDir()
+	for _, flag := range []string{"-nonblock", "-wait=1s"} {
+		code, _, stderr := runTool(t, nil, "run", "-addrs", closed, "-name", "down", flag, "--", "sh", "-c", ranScript, "sh", dir)
+		wantCode(t, code, stderr, exitUnavailable, `could not take lock "down", not running the command`, "connecting to "+closed, "connection refused")
+	}
+
+	// Fresh servers abstain under the restart guard, on by default with several nodes.
+	s := newSetup(t, 3)
+	code, _, stderr := runTool(t, nil, "run", "-addrs", s.addrs, "-name", "guarded", "-wait", "1s", "--", "sh", "-c", ranScript, "sh", dir)
+	wantCode(t, code, stderr, exitUnavailable, "restart guard")
+	if exists(filepath.Join(dir, "ran")) {
+		t.Error("the command ran")
+	}
+}

@@ -1,0 +1,94 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestUsageErrors: a mistake on the command line exits 2 with a message that names it, and
+// runs nothing. None of these reaches Redis (the address is a closed port).
+func TestUsageErrors(t *testing.T) {
+	const addrs = "-addrs=127.0.0.1:1"
+	for _, tc := range []struct {
+		name string
+		env  []string
+		args []string
+		msg  string
+	}{
+		{"no arguments", nil, nil, "Usage:"},
+		{"unknown subcommand", nil, []string{"lock", "x"}, "unknown command or arguments: lock x"},
+		{"version with arguments", nil, []string{"version", "x"}, "unknown command or arguments"},
+		{"no -name", nil, []string{"run", addrs, "--", "echo", "ran"}, "no lock name"},
+		{"no command", nil, []string{"run", addrs, "-name", "x"}, "no command to run"},
+		{"bad -ttl", nil, []string{"run", addrs, "-name", "x", "-ttl", "ten", "echo", "ran"}, `invalid value "ten" for flag -ttl`},
+		{"zero -ttl", nil, []string{"run", addrs, "-name", "x", "-ttl", "0", "echo", "ran"}, "TTL must be at least 1ms"},
+		{"no addresses", nil, []string{"run", "-name", "x", "echo", "ran"}, "no Redis address"},
+		{"empty REDIS_ADDRS", []string{"REDIS_ADDRS= , "}, []string{"run", "-name", "x", "echo", "ran"}, "no Redis address"},
+		{"address twice", nil, []string{"run", "-addrs", "127.0.0.1:1,127.0.0.1:1", "-name", "x", "echo", "ran"}, "given twice"},
+		{"bad URL", []string{"REDIS_ADDRS=redis://127.0.0.1:1/notadb"}, []string{"run", "-name", "x", "echo", "ran"}, "$REDIS_ADDRS: bad Redis URL"},
+		{"unknown flag", nil, []string{"run", addrs, "-name", "x", "-ttI", "1s", "echo", "ran"}, "flag provided but not defined: -ttI"},
+		{"-nonblock with -wait", nil, []string{"run", addrs, "-name", "x", "-nonblock", "-wait", "1s", "echo", "ran"}, "exclude each other"},
+		{"-nonblock with -retry-min", nil, []string{"run", addrs, "-name", "x", "-nonblock", "-retry-min", "1s", "echo", "ran"}, "not with -nonblock"},
+		{"negative -wait", nil, []string{"run", addrs, "-name", "x", "-wait", "-1s", "echo", "ran"}, "-wait must not be negative"},
+		{"-conflict-exit-code 256", nil, []string{"run", addrs, "-name", "x", "-conflict-exit-code", "256", "echo", "ran"}, "0-255"},
+		{"TTL above the restart guard", nil, []string{"run", "-addrs", "127.0.0.1:1,127.0.0.1:2,127.0.0.1:3", "-name", "x", "-ttl", "40s", "echo", "ran"}, "above the restart guard"},
+		{"bad prefix", nil, []string{"run", addrs, "-name", "x", "-prefix", strings.Repeat("p", 300), "echo", "ran"}, "key prefix of 300 bytes"},
+		{"name too long", nil, []string{"run", addrs, "-name", strings.Repeat("n", 2000), "-nonblock", "echo", "ran"}, "lock name of 2000 bytes"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			code, stdout, stderr := runTool(t, tc.env, tc.args...)
+			wantCode(t, code, stderr, exitUsage, tc.msg)
+			if stdout != "" {
+				t.Errorf("stdout %q: the command ran, or usage went to stdout", stdout)
+			}
+		})
+	}
+}
+
+// TestHelp: -h and help print the usage to stdout and exit 0; run's usage has an example,
+// every flag, and every exit status; version prints one.
+func TestHelp(t *testing.T) {
+	for _, args := range [][]string{{"-h"}, {"--help"}, {"help"}} {
+		code, stdout, stderr := runTool(t, nil, args...)
+		if code != 0 || !strings.Contains(stdout, "redlock run -name NAME") || stderr != "" {
+			t.Errorf("redlock %q: exit %d, stdout %q, stderr %q", args, code, stdout, stderr)
+		}
+	}
+	for _, args := range [][]string{{"run", "-h"}, {"help", "run"}, {"run", "-name", "x", "-help"}} {
+		code, stdout, stderr := runTool(t, nil, args...)
+		if code != 0 || stderr != "" {
+			t.Errorf("redlock %q: exit %d, stderr %q", args, code, stderr)
+		}
+		for _, want := range []string{
+			"Example", "REDIS_ADDRS=", "-addrs host:port", "-name NAME", "-nonblock", "-wait", "-ttl", "-grace", "-timeout",
+			"-restart-guard", "-node-timeout", "-drift-factor", "-prefix", "-retry-min", "-retry-max", "-conflict-exit-code", "-quiet",
+			"REDLOCK_TOKEN", "Exit status", "\n  1 ", "\n  2 ", "\n  69 ", "\n  75 ", "\n  124 ", "\n  126, 127 ", "\n  128+N ",
+			"process group", "SIGTSTP",
+		} {
+			if !strings.Contains(stdout, want) {
+				t.Errorf("redlock %q: the usage lacks %q", args, want)
+			}
+		}
+	}
+	code, stdout, _ := runTool(t, nil, "version")
+	if code != 0 || !strings.HasPrefix(stdout, "redlock ") {
+		t.Errorf("redlock version: exit %d, %q", code, stdout)
+	}
+}
+
+// TestCommandCannotStart: a command that does not exist exits 127, and one that is not
+// executable 126, both found before the lock is attempted (the address is a closed port,
+// which would exit 69).
+func TestCommandCannotStart(t *testing.T) {
+	code, _, stderr := runTool(t, nil, "run", "-addrs", "127.0.0.1:1", "-name", "x", "--", "redlock-test-no-such-command")
+	wantCode(t, code, stderr, exitNotFound, "redlock-test-no-such-command", "not found")
+
+	script := filepath.Join(t.TempDir(), "script")
+	if err := os.WriteFile(script, []byte("#!/bin/sh\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, _, stderr = runTool(t, nil, "run", "-addrs", "127.0.0.1:1", "-name", "x", "--", script)
+	wantCode(t, code, stderr, exitCannotRun, "permission denied")
+}
