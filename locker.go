@@ -41,6 +41,8 @@ type Mutex struct {
 	// failed), so the next Lock's first attempt runs the acquire script, which queues it at
 	// once, rather than a plain SET NX (see core.Setter).
 	contended atomic.Bool
+	// fence: its holdings take a fencing token (an RWMutex's writer side does).
+	fence bool
 
 	queue *queue // this name's local queue in the Client, kept for the Mutex's lifetime
 
@@ -56,18 +58,24 @@ var _ sync.Locker = (*Mutex)(nil)
 // A bad name or option is reported by LockContext (an error matching ErrInvalid), TryLock
 // (false) and Lock (a panic: it has no other way to say it).
 func (c *Client) NewMutex(name string, opts ...Option) *Mutex {
-	m := &Mutex{client: c, name: name}
-	m.opts, m.err = c.opts.forCall("NewMutex", optNoAutoExtend, opts)
+	m := &Mutex{}
+	c.initMutex(m, "NewMutex", name, opts)
+	return m
+}
+
+// initMutex readies m, made by op, for the lock called name.
+func (c *Client) initMutex(m *Mutex, op, name string, opts []Option) {
+	m.client, m.name = c, name
+	m.opts, m.err = c.opts.forCall(op, optNoAutoExtend, opts)
 	m.opts.autoExtend = true
 	if err := checkName(name); err != nil {
 		m.err = err
 	}
 	if m.err != nil {
-		m.err = &lockError{"NewMutex", name, m.err}
+		m.err = &lockError{op, name, m.err}
 	}
 	m.keys = core.NewKeys(m.opts.prefix, name)
 	m.queue = c.queueOf(m.keys.Lock)
-	return m
 }
 
 // Lock locks m, waiting as long as it takes: through other holders, through node failures,
@@ -143,14 +151,17 @@ func (m *Mutex) TryLock() bool {
 // (they are down, or the lock was already lost) is not a panic: it goes to the
 // WithErrorHandler function, or else to the WithLogger logger, and the lock's keys expire by
 // their TTL. Either way m is unlocked when Unlock returns.
-func (m *Mutex) Unlock() {
-	if err := m.UnlockContext(context.Background()); err != nil {
-		switch {
-		case m.opts.onError != nil:
-			m.opts.onError(err)
-		case m.opts.logger != nil:
-			m.opts.logger.Warn("redlock: unlock", "name", m.name, "error", err)
-		}
+func (m *Mutex) Unlock() { m.report("unlock", m.UnlockContext(context.Background())) }
+
+// report sends err, from op, to the WithErrorHandler function, or else to the WithLogger
+// logger, if it is not nil.
+func (m *Mutex) report(op string, err error) {
+	switch {
+	case err == nil:
+	case m.opts.onError != nil:
+		m.opts.onError(err)
+	case m.opts.logger != nil:
+		m.opts.logger.Warn("redlock: "+op, "name", m.name, "error", err)
 	}
 }
 
@@ -159,13 +170,24 @@ func (m *Mutex) Unlock() {
 // TTL). The release is attempted even if ctx is already cancelled. m is unlocked when it
 // returns, whatever the error. Like Unlock, it panics if m is not locked.
 func (m *Mutex) UnlockContext(ctx context.Context) error {
-	m.mu.Lock()
-	l := m.lease
-	m.lease = nil
-	m.mu.Unlock()
+	l := m.release()
 	if l == nil {
 		panic("redlock: unlock of unlocked mutex")
 	}
+	return m.unlock(ctx, l)
+}
+
+// release takes m's holding from it, or returns nil if m is not locked.
+func (m *Mutex) release() *Lease {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	l := m.lease
+	m.lease = nil
+	return l
+}
+
+// unlock lets go of l, the holding that release took from m.
+func (m *Mutex) unlock(ctx context.Context, l *Lease) error {
 	err := l.Release(ctx)
 	m.queue.leave()
 	return err
@@ -202,6 +224,7 @@ func (m *Mutex) newLease() *Lease {
 		NodeTimeout: m.opts.nodeTimeout,
 		DriftFactor: m.opts.driftFactor,
 		Guard:       m.opts.guard,
+		Fence:       m.fence,
 	}}
 }
 

@@ -1,0 +1,222 @@
+package redlock
+
+import (
+	"context"
+	"sync"
+
+	"github.com/go-redlock/redlock/core"
+)
+
+// RWMutex is a reader/writer mutual exclusion lock shared by every process that uses the
+// same name over the same nodes: a sync.RWMutex that works across machines. Any number of
+// readers, in any processes, may hold it together, or one writer alone. Create it with
+// Client.NewRWMutex; the zero RWMutex is not usable, and an RWMutex must not be copied
+// after first use. One RWMutex is safe for use by many goroutines.
+//
+// Over N nodes, a reader holds the lock when a quorum of nodes grant it a share, and a
+// writer when a quorum grant it the lock with no reader and no writer on it. Any two
+// quorums share a node, and on each node one script decides between a writer and the
+// readers, so a writer and a reader never hold the lock at once. Each reader's share is
+// its own entry on the nodes, with its own expiry: a reader that crashed frees its share
+// by its TTL, and leaves no count behind.
+//
+// Waiters take turns in the order they started waiting, readers and writers alike, across
+// processes, and are handed the lock on release without polling (see Mutex). A writer that
+// waits blocks the readers that come after it, as with sync.RWMutex, so a stream of
+// readers cannot starve a writer; the readers queued behind a writer get the lock
+// together when it unlocks. Each holding, a writer's or a reader's, extends itself while
+// held, and Lost reports a loss.
+//
+// The writer's side is the Mutex of the same name: a Mutex and an RWMutex of one name over
+// the same nodes are one lock, whose Mutex holders count as writers. A writer's holding
+// carries a fencing token (Token), from the same counter as the Leases of that name.
+//
+// As with sync.RWMutex, a locked RWMutex is not associated with a goroutine, a goroutine
+// that holds a read lock must not lock it again for reading while a writer may be waiting
+// (the writer blocks the new reader, and waits for the old one), and it must not be locked
+// for writing by a goroutine that holds it for reading.
+type RWMutex struct {
+	w Mutex // the writer's side
+
+	mu      sync.Mutex
+	readers []*Lease // the read holdings, oldest first
+}
+
+var _ sync.Locker = (*RWMutex)(nil)
+
+// NewRWMutex returns the RWMutex for the lock called name. Options are as for NewMutex,
+// and apply to readers and writers alike; a bad name or option is reported by
+// LockContext and RLockContext (an error matching ErrInvalid), TryLock and TryRLock
+// (false), and Lock and RLock (a panic).
+func (c *Client) NewRWMutex(name string, opts ...Option) *RWMutex {
+	rw := &RWMutex{}
+	c.initMutex(&rw.w, "NewRWMutex", name, opts)
+	rw.w.fence = true
+	return rw
+}
+
+// Lock locks rw for writing, waiting as long as it takes, as Mutex.Lock does; it panics
+// where Mutex.Lock would.
+func (rw *RWMutex) Lock() { rw.w.Lock() }
+
+// LockContext locks rw for writing, waiting until it is locked or ctx ends, as
+// Mutex.LockContext does, with the same errors.
+func (rw *RWMutex) LockContext(ctx context.Context) error { return rw.w.LockContext(ctx) }
+
+// TryLock tries once to lock rw for writing, without waiting, and reports whether it
+// succeeded. It fails if the lock is held (by readers or a writer) or waited for.
+//
+// Note that while correct uses of TryLock do exist, they are rare, and use of TryLock is
+// often a sign of a deeper problem in a particular use of mutexes.
+func (rw *RWMutex) TryLock() bool { return rw.w.TryLock() }
+
+// Unlock unlocks rw for writing. It is a run-time error, and panics, if rw is not locked
+// for writing, as with sync.RWMutex. A failure to release the lock on the nodes goes to the
+// WithErrorHandler function or the WithLogger logger, as with Mutex.Unlock.
+func (rw *RWMutex) Unlock() { rw.w.report("unlock", rw.UnlockContext(context.Background())) }
+
+// UnlockContext unlocks rw for writing and returns the release's error, as
+// Mutex.UnlockContext does. Like Unlock, it panics if rw is not locked for writing.
+func (rw *RWMutex) UnlockContext(ctx context.Context) error {
+	l := rw.w.release()
+	if l == nil {
+		panic("redlock: Unlock of unlocked RWMutex")
+	}
+	return rw.w.unlock(ctx, l)
+}
+
+// Token returns the fencing token of rw's write holding (see Lease.Token), or 0 if rw is
+// not locked for writing.
+func (rw *RWMutex) Token() uint64 {
+	rw.w.mu.Lock()
+	defer rw.w.mu.Unlock()
+	if rw.w.lease == nil {
+		return 0
+	}
+	return rw.w.lease.Token()
+}
+
+// RLock locks rw for reading, waiting as long as it takes: while a writer holds the lock
+// or waits for it, and through node failures and errors no retry can fix, as Mutex.Lock
+// does. It panics where Mutex.Lock would.
+func (rw *RWMutex) RLock() {
+	if err := rw.rlock(context.Background(), true); err != nil {
+		panic("redlock: RLock: " + err.Error())
+	}
+}
+
+// RLockContext locks rw for reading, waiting until it is locked or ctx ends. Its errors
+// are LockContext's.
+func (rw *RWMutex) RLockContext(ctx context.Context) error { return rw.rlock(ctx, false) }
+
+// rlock is RLockContext that, if persist, goes on through errors that no retry can fix,
+// until the Client is closed.
+func (rw *RWMutex) rlock(ctx context.Context, persist bool) error {
+	if err := rw.w.usable(); err != nil {
+		return err
+	}
+	l := rw.newReader()
+	l.lock.Persist = persist
+	l.lock.Failed = waitLog(rw.w.opts, rw.w.name)
+	g, err := rw.w.client.cluster.AcquireWait(ctx, &l.lock, core.Backoff{Min: rw.w.opts.retryMin, Max: rw.w.opts.retryMax})
+	if err != nil {
+		return err
+	}
+	rw.holdRead(l, g)
+	return nil
+}
+
+// TryRLock tries once to lock rw for reading, without waiting, and reports whether it
+// succeeded. It fails if a writer holds the lock, if anyone waits for it, or if too few
+// nodes answer.
+func (rw *RWMutex) TryRLock() bool {
+	if rw.w.usable() != nil {
+		return false
+	}
+	l := rw.newReader()
+	g, err := rw.w.client.cluster.Acquire(context.Background(), &l.lock)
+	if err != nil {
+		return false
+	}
+	rw.holdRead(l, g)
+	return true
+}
+
+// RUnlock undoes a single RLock call: it lets go of one of rw's read holdings. It is a
+// run-time error, and panics, if rw is not locked for reading. A failure to release goes
+// where Unlock's does.
+func (rw *RWMutex) RUnlock() { rw.w.report("runlock", rw.RUnlockContext(context.Background())) }
+
+// RUnlockContext undoes a single RLock call and returns the release's error, as
+// UnlockContext does. Like RUnlock, it panics if rw is not locked for reading.
+func (rw *RWMutex) RUnlockContext(ctx context.Context) error {
+	rw.mu.Lock()
+	n := len(rw.readers)
+	if n == 0 {
+		rw.mu.Unlock()
+		panic("redlock: RUnlock of unlocked RWMutex")
+	}
+	l := rw.readers[n-1]
+	rw.readers[n-1] = nil
+	rw.readers = rw.readers[:n-1]
+	rw.mu.Unlock()
+	return l.Release(ctx)
+}
+
+// RLocker returns a sync.Locker whose Lock and Unlock call rw.RLock and rw.RUnlock.
+func (rw *RWMutex) RLocker() sync.Locker { return (*rlocker)(rw) }
+
+type rlocker RWMutex
+
+func (r *rlocker) Lock()   { (*RWMutex)(r).RLock() }
+func (r *rlocker) Unlock() { (*RWMutex)(r).RUnlock() }
+
+// Lost returns a channel that is closed if a holding that rw has now is lost (see
+// Mutex.Lost): its write holding, or any of its read holdings. Unlock and RUnlock do not
+// close it. When rw is not locked it returns a closed channel.
+func (rw *RWMutex) Lost() <-chan struct{} {
+	rw.w.mu.Lock()
+	w := rw.w.lease
+	rw.w.mu.Unlock()
+	if w != nil {
+		return w.lostCh()
+	}
+	rw.mu.Lock()
+	holdings := append([]*Lease(nil), rw.readers...)
+	rw.mu.Unlock()
+	switch len(holdings) {
+	case 0:
+		closed := make(chan struct{})
+		close(closed)
+		return closed
+	case 1:
+		return holdings[0].lostCh()
+	}
+	// One goroutine per holding, until the holding ends: the first loss closes lost.
+	lost := make(chan struct{})
+	var once sync.Once
+	for _, l := range holdings {
+		go func() {
+			<-l.Done()
+			if l.Err() != ErrReleased {
+				once.Do(func() { close(lost) })
+			}
+		}()
+	}
+	return lost
+}
+
+// newReader returns a Lease for one read holding of rw.
+func (rw *RWMutex) newReader() *Lease {
+	l := rw.w.newLease()
+	l.lock.Read, l.lock.Fence = true, false
+	return l
+}
+
+// holdRead adds l, granted by g, to rw's read holdings.
+func (rw *RWMutex) holdRead(l *Lease, g *core.Held) {
+	l.start(g)
+	rw.mu.Lock()
+	rw.readers = append(rw.readers, l)
+	rw.mu.Unlock()
+}

@@ -1,0 +1,335 @@
+package redlock_test
+
+import (
+	"context"
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/go-redlock/redlock"
+	"github.com/go-redlock/redlock/backends/goredis"
+	"github.com/go-redlock/redlock/internal/redistest"
+	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// rwSetups are the node sets the RWMutex tests run on: miniredis, redis-server processes at
+// N = 1, 3 and 5, and a real 3-master Redis Cluster through one go-redis cluster client.
+// Each returns a function that makes one more Node set over the same servers (another
+// process's connections).
+var rwSetups = []struct {
+	name  string
+	nodes func(t *testing.T) func() []redlock.Node
+}{
+	{"miniredis/N=3", func(t *testing.T) func() []redlock.Node {
+		_, servers := miniNodes(t, 3)
+		return func() []redlock.Node {
+			nodes := make([]redlock.Node, len(servers))
+			for i, s := range servers {
+				nodes[i] = goredisNode(t, s.Addr())
+			}
+			return nodes
+		}
+	}},
+	{"redis-server/N=1", realSetup(1)},
+	{"redis-server/N=3", realSetup(3)},
+	{"redis-server/N=5", realSetup(5)},
+	{"cluster", func(t *testing.T) func() []redlock.Node {
+		addrs := redistest.StartCluster(t, 3).Addrs()
+		return func() []redlock.Node {
+			c := redis.NewClusterClient(&redis.ClusterOptions{Addrs: addrs})
+			t.Cleanup(func() { _ = c.Close() })
+			n := goredis.New(c)
+			t.Cleanup(func() { _ = n.Close() })
+			return []redlock.Node{n}
+		}
+	}},
+}
+
+func realSetup(n int) func(t *testing.T) func() []redlock.Node {
+	return func(t *testing.T) func() []redlock.Node {
+		servers := realServers(t, n)
+		return func() []redlock.Node { return nodesFor(t, servers) }
+	}
+}
+
+// rwOptions are the options of the RWMutex tests' clients: a node timeout a loaded 2-core
+// machine under -race keeps to, and short retries.
+var rwOptions = []redlock.Option{redlock.WithNodeTimeout(time.Second), redlock.WithRetry(time.Millisecond, 5*time.Millisecond)}
+
+// TestRWMutexReadersShare: readers in two processes hold the lock at once, which a writer
+// in either then cannot take; once they unlock, it can, and readers then cannot.
+func TestRWMutexReadersShare(t *testing.T) {
+	for _, s := range rwSetups {
+		t.Run(s.name, func(t *testing.T) {
+			nodes := s.nodes(t)
+			a := newClient(t, nodes(), rwOptions...).NewRWMutex("shared")
+			b := newClient(t, nodes(), rwOptions...).NewRWMutex("shared")
+			ctx := ctxT(t, time.Minute)
+			require.NoError(t, a.RLockContext(ctx))
+			require.NoError(t, b.RLockContext(ctx), "a second reader was kept out by the first")
+			require.True(t, b.TryRLock(), "a third reader was kept out")
+			assert.False(t, a.TryLock(), "a writer took the lock while readers hold it")
+			b.RUnlock()
+			b.RUnlock()
+			assert.False(t, b.TryLock(), "a writer took the lock while a reader holds it")
+			a.RUnlock()
+			require.True(t, b.TryLock(), "a writer was kept out once the readers unlocked")
+			assert.NotZero(t, b.Token(), "a write holding has a fencing token")
+			assert.False(t, a.TryRLock(), "a reader took the lock while a writer holds it")
+			b.Unlock()
+		})
+	}
+}
+
+// TestRWMutexExcludes: 3 clients x 8 goroutines mix reads and writes; a writer never
+// overlaps a reader or another writer, and readers do overlap.
+func TestRWMutexExcludes(t *testing.T) {
+	const clients, goroutines, rounds = 3, 8, 12
+	for _, s := range rwSetups {
+		t.Run(s.name, func(t *testing.T) {
+			nodes := s.nodes(t)
+			var (
+				readers, writers atomic.Int32
+				overlap          atomic.Int32 // a writer with anyone else
+				shared           atomic.Int32 // readers seen together
+				wg               sync.WaitGroup
+			)
+			ctx := ctxT(t, 3*time.Minute)
+			for range clients {
+				rw := newClient(t, nodes(), rwOptions...).NewRWMutex("mixed")
+				for g := range goroutines {
+					wg.Add(1)
+					go func() {
+						defer wg.Done()
+						for i := range rounds {
+							if (g+i)%4 == 0 { // a quarter of the holdings write
+								if !assert.NoError(t, rw.LockContext(ctx)) {
+									return
+								}
+								if writers.Add(1) != 1 || readers.Load() != 0 {
+									overlap.Add(1)
+								}
+								runtime.Gosched()
+								writers.Add(-1)
+								assert.NoError(t, rw.UnlockContext(ctx))
+								continue
+							}
+							if !assert.NoError(t, rw.RLockContext(ctx)) {
+								return
+							}
+							if readers.Add(1) > 1 {
+								shared.Add(1)
+							}
+							if writers.Load() != 0 {
+								overlap.Add(1)
+							}
+							time.Sleep(time.Millisecond)
+							readers.Add(-1)
+							assert.NoError(t, rw.RUnlockContext(ctx))
+						}
+					}()
+				}
+			}
+			wg.Wait()
+			require.Zero(t, overlap.Load(), "a writer overlapped another holder")
+			assert.Positive(t, shared.Load(), "readers never held the lock together")
+		})
+	}
+}
+
+// TestRWMutexWriterIsNotStarved: while readers in two processes keep taking the lock,
+// each before the last lets go, a writer gets it within a bound, and the readers get it
+// back after.
+func TestRWMutexWriterIsNotStarved(t *testing.T) {
+	nodes := realSetup(3)(t)
+	r := newClient(t, nodes(), rwOptions...).NewRWMutex("stream")
+	w := newClient(t, nodes(), rwOptions...).NewRWMutex("stream")
+	ctx := ctxT(t, time.Minute)
+	stop := make(chan struct{})
+	var reads atomic.Int64
+	var wg sync.WaitGroup
+	for range 4 { // at least one reader holds at any time
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				if !assert.NoError(t, r.RLockContext(ctx)) {
+					return
+				}
+				reads.Add(1)
+				time.Sleep(20 * time.Millisecond)
+				assert.NoError(t, r.RUnlockContext(ctx))
+			}
+		}()
+	}
+	require.Eventually(t, func() bool { return reads.Load() >= 8 }, 10*time.Second, time.Millisecond)
+	start := time.Now()
+	require.NoError(t, w.LockContext(ctx))
+	waited := time.Since(start)
+	before := reads.Load()
+	time.Sleep(50 * time.Millisecond)
+	assert.Equal(t, before, reads.Load(), "a reader took the lock while the writer holds it")
+	w.Unlock()
+	require.Eventually(t, func() bool { return reads.Load() > before }, 10*time.Second, time.Millisecond,
+		"the readers did not get the lock back")
+	close(stop)
+	wg.Wait()
+	// Readers hold 20 ms each: the writer waits for those holding when it came, and none after.
+	assert.Less(t, waited, 3*time.Second, "the writer waited %v behind a stream of readers", waited)
+}
+
+// TestRWMutexCrashedReaderExpires: a reader whose process stops (its client can no longer
+// reach the nodes, so its holding is not extended) keeps a writer out no longer than its TTL.
+func TestRWMutexCrashedReaderExpires(t *testing.T) {
+	servers := realServers(t, 3)
+	const ttl = 1500 * time.Millisecond
+	var clients []*redis.Client
+	nodes := make([]redlock.Node, len(servers))
+	for i, s := range servers {
+		c := redis.NewClient(&redis.Options{Addr: s.Addr()})
+		clients = append(clients, c)
+		nodes[i] = goredis.New(c)
+	}
+	opts := append(append([]redlock.Option{}, rwOptions...), redlock.WithTTL(ttl), redlock.WithNodeTimeout(500*time.Millisecond))
+	crashed := newClient(t, nodes, opts...).NewRWMutex("crash")
+	ctx := ctxT(t, time.Minute)
+	require.NoError(t, crashed.RLockContext(ctx))
+	for _, c := range clients {
+		require.NoError(t, c.Close())
+	}
+	start := time.Now()
+	w := newClient(t, nodesFor(t, servers), opts...).NewRWMutex("crash")
+	require.NoError(t, w.LockContext(ctx))
+	waited := time.Since(start)
+	assert.Greater(t, waited, ttl/2, "the writer took the lock while the reader's share was still valid")
+	assert.Less(t, waited, ttl+2*time.Second, "a crashed reader kept the writer out past its TTL")
+	w.Unlock()
+}
+
+// TestRWMutexTokensIncrease: each write holding's token is larger than the last, across
+// RWMutexes and Leases of one name, and a read holding has none.
+func TestRWMutexTokensIncrease(t *testing.T) {
+	nodes := realSetup(3)(t)
+	c := newClient(t, nodes(), rwOptions...)
+	rw := c.NewRWMutex("tokens")
+	ctx := ctxT(t, time.Minute)
+	var last uint64
+	for i := range 4 {
+		var token uint64
+		if i%2 == 0 {
+			require.NoError(t, rw.LockContext(ctx))
+			token = rw.Token()
+			rw.Unlock()
+		} else {
+			l, err := c.Acquire(ctx, "tokens")
+			require.NoError(t, err)
+			token = l.Token()
+			require.NoError(t, l.Release(ctx))
+		}
+		assert.Greater(t, token, last, "holding %d", i)
+		last = token
+	}
+	require.NoError(t, rw.RLockContext(ctx))
+	assert.Zero(t, rw.Token(), "a read holding has a token")
+	rw.RUnlock()
+}
+
+// TestRWMutexAndMutexAreOneLock: a Mutex of the same name counts as a writer.
+func TestRWMutexAndMutexAreOneLock(t *testing.T) {
+	nodes, servers := miniNodes(t, 1)
+	rw := newClient(t, nodes).NewRWMutex("one")
+	m := newClient(t, []redlock.Node{goredisNode(t, servers[0].Addr())}).NewMutex("one")
+	require.True(t, m.TryLock())
+	assert.False(t, rw.TryRLock(), "a reader took the lock from a Mutex")
+	assert.False(t, rw.TryLock())
+	m.Unlock()
+	require.True(t, rw.TryRLock())
+	assert.False(t, m.TryLock(), "a Mutex took the lock from a reader")
+	rw.RUnlock()
+	assert.True(t, m.TryLock())
+	m.Unlock()
+}
+
+// TestRWMutexMisuse: unlocking an RWMutex that is not locked (for that mode) panics, as
+// with sync.RWMutex; a bad name is an error that names the call, false, or a panic.
+func TestRWMutexMisuse(t *testing.T) {
+	nodes, _ := miniNodes(t, 1)
+	c := newClient(t, nodes)
+	rw := c.NewRWMutex("misuse")
+	assert.PanicsWithValue(t, "redlock: Unlock of unlocked RWMutex", rw.Unlock)
+	assert.PanicsWithValue(t, "redlock: RUnlock of unlocked RWMutex", rw.RUnlock)
+	require.True(t, rw.TryRLock())
+	assert.PanicsWithValue(t, "redlock: Unlock of unlocked RWMutex", rw.Unlock, "a read lock was unlocked as a write lock")
+	rw.RUnlock()
+	require.True(t, rw.TryLock())
+	assert.PanicsWithValue(t, "redlock: RUnlock of unlocked RWMutex", rw.RUnlock, "a write lock was unlocked as a read lock")
+	rw.Unlock()
+
+	bad := c.NewRWMutex("")
+	err := bad.RLockContext(context.Background())
+	require.ErrorIs(t, err, redlock.ErrInvalid)
+	assert.Contains(t, err.Error(), "NewRWMutex")
+	require.ErrorIs(t, bad.LockContext(context.Background()), redlock.ErrInvalid)
+	assert.False(t, bad.TryRLock())
+	assert.False(t, bad.TryLock())
+	assert.Panics(t, bad.RLock)
+	var zero redlock.RWMutex
+	require.ErrorIs(t, zero.RLockContext(context.Background()), redlock.ErrInvalid)
+}
+
+// TestRWMutexRLocker: RLocker's Lock and Unlock take and give back a read holding.
+func TestRWMutexRLocker(t *testing.T) {
+	nodes, _ := miniNodes(t, 1)
+	rw := newClient(t, nodes).NewRWMutex("rlocker")
+	var l sync.Locker = rw.RLocker()
+	l.Lock()
+	assert.True(t, rw.TryRLock(), "RLocker's Lock took more than a read holding")
+	assert.False(t, rw.TryLock())
+	rw.RUnlock()
+	l.Unlock()
+	assert.True(t, rw.TryLock(), "RLocker's Unlock did not give the holding back")
+	rw.Unlock()
+}
+
+// TestRWMutexLost: Lost closes when a read holding is lost (its keys deleted behind its
+// back), whichever of several it is; not when the holdings are unlocked.
+func TestRWMutexLost(t *testing.T) {
+	nodes, servers := miniNodes(t, 1)
+	rw := newClient(t, nodes, redlock.WithTTL(300*time.Millisecond)).NewRWMutex("lost")
+	ctx := ctxT(t, time.Minute)
+	require.NoError(t, rw.RLockContext(ctx))
+	require.NoError(t, rw.RLockContext(ctx))
+	lost := rw.Lost()
+	select {
+	case <-lost:
+		t.Fatal("Lost closed while the holdings are held")
+	case <-time.After(400 * time.Millisecond): // past the TTL: the holdings extend themselves
+	}
+	servers[0].Del(lockKey("lost") + ":readers")
+	servers[0].Del(lockKey("lost"))
+	select {
+	case <-lost:
+	case <-time.After(5 * time.Second):
+		t.Fatal("Lost did not close when the holdings were lost")
+	}
+	require.ErrorIs(t, rw.RUnlockContext(ctx), redlock.ErrNotHeld)
+	require.ErrorIs(t, rw.RUnlockContext(ctx), redlock.ErrNotHeld)
+
+	require.NoError(t, rw.RLockContext(ctx))
+	kept := rw.Lost()
+	rw.RUnlock()
+	select {
+	case <-kept:
+		t.Fatal("Lost closed on RUnlock")
+	case <-time.After(100 * time.Millisecond):
+	}
+}
