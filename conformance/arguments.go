@@ -27,6 +27,23 @@ func argumentChecks() []check {
 			assert.Equal(t, wantKeys, keys, "the keys given to an earlier Eval changed while the Node made later calls: the Node must not keep or reuse the caller's slices after Eval returns (core shares them between calls)")
 			assert.Equal(t, wantArgs, args, "the args given to an earlier Eval changed while the Node made later calls: the Node must not keep or reuse the caller's slices after Eval returns (core shares them between calls)")
 		}},
+		{"all-keys", func(t *testing.T, e *env) {
+			addr := e.server(t)
+			n := e.node(t, addr)
+			k := core.NewKeys(prefix(t), "args")
+			// The script compares each key with the argument of its position.
+			s := core.NewScript("conformance-keys", `local r = {#KEYS}
+for i = 1, #KEYS do r[#r + 1] = KEYS[i] == ARGV[i] and 1 or 0 end
+return r`)
+			for _, keys := range [][]string{acquireKeys(k), releaseKeys(k)} {
+				got := mustEval(t, n, s, keys, keys...)
+				want := []int64{int64(len(keys))}
+				for range keys {
+					want = append(want, 1)
+				}
+				assert.Equal(t, want, got, "a script given the %d keys %q, and the same strings as args, replied {#KEYS, and for each key whether it equals the arg of its position} %s, want %v: the Node must pass every key, in order, unchanged (core's acquire, rlock, release and runlock take six)", len(keys), keys, format(got), want)
+			}
+		}},
 		{"empty", func(t *testing.T, e *env) {
 			addr := e.server(t)
 			n := e.node(t, addr)

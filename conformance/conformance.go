@@ -357,8 +357,23 @@ func waiterArgs(token, ttl, waiter, ticket string) []string {
 	return []string{token, ttl, "0", "1", waiter, ticket, "10000"}
 }
 
-// releaseKeys and releaseArgs are the KEYS and ARGV of core's release script as core passes
-// them when an owner without a waiter id lets go, on a node without sharded pub/sub.
+// readerArgs are the rlock script's ARGV as core passes them for a reader that does not
+// wait: acquire's, but with no fence (a reader advances none). rlock's KEYS are acquire's.
+func readerArgs(token, ttl string) []string {
+	return []string{token, ttl, "0", "0", "", "0", "10000"}
+}
+
+// readerWaiterArgs are rlock's ARGV for a reader waiter with id waiter and ticket.
+func readerWaiterArgs(token, ttl, waiter, ticket string) []string {
+	return []string{token, ttl, "0", "0", waiter, ticket, "10000"}
+}
+
+// rextendKeys are the KEYS of core's rextend script: the lock key and the readers key.
+func rextendKeys(k core.Keys) []string { return []string{k.Lock, k.Readers} }
+
+// releaseKeys and releaseArgs are the KEYS and ARGV of core's release script (and of
+// runlock, a reader's release) as core passes them when an owner without a waiter id lets
+// go, on a node without sharded pub/sub.
 func releaseKeys(k core.Keys) []string { return k.ReleaseKeys() }
 
 func releaseArgs(token string, k core.Keys) []string {

@@ -23,22 +23,32 @@
 //
 // The checks, each a subtest named "<server>/<group>/<check>":
 //
-//   - scripts: every core script through Node.Eval, with the reply and the effect on the
-//     server checked: acquire of a free lock, of a held one, retried with our own token, and
-//     the fence counter advancing exactly past 2^32; extend of our lock, another's, a
-//     missing one; release of ours (deleted, and published on the release channel), of
-//     another's, of a missing one; raise of ours, never lowering, of another's.
+//   - scripts: every core script (core.Scripts: acquire, extend, release, raise, and the
+//     read-write lock's rlock, rextend, runlock) through Node.Eval, with the reply and the
+//     effect on the server checked: acquire of a free lock, of a held one, of one readers
+//     hold, retried with our own token, and the fence counter advancing exactly past 2^32;
+//     extend of our lock, another's, a missing one; release of ours (deleted, and published
+//     on the release channel), of another's, of a missing one, and of ours with readers
+//     first in the queue (both handed the lock and told, the writer behind them not); raise
+//     of ours, never lowering, of another's; rlock of a free lock (the readers' marker in
+//     the lock key, an entry in the readers key ending TTL from now), shared by two
+//     readers, refused while a writer holds the lock (a reader waiter queued as a reader)
+//     and while a writer waits; rextend of our share, of one gone or expired, of an entry
+//     the lock key no longer backs; runlock of the last share (the lock handed to the
+//     waiting writer, who is told), of one of two, while a writer holds the lock. The
+//     scripts that take six keys (acquire, rlock, release, runlock) get the readers key
+//     last.
 //   - noscript: each script right after SCRIPT FLUSH, three times: Eval falls back from
-//     EVALSHA to EVAL.
+//     EVALSHA to EVAL, and the script replies as it must on an empty server.
 //   - errors: a server error (WRONGTYPE, redis.error_reply) is an error that keeps the
 //     server's message, with no reply; so is a reply that is not an array of integers. On a
 //     cluster, keys of different slots are an error that core.Permanent knows, never a panic.
 //   - replies: integer replies keep their sign ({0, -1} for a lock held without expiry, the
 //     restart guard's {-1, wait} on a fresh redis-server); a reply is memory of its caller's
 //     own, unchanged by later calls.
-//   - arguments: every argument arrives, empty ones included, in order; the caller's keys
-//     and args slices are unchanged after later calls on the same Node (the Node keeps
-//     nothing of them).
+//   - arguments: every argument arrives, empty ones included, in order; every key arrives,
+//     in order (all six of acquire's and release's); the caller's keys and args slices are
+//     unchanged after later calls on the same Node (the Node keeps nothing of them).
 //   - evalsha: each Eval runs the script exactly once (a script that counts its runs); once
 //     the server has the script, Eval sends EVALSHA only (INFO commandstats, redis-server).
 //   - string: String() is non-empty, and differs for Nodes of different servers.

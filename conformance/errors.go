@@ -54,6 +54,12 @@ func emptyCall(s *core.Script, k core.Keys) (keys, args []string, want func(*tes
 		return releaseKeys(k), releaseArgs(ours, k), equal(0, 0)
 	case "raise":
 		return []string{k.Lock, k.Fence}, []string{ours, "5"}, equal(0)
+	case "rlock":
+		return acquireKeys(k), readerArgs(ours, ttl), equal(1, 0)
+	case "rextend":
+		return rextendKeys(k), []string{ours, ttl}, equal(0)
+	case "runlock":
+		return releaseKeys(k), releaseArgs(ours, k), equal(0, 0)
 	}
 	return []string{k.Lock, k.Fence}, []string{ours, ttl}, nil
 }

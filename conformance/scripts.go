@@ -204,6 +204,7 @@ func scriptChecks() []check {
 			assert.Equal(t, "5", admin(t, addr, "GET", k.Fence), "raise of another owner's lock must leave the counter alone")
 		}},
 	}
+	cases = append(cases, readerScriptCases()...)
 	checks := make([]check, len(cases))
 	for i, c := range cases {
 		checks[i] = check{c.name, func(t *testing.T, e *env) {
