@@ -154,6 +154,30 @@ func ExampleMutex_TryLock() {
 	// other after Unlock: true
 }
 
+func ExampleClient_NewRWMutex() {
+	nodes, stop := exampleNodes(3)
+	defer stop()
+	client, _ := redlock.New(nodes)
+	defer client.Close()
+
+	// Readers share the lock; a writer has it alone. Two RWMutexes of one name stand in
+	// for two processes.
+	config := client.NewRWMutex("config")
+	other := client.NewRWMutex("config")
+	config.RLock()
+	other.RLock() // readers in other processes hold it too
+	fmt.Println("writer while read:", other.TryLock())
+	other.RUnlock()
+	config.RUnlock()
+
+	config.Lock() // alone now; the write holding carries a fencing token
+	fmt.Println("reader while written:", other.TryRLock(), config.Token() > 0)
+	config.Unlock()
+	// Output:
+	// writer while read: false
+	// reader while written: false true
+}
+
 func ExampleClient_Do() {
 	nodes, stop := exampleNodes(3)
 	defer stop()

@@ -84,6 +84,15 @@ func impls() []impl {
 		{key: "redlock-lease", name: "redlock Lease, fenced (go-redis)", handoff: true, ours: true,
 			notes: "TryAcquire+Release (Acquire+Release in the handoff test); N>1 pays the fence-raise round; WithRestartGuard(0).",
 			new:   func(a []string, w bool) (client, error) { return newOurs(a, goredisNodes, true, w) }},
+		{key: "redlock-rlock", name: "redlock RWMutex, RLock (go-redis)",
+			notes: "RLockContext+RUnlockContext of an RWMutex per name: a reader's share (the rlock and runlock scripts; readers take no SET NX fast path). Go-redis nodes as for the Mutex row; WithRestartGuard(0).",
+			new:   func(a []string, _ bool) (client, error) { return newOursRead(a, goredisNodes, false) }},
+		{key: "redlock-rlock-rueidis", name: "redlock RWMutex, RLock (rueidis)",
+			notes: "as above, over rueidis nodes as for the Mutex row.",
+			new:   func(a []string, _ bool) (client, error) { return newOursRead(a, rueidisNodes, false) }},
+		{key: "redlock-rlock-one", name: "redlock RWMutex, RLock, one name (go-redis)", only: "throughput",
+			notes: "throughput test only: every goroutine's RLock+RUnlock is on ONE name, so the readers hold it together (one readers' sorted set per node). A Mutex row cannot do this: its goroutines would take turns.",
+			new:   func(a []string, _ bool) (client, error) { return newOursRead(a, goredisNodes, true) }},
 		{key: "redsync-goredis", name: "redsync v4 (go-redis pool)", handoff: true,
 			notes: "defaults: 8s expiry, 32 tries, 50-250ms random retry delay; Lock returns ErrFailed after 32 tries (the handoff test then calls it again).",
 			new:   newRedsyncGoredis},
@@ -184,6 +193,32 @@ func (o *ours) Locker(name string) locker {
 }
 
 func (o *ours) Close() { o.close() }
+
+// oursRead is ours, locking for reading through RWMutexes; with one, every name is one.
+type oursRead struct {
+	*ours
+	one bool
+}
+
+func newOursRead(addrs []string, nodes nodesFunc, one bool) (client, error) {
+	c, err := newOurs(addrs, nodes, false)
+	if err != nil {
+		return nil, err
+	}
+	return &oursRead{ours: c.(*ours), one: one}, nil
+}
+
+func (o *oursRead) Locker(name string) locker {
+	if o.one {
+		name = "readers:one"
+	}
+	return ourReader{o.c.NewRWMutex(name)}
+}
+
+type ourReader struct{ rw *redlock.RWMutex }
+
+func (r ourReader) Lock(ctx context.Context) error   { return r.rw.RLockContext(ctx) }
+func (r ourReader) Unlock(ctx context.Context) error { return r.rw.RUnlockContext(ctx) }
 
 type ourMutex struct{ m *redlock.Mutex }
 

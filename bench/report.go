@@ -499,6 +499,17 @@ func (r *results) targets(cfg config) string {
 			}
 		}
 	}
+	// The RWMutex's target: an uncontended reader costs about what a Mutex does.
+	for _, p := range [][2]string{{"redlock-rlock", "redlock-goredis"}, {"redlock-rlock-rueidis", "redlock-rueidis"}} {
+		for _, n := range cfg.ns {
+			u, ok1 := r.unc[rkey{p[0], n, 0}]
+			m, ok2 := r.unc[rkey{p[1], n, 0}]
+			if ok1 && ok2 {
+				x := float64(u.lat.pct(.5)) / float64(m.lat.pct(.5))
+				line(fmt.Sprintf("uncontended RLock+RUnlock p50 at N=%d ≤ 1.1× the Mutex's", n), r.label(cfg, p[0]), fmt.Sprintf("%.2fx %s", x, p[1]), x <= 1.1)
+			}
+		}
+	}
 	b.WriteString(r.floorTargets(cfg))
 	return b.String()
 }

@@ -29,7 +29,7 @@
 // A node keeps, per lock, the queue of its waiters: Keys.Queue (ids by ticket, the time the
 // waiter began, so that the nodes order alike), Keys.Alive (ids by the server time at which
 // their place lapses) and Keys.Waiters (each id's latest attempt: "<token> <ttl ms> <fence
-// floor> <guard s>"). Each key expires when no waiter calls for four to eight refresh
+// floor> <guard s>[ r]"). Each key expires when no waiter calls for four to eight refresh
 // intervals. One waiter W, on one node:
 //
 //	state       event                                   effect                                  reply / message
@@ -53,6 +53,33 @@
 //	            or the restart guard abstains
 //
 // A script forgets at most 64 lapsed waiters at the head of a queue per call.
+//
+// # Readers, per node
+//
+// A Lock with Read asks for a reader's share. Readers' shares are entries in Keys.Readers
+// (tokens by the server time at which each ends); while any is live the lock key holds the
+// marker "(readers)", with a TTL that covers every entry, so that a writer's acquisition
+// (or its plain SET NX) finds the lock held, and only the readers' scripts look at the
+// entries. A reader R queues as a waiter does, its attempt recorded with a trailing " r".
+//
+//	state       event                                   effect                                  reply / message
+//	----------  --------------------------------------  --------------------------------------  -----------------------
+//	any         rlock, a writer holds the lock          queue R, record the attempt             {0, pttl}
+//	any         rlock, a live waiter (reader or         queue R, record the attempt             {0, pttl} or {0, 0}
+//	            writer) ahead of R
+//	any         rlock, lock free or readers', R first   add R's entry, marker's TTL to cover    {1, 0}
+//	            (or no queue)                           it; R leaves the queue
+//	holding     rextend                                 renew R's entry and the marker's TTL    {1}
+//	holding     runlock                                 delete R's entry (and an earlier        {1, woken}
+//	                                                    attempt's); the last one deletes the
+//	                                                    marker and hands the lock over
+//	holding     TTL runs out (crash)                    the entry lapses; the marker with the   -
+//	                                                    last entry
+//	first       a release frees the lock                add R's entry, and those of the         "<token> 0[ u]" to each
+//	                                                    readers queued right behind R, up to
+//	                                                    the next writer; each leaves the queue
+//
+// A writer waiting in the queue thus blocks the readers that queue after it.
 //
 // # The waiter, across nodes (AcquireWait)
 //

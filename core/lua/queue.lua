@@ -188,27 +188,34 @@ end
 -- read_grant records that the reader with token holds the lock for ttl milliseconds (a
 -- decimal string): its entry in r, and the lock key set to readers_hold for at least as
 -- long (r too), so that a writer finds the lock held until the last reader's time is up.
--- The lock key must be free or readers_hold.
-local function read_grant(lock, r, token, ttl)
+-- held says whether the lock key holds readers_hold; otherwise it must be free, and then
+-- no entry in r is live.
+local function read_grant(lock, r, token, ttl, held)
   local ms = tonumber(ttl)
   redis.call('ZADD', r, string.format('%d', now_ms() + ms), token)
-  if redis.call('PTTL', lock) < ms then
+  if not held then
     redis.call('SET', lock, readers_hold, 'PX', ms)
-  end
-  if redis.call('PTTL', r) < ms then
     redis.call('PEXPIRE', r, ms)
+    return
+  end
+  for _, k in ipairs({lock, r}) do
+    if redis.call('PTTL', k) < ms then
+      redis.call('PEXPIRE', k, ms)
+    end
   end
 end
 
 -- read_release deletes the readers' entries that token owns (its own, or an earlier
--- attempt's of its waiter, as ours says) and those whose time is up, and reports whether
--- token owned a live one. The lock key is freed once no live entry is left, and otherwise
--- kept for as long as the longest one.
+-- attempt's of its waiter, as ours says) and those whose time is up, and returns whether
+-- token owned a live one (1 or 0) and whether the lock is still held, by readers or a
+-- writer. The lock key is freed once no live entry is left, and otherwise kept for as long
+-- as the longest one.
 local function read_release(lock, r, token)
   local released = 0
   local now = now_ms()
   local entries
-  if attempt(token) then
+  local _, n = attempt(token)
+  if n and n > 1 then -- an earlier attempt of ours may hold an entry too
     entries = redis.call('ZRANGE', r, 0, -1, 'WITHSCORES')
   else
     local score = redis.call('ZSCORE', r, token)
@@ -222,16 +229,18 @@ local function read_release(lock, r, token)
       end
     end
   end
-  redis.call('ZREMRANGEBYSCORE', r, '-inf', now)
-  if redis.call('GET', lock) == readers_hold then
-    local last = redis.call('ZRANGE', r, -1, -1, 'WITHSCORES')
-    if #last == 0 then
-      redis.call('DEL', lock)
-    else
-      redis.call('PEXPIRE', lock, tonumber(last[2]) - now)
-    end
+  local holder = redis.call('GET', lock)
+  if holder ~= readers_hold then
+    return released, holder ~= false -- the entries left, if any, are out of time
   end
-  return released
+  local last = redis.call('ZRANGE', r, -1, -1, 'WITHSCORES')
+  if #last == 0 or tonumber(last[2]) <= now then
+    redis.call('DEL', lock, r)
+    return released, false
+  end
+  redis.call('ZREMRANGEBYSCORE', r, '-inf', now)
+  redis.call('PEXPIRE', lock, tonumber(last[2]) - now)
+  return released, true
 end
 
 -- hand_over gives the lock, which must be free, to the first live waiter in the queue,
@@ -270,7 +279,7 @@ local function hand_over(waiter, stays)
       abstain, unguarded = guarded(tonumber(guard))
     end
     if token and not abstain and reader then
-      read_grant(KEYS[1], KEYS[6], token, ttl)
+      read_grant(KEYS[1], KEYS[6], token, ttl, i > 1)
       dequeue(KEYS[2], KEYS[3], KEYS[4], head[1])
       message = token .. ' 0'
     elseif token and not abstain then

@@ -4,8 +4,9 @@
 -- come after it, so that readers cannot starve it.
 -- KEYS as acquire's (KEYS[2], the fence counter, is not touched), and KEYS[6] the readers.
 -- ARGV as acquire's; ARGV[4] must be "0" (a reader advances no fence).
--- Replies as acquire's: {1, 0} we hold a share (newly, or again: the entry's time is
--- renewed), {0, pttl} a writer holds it (we are queued if we gave a waiter id), {0, pttl}
+-- Replies as acquire's: {1, 0} we hold a share (newly, or again if we held one: the entry's
+-- time is renewed; but unlike acquire, a share we hold does not let us past the queue),
+-- {0, pttl} a writer holds it (we are queued if we gave a waiter id), {0, pttl}
 -- or {0, 0} a live waiter queued before us goes first (pttl: the readers' remaining time,
 -- if they hold it), {-1, wait} the restart guard abstains. A reader that gets its share
 -- leaves the queue; its holding lapses with its entry.
@@ -45,7 +46,7 @@ if queued then
     end
   end
 end
-read_grant(KEYS[1], KEYS[6], token, ARGV[2])
+read_grant(KEYS[1], KEYS[6], token, ARGV[2], holder == readers_hold)
 if queued and waiter ~= '' then
   dequeue(KEYS[3], KEYS[4], KEYS[5], waiter)
 end
