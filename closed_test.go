@@ -9,11 +9,13 @@ import (
 	rlgoredis "github.com/go-redlock/redlock/backends/goredis"
 	rlredigo "github.com/go-redlock/redlock/backends/redigo"
 	rlrueidis "github.com/go-redlock/redlock/backends/rueidis"
+	rlvalkey "github.com/go-redlock/redlock/backends/valkey"
 	redigo "github.com/gomodule/redigo/redis"
 	"github.com/redis/go-redis/v9"
 	"github.com/redis/rueidis"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"github.com/valkey-io/valkey-go"
 )
 
 // TestClosedDriverClientsEndTheWait: a lock over a driver client that was closed fails at
@@ -39,6 +41,11 @@ func TestClosedDriverClientsEndTheWait(t *testing.T) {
 			rc, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{addr}})
 			require.NoError(t, err)
 			return rlrueidis.New(rc), rc.Close
+		}},
+		{"valkey", func(t *testing.T) (redlock.Node, func()) {
+			vc, err := valkey.NewClient(valkey.ClientOption{InitAddress: []string{addr}})
+			require.NoError(t, err)
+			return rlvalkey.New(vc), vc.Close
 		}},
 	} {
 		t.Run(c.name, func(t *testing.T) {

@@ -1,4 +1,4 @@
-// Package conformance is the test suite every core.Node must pass: the three backends of
+// Package conformance is the test suite every core.Node must pass: the backends of
 // this module run it, and so can a backend of your own, with one call from a test:
 //
 //	func TestConformance(t *testing.T) {

@@ -1,5 +1,5 @@
-// Command drivers takes the same lock through each of the three Redis drivers redlock
-// supports: go-redis, redigo and rueidis. Only the line that wraps a driver's client as a
+// Command drivers takes the same lock through each of the four Redis drivers redlock
+// supports: go-redis, redigo, rueidis and valkey-go. Only the line that wraps a driver's client as a
 // redlock.Node differs; the lock, its keys and its fencing counter are the same, so the
 // tokens keep increasing from one driver to the next.
 //
@@ -20,10 +20,12 @@ import (
 	"github.com/go-redlock/redlock/backends/goredis"
 	"github.com/go-redlock/redlock/backends/redigo"
 	rlrueidis "github.com/go-redlock/redlock/backends/rueidis"
+	rlvalkey "github.com/go-redlock/redlock/backends/valkey"
 	"github.com/go-redlock/redlock/examples/internal/exampleservers"
 	redigolib "github.com/gomodule/redigo/redis"
 	goredislib "github.com/redis/go-redis/v9"
 	"github.com/redis/rueidis"
+	"github.com/valkey-io/valkey-go"
 )
 
 // A driver turns one server address into a redlock Node, and says how to close it.
@@ -53,6 +55,15 @@ var drivers = []driver{
 		}
 		node := rlrueidis.New(rc)
 		return node, func() { node.Close(); rc.Close() }, nil
+	}},
+	{"valkey-go", func(addr string) (redlock.Node, func(), error) {
+		// valkey-go is a fork of rueidis, with the same options.
+		vc, err := valkey.NewClient(valkey.ClientOption{InitAddress: []string{addr}, AlwaysRESP2: true, DisableCache: true, ForceSingleClient: true})
+		if err != nil {
+			return nil, nil, err
+		}
+		node := rlvalkey.New(vc)
+		return node, func() { node.Close(); vc.Close() }, nil
 	}},
 }
 
@@ -101,6 +112,6 @@ func lockWith(ctx context.Context, d driver, addrs []string) error {
 	if err != nil {
 		return err
 	}
-	fmt.Printf("%-8s acquired %q with fencing token %d\n", d.name, lease.Name(), lease.Token())
+	fmt.Printf("%-9s acquired %q with fencing token %d\n", d.name, lease.Name(), lease.Token())
 	return lease.Release(ctx)
 }
