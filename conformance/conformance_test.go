@@ -73,6 +73,7 @@ var faults = []fault{
 			"miniredis/noscript/rlock",
 			"miniredis/noscript/rextend",
 			"miniredis/noscript/runlock",
+			"miniredis/noscript/permits",
 			// Its scripts that are not core's were never loaded: NOSCRIPT hides the
 			// script's own error message.
 			"miniredis/errors/server-error/error-reply",

@@ -60,6 +60,8 @@ func emptyCall(s *core.Script, k core.Keys) (keys, args []string, want func(*tes
 		return rextendKeys(k), []string{ours, ttl}, equal(0)
 	case "runlock":
 		return releaseKeys(k), releaseArgs(ours, k), equal(0, 0)
+	case "permits":
+		return []string{k.Lock}, []string{"3", ttl}, equal(1, 0)
 	}
 	return []string{k.Lock, k.Fence}, []string{ours, ttl}, nil
 }

@@ -20,6 +20,8 @@ var (
 	rextendSource string
 	//go:embed lua/runlock.lua
 	runlockSource string
+	//go:embed lua/permits.lua
+	permitsSource string
 	// queue.lua is the prelude of acquire and release: the waiter queue's functions, the
 	// restart guard and the fence counter, which both use.
 	//go:embed lua/queue.lua
@@ -34,6 +36,8 @@ var (
 	rlockScript   = NewScript("rlock", queueSource+rlockSource)
 	rextendScript = NewScript("rextend", rextendSource)
 	runlockScript = NewScript("runlock", queueSource+runlockSource)
+	// A semaphore's record of its number of permits (see Permits).
+	permitsScript = NewScript("permits", permitsSource)
 )
 
 // lockScripts are the scripts that acquire, extend and release one kind of holding.
@@ -45,8 +49,8 @@ var (
 )
 
 // Scripts returns the scripts core runs, in the order acquire, extend, release, raise,
-// rlock, rextend, runlock: for a backend that preloads them (SCRIPT LOAD) and for tests of
-// a backend.
+// rlock, rextend, runlock, permits: for a backend that preloads them (SCRIPT LOAD) and for
+// tests of a backend.
 func Scripts() []*Script {
-	return []*Script{acquireScript, extendScript, releaseScript, raiseScript, rlockScript, rextendScript, runlockScript}
+	return []*Script{acquireScript, extendScript, releaseScript, raiseScript, rlockScript, rextendScript, runlockScript, permitsScript}
 }

@@ -73,6 +73,10 @@ func evalScripts(t *testing.T, newNode NewNode) {
 			missing: run{[]string{keys.Lock, keys.Readers}, []string{token, ttl}, equals(0)},
 			held:    run{[]string{keys.Lock, keys.Readers}, []string{token, ttl}, equals(0)},
 		},
+		"permits": { // "held": the lock key holds our token, not a number of permits
+			missing: run{[]string{keys.Lock}, []string{"3", ttl}, equals(1, 0)},
+			held:    run{[]string{keys.Lock}, []string{"3", ttl}, equals(0, -1)},
+		},
 		"runlock": {
 			missing: run{releaseKeys(keys), releaseArgs(token, keys, "PUBLISH"), equals(0, 0)},
 			held:    run{releaseKeys(keys), releaseArgs(token, keys, "PUBLISH"), equals(0, 0)},

@@ -1,0 +1,42 @@
+package core
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"time"
+)
+
+// Permits checks that the nodes agree with permits as the number of permits of the
+// semaphore whose record is key, and keeps the record for FenceIdle from now: a node with
+// no record takes permits. A semaphore's holders must all count the same permits, and
+// each acquisition checks. It returns nil once a quorum agreed; an error that matches
+// ErrInvalid, and names the node and its number, as soon as any node records another
+// (a holder that counts otherwise must not go on); else a *QuorumError (too few nodes
+// answered), or ctx's error.
+//
+// The record outlives the last acquisition by FenceIdle: holders that disagree are found
+// as long as one of them acquired within that time.
+func (c *Cluster) Permits(ctx context.Context, key string, permits int, timeout time.Duration) error {
+	if err := ctxError(ctx, "permits", key); err != nil {
+		return err
+	}
+	f := c.call(ctx, timeout, permitsScript, []string{key}, strconv.Itoa(permits), millis(FenceIdle))
+	t := tally{c: c, op: "permits", key: key}
+	var other error
+	c.collect(ctx, f, &t, make([]bool, len(c.nodes)), func(r reply) {
+		if other == nil && r.err == nil && r.vals[0] == 0 && len(r.vals) > 1 {
+			other = fmt.Errorf("%w: semaphore %q has %d permits on node %s, not %d: every holder must count the same",
+				ErrInvalid, key, r.vals[1], c.nodes[r.node], permits)
+		}
+	})
+	switch {
+	case other != nil:
+		return other
+	case ctx.Err() != nil:
+		return ctxError(ctx, "permits", key)
+	case t.won():
+		return nil
+	}
+	return t.err()
+}
