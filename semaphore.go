@@ -1,0 +1,207 @@
+package redlock
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"strconv"
+	"sync"
+
+	"github.com/go-redlock/redlock/core"
+)
+
+// MaxPermits is the most permits a Semaphore may have: its first waiter waits on every
+// permit at once (see Semaphore).
+const MaxPermits = 64
+
+// Semaphore lets at most its number of permits, K, hold it at once, across every process
+// that uses the same name and K over the same nodes. Create it with Client.NewSemaphore;
+// the zero Semaphore is not usable. One Semaphore is safe for use by many goroutines.
+//
+// Each permit is a lock of its own, "<name>/permit/<i>" for i from 0 to K-1, and a holder
+// holds one: a Lease of that lock, with its fencing token (which increases from one holder
+// of the same permit to the next). So at most K hold at once, as each permit's lock is
+// exclusive, over N nodes as a Mutex is. An acquisition tries the permits one after
+// another, from a random one, and takes the first that is free. When all are held it
+// waits in turn: waiters queue on the lock "<name>/queue", in the order they started
+// waiting across processes, and the first waits on every permit at once, so that a
+// released permit is handed to it (see Mutex: no polling where the nodes offer
+// notifications) and no newcomer can take it first. It then lets the next waiter be first.
+//
+// Every holder must count the same K: each acquisition checks it against a record on the
+// nodes ("<name>" with the key suffix ":permits", kept for an hour after the last
+// acquisition), and fails with an error that matches ErrInvalid if another holder
+// recorded another number.
+type Semaphore struct {
+	client  *Client
+	name    string
+	permits int
+	opts    []Option
+	keys    core.Keys // of name: the permits record is keys.Lock + ":permits"
+	set     settings  // the options applied, for the permits check
+	err     error
+}
+
+// NewSemaphore returns the Semaphore called name with permits permits. Options apply to
+// each permit's Lease (TTL, node timeout, auto-extension, maximum hold time...) and to the
+// waiters' lock. A bad name, permits below 1 or above MaxPermits, or a bad option, is
+// reported by Acquire and TryAcquire, as an error that matches ErrInvalid.
+func (c *Client) NewSemaphore(name string, permits int, opts ...Option) *Semaphore {
+	s := &Semaphore{client: c, name: name, permits: permits, opts: opts}
+	var err error
+	s.set, err = c.opts.forCall("NewSemaphore", 0, opts)
+	switch {
+	case err != nil:
+	case checkName(name) != nil:
+		err = checkName(name)
+	case permits < 1 || permits > MaxPermits:
+		err = fmt.Errorf("%w: %d permits: a semaphore has from 1 to %d", ErrInvalid, permits, MaxPermits)
+	}
+	if err != nil {
+		s.err = &lockError{"NewSemaphore", name, err}
+	}
+	s.keys = core.NewKeys(s.set.prefix, name)
+	return s
+}
+
+// Name returns the semaphore's name.
+func (s *Semaphore) Name() string { return s.name }
+
+// Permits returns the number of permits.
+func (s *Semaphore) Permits() int { return s.permits }
+
+// TryAcquire makes one attempt to take a permit, trying each once, and returns its Lease,
+// whose Name is the permit's lock's.
+//
+// Errors: one matching ErrHeld if every permit is held (or waiters queue for them); one
+// matching ErrInvalid for a bad name, number of permits or option, or if another holder
+// counts another number of permits; otherwise the last permit's error (ErrNoQuorum, say),
+// or ctx's.
+func (s *Semaphore) TryAcquire(ctx context.Context) (*Lease, error) {
+	if s.err != nil {
+		return nil, s.err
+	}
+	checked := make(chan error, 1)
+	go func() { checked <- s.check(ctx) }()
+	l, err := s.try(ctx)
+	if cerr := <-checked; cerr != nil {
+		if l != nil {
+			_ = l.Release(context.WithoutCancel(ctx))
+		}
+		return nil, cerr
+	}
+	return l, err
+}
+
+// Acquire takes a permit, waiting while all are held, until it succeeds or ctx ends, and
+// returns its Lease. Waiters take turns in the order they started waiting, across
+// processes. When ctx ends first the error matches ctx's error; errors that no retry can
+// fix end it at once, as for Client.Acquire.
+func (s *Semaphore) Acquire(ctx context.Context) (*Lease, error) {
+	l, err := s.TryAcquire(ctx)
+	if err == nil || !errors.Is(err, ErrHeld) {
+		return l, err
+	}
+	turn, err := s.client.Acquire(ctx, s.name+"/queue", s.turnOptions()...)
+	if err != nil {
+		return nil, &lockError{"acquire", s.name, err}
+	}
+	defer func() { _ = turn.Release(context.WithoutCancel(ctx)) }()
+	l, err = s.await(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.check(ctx); err != nil {
+		_ = l.Release(context.WithoutCancel(ctx))
+		return nil, err
+	}
+	return l, nil
+}
+
+// turnOptions are the options of the waiters' lock: the semaphore's, extended while held
+// (the first waiter may wait long), and without a maximum hold time.
+func (s *Semaphore) turnOptions() []Option {
+	return append(append([]Option(nil), s.opts...), WithAutoExtend(true), WithMaxHold(0))
+}
+
+// check checks that the nodes record s's number of permits (see core.Cluster.Permits).
+func (s *Semaphore) check(ctx context.Context) error {
+	err := s.client.cluster.Permits(ctx, s.keys.Lock+":permits", s.permits, s.set.nodeTimeout)
+	if err != nil {
+		return &lockError{"acquire", s.name, err}
+	}
+	return nil
+}
+
+// slot returns the name of permit i's lock.
+func (s *Semaphore) slot(i int) string { return s.name + "/permit/" + strconv.Itoa(i) }
+
+// try tries each permit once, from a random one, and returns the first it takes.
+func (s *Semaphore) try(ctx context.Context) (*Lease, error) {
+	first := rand.IntN(s.permits)
+	var last error
+	for k := range s.permits {
+		i := (first + k) % s.permits
+		l, err := s.client.TryAcquire(ctx, s.slot(i), s.opts...)
+		if err == nil {
+			return l, nil
+		}
+		if ctx.Err() != nil || errors.Is(err, ErrInvalid) || errors.Is(err, ErrClosed) {
+			return nil, err
+		}
+		if !errors.Is(err, ErrHeld) {
+			last = err
+		}
+	}
+	if last != nil {
+		return nil, last
+	}
+	return nil, &lockError{"acquire", s.name, fmt.Errorf("%w: all %d permits are held", ErrHeld, s.permits)}
+}
+
+// await waits for every permit at once, for the first waiter: each wait queues it on that
+// permit, so that a release hands the permit to it. It returns the first permit taken, and
+// lets go of the others (a wait that ends takes it out of that permit's queue, and a
+// permit taken at the same moment is released).
+func (s *Semaphore) await(ctx context.Context) (*Lease, error) {
+	wctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	type result struct {
+		l   *Lease
+		err error
+	}
+	results := make(chan result, s.permits)
+	var wg sync.WaitGroup
+	for i := range s.permits {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			l, err := s.client.Acquire(wctx, s.slot(i), s.opts...)
+			results <- result{l, err}
+		}()
+	}
+	var won *Lease
+	var last error
+	for range s.permits {
+		r := <-results
+		switch {
+		case r.err == nil && won == nil:
+			won = r.l
+			cancel() // the other waits end, and leave their queues
+		case r.err == nil:
+			_ = r.l.Release(context.WithoutCancel(ctx))
+		case wctx.Err() == nil:
+			// It ended by itself (ctx ended, or an error that no retry can fix): so do the rest.
+			last = r.err
+			cancel()
+		case last == nil:
+			last = r.err
+		}
+	}
+	wg.Wait()
+	if won != nil {
+		return won, nil
+	}
+	return nil, &lockError{"acquire", s.name, last}
+}
