@@ -74,6 +74,8 @@ var faults = []fault{
 			"miniredis/noscript/rextend",
 			"miniredis/noscript/runlock",
 			"miniredis/noscript/permits",
+			"miniredis/noscript/proclaim",
+			"miniredis/noscript/leader",
 			// Its scripts that are not core's were never loaded: NOSCRIPT hides the
 			// script's own error message.
 			"miniredis/errors/server-error/error-reply",

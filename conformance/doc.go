@@ -24,7 +24,8 @@
 // The checks, each a subtest named "<server>/<group>/<check>":
 //
 //   - scripts: every core script (core.Scripts: acquire, extend, release, raise, the
-//     read-write lock's rlock, rextend, runlock, and the semaphore's permits) through Node.Eval, with the reply and the
+//     read-write lock's rlock, rextend, runlock, the semaphore's permits, and the election's
+//     proclaim and leader) through Node.Eval, with the reply and the
 //     effect on the server checked: acquire of a free lock, of a held one, of one readers
 //     hold, retried with our own token, and the fence counter advancing exactly past 2^32;
 //     extend of our lock, another's, a missing one; release of ours (deleted, and published

@@ -62,6 +62,10 @@ func emptyCall(s *core.Script, k core.Keys) (keys, args []string, want func(*tes
 		return releaseKeys(k), releaseArgs(ours, k), equal(0, 0)
 	case "permits":
 		return []string{k.Lock}, []string{"3", ttl}, equal(1, 0)
+	case "proclaim":
+		return []string{k.Lock, k.Leader}, []string{ours, k.LeaderChannel(), "PUBLISH", "v", ttl}, equal(0)
+	case "leader":
+		return []string{k.Lock, k.Leader}, nil, equal(0)
 	}
 	return []string{k.Lock, k.Fence}, []string{ours, ttl}, nil
 }

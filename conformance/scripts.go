@@ -206,6 +206,7 @@ func scriptChecks() []check {
 	}
 	cases = append(cases, readerScriptCases()...)
 	cases = append(cases, permitsScriptCases()...)
+	cases = append(cases, electionScriptCases()...)
 	checks := make([]check, len(cases))
 	for i, c := range cases {
 		checks[i] = check{c.name, func(t *testing.T, e *env) {

@@ -403,6 +403,7 @@ func TestKeysShareOneHashSlot(t *testing.T) {
 		Alive:   "redlock:{jobs:nightly}:alive",
 		Waiters: "redlock:{jobs:nightly}:waiters",
 		Readers: "redlock:{jobs:nightly}:readers",
+		Leader:  "redlock:{jobs:nightly}:leader",
 		Channel: "redlock:{jobs:nightly}:released",
 	}
 	assert.Equal(t, want, k)

@@ -18,6 +18,7 @@ type Keys struct {
 	Alive   string // when each waiter's place lapses: a sorted set of waiter ids by deadline
 	Waiters string // each waiter's latest attempt, for a release to hand it the lock: a hash
 	Readers string // the readers that hold the lock: a sorted set of tokens by the end of their time
+	Leader  string // an election's record of its leader: "<token> <value>" (see Proclaim)
 	Channel string // a waiter is woken on Channel + ":" + its waiter id (see Wake)
 }
 
@@ -54,7 +55,7 @@ func NewKeys(prefix, name string) Keys {
 		base = prefix + "{" + name + "}"
 	}
 	return Keys{Lock: base, Fence: base + ":fence", Queue: base + ":queue", Alive: base + ":alive", Waiters: base + ":waiters",
-		Readers: base + ":readers", Channel: base + ":released"}
+		Readers: base + ":readers", Leader: base + ":leader", Channel: base + ":released"}
 }
 
 // tagBytes is how many bytes of the name's SHA-256 the second form of NewKeys's keys carries

@@ -23,7 +23,7 @@ var keyPrefixes = []string{"redlock:", "", "app}:", "{app}:", "x{", "a{b", "}", 
 
 // allKeys returns every key and channel of k, with the wake channels of two waiters.
 func allKeys(k core.Keys) []string {
-	return []string{k.Lock, k.Fence, k.Queue, k.Alive, k.Waiters, k.Readers, k.Channel, k.Wake("w1"), k.Wake(core.NewToken())}
+	return []string{k.Lock, k.Fence, k.Queue, k.Alive, k.Waiters, k.Readers, k.Leader, k.Channel, k.Wake("w1"), k.Wake(core.NewToken())}
 }
 
 // oneTag reports an error unless every key and channel of k has the same non-empty hash tag,
@@ -61,8 +61,8 @@ func TestKeysKeepTheirFormat(t *testing.T) {
 	k := core.NewKeys("redlock:", "jobs:nightly")
 	want := []string{"redlock:{jobs:nightly}", "redlock:{jobs:nightly}:fence", "redlock:{jobs:nightly}:queue",
 		"redlock:{jobs:nightly}:alive", "redlock:{jobs:nightly}:waiters", "redlock:{jobs:nightly}:readers",
-		"redlock:{jobs:nightly}:released", "redlock:{jobs:nightly}:released:w1"}
-	if got := allKeys(k)[:8]; fmt.Sprint(got) != fmt.Sprint(want) {
+		"redlock:{jobs:nightly}:leader", "redlock:{jobs:nightly}:released", "redlock:{jobs:nightly}:released:w1"}
+	if got := allKeys(k)[:9]; fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Errorf("NewKeys(redlock:, jobs:nightly) = %q, want %q", got, want)
 	}
 	for _, prefix := range keyPrefixes {

@@ -22,6 +22,10 @@ var (
 	runlockSource string
 	//go:embed lua/permits.lua
 	permitsSource string
+	//go:embed lua/proclaim.lua
+	proclaimSource string
+	//go:embed lua/leader.lua
+	leaderSource string
 	// queue.lua is the prelude of acquire and release: the waiter queue's functions, the
 	// restart guard and the fence counter, which both use.
 	//go:embed lua/queue.lua
@@ -38,6 +42,9 @@ var (
 	runlockScript = NewScript("runlock", queueSource+runlockSource)
 	// A semaphore's record of its number of permits (see Permits).
 	permitsScript = NewScript("permits", permitsSource)
+	// An election's record of its leader's value (see Proclaim and Leader).
+	proclaimScript = NewScript("proclaim", proclaimSource)
+	leaderScript   = NewScript("leader", leaderSource)
 )
 
 // lockScripts are the scripts that acquire, extend and release one kind of holding.
@@ -49,8 +56,9 @@ var (
 )
 
 // Scripts returns the scripts core runs, in the order acquire, extend, release, raise,
-// rlock, rextend, runlock, permits: for a backend that preloads them (SCRIPT LOAD) and for
-// tests of a backend.
+// rlock, rextend, runlock, permits, proclaim, leader: for a backend that preloads them
+// (SCRIPT LOAD) and for tests of a backend.
 func Scripts() []*Script {
-	return []*Script{acquireScript, extendScript, releaseScript, raiseScript, rlockScript, rextendScript, runlockScript, permitsScript}
+	return []*Script{acquireScript, extendScript, releaseScript, raiseScript, rlockScript, rextendScript, runlockScript,
+		permitsScript, proclaimScript, leaderScript}
 }

@@ -77,6 +77,14 @@ func evalScripts(t *testing.T, newNode NewNode) {
 			missing: run{[]string{keys.Lock}, []string{"3", ttl}, equals(1, 0)},
 			held:    run{[]string{keys.Lock}, []string{"3", ttl}, equals(0, -1)},
 		},
+		"proclaim": {
+			missing: run{[]string{keys.Lock, keys.Leader}, []string{token, keys.LeaderChannel(), "PUBLISH", "v", ttl}, equals(0)},
+			held:    run{[]string{keys.Lock, keys.Leader}, []string{token, keys.LeaderChannel(), "PUBLISH", "v", ttl}, equals(1, 0)},
+		},
+		"leader": {
+			missing: run{[]string{keys.Lock, keys.Leader}, nil, equals(0)},
+			held:    run{[]string{keys.Lock, keys.Leader}, nil, equals(0)}, // held, but nothing proclaimed
+		},
 		"runlock": {
 			missing: run{releaseKeys(keys), releaseArgs(token, keys, "PUBLISH"), equals(0, 0)},
 			held:    run{releaseKeys(keys), releaseArgs(token, keys, "PUBLISH"), equals(0, 0)},

@@ -1,0 +1,114 @@
+package core
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+)
+
+// An election is a lock whose holder, the leader, records a value that anyone can read:
+// Proclaim records it where the leader holds the lock, and Leader reads the record that a
+// quorum of the nodes agree on, where its token still holds the lock.
+
+// MaxValueLen is the longest value a leader may proclaim, in bytes.
+const MaxValueLen = 4096
+
+// LeaderChannel returns the channel on which Proclaim publishes "<token> <value>".
+func (k Keys) LeaderChannel() string { return k.Channel + ":leader" }
+
+// Proclaim records value as the value of h's holder, where h holds the lock, and keeps it
+// FenceIdle, for Leader to read; it publishes "<token> <value>" on k.LeaderChannel. It
+// needs a quorum, and waits for every node (each within the node timeout).
+//
+// Errors: one that matches ErrInvalid for a value over MaxValueLen; ErrNotHeld (too few
+// nodes still hold h); a *QuorumError (too few nodes answered).
+func (c *Cluster) Proclaim(ctx context.Context, h *Held, value string) error {
+	l := &h.claim
+	if len(value) > MaxValueLen {
+		return opError("proclaim", l.Keys.Lock, fmt.Errorf("%w: a value of %d bytes: at most %d", ErrInvalid, len(value), MaxValueLen))
+	}
+	ctx = context.WithoutCancel(ctx)
+	f := c.call(ctx, l.NodeTimeout, proclaimScript, []string{l.Keys.Lock, l.Keys.Leader}, l.token, l.Keys.LeaderChannel(), "PUBLISH", value, millis(FenceIdle))
+	t := tally{c: c, op: "proclaim", key: l.Keys.Lock, all: true}
+	c.collect(ctx, f, &t, make([]bool, len(c.nodes)), nil)
+	switch {
+	case t.won():
+		return nil
+	case t.refused():
+		return opError("proclaim", l.Keys.Lock, ErrNotHeld)
+	}
+	return t.err()
+}
+
+// Leader returns the value that the leader of the election whose keys are k proclaimed,
+// and its token, if a quorum of the nodes hold that record and its token holds the lock on
+// each; ok is false if none does (no leader, or one that has not proclaimed yet). It
+// returns as soon as the outcome is decided.
+//
+// Errors: a *QuorumError when too few nodes answered for either outcome, or ctx's error.
+func (c *Cluster) Leader(ctx context.Context, k Keys, timeout time.Duration) (token, value string, ok bool, err error) {
+	if err := ctxError(ctx, "leader", k.Lock); err != nil {
+		return "", "", false, err
+	}
+	f := c.call(ctx, timeout, leaderScript, []string{k.Lock, k.Leader})
+	t := tally{c: c, op: "leader", key: k.Lock}
+	answered := make([]bool, len(c.nodes))
+	counts := map[string]int{} // per record: the nodes that hold it, its token holding the lock
+	var top string             // the record most nodes hold
+	for {
+		// A leader holds the lock on a quorum: with the nodes that failed and those not heard
+		// yet, could one? The failed nodes (t.errs) may hold it too.
+		left := len(c.nodes) - t.answers
+		switch {
+		case counts[top] >= c.quorum:
+			token, value, _ = strings.Cut(top, " ")
+			return token, value, true, nil
+		case counts[top]+len(t.errs)+left < c.quorum:
+			return "", "", false, nil
+		case left == 0:
+			return "", "", false, t.err()
+		}
+		var r reply
+		select {
+		case r = <-f.out:
+		case <-f.deadline: // also when every call answered: their replies are on out
+			select {
+			case r = <-f.out:
+			default:
+				t.missing(answered, timeoutError(timeout, nil))
+				t.answers = len(c.nodes)
+				continue
+			}
+		case <-ctx.Done():
+			return "", "", false, ctxError(ctx, "leader", k.Lock)
+		}
+		answered[r.node] = true
+		t.add(r)
+		if record, found := decodeRecord(r.vals); found {
+			counts[record]++
+			if counts[record] > counts[top] {
+				top = record
+			}
+		}
+	}
+}
+
+// decodeRecord decodes leader.lua's reply: the record, and whether there is one.
+func decodeRecord(vals []int64) (string, bool) {
+	if len(vals) < 2 || vals[0] != 1 {
+		return "", false
+	}
+	n := int(vals[1])
+	if n < 0 || n > MaxValueLen+64 || len(vals) != 2+(n+5)/6 {
+		return "", false
+	}
+	b := make([]byte, n)
+	for i := range n {
+		chunk := vals[2+i/6]
+		last := min(6, n-i/6*6) // the bytes in this number
+		shift := 8 * (last - 1 - i%6)
+		b[i] = byte(chunk >> shift)
+	}
+	return string(b), true
+}

@@ -1,0 +1,179 @@
+package redlock
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/go-redlock/redlock/core"
+)
+
+// ErrNoLeader means an election has no leader: no candidate holds its lock on a quorum of
+// nodes with a value it proclaimed.
+var ErrNoLeader = errors.New("redlock: election has no leader")
+
+// Election elects one leader at a time among the candidates, in every process, that use
+// the same name over the same nodes, and lets anyone read the leader's value. Create it
+// with Client.NewElection; the zero Election is not usable. One Election is safe for use
+// by many goroutines.
+//
+// Leadership is the lock called name: Campaign waits for it as Client.Acquire does (the
+// candidates take turns in the order they began), and the leader's Lease extends itself
+// and fences the leader's writes with its token. The leader's value is recorded on the
+// nodes where it holds the lock (the key "<prefix>{<name>}:leader"), and Leader returns it
+// only while its holder holds the lock on a quorum.
+type Election struct {
+	client *Client
+	name   string
+	opts   []Option
+	set    settings
+	keys   core.Keys
+	err    error
+}
+
+// NewElection returns the Election called name. Options apply to the leader's Lease (TTL,
+// node timeout, restart guard...), which always extends itself; a bad name or option is
+// reported by Campaign, Leader and Observe's channel (closed at once), as an error that
+// matches ErrInvalid.
+func (c *Client) NewElection(name string, opts ...Option) *Election {
+	e := &Election{client: c, name: name, opts: append(append([]Option(nil), opts...), WithAutoExtend(true))}
+	var err error
+	e.set, err = c.opts.forCall("NewElection", 0, e.opts)
+	if err == nil {
+		err = checkName(name)
+	}
+	if err != nil {
+		e.err = &lockError{"NewElection", name, err}
+	}
+	e.keys = core.NewKeys(e.set.prefix, name)
+	return e
+}
+
+// Campaign waits until this candidate leads, or ctx ends, and records value as the leader's
+// (at most core.MaxValueLen bytes). It returns the leader's Lease: its Token fences the
+// leader's writes, Done and Err say when leadership is lost, and Release resigns. The
+// lease extends itself while held.
+//
+// Errors: those of Client.Acquire; one that matches ErrInvalid for a value that is too
+// long; and, if the value could not be recorded on a quorum, the error that says why (the
+// candidate then resigns).
+func (e *Election) Campaign(ctx context.Context, value string) (*Lease, error) {
+	if e.err != nil {
+		return nil, e.err
+	}
+	if len(value) > core.MaxValueLen {
+		return nil, &lockError{"campaign", e.name, fmt.Errorf("%w: a value of %d bytes: at most %d", ErrInvalid, len(value), core.MaxValueLen)}
+	}
+	l, err := e.client.Acquire(ctx, e.name, e.opts...)
+	if err != nil {
+		return nil, err
+	}
+	if err := e.client.cluster.Proclaim(ctx, l.held, value); err != nil {
+		_ = l.Release(context.WithoutCancel(ctx))
+		return nil, &lockError{"campaign", e.name, err}
+	}
+	go e.keepRecord(l, value)
+	return l, nil
+}
+
+// keepRecord proclaims value again before the record's time runs out, while l leads.
+func (e *Election) keepRecord(l *Lease, value string) {
+	t := time.NewTicker(core.FenceIdle / 2)
+	defer t.Stop()
+	for {
+		select {
+		case <-l.Done():
+			return
+		case <-t.C:
+			_ = e.client.cluster.Proclaim(context.Background(), l.held, value)
+		}
+	}
+}
+
+// Leader returns the current leader's value. Errors: one that matches ErrNoLeader when
+// there is none (or it has not recorded its value yet); a *QuorumError when too few nodes
+// answered to tell; ctx's error.
+func (e *Election) Leader(ctx context.Context) (string, error) {
+	if e.err != nil {
+		return "", e.err
+	}
+	_, value, ok, err := e.client.cluster.Leader(ctx, e.keys, e.set.nodeTimeout)
+	switch {
+	case err != nil:
+		return "", &lockError{"leader", e.name, err}
+	case !ok:
+		return "", &lockError{"leader", e.name, ErrNoLeader}
+	}
+	return value, nil
+}
+
+// Observe returns a channel on which it sends the leader's value each time the leader
+// changes, starting with the current one ("" if none), and "" when the election is left
+// without a leader; it is closed when ctx ends. It learns of a new leader when the leader records
+// its value (through the nodes that offer notifications), and checks every refresh
+// interval (2.5 node timeouts, at least 50 ms) besides, which is how it learns that a
+// leader is gone. A leader that comes and goes within one check may be missed where the
+// nodes offer no notifications. The channel is unbuffered: a receiver that falls behind
+// delays the next check, and then sees the leader as it is then.
+func (e *Election) Observe(ctx context.Context) <-chan string {
+	out := make(chan string)
+	if e.err != nil {
+		close(out)
+		return out
+	}
+	wake := make(chan struct{}, 1)
+	var unsubs []func()
+	for _, n := range e.client.nodes {
+		s, ok := n.(core.Subscriber)
+		if !ok {
+			continue
+		}
+		sctx, cancel := context.WithTimeout(ctx, e.set.nodeTimeout)
+		unsub, err := s.Subscribe(sctx, e.keys.LeaderChannel(), func(string) {
+			select {
+			case wake <- struct{}{}:
+			default:
+			}
+		})
+		cancel()
+		if err == nil {
+			unsubs = append(unsubs, unsub)
+		}
+	}
+	go func() {
+		defer close(out)
+		defer func() {
+			for _, unsub := range unsubs {
+				unsub()
+			}
+		}()
+		every := max(50*time.Millisecond, e.set.nodeTimeout*5/2)
+		tick := time.NewTicker(every)
+		defer tick.Stop()
+		last, first := "", true
+		for {
+			value, err := e.Leader(ctx)
+			switch {
+			case ctx.Err() != nil:
+				return
+			case err == nil || errors.Is(err, ErrNoLeader):
+				if value != last || first {
+					select {
+					case out <- value:
+					case <-ctx.Done():
+						return
+					}
+					last, first = value, false
+				}
+			}
+			select {
+			case <-ctx.Done():
+				return
+			case <-wake:
+			case <-tick.C:
+			}
+		}
+	}()
+	return out
+}
