@@ -178,6 +178,50 @@ func ExampleClient_NewRWMutex() {
 	// reader while written: false true
 }
 
+func ExampleClient_NewSemaphore() {
+	nodes, stop := exampleNodes(3)
+	defer stop()
+	client, _ := redlock.New(nodes)
+	defer client.Close()
+	ctx := context.Background()
+
+	// At most 2 holders at once, across every process that uses this name with 2 permits.
+	pool := client.NewSemaphore("render-workers", 2)
+	a, _ := pool.Acquire(ctx) // waits while both permits are held
+	b, _ := pool.Acquire(ctx)
+	_, err := pool.TryAcquire(ctx)
+	fmt.Println("third holder refused:", errors.Is(err, redlock.ErrHeld))
+	_ = a.Release(ctx) // a permit is a Lease, with a fencing token of its own
+	c, err := pool.TryAcquire(ctx)
+	fmt.Println("after a release:", err == nil)
+	_ = b.Release(ctx)
+	_ = c.Release(ctx)
+	// Output:
+	// third holder refused: true
+	// after a release: true
+}
+
+func ExampleClient_NewElection() {
+	nodes, stop := exampleNodes(3)
+	defer stop()
+	client, _ := redlock.New(nodes)
+	defer client.Close()
+	ctx := context.Background()
+
+	election := client.NewElection("scheduler")
+	_, err := election.Leader(ctx)
+	fmt.Println("before:", errors.Is(err, redlock.ErrNoLeader))
+
+	lease, _ := election.Campaign(ctx, "10.0.0.7:8080") // waits until this candidate leads
+	leader, _ := election.Leader(ctx)                   // what any process reads
+	fmt.Println("leader:", leader)
+	// Lead until lease.Done() closes; lease.Token() fences the leader's writes.
+	_ = lease.Release(ctx) // resign
+	// Output:
+	// before: true
+	// leader: 10.0.0.7:8080
+}
+
 func ExampleClient_Do() {
 	nodes, stop := exampleNodes(3)
 	defer stop()
