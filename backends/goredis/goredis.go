@@ -20,6 +20,7 @@ import (
 // safe for concurrent use; it does not own the client and never closes it.
 type Node struct {
 	client   redis.UniversalClient
+	refused  error // why every call fails: the client cannot be a Node (see New)
 	name     string
 	deadline bool    // the client applies a context's deadline to all its I/O
 	ps       *pubsub // Subscribe's state; see subscribe.go
@@ -33,6 +34,12 @@ var (
 // New returns the Node for c: a *redis.Client, a *redis.ClusterClient, or a failover client
 // (redis.NewFailoverClient). New of a nil client returns nil, which redlock.New rejects.
 //
+// A *redis.Ring is refused: every call of its Node fails with an error that matches
+// core.ErrInvalid and says why. A Ring spreads keys over its shards by hash and, when a
+// shard is down, moves that shard's keys to the others, so a lock held on the shard that
+// went down could be granted again on another: one vote that can change its mind. Give
+// each master a Node of its own instead, each over its own *redis.Client.
+//
 // Each node's client should be its own: Redlock needs N independent masters, so do not
 // point two Nodes at one server. The client's own timeouts still apply; redlock bounds each
 // call with a shorter per-node timeout through the context.
@@ -40,7 +47,11 @@ func New(c redis.UniversalClient) *Node {
 	if c == nil || reflect.ValueOf(c).IsNil() {
 		return nil
 	}
-	return &Node{client: c, name: name(c), deadline: honoursDeadline(c), ps: newPubSub(c)}
+	n := &Node{client: c, name: name(c), deadline: honoursDeadline(c), ps: newPubSub(c)}
+	if _, ok := c.(*redis.Ring); ok {
+		n.refused = fmt.Errorf("%w: a *redis.Ring cannot be a node: it moves a shard's keys to the others when the shard is down, so one lock could be granted twice; give each master a Node of its own, over a *redis.Client", core.ErrInvalid)
+	}
+	return n
 }
 
 // honoursDeadline reports whether c was built with ContextTimeoutEnabled, so that a
@@ -77,6 +88,9 @@ func (n *Node) String() string { return n.name }
 // Otherwise the call runs in a goroutine of its own, Eval returns at ctx's end, and the call
 // goes on in the background until the client's own timeouts (seconds) end it.
 func (n *Node) Eval(ctx context.Context, s *core.Script, keys []string, args ...string) ([]int64, error) {
+	if n.refused != nil {
+		return nil, n.refused
+	}
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
@@ -89,6 +103,9 @@ func (n *Node) Eval(ctx context.Context, s *core.Script, keys []string, args ...
 
 // SetNX runs SET key value NX PX ttl (see core.Setter). It honours ctx as Eval does.
 func (n *Node) SetNX(ctx context.Context, key, value string, ttl time.Duration) (bool, error) {
+	if n.refused != nil {
+		return false, n.refused
+	}
 	if err := ctx.Err(); err != nil {
 		return false, err
 	}

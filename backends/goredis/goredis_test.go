@@ -1,14 +1,18 @@
 package goredis_test
 
 import (
+	"context"
 	"testing"
+	"time"
 
+	"github.com/go-redlock/redlock"
 	"github.com/go-redlock/redlock/backends/goredis"
 	"github.com/go-redlock/redlock/backends/internal/backendtest"
 	"github.com/go-redlock/redlock/core"
 	"github.com/go-redlock/redlock/internal/redistest"
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 // TestEval: every core script's replies, NOSCRIPT fallback after SCRIPT FLUSH, a cancelled
@@ -61,4 +65,26 @@ func TestString(t *testing.T) {
 func TestNewNil(t *testing.T) {
 	assert.Nil(t, goredis.New(nil))
 	assert.Nil(t, goredis.New((*redis.Client)(nil)))
+}
+
+// TestRingIsRefused: a *redis.Ring makes a Node whose every call fails with ErrInvalid and
+// says why, so that an acquisition over it fails at once with that reason.
+func TestRingIsRefused(t *testing.T) {
+	addr := redistest.StartN(t, 1)[0].Addr()
+	ring := redis.NewRing(&redis.RingOptions{Addrs: map[string]string{"a": addr}})
+	t.Cleanup(func() { _ = ring.Close() })
+	n := goredis.New(ring)
+	_, err := n.Eval(context.Background(), core.Scripts()[1], []string{"lock"}, "token", "1000")
+	require.ErrorIs(t, err, core.ErrInvalid)
+	assert.ErrorContains(t, err, "Ring")
+	_, err = n.SetNX(context.Background(), "lock", "token", time.Second)
+	require.ErrorIs(t, err, core.ErrInvalid)
+
+	c, err := redlock.New([]redlock.Node{n})
+	require.NoError(t, err)
+	start := time.Now()
+	_, err = c.Acquire(context.Background(), "ring")
+	require.ErrorIs(t, err, redlock.ErrInvalid)
+	assert.ErrorContains(t, err, "Ring")
+	assert.Less(t, time.Since(start), time.Second, "a refused node was retried")
 }
