@@ -11,8 +11,16 @@ STATICCHECK := $(GOBIN_DIR)/staticcheck
 .DEFAULT_GOAL := test
 .PHONY: test lint bench bench-compare example staticcheck-install chaos chaos-smoke
 
+# The adapters under contrib/ are modules of their own, so that their dependencies never
+# enter go.mod: test and lint run in each too.
+CONTRIB := $(patsubst %/go.mod,%,$(wildcard contrib/*/go.mod))
+
 test:
 	$(GO) test -race -count=1 ./...
+	@for m in $(CONTRIB); do \
+		echo "cd $$m && $(GO) test -race -count=1 ./..."; \
+		(cd $$m && $(GO) test -race -count=1 ./...) || exit 1; \
+	done
 
 lint: staticcheck-install
 	@unformatted="$$(gofmt -l .)"; \
@@ -23,6 +31,10 @@ lint: staticcheck-install
 	fi
 	$(GO) vet ./...
 	$(STATICCHECK) ./...
+	@for m in $(CONTRIB); do \
+		echo "cd $$m && $(GO) vet ./... && staticcheck ./..."; \
+		(cd $$m && $(GO) vet ./... && $(STATICCHECK) ./...) || exit 1; \
+	done
 
 # Installs the pinned staticcheck into $(GOBIN_DIR) unless that exact version is there.
 staticcheck-install:
