@@ -98,11 +98,15 @@ func (c *Client) TryAcquire(ctx context.Context, name string, opts ...Option) (*
 	if err != nil {
 		return nil, err
 	}
+	a := observeAcquire(ctx, &l.opts, name, l.kind)
 	q := c.queueOf(l.lock.Keys.Lock)
 	if !q.tryJoin() {
-		return nil, &lockError{"acquire", name, errHeldHere}
+		err := &lockError{"acquire", name, errHeldHere}
+		a.queued(err)
+		return nil, err
 	}
 	g, err := c.cluster.Acquire(ctx, &l.lock)
+	a.once(l, g, err)
 	return l.took(q, g, err)
 }
 
@@ -128,12 +132,16 @@ func (c *Client) Acquire(ctx context.Context, name string, opts ...Option) (*Lea
 }
 
 func (c *Client) acquire(ctx context.Context, l *Lease) (*Lease, error) {
+	a := observeAcquire(ctx, &l.opts, l.name, l.kind)
 	q := c.queueOf(l.lock.Keys.Lock)
 	if err := q.join(ctx); err != nil {
-		return nil, &lockError{"acquire", l.name, fmt.Errorf("%w; last attempt: %w", err, errHeldHere)}
+		err = &lockError{"acquire", l.name, fmt.Errorf("%w; last attempt: %w", err, errHeldHere)}
+		a.queued(err)
+		return nil, err
 	}
-	l.lock.Failed = waitLog(l.opts, l.name)
+	l.lock.Failed = a.failedHook(waitLog(l.opts, l.name))
 	g, err := c.cluster.AcquireWait(ctx, &l.lock, core.Backoff{Min: l.opts.retryMin, Max: l.opts.retryMax})
+	a.waited(l, g, err)
 	return l.took(q, g, err)
 }
 
@@ -219,6 +227,7 @@ func (c *Client) newLease(call, name string, not uint32, opts []Option) (*Lease,
 	return &Lease{
 		cluster: c.cluster,
 		name:    name,
+		kind:    KindLease,
 		opts:    s,
 		lock: core.Lock{
 			Keys:        core.NewKeys(s.prefix, name),

@@ -17,9 +17,13 @@ import (
 type Lease struct {
 	cluster *core.Cluster
 	name    string
+	kind    Kind // for the Observer's events
 	opts    settings
 	lock    core.Lock  // what is asked for
 	held    *core.Held // the lock as granted (token, start), for Extend and Release
+	// acquired is when the acquisition returned, set before start only if an Observer is
+	// set (opts.observer): the start of the hold time it reports.
+	acquired time.Time
 
 	op sync.Mutex // serializes Extend and Release
 
@@ -136,13 +140,30 @@ func (l *Lease) Err() error {
 // the nodes no longer hold it (the lease then ends with ErrLost); a *QuorumError if too few
 // nodes answered (the lease stays valid until its previous Until, and Extend may be retried);
 // ctx's error if ctx ended.
-func (l *Lease) Extend(ctx context.Context) error {
+func (l *Lease) Extend(ctx context.Context) error { return l.extend(ctx, false) }
+
+// extend is Extend, automatic (by tick) if auto.
+func (l *Lease) extend(ctx context.Context, auto bool) error {
 	l.op.Lock()
 	defer l.op.Unlock()
 	if err := l.check(); err != nil {
 		return err
 	}
-	until, err := l.cluster.Extend(ctx, l.held)
+	var start time.Time
+	if l.opts.observer != nil {
+		start = time.Now()
+	}
+	until, cerr := l.cluster.Extend(ctx, l.held)
+	err := l.extended(until, cerr)
+	if l.opts.observer != nil {
+		l.observeExtend(ctx, start, auto, until, err, cerr)
+	}
+	return err
+}
+
+// extended records the outcome of an extension, until and err from the nodes, and returns
+// Extend's error.
+func (l *Lease) extended(until time.Time, err error) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	switch {
@@ -198,12 +219,20 @@ func (l *Lease) finish(ctx context.Context, reason error) error {
 	l.end(reason)
 	l.mu.Unlock()
 
-	err := l.cluster.Release(ctx, l.held)
-	l.leave()
-	if ended != nil {
-		return l.notHeld(ended)
+	var start time.Time
+	if l.opts.observer != nil {
+		start = time.Now()
 	}
-	return err
+	err := l.cluster.Release(ctx, l.held)
+	ret := err
+	if ended != nil {
+		ret = l.notHeld(ended)
+	}
+	if l.opts.observer != nil { // before the next goroutine in the local queue goes on
+		l.observeRelease(ctx, start, err, ret)
+	}
+	l.leave()
+	return ret
 }
 
 // notHeld returns ErrNotHeld for l, with the reason it ended.
@@ -258,6 +287,9 @@ func (l *Lease) end(reason error) {
 		if l.opts.onLost != nil {
 			go l.opts.onLost(l.notHeld(reason))
 		}
+		if l.opts.observer != nil {
+			l.observeLost(reason)
+		}
 	}
 	if !l.released { // finish leaves after its network release
 		l.leave()
@@ -285,7 +317,7 @@ func (l *Lease) tick() {
 	l.mu.Unlock()
 
 	ctx, cancel := context.WithDeadline(context.Background(), until)
-	err := l.Extend(ctx)
+	err := l.extend(ctx, true)
 	cancel()
 	l.mu.Lock()
 	defer l.mu.Unlock()

@@ -43,6 +43,7 @@ type Mutex struct {
 	contended atomic.Bool
 	// fence: its holdings take a fencing token (an RWMutex's writer side does).
 	fence bool
+	kind  Kind // KindMutex, or KindRWMutexWrite for an RWMutex's writer side
 
 	queue *queue // this name's local queue in the Client, kept for the Mutex's lifetime
 
@@ -65,7 +66,7 @@ func (c *Client) NewMutex(name string, opts ...Option) *Mutex {
 
 // initMutex readies m, made by op, for the lock called name.
 func (c *Client) initMutex(m *Mutex, op, name string, opts []Option) {
-	m.client, m.name = c, name
+	m.client, m.name, m.kind = c, name, KindMutex
 	m.opts, m.err = c.opts.forCall(op, optNoAutoExtend, opts)
 	m.opts.autoExtend = true
 	if err := checkName(name); err != nil {
@@ -103,14 +104,18 @@ func (m *Mutex) lock(ctx context.Context, persist bool) error {
 	if err := m.usable(); err != nil {
 		return err
 	}
+	a := observeAcquire(ctx, &m.opts, m.name, m.kind)
 	if err := m.queue.join(ctx); err != nil {
-		return &lockError{"lock", m.name, fmt.Errorf("%w; last attempt: %w", err, errHeldHere)}
+		err = &lockError{"lock", m.name, fmt.Errorf("%w; last attempt: %w", err, errHeldHere)}
+		a.queued(err)
+		return err
 	}
 	l := m.newLease()
 	l.lock.Contended = m.contended.Load()
 	l.lock.Persist = persist
-	l.lock.Failed = waitLog(m.opts, m.name)
+	l.lock.Failed = a.failedHook(waitLog(m.opts, m.name))
 	g, err := m.client.cluster.AcquireWait(ctx, &l.lock, core.Backoff{Min: m.opts.retryMin, Max: m.opts.retryMax})
+	a.waited(l, g, err)
 	if err != nil {
 		m.contended.Store(true)
 		m.queue.leave()
@@ -131,11 +136,17 @@ func (m *Mutex) TryLock() bool {
 	if m.usable() != nil {
 		return false
 	}
+	ctx := context.Background()
+	a := observeAcquire(ctx, &m.opts, m.name, m.kind)
 	if !m.queue.tryJoin() {
+		if a != nil {
+			a.queued(&lockError{"lock", m.name, errHeldHere})
+		}
 		return false
 	}
 	l := m.newLease()
-	g, err := m.client.cluster.Acquire(context.Background(), &l.lock)
+	g, err := m.client.cluster.Acquire(ctx, &l.lock)
+	a.once(l, g, err)
 	if err != nil {
 		m.contended.Store(true)
 		m.queue.leave()
@@ -218,7 +229,7 @@ func (m *Mutex) usable() error {
 }
 
 func (m *Mutex) newLease() *Lease {
-	return &Lease{cluster: m.client.cluster, name: m.name, opts: m.opts, lock: core.Lock{
+	return &Lease{cluster: m.client.cluster, name: m.name, kind: m.kind, opts: m.opts, lock: core.Lock{
 		Keys:        m.keys,
 		TTL:         m.opts.ttl,
 		NodeTimeout: m.opts.nodeTimeout,

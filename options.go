@@ -9,12 +9,12 @@ import (
 )
 
 // Option configures a Client (given to New, where it sets the default of every call) or
-// one call (given to Acquire, TryAcquire, Do or NewMutex, where it overrides the Client's
-// setting for that call or Mutex only). Every option takes effect wherever it is accepted;
-// the few that cannot take effect somewhere are refused there with an error that matches
-// ErrInvalid: WithRetry and WithLogger on TryAcquire (it makes one attempt and returns its
-// error), WithErrorHandler on Acquire, TryAcquire and Do (they return their errors), and
-// WithAutoExtend(false) on Do and NewMutex (they always extend).
+// one call (given to Acquire, TryAcquire, Do, NewMutex or NewRWMutex, where it overrides
+// the Client's setting for that call or Mutex only). Every option takes effect wherever it
+// is accepted; the few that cannot take effect somewhere are refused there with an error
+// that matches ErrInvalid: WithRetry and WithLogger on TryAcquire (it makes one attempt and
+// returns its error), WithErrorHandler on Acquire, TryAcquire and Do (they return their
+// errors), and WithAutoExtend(false) on Do and NewMutex (they always extend).
 type Option func(*settings)
 
 // The options, a bit each, to tell which ones a call was given.
@@ -40,7 +40,8 @@ type settings struct {
 	logger      *slog.Logger
 	onLost      func(error)
 	onError     func(error)
-	given       uint32 // the options among optRetry... that were given
+	observer    Observer // nil: no events (see WithObserver, in observer.go)
+	given       uint32   // the options among optRetry... that were given
 
 	// A wait that keeps failing for reasons other than a holder is logged (WithLogger) once
 	// it has lasted warnAfter, and then at most every warnEvery.

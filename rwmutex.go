@@ -51,7 +51,7 @@ var _ sync.Locker = (*RWMutex)(nil)
 func (c *Client) NewRWMutex(name string, opts ...Option) *RWMutex {
 	rw := &RWMutex{}
 	c.initMutex(&rw.w, "NewRWMutex", name, opts)
-	rw.w.fence = true
+	rw.w.fence, rw.w.kind = true, KindRWMutexWrite
 	return rw
 }
 
@@ -115,10 +115,12 @@ func (rw *RWMutex) rlock(ctx context.Context, persist bool) error {
 	if err := rw.w.usable(); err != nil {
 		return err
 	}
+	a := observeAcquire(ctx, &rw.w.opts, rw.w.name, KindRWMutexRead)
 	l := rw.newReader()
 	l.lock.Persist = persist
-	l.lock.Failed = waitLog(rw.w.opts, rw.w.name)
+	l.lock.Failed = a.failedHook(waitLog(rw.w.opts, rw.w.name))
 	g, err := rw.w.client.cluster.AcquireWait(ctx, &l.lock, core.Backoff{Min: rw.w.opts.retryMin, Max: rw.w.opts.retryMax})
+	a.waited(l, g, err)
 	if err != nil {
 		return err
 	}
@@ -133,8 +135,11 @@ func (rw *RWMutex) TryRLock() bool {
 	if rw.w.usable() != nil {
 		return false
 	}
+	ctx := context.Background()
+	a := observeAcquire(ctx, &rw.w.opts, rw.w.name, KindRWMutexRead)
 	l := rw.newReader()
-	g, err := rw.w.client.cluster.Acquire(context.Background(), &l.lock)
+	g, err := rw.w.client.cluster.Acquire(ctx, &l.lock)
+	a.once(l, g, err)
 	if err != nil {
 		return false
 	}
@@ -209,7 +214,7 @@ func (rw *RWMutex) Lost() <-chan struct{} {
 // newReader returns a Lease for one read holding of rw.
 func (rw *RWMutex) newReader() *Lease {
 	l := rw.w.newLease()
-	l.lock.Read, l.lock.Fence = true, false
+	l.lock.Read, l.lock.Fence, l.kind = true, false, KindRWMutexRead
 	return l
 }
 

@@ -14,6 +14,9 @@ func waitLog(s settings, name string) func(error) {
 	if s.logger == nil {
 		return nil
 	}
+	// The function keeps only what it needs of s: a closure holds a large struct by
+	// reference, which would move s to the heap on every call, logger or not.
+	logger, every := s.logger, s.warnEvery
 	start := time.Now()
 	next := start.Add(s.warnAfter)
 	return func(err error) {
@@ -24,8 +27,8 @@ func waitLog(s settings, name string) func(error) {
 		if now.Before(next) {
 			return
 		}
-		next = now.Add(s.warnEvery)
-		s.logger.Warn("redlock: still waiting for the lock", "name", name,
+		next = now.Add(every)
+		logger.Warn("redlock: still waiting for the lock", "name", name,
 			"waited", now.Sub(start).Round(time.Millisecond), "error", err)
 	}
 }
