@@ -1,0 +1,398 @@
+package redlockotel_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/alicebob/miniredis/v2"
+	"github.com/go-redlock/redlock"
+	"github.com/go-redlock/redlock/backends/goredis"
+	redlockotel "github.com/go-redlock/redlock/contrib/otel"
+	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
+	"go.opentelemetry.io/otel/sdk/metric/metricdata"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+	"go.opentelemetry.io/otel/trace"
+)
+
+// env is an Observer over an SDK MeterProvider with a ManualReader and a TracerProvider
+// that exports synchronously to memory.
+type env struct {
+	obs    *redlockotel.Observer
+	reader *sdkmetric.ManualReader
+	spans  *tracetest.InMemoryExporter
+	tracer trace.Tracer // for the tests' own parent spans
+}
+
+func newEnv(t *testing.T, opts ...redlockotel.Option) *env {
+	reader := sdkmetric.NewManualReader()
+	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
+	spans := tracetest.NewInMemoryExporter()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(spans))
+	t.Cleanup(func() {
+		_ = mp.Shutdown(context.Background())
+		_ = tp.Shutdown(context.Background())
+	})
+	obs, err := redlockotel.New(append([]redlockotel.Option{redlockotel.WithMeterProvider(mp), redlockotel.WithTracerProvider(tp)}, opts...)...)
+	require.NoError(t, err)
+	return &env{obs: obs, reader: reader, spans: spans, tracer: tp.Tracer("test")}
+}
+
+// collect returns the metrics recorded so far, by name.
+func (e *env) collect(t *testing.T) map[string]metricdata.Metrics {
+	var rm metricdata.ResourceMetrics
+	require.NoError(t, e.reader.Collect(context.Background(), &rm))
+	out := map[string]metricdata.Metrics{}
+	for _, sm := range rm.ScopeMetrics {
+		assert.Equal(t, redlockotel.ScopeName, sm.Scope.Name)
+		for _, m := range sm.Metrics {
+			out[m.Name] = m
+		}
+	}
+	return out
+}
+
+// matches reports whether set has every attribute of want.
+func matches(set attribute.Set, want []attribute.KeyValue) bool {
+	for _, kv := range want {
+		v, ok := set.Value(kv.Key)
+		if !ok || v != kv.Value {
+			return false
+		}
+	}
+	return true
+}
+
+// count sums the counter name's points that have the attributes want.
+func count(t *testing.T, ms map[string]metricdata.Metrics, name string, want ...attribute.KeyValue) int64 {
+	m, ok := ms[name]
+	if !ok {
+		return 0
+	}
+	sum, ok := m.Data.(metricdata.Sum[int64])
+	require.True(t, ok, "%s is a %T", name, m.Data)
+	assert.True(t, sum.IsMonotonic, name)
+	var n int64
+	for _, p := range sum.DataPoints {
+		if matches(p.Attributes, want) {
+			n += p.Value
+		}
+	}
+	return n
+}
+
+// histogram returns the count, sum and maximum of the float histogram name's points that
+// have the attributes want.
+func histogram(t *testing.T, ms map[string]metricdata.Metrics, name string, want ...attribute.KeyValue) (n uint64, sum, most float64) {
+	m, ok := ms[name]
+	require.True(t, ok, "no %s", name)
+	h, ok := m.Data.(metricdata.Histogram[float64])
+	require.True(t, ok, "%s is a %T", name, m.Data)
+	assert.Equal(t, "s", m.Unit)
+	for _, p := range h.DataPoints {
+		if matches(p.Attributes, want) {
+			n += p.Count
+			sum += p.Sum
+			if v, ok := p.Max.Value(); ok && v > most {
+				most = v
+			}
+		}
+	}
+	return n, sum, most
+}
+
+// noName asserts that no metric point carries the lock's name.
+func noName(t *testing.T, ms map[string]metricdata.Metrics) {
+	for name, m := range ms {
+		var sets []attribute.Set
+		switch d := m.Data.(type) {
+		case metricdata.Sum[int64]:
+			for _, p := range d.DataPoints {
+				sets = append(sets, p.Attributes)
+			}
+		case metricdata.Histogram[float64]:
+			for _, p := range d.DataPoints {
+				sets = append(sets, p.Attributes)
+			}
+		case metricdata.Histogram[int64]:
+			for _, p := range d.DataPoints {
+				sets = append(sets, p.Attributes)
+			}
+		}
+		for _, s := range sets {
+			assert.False(t, s.HasValue(redlockotel.KeyLockName), "%s carries the lock's name", name)
+		}
+	}
+}
+
+// nodes starts n miniredis servers and returns a Node for each.
+func nodes(t *testing.T, n int) ([]redlock.Node, []*miniredis.Miniredis) {
+	ns := make([]redlock.Node, n)
+	servers := make([]*miniredis.Miniredis, n)
+	for i := range n {
+		servers[i] = miniredis.RunT(t)
+		rdb := redis.NewClient(&redis.Options{Addr: servers[i].Addr(), MaxRetries: -1})
+		t.Cleanup(func() { _ = rdb.Close() })
+		ns[i] = goredis.New(rdb)
+		t.Cleanup(func() { _ = ns[i].(*goredis.Node).Close() })
+	}
+	return ns, servers
+}
+
+func newClient(t *testing.T, nodes []redlock.Node, opts ...redlock.Option) *redlock.Client {
+	c, err := redlock.New(nodes, append([]redlock.Option{redlock.WithRestartGuard(0)}, opts...)...)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = c.Close() })
+	return c
+}
+
+func spansNamed(spans tracetest.SpanStubs, name string) tracetest.SpanStubs {
+	var out tracetest.SpanStubs
+	for _, s := range spans {
+		if s.Name == name {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+func attr(s tracetest.SpanStub, key attribute.Key) attribute.Value {
+	for _, kv := range s.Attributes {
+		if kv.Key == key {
+			return kv.Value
+		}
+	}
+	return attribute.Value{}
+}
+
+// TestAcquisitionsAndReleases: over one miniredis node, A acquires under a parent span; B's
+// TryAcquire is refused, B's Acquire times out, and B's next Acquire waits 200 ms until
+// A's release hands it the lock. The counters, histograms and spans say so: outcomes,
+// waits, attempts, the hand-over, hold times, and spans with the operations' own times
+// under the callers' spans.
+func TestAcquisitionsAndReleases(t *testing.T) {
+	e := newEnv(t)
+	ns, _ := nodes(t, 1)
+	// A 2 s node timeout: the waiter's refresh interval is 5 s, so it waits for the
+	// hand-over rather than calling again.
+	opts := []redlock.Option{redlock.WithNodeTimeout(2 * time.Second), redlock.WithObserver(e.obs)}
+	a, b := newClient(t, ns, opts...), newClient(t, ns, opts...)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	pctx, parent := e.tracer.Start(ctx, "parent")
+
+	la, err := a.Acquire(pctx, "job")
+	require.NoError(t, err)
+	_, err = b.TryAcquire(ctx, "job")
+	require.ErrorIs(t, err, redlock.ErrHeld)
+	short, cancelShort := context.WithTimeout(ctx, 100*time.Millisecond)
+	_, err = b.Acquire(short, "job")
+	cancelShort()
+	require.ErrorIs(t, err, context.DeadlineExceeded)
+
+	got := make(chan *redlock.Lease, 1)
+	go func() {
+		lb, err := b.Acquire(ctx, "job")
+		assert.NoError(t, err)
+		got <- lb
+	}()
+	const hold = 200 * time.Millisecond
+	time.Sleep(hold)
+	require.NoError(t, la.Release(pctx))
+	lb := <-got
+	require.NotNil(t, lb)
+	require.NoError(t, lb.Release(ctx))
+	parent.End()
+
+	ms := e.collect(t)
+	lease := redlockotel.KeyKind.String("lease")
+	outcome := func(o string) attribute.KeyValue { return redlockotel.KeyOutcome.String(o) }
+	assert.EqualValues(t, 2, count(t, ms, "redlock.lock.acquisitions", lease, outcome("ok")))
+	assert.EqualValues(t, 1, count(t, ms, "redlock.lock.acquisitions", lease, outcome("held")))
+	assert.EqualValues(t, 1, count(t, ms, "redlock.lock.acquisitions", lease, outcome("timeout")))
+	assert.EqualValues(t, 0, count(t, ms, "redlock.lock.acquisitions", outcome("error")))
+	assert.EqualValues(t, 1, count(t, ms, "redlock.lock.handovers", lease))
+
+	n, _, most := histogram(t, ms, "redlock.lock.wait.duration", lease, outcome("ok"))
+	assert.EqualValues(t, 2, n)
+	assert.GreaterOrEqual(t, most, hold.Seconds(), "B waited through A's hold")
+	n, _, most = histogram(t, ms, "redlock.lock.wait.duration", outcome("timeout"))
+	assert.EqualValues(t, 1, n)
+	assert.GreaterOrEqual(t, most, 0.1)
+
+	attempts := ms["redlock.lock.acquire.attempts"].Data.(metricdata.Histogram[int64])
+	var okAttempts int64
+	for _, p := range attempts.DataPoints {
+		if matches(p.Attributes, []attribute.KeyValue{outcome("ok")}) {
+			okAttempts += p.Sum
+		}
+	}
+	assert.EqualValues(t, 1+2, okAttempts, "A's one attempt, and B's two: refused, then queued and handed over")
+
+	n, sum, most := histogram(t, ms, "redlock.lock.hold.duration", lease, outcome("ok"))
+	assert.EqualValues(t, 2, n)
+	assert.GreaterOrEqual(t, most, hold.Seconds(), "A held it through the sleep")
+	assert.Greater(t, sum, most)
+	noName(t, ms)
+
+	spans := e.spans.GetSpans()
+	acquires := spansNamed(spans, "redlock.acquire")
+	releases := spansNamed(spans, "redlock.release")
+	require.Len(t, acquires, 4)
+	require.Len(t, releases, 2)
+	for _, s := range append(acquires, releases...) {
+		assert.Equal(t, "job", attr(s, redlockotel.KeyLockName).AsString(), "spans carry the name")
+		assert.Equal(t, "lease", attr(s, redlockotel.KeyKind).AsString())
+		assert.False(t, s.EndTime.Before(s.StartTime))
+	}
+	first := acquires[0]
+	assert.Equal(t, parent.SpanContext().SpanID(), first.Parent.SpanID(), "A's acquisition is a child of its caller's span")
+	assert.Equal(t, parent.SpanContext().TraceID(), first.SpanContext.TraceID())
+	assert.Equal(t, "ok", attr(first, redlockotel.KeyOutcome).AsString())
+	assert.EqualValues(t, 1, attr(first, redlockotel.KeyAttempts).AsInt64())
+	assert.Equal(t, codes.Unset, first.Status.Code)
+
+	held, timedOut, waited := acquires[1], acquires[2], acquires[3]
+	assert.False(t, held.Parent.IsValid(), "B's calls had no span")
+	assert.Equal(t, "held", attr(held, redlockotel.KeyOutcome).AsString())
+	assert.Equal(t, codes.Unset, held.Status.Code, "a refusal is no error")
+	assert.Equal(t, "timeout", attr(timedOut, redlockotel.KeyOutcome).AsString())
+	assert.Equal(t, codes.Error, timedOut.Status.Code)
+	require.NotEmpty(t, timedOut.Events, "the error as an event")
+	assert.Equal(t, "exception", timedOut.Events[0].Name)
+	assert.GreaterOrEqual(t, timedOut.EndTime.Sub(timedOut.StartTime), 100*time.Millisecond)
+	assert.True(t, attr(waited, redlockotel.KeyHandedOver).AsBool())
+	assert.GreaterOrEqual(t, waited.EndTime.Sub(waited.StartTime), hold, "the span covers the wait")
+	assert.False(t, waited.StartTime.After(timedOut.EndTime.Add(time.Second)))
+
+	aRelease := releases[0]
+	assert.Equal(t, parent.SpanContext().SpanID(), aRelease.Parent.SpanID())
+	assert.GreaterOrEqual(t, attr(aRelease, redlockotel.KeyHold).AsFloat64(), hold.Seconds())
+	assert.False(t, aRelease.StartTime.Before(first.EndTime), "released after it was acquired")
+	assert.Equal(t, codes.Unset, aRelease.Status.Code)
+}
+
+// TestExtensionsAndLosses: with WithLockName, over three miniredis nodes with a 300 ms
+// TTL: a lease's automatic extensions are counted; deleting its keys is counted as a loss
+// (lost) and as a failed extension (lost), and its later release as a hold of a lock no
+// longer held; a lease left alone expires; one with a maximum hold time ends there. Every
+// point carries the lock's name.
+func TestExtensionsAndLosses(t *testing.T) {
+	e := newEnv(t, redlockotel.WithLockName(true))
+	ns, servers := nodes(t, 3)
+	const ttl = 300 * time.Millisecond
+	c := newClient(t, ns, redlock.WithTTL(ttl), redlock.WithObserver(e.obs))
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	name := func(n string) attribute.KeyValue { return redlockotel.KeyLockName.String(n) }
+	auto := redlockotel.KeyAuto.Bool(true)
+
+	l, err := c.Acquire(ctx, "kept", redlock.WithAutoExtend(true))
+	require.NoError(t, err)
+	require.Eventually(t, func() bool {
+		return count(t, e.collect(t), "redlock.lock.extensions", name("kept"), auto) >= 2
+	}, 5*ttl, 10*time.Millisecond, "no automatic extensions counted")
+	for _, s := range servers {
+		s.Del("redlock:{kept}")
+	}
+	require.Eventually(t, func() bool {
+		return count(t, e.collect(t), "redlock.lock.losses", name("kept"), redlockotel.KeyLossReason.String("lost")) == 1
+	}, 5*ttl, 10*time.Millisecond, "the loss was not counted")
+	require.ErrorIs(t, l.Release(ctx), redlock.ErrLost)
+	ms := e.collect(t)
+	assert.EqualValues(t, 1, count(t, ms, "redlock.lock.extension.failures", name("kept"), auto, redlockotel.KeyErrorType.String("lost")))
+	n, _, _ := histogram(t, ms, "redlock.lock.hold.duration", name("kept"), redlockotel.KeyOutcome.String("not_held"))
+	assert.EqualValues(t, 1, n)
+
+	_, err = c.TryAcquire(ctx, "left")
+	require.NoError(t, err)
+	require.Eventually(t, func() bool {
+		return count(t, e.collect(t), "redlock.lock.losses", name("left"), redlockotel.KeyLossReason.String("expired")) == 1
+	}, 5*ttl, 10*time.Millisecond, "the expiry was not counted")
+
+	_, err = c.Acquire(ctx, "bounded", redlock.WithMaxHold(50*time.Millisecond))
+	require.NoError(t, err)
+	require.Eventually(t, func() bool {
+		ms := e.collect(t)
+		held, _, _ := histogram(t, ms, "redlock.lock.hold.duration", name("bounded"), redlockotel.KeyOutcome.String("ok"))
+		return count(t, ms, "redlock.lock.losses", name("bounded"), redlockotel.KeyLossReason.String("max_hold")) == 1 && held == 1
+	}, 5*ttl, 10*time.Millisecond, "the maximum hold time's loss and release were not counted")
+
+	ms = e.collect(t)
+	assert.EqualValues(t, 3, count(t, ms, "redlock.lock.acquisitions", redlockotel.KeyOutcome.String("ok")))
+	for _, n := range []string{"kept", "left", "bounded"} {
+		assert.EqualValues(t, 1, count(t, ms, "redlock.lock.acquisitions", name(n)), n)
+	}
+}
+
+// TestNodeErrorsAndAbstentions: over three miniredis nodes, with one closed a TryAcquire
+// still succeeds and no node error is counted (the engine reports nodes only when the
+// quorum fails); with two closed, the failed TryAcquire counts an error for each of them,
+// by name and operation, and none for the live node. miniredis cannot report its uptime,
+// so it never abstains: an abstention is counted from an event made by hand.
+func TestNodeErrorsAndAbstentions(t *testing.T) {
+	e := newEnv(t)
+	ns, servers := nodes(t, 3)
+	c := newClient(t, ns, redlock.WithObserver(e.obs), redlock.WithNodeTimeout(500*time.Millisecond))
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+
+	closed := []string{servers[1].Addr(), servers[2].Addr()}
+	servers[1].Close()
+	l, err := c.TryAcquire(ctx, "down")
+	require.NoError(t, err, "2 of 3 grant it")
+	require.NoError(t, l.Release(ctx))
+	assert.EqualValues(t, 0, count(t, e.collect(t), "redlock.node.errors"))
+
+	servers[2].Close()
+	_, err = c.TryAcquire(ctx, "down")
+	require.ErrorIs(t, err, redlock.ErrNoQuorum)
+	ms := e.collect(t)
+	op := redlockotel.KeyOp.String("acquire")
+	for _, addr := range closed {
+		assert.EqualValues(t, 1, count(t, ms, "redlock.node.errors", redlockotel.KeyNode.String(addr), op, redlockotel.KeyKind.String("lease")), addr)
+	}
+	assert.EqualValues(t, 2, count(t, ms, "redlock.node.errors"))
+	assert.EqualValues(t, 1, count(t, ms, "redlock.lock.acquisitions", redlockotel.KeyOutcome.String("error")))
+
+	e.obs.NodeError(redlock.NodeEvent{Name: "down", Kind: redlock.KindMutex, Op: "acquire", Node: "10.0.0.1:6379",
+		Err: redlock.ErrRestarted, Abstained: true})
+	e.obs.NodeError(redlock.NodeEvent{Name: "down", Kind: redlock.KindMutex, Op: "extend", Node: "10.0.0.2:6379",
+		Err: redlock.ErrNodeTimeout, TimedOut: true})
+	ms = e.collect(t)
+	assert.EqualValues(t, 1, count(t, ms, "redlock.node.abstentions", redlockotel.KeyNode.String("10.0.0.1:6379"), op, redlockotel.KeyKind.String("mutex")))
+	assert.EqualValues(t, 3, count(t, ms, "redlock.node.errors"), "an abstention is not an error")
+	assert.EqualValues(t, 1, count(t, ms, "redlock.node.errors", redlockotel.KeyErrorType.String("timeout"), redlockotel.KeyOp.String("extend")))
+	noName(t, ms)
+}
+
+// TestNewUsesGlobalProviders: without options, New takes the global providers (no-ops
+// until set), and its Observer takes every event without failing.
+func TestNewUsesGlobalProviders(t *testing.T) {
+	o, err := redlockotel.New()
+	require.NoError(t, err)
+	now := time.Now()
+	o.Acquired(redlock.AcquireEvent{Name: "n", Kind: redlock.KindLease, Start: now, Wait: time.Millisecond, Attempts: 1})
+	o.Acquired(redlock.AcquireEvent{Kind: redlock.Kind(200), Outcome: redlock.Outcome(200), Err: errors.New("x")})
+	o.Released(redlock.ReleaseEvent{Name: "n", Kind: redlock.KindLease, Start: now, Err: redlock.ErrNoQuorum})
+	o.Extended(redlock.ExtendEvent{Name: "n", Kind: redlock.KindMutex, Err: context.Canceled})
+	o.Lost(redlock.LostEvent{Name: "n", Kind: redlock.KindRWMutexRead, Reason: redlock.ErrExpired})
+	o.NodeError(redlock.NodeEvent{Name: "n", Node: "a", Op: "release"})
+}
+
+func TestMain(m *testing.M) {
+	// go-redis logs every failed dial; the tests close servers on purpose.
+	redis.SetLogger(quietLogger{})
+	m.Run()
+}
+
+type quietLogger struct{}
+
+func (quietLogger) Printf(context.Context, string, ...any) {}
