@@ -130,6 +130,7 @@ func (l *Lease) Err() error {
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	l.expireIfDue() // its timer may not have run yet
 	return l.err
 }
 
