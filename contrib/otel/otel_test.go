@@ -3,6 +3,7 @@ package redlockotel_test
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -179,7 +180,7 @@ func attr(s tracetest.SpanStub, key attribute.Key) attribute.Value {
 // under the callers' spans.
 func TestAcquisitionsAndReleases(t *testing.T) {
 	e := newEnv(t)
-	ns, _ := nodes(t, 1)
+	ns, servers := nodes(t, 1)
 	// A 2 s node timeout: the waiter's refresh interval is 5 s, so it waits for the
 	// hand-over rather than calling again.
 	opts := []redlock.Option{redlock.WithNodeTimeout(2 * time.Second), redlock.WithObserver(e.obs)}
@@ -205,6 +206,17 @@ func TestAcquisitionsAndReleases(t *testing.T) {
 	}()
 	const hold = 200 * time.Millisecond
 	time.Sleep(hold)
+	// B waits for the hand-over once its second attempt (the one after it subscribed) is
+	// recorded in the queue: release before that, and B would take the lock by calling.
+	require.Eventually(t, func() bool {
+		waiters, _ := servers[0].HKeys("redlock:{job}:waiters")
+		for _, waiter := range waiters {
+			if token, _, _ := strings.Cut(servers[0].HGet("redlock:{job}:waiters", waiter), " "); strings.HasSuffix(token, ".2") {
+				return true
+			}
+		}
+		return false
+	}, 10*time.Second, time.Millisecond)
 	require.NoError(t, la.Release(pctx))
 	lb := <-got
 	require.NotNil(t, lb)
