@@ -3,6 +3,7 @@ package redlock_test
 import (
 	"context"
 	"errors"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -121,7 +122,7 @@ func (s record) index(kind string, n int) int {
 // the 300 ms, it made two attempts (the first finds the lock held; once subscribed, the
 // second queues it) and came by hand-over; A's release reports the hold time.
 func TestObserverLeaseWaitAndHandOver(t *testing.T) {
-	nodes, _ := miniNodes(t, 1)
+	nodes, servers := miniNodes(t, 1)
 	ra, rb := &recorder{}, &recorder{}
 	// A node timeout of 2 s makes the waiter's refresh interval 5 s: it waits for the
 	// hand-over rather than calling again.
@@ -173,6 +174,17 @@ func TestObserverLeaseWaitAndHandOver(t *testing.T) {
 	}()
 	const hold = 300 * time.Millisecond
 	time.Sleep(hold)
+	// B waits for the hand-over once its second attempt (the one after it subscribed) is
+	// recorded in the queue: release before that, and B would take the lock by calling.
+	require.Eventually(t, func() bool {
+		waiters, _ := servers[0].HKeys(lockKey("job") + ":waiters")
+		for _, w := range waiters {
+			if token, _, _ := strings.Cut(servers[0].HGet(lockKey("job")+":waiters", w), " "); strings.HasSuffix(token, ".2") {
+				return true
+			}
+		}
+		return false
+	}, 10*time.Second, time.Millisecond)
 	require.NoError(t, la.Release(ctx))
 	lb := <-got
 	require.NotNil(t, lb)
