@@ -257,3 +257,33 @@ func TestReaderTakesNoFence(t *testing.T) {
 	_, err := cl.AcquireWait(context.Background(), l, patient)
 	require.ErrorIs(t, err, core.ErrInvalid)
 }
+
+// TestReaderTakesOverAHandedShare: a reader handed a share that calls again, after a writer
+// with an earlier ticket queued on that node, takes the share over under its new attempt
+// (as a writer's later attempt takes a lock handed to an earlier one), rather than being
+// refused and leaving the handed share standing in the writer's way.
+func TestReaderTakesOverAHandedShare(t *testing.T) {
+	s := miniServers(t, 1)[0]
+	cl := newCluster(t, []server{s})
+	ctx := context.Background()
+	holder := hold(t, cl, []server{s}, "takeover")
+	r := readLock("takeover")
+	_, err := cl.AcquireAs(ctx, r, "r.1", "r", 2)
+	require.ErrorIs(t, err, core.ErrHeld)
+	msgs := listen(t, s, holder.Keys.Wake("r"))
+	require.NoError(t, cl.Release(ctx, holder))
+	assert.Equal(t, "r.1 0", receive(t, msgs), "the reader was not handed a share")
+
+	_, err = cl.AcquireAs(ctx, lock("takeover"), "w.1", "w", 1) // an earlier ticket than the reader's
+	require.ErrorIs(t, err, core.ErrHeld)
+	h, err := cl.AcquireAs(ctx, r, "r.2", "r", 2)
+	require.NoError(t, err, "the reader's next attempt did not take over its handed share")
+	v, err := s.do("ZRANGE", holder.Keys.Readers, "0", "-1")
+	require.NoError(t, err)
+	assert.Equal(t, []any{"r.2"}, v, "the handed share was not replaced by the new attempt's")
+
+	wake := listen(t, s, holder.Keys.Wake("w"))
+	require.NoError(t, cl.Release(ctx, h))
+	token, _, _ := strings.Cut(receive(t, wake), " ")
+	assert.Equal(t, "w.1", token, "the writer was not handed the lock when the reader let go")
+}

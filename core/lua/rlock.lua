@@ -4,8 +4,8 @@
 -- come after it, so that readers cannot starve it.
 -- KEYS as acquire's (KEYS[2], the fence counter, is not touched), and KEYS[6] the readers.
 -- ARGV as acquire's; ARGV[4] must be "0" (a reader advances no fence).
--- Replies as acquire's: {1, 0} we hold a share (newly, or again if we held one: the entry's
--- time is renewed; but unlike acquire, a share we hold does not let us past the queue),
+-- Replies as acquire's: {1, 0} we hold a share (newly, or again: a share held by this or an
+-- earlier attempt of ours is ours whatever the queue says, and its time is renewed),
 -- {0, pttl} a writer holds it (we are queued if we gave a waiter id), {0, pttl}
 -- or {0, 0} a live waiter queued before us goes first (pttl: the readers' remaining time,
 -- if they hold it), {-1, wait} the restart guard abstains. A reader that gets its share
@@ -36,6 +36,24 @@ if holder and holder ~= readers_hold then
   return vote(0, remaining())
 end
 local queued = redis.call('EXISTS', KEYS[3]) == 1
+-- A share that a release handed to an earlier attempt of ours is ours, whatever the queue
+-- says, as a writer's lock is in acquire: this attempt takes it over (else a waiter handed
+-- shares on too few nodes would leave them standing, behind a writer it waits for).
+local _, n = attempt(token)
+if holder and n and n > 1 then
+  local now = now_ms()
+  local entries = redis.call('ZRANGE', KEYS[6], 0, -1, 'WITHSCORES')
+  for i = 1, #entries, 2 do
+    if ours(entries[i], token) and tonumber(entries[i + 1]) > now then
+      redis.call('ZREM', KEYS[6], entries[i])
+      read_grant(KEYS[1], KEYS[6], token, ARGV[2], true)
+      if queued and waiter ~= '' then
+        dequeue(KEYS[3], KEYS[4], KEYS[5], waiter)
+      end
+      return vote(1, 0, unguarded)
+    end
+  end
+end
 if queued then
   local head = first(KEYS[3], KEYS[4], KEYS[5])
   if #head > 0 and head[1] ~= waiter then
