@@ -87,8 +87,9 @@ func TestElectionLeader(t *testing.T) {
 	}
 }
 
-// TestElectionObserve: Observe sees each leader in turn, in order, and "" between them
-// when there is none; its channel closes when its context ends.
+// TestElectionObserve: Observe sees each leader in turn, in order, "" between them when
+// there is none, and "" once the last leader resigned; its channel closes when its
+// context ends.
 func TestElectionObserve(t *testing.T) {
 	for _, k := range kinds {
 		t.Run(k.name, func(t *testing.T) {
@@ -112,6 +113,13 @@ func TestElectionObserve(t *testing.T) {
 				require.NoError(t, l.Release(ctx))
 			}
 			assert.Equal(t, []string{"a", "b", "c"}, got)
+			// The last leader resigned and no one campaigns: the next check says so.
+			select {
+			case v := <-seen:
+				assert.Equal(t, "", v, "a leader that resigned is still named")
+			case <-time.After(5 * time.Second):
+				t.Fatal("Observe did not say that the election is left without a leader")
+			}
 			stop()
 			for range seen { // drains, and ends when the channel is closed
 			}
