@@ -80,7 +80,7 @@ func (c *Cluster) acquire(ctx context.Context, l *claim) (Grant, outcome, error)
 			}
 		}
 		guard := strconv.FormatInt(int64((l.Guard+time.Second-1)/time.Second), 10)
-		req.keys = l.Keys.AcquireKeys()
+		req.keys = l.Keys.acquireKeys()
 		req.args = []string{l.token, millis(l.TTL), guard, fence, l.waiter, strconv.FormatInt(l.ticket, 10), millis(l.placeKept())}
 	}
 	f := c.fan(ctx, l.NodeTimeout, req, 0)
@@ -229,7 +229,7 @@ func (c *Cluster) abandon(ctx context.Context, l *claim, f *fanout, answered, ma
 	}
 	ctx = context.WithoutCancel(ctx)
 	// A copy: the caller's next attempt puts a new token in l while stragglers are released.
-	keys, timeout := l.Keys.ReleaseKeys(), l.NodeTimeout
+	keys, timeout := l.Keys.releaseKeys(), l.NodeTimeout
 	args := releaseArgs(l.token, l.Keys.Channel, l.waiter, mode, strconv.FormatInt(l.ticket, 10), millis(l.placeKept()))
 	script := l.scripts().release
 	release := func(i int) { c.callNode(ctx, i, timeout, script, keys, args) }

@@ -406,9 +406,21 @@ func TestKeysShareOneHashSlot(t *testing.T) {
 		Leader:  "redlock:{jobs:nightly}:leader",
 		Channel: "redlock:{jobs:nightly}:released",
 	}
-	assert.Equal(t, want, k)
-	assert.Equal(t, []string{want.Lock, want.Fence, want.Queue, want.Alive, want.Waiters, want.Readers}, k.AcquireKeys())
-	assert.Equal(t, []string{want.Lock, want.Queue, want.Alive, want.Waiters, want.Fence, want.Readers}, k.ReleaseKeys())
+	made := k
+	made.scriptKeys = nil
+	assert.Equal(t, want, made)
+	acquire := []string{want.Lock, want.Fence, want.Queue, want.Alive, want.Waiters, want.Readers}
+	release := []string{want.Lock, want.Queue, want.Alive, want.Waiters, want.Fence, want.Readers}
+	assert.Equal(t, acquire, k.AcquireKeys())
+	assert.Equal(t, release, k.ReleaseKeys())
+	// core's calls share the slices NewKeys made; a Keys made otherwise makes them.
+	assert.Equal(t, acquire, k.acquireKeys())
+	assert.Equal(t, release, k.releaseKeys())
+	assert.Same(t, &k.releaseKeys()[0], &k.releaseKeys()[0])
+	assert.Equal(t, acquire, want.acquireKeys())
+	assert.Equal(t, release, want.releaseKeys())
+	k.AcquireKeys()[0] = "changed" // the exported ones are the caller's
+	assert.Equal(t, acquire, k.acquireKeys())
 	assert.Equal(t, "redlock:{jobs:nightly}:released:w1", k.Wake("w1"))
 	assert.NotEqual(t, NewToken(), NewToken())
 	assert.GreaterOrEqual(t, len(NewToken()), 22) // 16 random bytes
@@ -816,10 +828,12 @@ func TestCallsUnderOneContextShareADeadline(t *testing.T) {
 		cancelOdd()
 	}
 
-	// Without a cancellation to share (Background), each call has a context of its own.
-	_, cancelBg := c.under(context.Background(), timeout)
-	require.NotNil(t, cancelBg)
-	cancelBg()
+	// Without a cancellation to register with (Background), calls share a detached
+	// deadline (see TestDetachedCallsShareADeadline), with nothing to cancel.
+	bg, cancelBg := c.under(context.Background(), timeout)
+	assert.Nil(t, cancelBg)
+	_, ok = bg.Deadline()
+	assert.True(t, ok, "no deadline")
 
 	cancel() // the caller's cancellation ends the shared context
 	select {
@@ -858,4 +872,61 @@ func TestSingleNodeCallEndsWithItsCaller(t *testing.T) {
 	_, err := c.Acquire(ctx, l)
 	require.ErrorIs(t, err, context.Canceled)
 	assert.Less(t, time.Since(start), 5*time.Second, "the call waited for its node timeout")
+}
+
+// TestDetachedCallsShareADeadline: a detached call's context (see sharedDeadlines.detach)
+// keeps the caller's values but not its end, has a deadline at least the timeout away and
+// at most a millisecond more, ends at that deadline (a context derived from it too), and is
+// shared by the calls of one millisecond under one context.
+func TestDetachedCallsShareADeadline(t *testing.T) {
+	var c sharedDeadlines
+	const timeout = 100 * time.Millisecond
+	type key struct{}
+	caller, cancel := context.WithCancel(context.WithValue(context.Background(), key{}, "v"))
+	start := time.Now()
+	d := c.detach(caller, timeout)
+	end := time.Now()
+	dl, ok := d.Deadline()
+	require.True(t, ok, "no deadline")
+	assert.False(t, dl.Before(start.Add(timeout)), "the deadline is less than the timeout away")
+	assert.False(t, dl.After(end.Add(timeout+time.Millisecond)), "the deadline is more than a millisecond past the timeout")
+	assert.Equal(t, "v", d.Value(key{}), "the caller's values are lost")
+	child, cancelChild := context.WithCancel(d)
+	defer cancelChild()
+
+	cancel()
+	assert.NoError(t, d.Err(), "the caller's end ended a detached call")
+	select {
+	case <-d.Done():
+		assert.ErrorIs(t, d.Err(), context.DeadlineExceeded)
+		assert.ErrorIs(t, context.Cause(d), context.DeadlineExceeded)
+	case <-time.After(5 * time.Second):
+		t.Fatal("a detached context did not end at its deadline")
+	}
+	select {
+	case <-child.Done(): // derived contexts end with it
+	case <-time.After(5 * time.Second):
+		t.Fatal("a context derived from a detached one did not end with it")
+	}
+
+	// Calls of one millisecond share: under one context, one detached context; under
+	// Background, the shared deadline itself; under another context, its own values.
+	shared := false
+	for range 10 {
+		a, b := c.detach(caller, timeout), c.detach(caller, timeout)
+		bg := c.detach(context.Background(), timeout)
+		other := c.detach(context.WithValue(context.Background(), key{}, "w"), timeout)
+		assert.Equal(t, "w", other.Value(key{}))
+		assert.Nil(t, bg.Value(key{}))
+		if a == b && a.Done() == bg.Done() && other.Done() == bg.Done() {
+			shared = true
+			break
+		}
+	}
+	assert.True(t, shared, "calls of one millisecond do not share a deadline")
+
+	// A context that == cannot compare is not shared, and does not panic.
+	odd := funcCtx{Context: caller, f: func() {}}
+	assert.Equal(t, "v", c.detach(odd, timeout).Value(key{}))
+	assert.Equal(t, "v", c.detach(odd, timeout).Value(key{}))
 }

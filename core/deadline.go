@@ -15,6 +15,9 @@ import (
 type sharedDeadlines struct {
 	last atomic.Pointer[sharedDeadline]
 	seen atomic.Uintptr // the address of the last caller context seen
+	// detached is the deadline that calls under contexts whose end they ignore share (see
+	// detached): its parent is context.Background().
+	detached atomic.Pointer[sharedDeadline]
 }
 
 // sharedDeadline is a context with a deadline, shared by the calls under parent that start
@@ -25,6 +28,7 @@ type sharedDeadline struct {
 	cancel  context.CancelFunc // never called: ctx ends at its deadline, or with parent
 	timeout time.Duration
 	until   time.Time
+	last    atomic.Pointer[detached] // the last detached context made with ctx (see detach)
 }
 
 // under returns ctx with a deadline timeout away (at most a millisecond more), for a call in
@@ -34,8 +38,11 @@ type sharedDeadline struct {
 // leave no shared context behind waiting for its deadline; from its second call in a row
 // on, a ctx's calls share one per millisecond.
 func (s *sharedDeadlines) under(ctx context.Context, timeout time.Duration) (context.Context, context.CancelFunc) {
+	if ctx.Done() == nil { // it never ends: nothing to register with
+		return s.detach(ctx, timeout), nil
+	}
 	v := reflect.ValueOf(ctx)
-	if ctx.Done() == nil || v.Kind() != reflect.Pointer { // nothing to register with; or == could panic
+	if v.Kind() != reflect.Pointer { // == could panic
 		return context.WithTimeout(ctx, timeout)
 	}
 	now := time.Now()
@@ -51,4 +58,52 @@ func (s *sharedDeadlines) under(ctx context.Context, timeout time.Duration) (con
 	d.ctx, d.cancel = context.WithDeadline(ctx, d.until.Add(timeout))
 	s.last.Store(d)
 	return d.ctx, nil
+}
+
+// detach returns a context with ctx's values but not its end, and a deadline timeout away
+// (at most a millisecond more): for calls that must run to their answer or their deadline
+// even if ctx ends (a release; the calls of a fan-out that the caller may stop waiting
+// for). The calls that start in the same millisecond share the deadline, so that each
+// needs no timer of its own; a call under context.Background() gets the shared context
+// itself.
+func (s *sharedDeadlines) detach(ctx context.Context, timeout time.Duration) context.Context {
+	now := time.Now()
+	d := s.detached.Load()
+	if d == nil || d.timeout != timeout || !now.Before(d.until) {
+		d = &sharedDeadline{parent: context.Background(), timeout: timeout, until: now.Add(time.Millisecond)}
+		d.ctx, d.cancel = context.WithDeadline(context.Background(), d.until.Add(timeout))
+		s.detached.Store(d)
+	}
+	if ctx == context.Background() {
+		return d.ctx
+	}
+	// Calls one after another under one context share its detached context too.
+	if p := d.last.Load(); p != nil && p.values == ctx { // p.values is a pointer: == cannot panic
+		return p
+	}
+	p := &detached{values: ctx, deadline: d.ctx}
+	if reflect.ValueOf(ctx).Kind() == reflect.Pointer {
+		d.last.Store(p)
+	}
+	return p
+}
+
+// detached is a context with the values of one context and the deadline (and end) of
+// another, which has no values of its own but the context package's.
+type detached struct {
+	values   context.Context
+	deadline context.Context
+}
+
+func (c *detached) Deadline() (time.Time, bool) { return c.deadline.Deadline() }
+func (c *detached) Done() <-chan struct{}       { return c.deadline.Done() }
+func (c *detached) Err() error                  { return c.deadline.Err() }
+
+// Value looks in the deadline's context first: the context package finds its cancellation
+// there (for context.Cause, and so that a context derived from this one ends with it).
+func (c *detached) Value(key any) any {
+	if v := c.deadline.Value(key); v != nil {
+		return v
+	}
+	return c.values.Value(key)
 }

@@ -70,18 +70,22 @@ func (c *Cluster) Leader(ctx context.Context, k Keys, timeout time.Duration) (to
 			return "", "", false, t.err()
 		}
 		var r reply
-		select {
-		case r = <-f.out:
-		case <-f.deadline: // also when every call answered: their replies are on out
+		if f.out == nil { // a single node, which fan called: its one reply
+			r = f.one
+		} else {
 			select {
 			case r = <-f.out:
-			default:
-				t.missing(answered, timeoutError(timeout, nil))
-				t.answers = len(c.nodes)
-				continue
+			case <-f.deadline: // also when every call answered: their replies are on out
+				select {
+				case r = <-f.out:
+				default:
+					t.missing(answered, timeoutError(timeout, nil))
+					t.answers = len(c.nodes)
+					continue
+				}
+			case <-ctx.Done():
+				return "", "", false, ctxError(ctx, "leader", k.Lock)
 			}
-		case <-ctx.Done():
-			return "", "", false, ctxError(ctx, "leader", k.Lock)
 		}
 		answered[r.node] = true
 		t.add(r)

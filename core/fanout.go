@@ -21,7 +21,7 @@ func millis(d time.Duration) string {
 // reply is one node's answer to one script.
 type reply struct {
 	node int
-	vals []int64
+	vals []int64 // read only: replies may share it (see setReplies)
 	err  error
 }
 
@@ -32,15 +32,16 @@ func (r reply) yes() bool { return r.err == nil && len(r.vals) > 0 && r.vals[0] 
 type request struct {
 	s    *Script
 	vote bool // an acquisition: the node's vote counts once it is identified (see identity)
-	keys []string
-	args []string
+	// detached: the calls keep the caller's values but not its end, and run to their answer
+	// or their deadline even if it ends (a release: it is never abandoned half-way).
+	detached bool
+	keys     []string
+	args     []string
 	// setNX: a node that is a Setter is sent SET key value NX PX ttl instead of s (see
-	// setNX), and its reply goes in its two places of set. keys and args are then needed
-	// only if some node is not a Setter.
+	// setNX). keys and args are then needed only if some node is not a Setter.
 	setNX      bool
 	key, value string
 	ttl        time.Duration
-	set        []int64
 }
 
 // call runs s on every node at once, each bounded by timeout (see fan).
@@ -54,16 +55,15 @@ func (c *Cluster) call(ctx context.Context, timeout time.Duration, s *Script, ke
 // own, by the deadline at the latest.
 type fanout struct {
 	c        *Cluster
-	out      chan reply
+	out      chan reply // nil for a single node, whose reply is in one
+	one      reply
 	deadline <-chan struct{} // closed at the calls' deadline; nil for a single node
 	timeout  time.Duration
 	req      request
 	ctx      context.Context // the caller's
-	dctx     context.Context // the calls'
-	cancel   context.CancelFunc
-	calls    atomic.Int32 // the calls not answered yet
-	skip     uint64       // the nodes fan does not call (see after)
-	next     atomic.Int32 // how many calls callNext started
+	dctx     context.Context // the calls' (see sharedDeadlines.detach)
+	skip     uint64          // the nodes fan does not call (see after)
+	next     atomic.Int32    // how many calls callNext started
 }
 
 // fan sends req to every node but those in skip (a bit per node; see after) at once, each
@@ -72,24 +72,31 @@ type fanout struct {
 // their answer or their deadline, so that what they did can still be undone (see abandon).
 //
 // A single node is called in the caller's goroutine, under ctx with the timeout (see
-// sharedDeadlines), and its reply is on out when fan returns: a goroutine and a detached
-// context of its own would cost it a round of scheduling.
+// sharedDeadlines), and its reply is in f.one when fan returns, with no channel (see
+// receive): a goroutine and a detached context of its own would cost it a round of
+// scheduling.
 func (c *Cluster) fan(ctx context.Context, timeout time.Duration, req request, skip uint64) *fanout {
-	f := &fanout{c: c, out: make(chan reply, len(c.nodes)), timeout: timeout, req: req, ctx: ctx, skip: skip}
-	if req.setNX {
-		f.req.set = make([]int64, 2*len(c.nodes))
+	f := &fanout{c: c, timeout: timeout, req: req, ctx: ctx, skip: skip}
+	if req.detached {
+		f.ctx = context.Background() // nothing the caller does ends these calls
 	}
 	if len(c.nodes) == 1 && skip == 0 {
-		dctx, cancel := c.deadlines.under(ctx, timeout)
-		f.out <- c.eval(ctx, dctx, 0, timeout, &f.req)
+		var dctx context.Context
+		var cancel context.CancelFunc
+		if req.detached {
+			dctx = c.deadlines.detach(ctx, timeout)
+		} else {
+			dctx, cancel = c.deadlines.under(ctx, timeout)
+		}
+		f.one = c.eval(f.ctx, dctx, 0, timeout, &f.req)
 		if cancel != nil {
 			cancel()
 		}
 		return f
 	}
-	f.dctx, f.cancel = context.WithTimeout(context.WithoutCancel(ctx), timeout)
+	f.out = make(chan reply, len(c.nodes))
+	f.dctx = c.deadlines.detach(ctx, timeout)
 	f.deadline = f.dctx.Done()
-	f.calls.Store(int32(len(c.nodes)))
 	run := f.callNext // one function for all the calls: a go statement with arguments allocates
 	for range len(c.nodes) - bits.OnesCount64(skip) {
 		go run()
@@ -114,9 +121,6 @@ func (f *fanout) callNext() {
 // call calls node i, and puts its reply on out.
 func (f *fanout) call(i int) {
 	f.out <- f.c.eval(f.ctx, f.dctx, i, f.timeout, &f.req)
-	if f.calls.Add(-1) == 0 {
-		f.cancel() // every call answered: stop the deadline's timer
-	}
 }
 
 // after calls the nodes in late (a bit per node), which had not answered the acquisition a
@@ -151,9 +155,7 @@ func releaseArgs(token, channel, waiter, mode string, more ...string) []string {
 // goroutine of its own.
 func (c *Cluster) callNode(ctx context.Context, i int, timeout time.Duration, s *Script, keys, args []string) reply {
 	req := request{s: s, keys: keys, args: args}
-	dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), timeout)
-	defer cancel()
-	return c.eval(ctx, dctx, i, timeout, &req)
+	return c.eval(ctx, c.deadlines.detach(ctx, timeout), i, timeout, &req)
 }
 
 // eval sends req to node i under dctx, which bounds the call by the node timeout, and
@@ -232,7 +234,7 @@ var errSuspect = errors.New("redlock: node failed its last call, and was not wai
 // pub/sub.
 func (c *Cluster) send(dctx context.Context, i int, req *request, identify bool) ([]int64, error) {
 	if setter, ok := c.nodes[i].(Setter); ok && req.setNX && !identify {
-		return setNX(dctx, setter, req, req.set[2*i:2*i+2:2*i+2])
+		return setNX(dctx, setter, req)
 	}
 	args := req.args
 	switch {
@@ -319,18 +321,22 @@ func (t *tally) err() error {
 func (c *Cluster) collect(ctx context.Context, f *fanout, t *tally, answered []bool, seen func(reply)) {
 	for t.waiting() && (t.all || !t.won() && !t.lost()) {
 		var r reply
-		select {
-		case r = <-f.out:
-		case <-f.deadline:
+		if f.out == nil { // a single node, which fan called: its one reply
+			r = f.one
+		} else {
 			select {
-			case r = <-f.out: // replies that came by the deadline count
-			default:
-				t.missing(answered, timeoutError(f.timeout, nil))
+			case r = <-f.out:
+			case <-f.deadline:
+				select {
+				case r = <-f.out: // replies that came by the deadline count
+				default:
+					t.missing(answered, timeoutError(f.timeout, nil))
+					return
+				}
+			case <-ctx.Done():
+				t.missing(answered, ctx.Err())
 				return
 			}
-		case <-ctx.Done():
-			t.missing(answered, ctx.Err())
-			return
 		}
 		answered[r.node] = true
 		t.add(r)

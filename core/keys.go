@@ -10,7 +10,9 @@ import (
 )
 
 // Keys are the Redis names one lock uses. They share one hash tag, so on Redis Cluster all of
-// them hash to one slot and one script can touch them together (see NewKeys).
+// them hash to one slot and one script can touch them together (see NewKeys). Make them
+// with NewKeys, and do not change a field afterwards: the scripts' KEYS are made from them
+// once.
 type Keys struct {
 	Lock    string // holds the owner's random token, with the lock's TTL
 	Fence   string // the fencing counter; it outlives every holder by FenceIdle
@@ -20,7 +22,14 @@ type Keys struct {
 	Readers string // the readers that hold the lock: a sorted set of tokens by the end of their time
 	Leader  string // an election's record of its leader: "<token> <value>" (see Proclaim)
 	Channel string // a waiter is woken on Channel + ":" + its waiter id (see Wake)
+
+	// scriptKeys are the KEYS of the acquire and release scripts, made once by NewKeys so
+	// that a call need not make them (nil in a Keys that NewKeys did not make). Never
+	// written: calls share them.
+	scriptKeys *scriptKeys
 }
+
+type scriptKeys struct{ acquire, release []string }
 
 // NewKeys returns the keys of the lock called name, with prefix before each, in one of two
 // forms. Its base, the lock key, is normally
@@ -54,8 +63,10 @@ func NewKeys(prefix, name string) Keys {
 	} else {
 		base = prefix + "{" + name + "}"
 	}
-	return Keys{Lock: base, Fence: base + ":fence", Queue: base + ":queue", Alive: base + ":alive", Waiters: base + ":waiters",
+	k := Keys{Lock: base, Fence: base + ":fence", Queue: base + ":queue", Alive: base + ":alive", Waiters: base + ":waiters",
 		Readers: base + ":readers", Leader: base + ":leader", Channel: base + ":released"}
+	k.scriptKeys = &scriptKeys{acquire: k.AcquireKeys(), release: k.ReleaseKeys()}
+	return k
 }
 
 // tagBytes is how many bytes of the name's SHA-256 the second form of NewKeys's keys carries
@@ -105,6 +116,22 @@ func (k Keys) AcquireKeys() []string {
 // ReleaseKeys returns the KEYS that core passes to the release and runlock scripts, in order.
 func (k Keys) ReleaseKeys() []string {
 	return []string{k.Lock, k.Queue, k.Alive, k.Waiters, k.Fence, k.Readers}
+}
+
+// acquireKeys and releaseKeys are AcquireKeys and ReleaseKeys for core's calls, shared
+// where NewKeys made them: not to be written.
+func (k *Keys) acquireKeys() []string {
+	if k.scriptKeys != nil {
+		return k.scriptKeys.acquire
+	}
+	return k.AcquireKeys()
+}
+
+func (k *Keys) releaseKeys() []string {
+	if k.scriptKeys != nil {
+		return k.scriptKeys.release
+	}
+	return k.ReleaseKeys()
 }
 
 // extendKeys returns the KEYS of the extend script (writer) or rextend (reader).

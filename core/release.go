@@ -15,10 +15,7 @@ import "context"
 // *QuorumError (too few nodes answered; their keys expire by their TTL).
 func (c *Cluster) Release(ctx context.Context, h *Held) error {
 	l := &h.claim
-	if ctx.Done() != nil {
-		ctx = context.WithoutCancel(ctx)
-	}
-	req := request{s: l.scripts().release, keys: l.Keys.ReleaseKeys(), args: releaseArgs(l.token, l.Keys.Channel, l.waiter, "leave")}
+	req := request{s: l.scripts().release, detached: true, keys: l.Keys.releaseKeys(), args: releaseArgs(l.token, l.Keys.Channel, l.waiter, "leave")}
 	var f *fanout
 	if a, late := l.acquiring, l.late; a != nil && l.pending > 0 && late != 0 {
 		f = c.fan(ctx, l.NodeTimeout, req, late)
@@ -29,7 +26,7 @@ func (c *Cluster) Release(ctx context.Context, h *Held) error {
 	}
 	l.acquiring, l.pending, l.late = nil, 0, 0
 	t := tally{c: c, op: "release", key: l.Keys.Lock, all: true}
-	c.collect(ctx, f, &t, make([]bool, len(c.nodes)), nil)
+	c.collect(f.ctx, f, &t, make([]bool, len(c.nodes)), nil)
 	switch {
 	case t.won():
 		return nil

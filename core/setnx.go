@@ -36,11 +36,14 @@ func (l *claim) plain() bool {
 }
 
 // setNX sends req's plain SET NX to node n, and returns its answer as the acquire script
-// would, in vals (two zeroes): {1, 0} if it set the key, {0, 0} if the key was there.
-func setNX(ctx context.Context, n Setter, req *request, vals []int64) ([]int64, error) {
+// would: {1, 0} if it set the key, {0, 0} if the key was there.
+func setNX(ctx context.Context, n Setter, req *request) ([]int64, error) {
 	set, err := n.SetNX(ctx, req.key, req.value, req.ttl)
 	if set {
-		vals[0] = 1
+		return setReplies[1], err
 	}
-	return vals, err
+	return setReplies[0], err
 }
+
+// setReplies are setNX's two answers, shared by every call: never written (no reply is).
+var setReplies = [2][]int64{{0, 0}, {1, 0}}

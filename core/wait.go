@@ -239,6 +239,6 @@ func parseHandover(p string) (h handover, ok bool) {
 // within a node timeout), lets go of the lock where a release handed it to one of l's
 // attempts, and hands it on (or wakes the next waiter) if the lock is then free.
 func (c *Cluster) leave(l *claim) {
-	keys, args, timeout := l.Keys.ReleaseKeys(), releaseArgs(l.token, l.Keys.Channel, l.waiter, "leave"), l.NodeTimeout
+	keys, args, timeout := l.Keys.releaseKeys(), releaseArgs(l.token, l.Keys.Channel, l.waiter, "leave"), l.NodeTimeout
 	c.call(context.Background(), timeout, l.scripts().release, keys, args...)
 }

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"reflect"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/go-redlock/redlock/backends/internal/argv"
@@ -22,8 +23,9 @@ type Node struct {
 	client   redis.UniversalClient
 	refused  error // why every call fails: the client cannot be a Node (see New)
 	name     string
-	deadline bool    // the client applies a context's deadline to all its I/O
-	ps       *pubsub // Subscribe's state; see subscribe.go
+	deadline bool     // the client applies a context's deadline to all its I/O
+	ps       *pubsub  // Subscribe's state; see subscribe.go
+	shas     sync.Map // *core.Script → its SHA1 as an any, boxed once (see command)
 }
 
 var (
@@ -94,11 +96,11 @@ func (n *Node) Eval(ctx context.Context, s *core.Script, keys []string, args ...
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	boxed := argv.Append(make([]any, 0, len(args)), args...)
 	if n.direct(ctx) {
-		return n.eval(ctx, s, keys, boxed)
+		return n.eval(ctx, s, n.command(s, keys, args, true))
 	}
-	return ctxcall.Go(ctx, func() ([]int64, error) { return n.eval(ctx, s, keys, boxed) })
+	cmd := n.command(s, keys, args, false) // the call may outlive Eval: no pointers into keys or args
+	return ctxcall.Go(ctx, func() ([]int64, error) { return n.eval(ctx, s, cmd) })
 }
 
 // SetNX runs SET key value NX PX ttl (see core.Setter). It honours ctx as Eval does.
@@ -112,14 +114,15 @@ func (n *Node) SetNX(ctx context.Context, key, value string, ttl time.Duration) 
 	if ttl < time.Millisecond { // PX 0 is an error; go-redis would send no expiry at all
 		return false, fmt.Errorf("redlock: SET NX with a TTL of %v: want at least 1ms", ttl)
 	}
-	setNX := func() (bool, error) {
-		set, err := n.client.SetNX(ctx, key, value, ttl).Result()
-		return set, closed(err)
-	}
 	if n.direct(ctx) {
-		return setNX()
+		return n.setNX(ctx, key, value, ttl)
 	}
-	return ctxcall.Go(ctx, setNX)
+	return ctxcall.Go(ctx, func() (bool, error) { return n.setNX(ctx, key, value, ttl) })
+}
+
+func (n *Node) setNX(ctx context.Context, key, value string, ttl time.Duration) (bool, error) {
+	set, err := n.client.SetNX(ctx, key, value, ttl).Result()
+	return set, closed(err)
 }
 
 // closed returns err, made to match core.ErrClosed too if it says the client is closed.
@@ -137,13 +140,54 @@ func (n *Node) direct(ctx context.Context) bool {
 	return ok && n.deadline
 }
 
-func (n *Node) eval(ctx context.Context, s *core.Script, keys []string, argv []any) ([]int64, error) {
-	v, err := n.client.EvalSha(ctx, s.SHA1(), keys, argv...).Result()
+// command returns EVALSHA's arguments for s, keys and args. With borrow, each key and
+// argument is passed as a pointer into keys and args, which go-redis writes (and routes
+// by) as the string it points to: a string boxed in an interface is an allocation, a
+// pointer is not. Only a call that ends before Eval returns may borrow them.
+func (n *Node) command(s *core.Script, keys, args []string, borrow bool) []any {
+	sha, ok := n.shas.Load(s)
+	if !ok {
+		sha, _ = n.shas.LoadOrStore(s, s.SHA1())
+	}
+	cmd := make([]any, 0, 3+len(keys)+len(args))
+	cmd = append(cmd, "evalsha", sha, len(keys))
+	if !borrow {
+		for _, k := range keys {
+			cmd = append(cmd, k)
+		}
+		return argv.Append(cmd, args...)
+	}
+	for i := range keys {
+		cmd = append(cmd, &keys[i])
+	}
+	for i := range args {
+		cmd = append(cmd, &args[i])
+	}
+	return cmd
+}
+
+// eval sends cmd (see command), and EVAL with s's source instead if the server does not
+// have the script yet.
+func (n *Node) eval(ctx context.Context, s *core.Script, cmd []any) ([]int64, error) {
+	v, err := n.process(ctx, cmd)
 	if err != nil && redis.HasErrorPrefix(err, "NOSCRIPT") {
-		v, err = n.client.Eval(ctx, s.Source(), keys, argv...).Result()
+		cmd[0], cmd[1] = "eval", s.Source()
+		v, err = n.process(ctx, cmd)
 	}
 	if err != nil {
 		return nil, closed(err)
 	}
-	return core.Ints(s, v)
+	return v, nil
+}
+
+// process sends one EVAL or EVALSHA (see command) and returns its reply, which go-redis
+// decodes straight into the []int64 that every core script replies (a reply of another
+// shape is an error).
+func (n *Node) process(ctx context.Context, cmd []any) ([]int64, error) {
+	c := redis.NewIntSliceCmd(ctx, cmd...)
+	if cmd[2] != 0 {
+		c.SetFirstKeyPos(3) // for a cluster client's routing, as go-redis's own Eval does
+	}
+	_ = n.client.Process(ctx, c)
+	return c.Result()
 }
