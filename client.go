@@ -224,7 +224,7 @@ func (c *Client) newLease(call, name string, not uint32, opts []Option) (*Lease,
 	if err != nil {
 		return nil, &lockError{call, name, err}
 	}
-	return &Lease{
+	l := &Lease{
 		cluster: c.cluster,
 		name:    name,
 		kind:    KindLease,
@@ -237,5 +237,7 @@ func (c *Client) newLease(call, name string, not uint32, opts []Option) (*Lease,
 			Fence:       true,
 			Guard:       s.guard,
 		},
-	}, nil
+	}
+	l.observeNodes()
+	return l, nil
 }

@@ -157,7 +157,7 @@ func (l *Lease) extend(ctx context.Context, auto bool) error {
 	until, cerr := l.cluster.Extend(ctx, l.held)
 	err := l.extended(until, cerr)
 	if l.opts.observer != nil {
-		l.observeExtend(ctx, start, auto, until, err, cerr)
+		l.observeExtend(ctx, start, auto, until, err)
 	}
 	return err
 }
@@ -230,7 +230,7 @@ func (l *Lease) finish(ctx context.Context, reason error) error {
 		ret = l.notHeld(ended)
 	}
 	if l.opts.observer != nil { // before the next goroutine in the local queue goes on
-		l.observeRelease(ctx, start, err, ret)
+		l.observeRelease(ctx, start, ret)
 	}
 	l.leave()
 	return ret

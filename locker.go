@@ -229,7 +229,7 @@ func (m *Mutex) usable() error {
 }
 
 func (m *Mutex) newLease() *Lease {
-	return &Lease{cluster: m.client.cluster, name: m.name, kind: m.kind, opts: m.opts, lock: core.Lock{
+	l := &Lease{cluster: m.client.cluster, name: m.name, kind: m.kind, opts: m.opts, lock: core.Lock{
 		Keys:        m.keys,
 		TTL:         m.opts.ttl,
 		NodeTimeout: m.opts.nodeTimeout,
@@ -237,6 +237,8 @@ func (m *Mutex) newLease() *Lease {
 		Guard:       m.opts.guard,
 		Fence:       m.fence,
 	}}
+	l.observeNodes()
+	return l
 }
 
 // hold makes l, granted by g, m's current holding. A holding reports its own loss

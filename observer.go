@@ -19,7 +19,9 @@ import (
 //   - Extended: an extension ended, automatic or by Lease.Extend, successful or not.
 //   - Lost: a holding ended otherwise than by a release: its validity ran out (ErrExpired),
 //     the nodes no longer held it (ErrLost), or its maximum hold time came (ErrMaxHold).
-//   - NodeError: a node failed or abstained in an operation that did not reach its quorum.
+//   - NodeError: a call to a node failed, or the node abstained under the restart guard:
+//     in any operation, successful or not, and in the requests sent in the background
+//     (letting go of a failed attempt's keys, a waiter leaving the queue).
 //
 // A Semaphore and an Election take their locks through Client.Acquire and TryAcquire, so
 // their events are those of Leases (KindLease), under the names of the locks they use
@@ -32,20 +34,18 @@ import (
 // blocking: a slow Observer delays the lock operation it reports. Some events are reported
 // while the holding they are about is locked internally (Lost, for one), so an Observer
 // must not call back into the library. Events are reported in order for one holding
-// (Acquired first, then its Extended and Lost events, Released last), and a NodeError
-// before the event of the operation it belongs to.
+// (Acquired first, then its Extended and Lost events, Released last). A NodeError is
+// reported as the node's call ends, from the goroutine that made it: before the event of
+// its operation when the operation waited for that node, and after it otherwise (a node
+// that timed out after a quorum had answered, or one the operation did not wait for
+// because its last call had failed too).
 //
 // Without an Observer (the default) none of this costs more than a nil check: no event is
 // built and nothing is allocated. To implement only some of the methods, embed NopObserver,
 // which also keeps an implementation compiling if methods are added for new events.
 //
-// What the events cannot say, because the engine (package core) does not report it: the
-// errors of nodes in an operation that reached its quorum all the same (three nodes up
-// out of five grant the lock, and the two that failed go unreported), and the failures of
-// the requests the engine sends in the background after an operation's outcome is decided
-// (letting go of a failed attempt's keys, a waiter leaving the queue). On the releasing
-// side, a release does not say whether it handed the lock to a waiter; on the acquiring
-// side, AcquireEvent.HandedOver does.
+// What the events cannot say: on the releasing side, whether a release handed the lock to
+// a waiter; on the acquiring side, AcquireEvent.HandedOver does.
 type Observer interface {
 	// Acquired reports the end of an acquisition, successful or not.
 	Acquired(AcquireEvent)
@@ -55,8 +55,7 @@ type Observer interface {
 	Extended(ExtendEvent)
 	// Lost reports the end of a holding otherwise than by a release.
 	Lost(LostEvent)
-	// NodeError reports one node's error in an operation that failed for lack of a quorum,
-	// or in one failed attempt of a wait.
+	// NodeError reports one failed call to a node, or its abstention.
 	NodeError(NodeEvent)
 }
 
@@ -246,18 +245,19 @@ type LostEvent struct {
 	Hold time.Duration
 }
 
-// NodeEvent reports one node's error (see Observer): one of the node errors of a
-// *QuorumError, from an acquisition, an extension or a release that failed for lack of a
-// quorum, or from each failed attempt of a wait (Acquire, Do, Lock, LockContext, RLock,
-// RLockContext), which keeps trying.
+// NodeEvent reports one failed call to a node, or its abstention (see Observer), in any
+// operation on a lock, successful or not: an attempt of an acquisition, an extension, a
+// release, or a request sent in the background. A call that ended because the caller's
+// context did says nothing of its node, and is not reported.
 type NodeEvent struct {
 	Name string // the lock's name
 	Kind Kind
-	// Op is the operation: "acquire", "extend", "release", or "raise" (the round that
-	// raises the fencing counter on a quorum, part of an acquisition).
+	// Op is the operation: "acquire", "extend", "release" (also a failed attempt's release
+	// and a waiter leaving the queue, in the background), or "raise" (the round that raises
+	// the fencing counter on a quorum, part of an acquisition).
 	Op   string
 	Node string // the node's name (its String(), such as "10.0.0.1:6379")
-	Err  error  // the node's error, as in the QuorumError's NodeError
+	Err  error  // the node's error
 	// Abstained is true when the node abstained under the restart guard: Err matches
 	// ErrRestarted. Such a node did not fail; it declined to vote.
 	Abstained bool
@@ -311,7 +311,6 @@ func (a *acquisition) failedHook(log func(error)) func(error) {
 func (a *acquisition) attemptFailed(err error) {
 	a.failed++
 	a.last = err
-	nodeErrors(a.obs, a.name, a.kind, err)
 	if a.log != nil {
 		a.log(err)
 	}
@@ -327,7 +326,6 @@ func (a *acquisition) queued(err error) {
 // once reports the end of an acquisition of l that made one attempt (core.Acquire).
 func (a *acquisition) once(l *Lease, g *core.Held, err error) {
 	if a != nil {
-		nodeErrors(a.obs, a.name, a.kind, err)
 		a.report(l, g, err, 1)
 	}
 }
@@ -341,9 +339,8 @@ func (a *acquisition) waited(l *Lease, g *core.Held, err error) {
 	attempts := a.failed
 	if err != nil && (a.last == nil || !errors.Is(err, a.last)) {
 		// The last attempt's error is not one that attemptFailed saw: it is the final one,
-		// which ended the wait, and its node errors have not gone out yet.
+		// which ended the wait.
 		attempts++
-		nodeErrors(a.obs, a.name, a.kind, err)
 	}
 	a.report(l, g, err, attempts)
 }
@@ -371,33 +368,29 @@ func (a *acquisition) report(l *Lease, g *core.Held, err error, attempts int) {
 	a.obs.Acquired(ev)
 }
 
-// nodeErrors sends a NodeEvent to o for each node error of err's *QuorumError, if any.
-func nodeErrors(o Observer, name string, kind Kind, err error) {
-	if err == nil {
-		return
-	}
-	var qe *QuorumError
-	if !errors.As(err, &qe) {
-		return
-	}
-	for _, ne := range qe.Errs {
-		o.NodeError(NodeEvent{
-			Name:      name,
-			Kind:      kind,
-			Op:        qe.Op,
-			Node:      ne.Node,
-			Err:       ne.Err,
-			Abstained: errors.Is(ne.Err, ErrRestarted),
-			TimedOut:  errors.Is(ne.Err, ErrNodeTimeout),
-		})
+// observeNodes has l's node calls that fail reported to its Observer, if it has one.
+func (l *Lease) observeNodes() {
+	if l.opts.observer != nil {
+		l.lock.NodeFailed = l.nodeFailed
 	}
 }
 
-// observeRelease reports l's release, begun at start, that ended with err on the nodes;
-// ret is what Release returns.
-func (l *Lease) observeRelease(ctx context.Context, start time.Time, err, ret error) {
+// nodeFailed sends the NodeEvent of a failed node call of l (see core.Lock.NodeFailed).
+func (l *Lease) nodeFailed(op string, e core.NodeError) {
+	l.opts.observer.NodeError(NodeEvent{
+		Name:      l.name,
+		Kind:      l.kind,
+		Op:        op,
+		Node:      e.Node,
+		Err:       e.Err,
+		Abstained: errors.Is(e.Err, ErrRestarted),
+		TimedOut:  errors.Is(e.Err, ErrNodeTimeout),
+	})
+}
+
+// observeRelease reports l's release, begun at start; ret is what Release returns.
+func (l *Lease) observeRelease(ctx context.Context, start time.Time, ret error) {
 	o := l.opts.observer
-	nodeErrors(o, l.name, l.kind, err)
 	o.Released(ReleaseEvent{
 		Context:  ctx,
 		Name:     l.name,
@@ -410,10 +403,9 @@ func (l *Lease) observeRelease(ctx context.Context, start time.Time, err, ret er
 }
 
 // observeExtend reports l's extension, begun at start: until and err as Extend returns
-// them, and cerr the nodes' error.
-func (l *Lease) observeExtend(ctx context.Context, start time.Time, auto bool, until time.Time, err, cerr error) {
+// them.
+func (l *Lease) observeExtend(ctx context.Context, start time.Time, auto bool, until time.Time, err error) {
 	o := l.opts.observer
-	nodeErrors(o, l.name, l.kind, cerr)
 	if err != nil {
 		until = time.Time{}
 	}

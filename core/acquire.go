@@ -66,7 +66,8 @@ func (c *Cluster) acquire(ctx context.Context, l *claim) (Grant, outcome, error)
 	}
 	start := time.Now()
 	plain := l.plain()
-	req := request{s: l.scripts().acquire, vote: true, setNX: plain, key: l.Keys.Lock, value: l.token, ttl: l.TTL.Truncate(time.Millisecond)}
+	req := request{s: l.scripts().acquire, vote: true, setNX: plain, key: l.Keys.Lock, value: l.token, ttl: l.TTL.Truncate(time.Millisecond),
+		op: "acquire", failed: l.NodeFailed}
 	unknown := c.id.unknown.Load() > 0
 	if !plain || !c.setters || unknown { // some node runs the script: its KEYS and ARGV
 		fence := "0"
@@ -200,7 +201,7 @@ const FenceIdle = time.Hour
 // to a waiter advances the counter to the floor of the waiter's attempt, so that a
 // hand-over usually skips it too.
 func (c *Cluster) raise(ctx context.Context, l *claim, fence int64, until time.Time) error {
-	f := c.call(ctx, l.NodeTimeout, raiseScript, []string{l.Keys.Lock, l.Keys.Fence}, l.token, strconv.FormatInt(fence, 10))
+	f := c.call(ctx, &l.Lock, "raise", l.NodeTimeout, raiseScript, []string{l.Keys.Lock, l.Keys.Fence}, l.token, strconv.FormatInt(fence, 10))
 	t := tally{c: c, op: "raise", key: l.Keys.Lock}
 	c.collect(ctx, f, &t, make([]bool, len(c.nodes)), nil)
 	switch {
@@ -231,8 +232,8 @@ func (c *Cluster) abandon(ctx context.Context, l *claim, f *fanout, answered, ma
 	// A copy: the caller's next attempt puts a new token in l while stragglers are released.
 	keys, timeout := l.Keys.releaseKeys(), l.NodeTimeout
 	args := releaseArgs(l.token, l.Keys.Channel, l.waiter, mode, strconv.FormatInt(l.ticket, 10), millis(l.placeKept()))
-	script := l.scripts().release
-	release := func(i int) { c.callNode(ctx, i, timeout, script, keys, args) }
+	req := request{s: l.scripts().release, keys: keys, args: args, op: "release", failed: l.NodeFailed}
+	release := func(i int) { c.callNode(ctx, i, timeout, req) }
 	pending := 0
 	done := make(chan struct{}, len(c.nodes))
 	for i := range c.nodes {

@@ -930,3 +930,97 @@ func TestDetachedCallsShareADeadline(t *testing.T) {
 	assert.Equal(t, "v", c.detach(odd, timeout).Value(key{}))
 	assert.Equal(t, "v", c.detach(odd, timeout).Value(key{}))
 }
+
+// TestNodeFailedReportsEveryFailedCall: Lock.NodeFailed hears of each node's failure or
+// abstention as its call ends, under the operation's name: in operations that reached
+// their quorum, for a node they did not wait for (after they returned), and in the
+// background releases of a failed attempt; never of a call that the caller's end ended.
+func TestNodeFailedReportsEveryFailedCall(t *testing.T) {
+	type event struct {
+		op, node string
+		err      error
+	}
+	var mu sync.Mutex
+	var events []event
+	seen := func(op, node string) int {
+		mu.Lock()
+		defer mu.Unlock()
+		n := 0
+		for _, e := range events {
+			if e.op == op && e.node == node {
+				n++
+			}
+		}
+		return n
+	}
+	abstains := func(_ context.Context, s *Script) ([]int64, error) {
+		if s == acquireScript {
+			return []int64{-1, 1500}, nil
+		}
+		return []int64{0, 0}, nil
+	}
+	c, _ := cluster(t, grants(1), grants(1), grants(1), failing, hangs)
+	l := testLock()
+	l.Fence = false
+	l.NodeFailed = func(op string, e NodeError) {
+		mu.Lock()
+		defer mu.Unlock()
+		events = append(events, event{op, e.Node, e.Err})
+	}
+	ctx := context.Background()
+	h, err := c.Acquire(ctx, l)
+	require.NoError(t, err, "three of five grant")
+	// node3 refused at once; node4 hangs until the node timeout, after Acquire returned.
+	require.Eventually(t, func() bool { return seen("acquire", "node3") == 1 && seen("acquire", "node4") == 1 },
+		5*time.Second, 5*time.Millisecond)
+	_, err = c.Extend(ctx, h)
+	require.NoError(t, err)
+	require.NoError(t, c.Release(ctx, h))
+	require.Eventually(t, func() bool {
+		return seen("extend", "node3") == 1 && seen("extend", "node4") == 1 && seen("release", "node3") == 1 && seen("release", "node4") == 1
+	}, 5*time.Second, 5*time.Millisecond)
+	mu.Lock()
+	for _, e := range events {
+		assert.Contains(t, []string{"node3", "node4"}, e.node, "a node that answered was reported")
+		if e.node == "node4" {
+			assert.ErrorIs(t, e.err, ErrNodeTimeout)
+		} else {
+			assert.ErrorContains(t, e.err, "connection refused")
+		}
+	}
+	events = nil
+	mu.Unlock()
+
+	// Abstentions, and the background releases of a failed attempt's keys.
+	c, _ = cluster(t, grants(1), abstains, abstains)
+	_, err = c.Acquire(ctx, l)
+	require.ErrorIs(t, err, ErrRestarted)
+	require.Eventually(t, func() bool { return seen("acquire", "node1") == 1 && seen("acquire", "node2") == 1 },
+		5*time.Second, 5*time.Millisecond)
+	mu.Lock()
+	for _, e := range events {
+		if e.op == "acquire" {
+			assert.ErrorIs(t, e.err, ErrRestarted)
+		}
+	}
+	events = nil
+	mu.Unlock()
+	c, _ = cluster(t, grants(1), failing, failing)
+	_, err = c.Acquire(ctx, l)
+	require.ErrorIs(t, err, ErrNoQuorum)
+	require.Eventually(t, func() bool { return seen("release", "node1") == 1 && seen("release", "node2") == 1 },
+		5*time.Second, 5*time.Millisecond, "the failed attempt's releases on the nodes that may hold it")
+
+	// A call that the caller's end ended says nothing of its node.
+	mu.Lock()
+	events = nil
+	mu.Unlock()
+	c, _ = cluster(t, hangs)
+	cctx, cancel := context.WithCancel(ctx)
+	time.AfterFunc(20*time.Millisecond, cancel)
+	slow := *l
+	slow.NodeTimeout = time.Second
+	_, err = c.Acquire(cctx, &slow)
+	require.ErrorIs(t, err, context.Canceled)
+	assert.Zero(t, seen("acquire", "node0"), "a call ended by the caller's context was reported")
+}

@@ -29,7 +29,7 @@ func (c *Cluster) Proclaim(ctx context.Context, h *Held, value string) error {
 		return opError("proclaim", l.Keys.Lock, fmt.Errorf("%w: a value of %d bytes: at most %d", ErrInvalid, len(value), MaxValueLen))
 	}
 	ctx = context.WithoutCancel(ctx)
-	f := c.call(ctx, l.NodeTimeout, proclaimScript, []string{l.Keys.Lock, l.Keys.Leader}, l.token, l.Keys.LeaderChannel(), "PUBLISH", value, millis(FenceIdle))
+	f := c.call(ctx, nil, "", l.NodeTimeout, proclaimScript, []string{l.Keys.Lock, l.Keys.Leader}, l.token, l.Keys.LeaderChannel(), "PUBLISH", value, millis(FenceIdle))
 	t := tally{c: c, op: "proclaim", key: l.Keys.Lock, all: true}
 	c.collect(ctx, f, &t, make([]bool, len(c.nodes)), nil)
 	switch {
@@ -51,7 +51,7 @@ func (c *Cluster) Leader(ctx context.Context, k Keys, timeout time.Duration) (to
 	if err := ctxError(ctx, "leader", k.Lock); err != nil {
 		return "", "", false, err
 	}
-	f := c.call(ctx, timeout, leaderScript, []string{k.Lock, k.Leader})
+	f := c.call(ctx, nil, "", timeout, leaderScript, []string{k.Lock, k.Leader})
 	t := tally{c: c, op: "leader", key: k.Lock}
 	answered := make([]bool, len(c.nodes))
 	counts := map[string]int{} // per record: the nodes that hold it, its token holding the lock

@@ -18,7 +18,7 @@ func (c *Cluster) Extend(ctx context.Context, h *Held) (time.Time, error) {
 		return time.Time{}, err
 	}
 	start := time.Now()
-	f := c.call(ctx, l.NodeTimeout, l.scripts().extend, l.Keys.extendKeys(l.Read), l.token, millis(l.TTL))
+	f := c.call(ctx, &l.Lock, "extend", l.NodeTimeout, l.scripts().extend, l.Keys.extendKeys(l.Read), l.token, millis(l.TTL))
 	t := tally{c: c, op: "extend", key: l.Keys.Lock}
 	c.collect(ctx, f, &t, make([]bool, len(c.nodes)), nil)
 	until := start.Add(l.TTL - l.Drift())

@@ -28,6 +28,18 @@ type reply struct {
 // yes reports whether the node answered with a first element of 1.
 func (r reply) yes() bool { return r.err == nil && len(r.vals) > 0 && r.vals[0] == 1 }
 
+// nodeErr returns the node's error: its call's, a *restartError if it abstained under the
+// restart guard ({-1, wait}), or nil.
+func (r reply) nodeErr() error {
+	switch {
+	case r.err != nil:
+		return r.err
+	case r.vals[0] < 0 && len(r.vals) > 1:
+		return &restartError{wait: time.Duration(r.vals[1]) * time.Millisecond}
+	}
+	return nil
+}
+
 // request is one script call, made on every node of a fan-out.
 type request struct {
 	s    *Script
@@ -35,6 +47,10 @@ type request struct {
 	// detached: the calls keep the caller's values but not its end, and run to their answer
 	// or their deadline even if it ends (a release: it is never abandoned half-way).
 	detached bool
+	// op names the operation ("acquire", "extend", "release", "raise") for failed, the
+	// lock's Lock.NodeFailed (nil: nothing to report).
+	op     string
+	failed func(op string, e NodeError)
 	keys     []string
 	args     []string
 	// setNX: a node that is a Setter is sent SET key value NX PX ttl instead of s (see
@@ -44,9 +60,10 @@ type request struct {
 	ttl        time.Duration
 }
 
-// call runs s on every node at once, each bounded by timeout (see fan).
-func (c *Cluster) call(ctx context.Context, timeout time.Duration, s *Script, keys []string, args ...string) *fanout {
-	return c.fan(ctx, timeout, request{s: s, keys: keys, args: args}, 0)
+// call runs s on every node at once, each bounded by timeout (see fan), as the operation op
+// on the lock l asks for: its failed calls go to l.NodeFailed (l may be nil).
+func (c *Cluster) call(ctx context.Context, l *Lock, op string, timeout time.Duration, s *Script, keys []string, args ...string) *fanout {
+	return c.fan(ctx, timeout, request{s: s, keys: keys, args: args, op: op, failed: l.nodeFailed()}, 0)
 }
 
 // fanout is one request's calls to the nodes, each on a goroutine of its own, under one
@@ -151,22 +168,25 @@ func releaseArgs(token, channel, waiter, mode string, more ...string) []string {
 	return append(append(args, token, channel, "PUBLISH", waiter, mode), more...)
 }
 
-// callNode runs s on node i alone, bounded by timeout, for a caller that runs it on a
+// callNode sends req to node i alone, bounded by timeout, for a caller that runs it on a
 // goroutine of its own.
-func (c *Cluster) callNode(ctx context.Context, i int, timeout time.Duration, s *Script, keys, args []string) reply {
-	req := request{s: s, keys: keys, args: args}
+func (c *Cluster) callNode(ctx context.Context, i int, timeout time.Duration, req request) reply {
 	return c.eval(ctx, c.deadlines.detach(ctx, timeout), i, timeout, &req)
 }
 
 // eval sends req to node i under dctx, which bounds the call by the node timeout, and
 // turns the outcome into a reply: the caller's ctx error if it ended, ErrNodeTimeout if
-// the deadline passed, an error for an empty reply.
+// the deadline passed, an error for an empty reply. A node's failure or abstention goes
+// to req.failed, unless the caller's end or the nodes' misconfiguration explains it.
 func (c *Cluster) eval(ctx, dctx context.Context, i int, timeout time.Duration, req *request) reply {
 	var vals []int64
 	var err error
+	misconfigured := false
 	if !req.vote { // not a vote
 		vals, err = c.send(dctx, i, req, false)
-	} else if err = c.misconfigured(); err == nil {
+	} else if err = c.misconfigured(); err != nil {
+		misconfigured = true
+	} else {
 		// A vote counts only from a node known to reach a server that no other node
 		// reaches: until it is known, the acquisition asks the server to say which it is.
 		known := c.id.known[i].Load()
@@ -197,6 +217,11 @@ func (c *Cluster) eval(ctx, dctx context.Context, i int, timeout time.Duration, 
 	}
 	r := reply{node: i, vals: vals, err: err}
 	c.noteGuard(r)
+	if req.failed != nil && ctx.Err() == nil && !misconfigured {
+		if err := r.nodeErr(); err != nil {
+			req.failed(req.op, NodeError{Node: c.nodes[i].String(), Err: err})
+		}
+	}
 	return r
 }
 
@@ -268,13 +293,11 @@ func (t *tally) add(r reply) {
 	if r.node < 64 {
 		t.suspects &^= 1 << r.node
 	}
-	switch {
-	case r.err != nil:
-		t.errs = append(t.errs, NodeError{Node: t.c.nodes[r.node].String(), Err: r.err})
+	switch err := r.nodeErr(); {
+	case err != nil:
+		t.errs = append(t.errs, NodeError{Node: t.c.nodes[r.node].String(), Err: err})
 	case r.vals[0] == 1:
 		t.yes++
-	case r.vals[0] < 0 && len(r.vals) > 1:
-		t.errs = append(t.errs, NodeError{Node: t.c.nodes[r.node].String(), Err: &restartError{wait: time.Duration(r.vals[1]) * time.Millisecond}})
 	default:
 		t.no++
 	}

@@ -40,6 +40,23 @@ type Lock struct {
 	// the last (ctx's end, or a permanent error), in AcquireWait's goroutine, before it
 	// waits for the next attempt: for a caller that reports long waits.
 	Failed func(err error)
+	// NodeFailed, if set, is called for each call to a node about this lock that failed
+	// or abstained under the restart guard (e.Err matches ErrRestarted), as the call ends:
+	// in an operation that reached its quorum too, for a node that the operation did not
+	// wait for (then after the operation returned), and for the requests core sends in the
+	// background (releases of a failed attempt, a waiter leaving the queue). op is
+	// "acquire", "extend", "release" or "raise". A call that ended because the caller's
+	// context did is not reported. It runs in the goroutine that made the call, so it must
+	// be safe for concurrent use and return quickly.
+	NodeFailed func(op string, e NodeError)
+}
+
+// nodeFailed returns l's NodeFailed, or nil for a nil l.
+func (l *Lock) nodeFailed() func(string, NodeError) {
+	if l == nil {
+		return nil
+	}
+	return l.NodeFailed
 }
 
 // Drift is the clock-drift allowance subtracted from every validity: TTL*DriftFactor + 2ms.

@@ -21,7 +21,7 @@ func (c *Cluster) Permits(ctx context.Context, key string, permits int, timeout 
 	if err := ctxError(ctx, "permits", key); err != nil {
 		return err
 	}
-	f := c.call(ctx, timeout, permitsScript, []string{key}, strconv.Itoa(permits), millis(FenceIdle))
+	f := c.call(ctx, nil, "", timeout, permitsScript, []string{key}, strconv.Itoa(permits), millis(FenceIdle))
 	t := tally{c: c, op: "permits", key: key}
 	var other error
 	c.collect(ctx, f, &t, make([]bool, len(c.nodes)), func(r reply) {

@@ -15,7 +15,8 @@ import "context"
 // *QuorumError (too few nodes answered; their keys expire by their TTL).
 func (c *Cluster) Release(ctx context.Context, h *Held) error {
 	l := &h.claim
-	req := request{s: l.scripts().release, detached: true, keys: l.Keys.releaseKeys(), args: releaseArgs(l.token, l.Keys.Channel, l.waiter, "leave")}
+	req := request{s: l.scripts().release, detached: true, keys: l.Keys.releaseKeys(), args: releaseArgs(l.token, l.Keys.Channel, l.waiter, "leave"),
+		op: "release", failed: l.NodeFailed}
 	var f *fanout
 	if a, late := l.acquiring, l.late; a != nil && l.pending > 0 && late != 0 {
 		f = c.fan(ctx, l.NodeTimeout, req, late)

@@ -240,5 +240,5 @@ func parseHandover(p string) (h handover, ok bool) {
 // attempts, and hands it on (or wakes the next waiter) if the lock is then free.
 func (c *Cluster) leave(l *claim) {
 	keys, args, timeout := l.Keys.releaseKeys(), releaseArgs(l.token, l.Keys.Channel, l.waiter, "leave"), l.NodeTimeout
-	c.call(context.Background(), timeout, l.scripts().release, keys, args...)
+	c.call(context.Background(), &l.Lock, "release", timeout, l.scripts().release, keys, args...)
 }

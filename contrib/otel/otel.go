@@ -24,9 +24,9 @@
 //	redlock.node.errors             counter    a node's failures; redlock.node, redlock.op ("acquire", "extend", "release", "raise"), error.type ("timeout", "other")
 //	redlock.node.abstentions        counter    a node's abstentions under the restart guard; redlock.node, redlock.op
 //
-// What a count can and cannot include follows from redlock.Observer: node errors are those
-// of operations that failed for lack of a quorum, and of each failed attempt of a wait; a
-// node that failed while a quorum of others answered is not counted. Hand-overs are
+// What a count includes follows from redlock.Observer: node errors count every failed
+// call to a node, in operations that succeeded too and in the requests sent in the
+// background, so a node that is down shows while the lock still works. Hand-overs are
 // counted on the acquiring side (redlock.AcquireEvent.HandedOver).
 //
 // # Spans

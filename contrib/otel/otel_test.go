@@ -3,6 +3,7 @@ package redlockotel_test
 import (
 	"context"
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -345,9 +346,9 @@ func TestExtensionsAndLosses(t *testing.T) {
 }
 
 // TestNodeErrorsAndAbstentions: over three miniredis nodes, with one closed a TryAcquire
-// still succeeds and no node error is counted (the engine reports nodes only when the
-// quorum fails); with two closed, the failed TryAcquire counts an error for each of them,
-// by name and operation, and none for the live node. miniredis cannot report its uptime,
+// and its Release still succeed, and the closed node's failed calls are counted, by name
+// and operation; with two closed, the failed TryAcquire counts an error for each of them,
+// and so does the release of its attempt, and none for the live node. miniredis cannot report its uptime,
 // so it never abstains: an abstention is counted from an event made by hand.
 func TestNodeErrorsAndAbstentions(t *testing.T) {
 	e := newEnv(t)
@@ -357,30 +358,48 @@ func TestNodeErrorsAndAbstentions(t *testing.T) {
 	defer cancel()
 
 	closed := []string{servers[1].Addr(), servers[2].Addr()}
+	acquire, release := redlockotel.KeyOp.String("acquire"), redlockotel.KeyOp.String("release")
+	// nodeErrors waits until the node errors of op on each closed node are want[i].
+	nodeErrors := func(op attribute.KeyValue, want ...int64) {
+		t.Helper()
+		var got []int64
+		assert.Eventually(t, func() bool {
+			ms := e.collect(t)
+			got = got[:0]
+			for _, addr := range closed {
+				got = append(got, count(t, ms, "redlock.node.errors", redlockotel.KeyNode.String(addr), op, redlockotel.KeyKind.String("lease")))
+			}
+			return slices.Equal(got, want)
+		}, 10*time.Second, 10*time.Millisecond, "node errors of %v on %v: want %v", op, closed, want)
+	}
+
+	// One server closed: the lock works on the other two, and the closed one's failed
+	// calls count all the same.
 	servers[1].Close()
 	l, err := c.TryAcquire(ctx, "down")
 	require.NoError(t, err, "2 of 3 grant it")
 	require.NoError(t, l.Release(ctx))
-	assert.EqualValues(t, 0, count(t, e.collect(t), "redlock.node.errors"))
+	nodeErrors(acquire, 1, 0)
+	nodeErrors(release, 1, 0)
 
+	// Two closed: the acquisition fails, and its attempt is let go of on both.
 	servers[2].Close()
 	_, err = c.TryAcquire(ctx, "down")
 	require.ErrorIs(t, err, redlock.ErrNoQuorum)
+	nodeErrors(acquire, 2, 1)
+	nodeErrors(release, 2, 1)
 	ms := e.collect(t)
-	op := redlockotel.KeyOp.String("acquire")
-	for _, addr := range closed {
-		assert.EqualValues(t, 1, count(t, ms, "redlock.node.errors", redlockotel.KeyNode.String(addr), op, redlockotel.KeyKind.String("lease")), addr)
-	}
-	assert.EqualValues(t, 2, count(t, ms, "redlock.node.errors"))
+	assert.EqualValues(t, 6, count(t, ms, "redlock.node.errors"))
 	assert.EqualValues(t, 1, count(t, ms, "redlock.lock.acquisitions", redlockotel.KeyOutcome.String("error")))
 
+	op := acquire
 	e.obs.NodeError(redlock.NodeEvent{Name: "down", Kind: redlock.KindMutex, Op: "acquire", Node: "10.0.0.1:6379",
 		Err: redlock.ErrRestarted, Abstained: true})
 	e.obs.NodeError(redlock.NodeEvent{Name: "down", Kind: redlock.KindMutex, Op: "extend", Node: "10.0.0.2:6379",
 		Err: redlock.ErrNodeTimeout, TimedOut: true})
 	ms = e.collect(t)
 	assert.EqualValues(t, 1, count(t, ms, "redlock.node.abstentions", redlockotel.KeyNode.String("10.0.0.1:6379"), op, redlockotel.KeyKind.String("mutex")))
-	assert.EqualValues(t, 3, count(t, ms, "redlock.node.errors"), "an abstention is not an error")
+	assert.EqualValues(t, 7, count(t, ms, "redlock.node.errors"), "an abstention is not an error")
 	assert.EqualValues(t, 1, count(t, ms, "redlock.node.errors", redlockotel.KeyErrorType.String("timeout"), redlockotel.KeyOp.String("extend")))
 	noName(t, ms)
 }
