@@ -51,8 +51,8 @@ type request struct {
 	// lock's Lock.NodeFailed (nil: nothing to report).
 	op     string
 	failed func(op string, e NodeError)
-	keys     []string
-	args     []string
+	keys   []string
+	args   []string
 	// setNX: a node that is a Setter is sent SET key value NX PX ttl instead of s (see
 	// setNX). keys and args are then needed only if some node is not a Setter.
 	setNX      bool
