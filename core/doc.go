@@ -29,8 +29,9 @@
 // A node keeps, per lock, the queue of its waiters: Keys.Queue (ids by ticket, the time the
 // waiter began, so that the nodes order alike), Keys.Alive (ids by the server time at which
 // their place lapses) and Keys.Waiters (each id's latest attempt: "<token> <ttl ms> <fence
-// floor> <guard s>[ r]"). Each key expires when no waiter calls for four to eight refresh
-// intervals. One waiter W, on one node:
+// floor> <guard s>[ r]"). A waiter's place lapses placeKept after its last call landed (a
+// refresh interval and two node timeouts: 450ms at a 100ms node timeout), and each key
+// expires when no waiter calls for one to two places' time. One waiter W, on one node:
 //
 //	state       event                                   effect                                  reply / message
 //	----------  --------------------------------------  --------------------------------------  -----------------------
@@ -91,6 +92,6 @@
 // fewer than a quorum that the rest do not follow within about twice its attempt's time
 // (one release handed the lock to different waiters: it calls again, as after a split
 // vote); the holder's remaining TTL; its refresh interval (2.5 node timeouts, at least 50
-// ms), when it calls again to keep its place. When its context ends it leaves the queue
+// ms, counted from its last attempt's start), when it calls again to keep its place. When its context ends it leaves the queue
 // (release "leave" on every node), letting go of any lock handed to it meanwhile.
 package core

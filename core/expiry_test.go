@@ -167,7 +167,7 @@ func TestLapsedWaitersAreForgottenInBoundedSteps(t *testing.T) {
 		_, err := node.Eval(ctx, script(t, "acquire"), k.AcquireKeys(), acquireArgs(fmt.Sprintf("w%d.1", i), "0", fmt.Sprintf("w%d", i), int64(i))...)
 		require.NoError(t, err)
 	}
-	m.SetTime(start.Add(2 * time.Second)) // their places (1 s) lapsed
+	m.SetTime(start.Add(2 * time.Second)) // their places (450 ms) lapsed
 	m.Del(k.Lock)
 	count := func() int {
 		if !m.Exists(k.Queue) {
@@ -191,8 +191,8 @@ func TestLapsedWaitersAreForgottenInBoundedSteps(t *testing.T) {
 
 // TestCrashedHolderBlocksNoLongerThanItsTTL: a waiter that got the lock by hand-over and
 // then crashed (it never releases nor extends) blocks the waiter behind it only until its
-// lock's TTL runs out: its place in the queue lapses with the lock, not four refresh
-// intervals later.
+// lock's TTL runs out: its place in the queue lapses with the lock, not a place's
+// lifetime (a refresh interval and two node timeouts) after its last call.
 func TestCrashedHolderBlocksNoLongerThanItsTTL(t *testing.T) {
 	servers := realServers(t, 3)
 	cl := newCluster(t, servers)
@@ -200,9 +200,9 @@ func TestCrashedHolderBlocksNoLongerThanItsTTL(t *testing.T) {
 	const ttl = 300 * time.Millisecond
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	waiter := func(ready chan<- time.Time) {
+	waiter := func(ready chan<- time.Time, nodeTimeout time.Duration) {
 		l := lock("crash")
-		l.TTL = ttl
+		l.TTL, l.NodeTimeout = ttl, nodeTimeout
 		_, err := cl.AcquireWait(ctx, l, patient)
 		if err != nil {
 			t.Error(err)
@@ -210,9 +210,12 @@ func TestCrashedHolderBlocksNoLongerThanItsTTL(t *testing.T) {
 		ready <- time.Now()
 	}
 	crashedGot, nextGot := make(chan time.Time, 1), make(chan time.Time, 1)
-	go waiter(crashedGot)
+	// The waiter that crashes keeps a place for 4.5 s after its last call (a 1 s node
+	// timeout), far beyond its lock's TTL, unless the place lapses with the lock; the next
+	// calls again every 250 ms.
+	go waiter(crashedGot, time.Second)
 	require.Eventually(t, func() bool { return allEqual(queued(t, servers, first.Keys), 1) }, 5*time.Second, time.Millisecond)
-	go waiter(nextGot)
+	go waiter(nextGot, 100*time.Millisecond)
 	require.Eventually(t, func() bool { return allEqual(queued(t, servers, first.Keys), 2) }, 5*time.Second, time.Millisecond)
 	require.NoError(t, cl.Release(context.Background(), first))
 	crashed := <-crashedGot // and never releases

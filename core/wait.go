@@ -25,8 +25,11 @@ import (
 // to the first one: only when a holder's TTL ran out without a release, or a node could
 // not hand it over, and then until the first waiter calls again (within its refresh
 // interval). A waiter keeps its place
-// by calling again at least every refresh interval (2.5 node timeouts, at least 50ms); one
-// that stops calling for four intervals (it crashed, say) loses its place, and one that
+// by starting an attempt at least every refresh interval (2.5 node timeouts, at least
+// 50ms, from the start of the one before); a node keeps the place for a refresh interval
+// and two node timeouts (at least a node timeout and 50ms) after the waiter's last call
+// landed there, so one that stops calling (it crashed, say, or can no longer reach that
+// node) loses its place there that long after its last call, and one that
 // gives up (ctx ended) leaves the queue at once, in the background, letting go of the lock
 // wherever a release handed it over; a call of its still under way then is followed, on
 // its node, by a release that takes it out of the queue again once the call is answered.
@@ -99,15 +102,22 @@ func (c *Cluster) acquireWait(ctx context.Context, l *claim, b Backoff) (Grant, 
 					continue
 				}
 			}
-			delay := min(b.Delay(attempt, o.wait), l.refresh())
+			// The next attempt starts within a refresh interval of this one's start, however
+			// long this one took to fail, so that the nodes keep the waiter's place (see
+			// placeKept).
+			refresh := l.refresh()
+			if !o.start.IsZero() {
+				refresh = max(0, refresh-time.Since(o.start))
+			}
+			delay := min(b.Delay(attempt, o.wait), refresh)
 			listen := false
 			switch {
 			case o.split:
 				// Competitors took some nodes each and all let go: retry after a random
 				// pause of up to two attempts' time, so that the next round has a winner.
-				delay = rand.N(2*o.took + 1)
+				delay = min(rand.N(2*o.took+1), refresh)
 			case held && w.isActive():
-				delay, listen = l.refresh(), true
+				delay, listen = refresh, true
 				if o.wait > 0 {
 					delay = min(o.wait, delay)
 				}
