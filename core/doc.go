@@ -92,6 +92,9 @@
 // fewer than a quorum that the rest do not follow within about twice its attempt's time
 // (one release handed the lock to different waiters: it calls again, as after a split
 // vote); the holder's remaining TTL; its refresh interval (2.5 node timeouts, at least 50
-// ms, counted from its last attempt's start), when it calls again to keep its place. When its context ends it leaves the queue
-// (release "leave" on every node), letting go of any lock handed to it meanwhile.
+// ms, counted from its last attempt's start), when it calls again to keep its place. When
+// its context ends it leaves the queue (release "leave" on every node, each once the calls
+// of its earlier attempts still under way there answered), letting go of any lock handed
+// to it meanwhile. An attempt that a quorum refused returns without waiting for the rest;
+// their refusals, when they come, count for a hand-over too.
 package core

@@ -519,3 +519,100 @@ func TestLateCallOfAQuitterDoesNotQueueIt(t *testing.T) {
 	assert.Eventually(t, func() bool { return allEqual(queued(t, servers, holder.Keys), 0) },
 		3*time.Second, time.Millisecond, "the quitter is still queued: %v", queued(t, servers, holder.Keys))
 }
+
+// countedSlow is slowAcquire that counts the acquire calls it sends.
+type countedSlow struct {
+	slowAcquire
+	acquires *atomic.Int64
+}
+
+func (n countedSlow) Eval(ctx context.Context, s *core.Script, keys []string, args ...string) ([]int64, error) {
+	if s.Name() == "acquire" {
+		n.acquires.Add(1)
+	}
+	return n.slowAcquire.Eval(ctx, s, keys, args...)
+}
+
+// slowThird returns a Cluster over servers (3) whose third node sends each acquire call
+// delay late, and the count of acquire calls sent.
+func slowThird(t *testing.T, servers []server, delay time.Duration) (*core.Cluster, *atomic.Int64) {
+	var calls atomic.Int64
+	nodes := make([]core.Node, len(servers))
+	for i, s := range servers {
+		c := redis.NewClient(&redis.Options{Addr: s.addr})
+		n := goredis.New(c)
+		t.Cleanup(func() { _ = n.Close(); _ = c.Close() })
+		slow := slowAcquire{Node: n, Subscriber: n}
+		if i == 2 {
+			slow.delay = delay
+		}
+		nodes[i] = countedSlow{slow, &calls}
+	}
+	cl, err := core.NewCluster(nodes)
+	require.NoError(t, err)
+	return cl, &calls
+}
+
+// TestWaiterRefusedByAQuorumDoesNotWaitForTheRest: a waiter's attempt that a quorum refused
+// returns at once, without waiting for a slow node (1 s late here) to answer; the slow
+// node's call still lands, and queues the waiter there too.
+func TestWaiterRefusedByAQuorumDoesNotWaitForTheRest(t *testing.T) {
+	servers := miniServers(t, 3)
+	cl := newCluster(t, servers)
+	holder := hold(t, cl, servers, "quorum")
+	slow, _ := slowThird(t, servers, time.Second)
+	l := lock("quorum")
+	l.NodeTimeout = 10 * time.Second
+	start := time.Now()
+	_, err := slow.AcquireAs(context.Background(), l, "w.1", "w", 1)
+	require.ErrorIs(t, err, core.ErrHeld)
+	assert.Less(t, time.Since(start), 900*time.Millisecond, "the attempt waited for the slow node")
+	assert.Eventually(t, func() bool { return allEqual(queued(t, servers, holder.Keys), 1) }, 5*time.Second, time.Millisecond,
+		"the slow node's call did not land: %v", queued(t, servers, holder.Keys))
+}
+
+// TestLateRefusalCountsForAHandOver: a waiter whose attempt returned before a slow node
+// refused it takes a hand-over from that node once the refusal comes: here the release
+// hands the lock over on the slow node and one other only (the third no longer queues the
+// waiter), and the waiter holds it without calling again.
+func TestLateRefusalCountsForAHandOver(t *testing.T) {
+	servers := miniServers(t, 3)
+	cl := newCluster(t, servers)
+	holder := hold(t, cl, servers, "late-refusal")
+	slow, calls := slowThird(t, servers, 300*time.Millisecond)
+	w := lock("late-refusal")
+	w.NodeTimeout = 10 * time.Second // a refresh every 25 s
+	type result struct {
+		g   *core.Held
+		err error
+	}
+	got := make(chan result, 1)
+	go func() { g, err := slow.AcquireWait(context.Background(), w, patient); got <- result{g, err} }()
+	// The waiter's second attempt (the one after it subscribed, with which it waits) has
+	// landed on every node, the slow one too; then it calls no more.
+	require.Eventually(t, func() bool { return registeredAs(t, servers, holder.Keys, ".2") && calls.Load() == 6 },
+		5*time.Second, time.Millisecond, "the waiter is not queued under its second attempt everywhere")
+	var attempt string
+	{
+		v, err := servers[2].do("HVALS", holder.Keys.Waiters)
+		require.NoError(t, err)
+		attempt, _, _ = strings.Cut(v.([]any)[0].(string), " ")
+	}
+	// The first node forgets the waiter: the release hands the lock over on the other two.
+	_, err := servers[0].do("DEL", holder.Keys.Queue, holder.Keys.Alive, holder.Keys.Waiters)
+	require.NoError(t, err)
+	require.NoError(t, cl.Release(context.Background(), holder))
+	var r result
+	select {
+	case r = <-got:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the waiter did not get the lock")
+	}
+	require.NoError(t, r.err)
+	assert.Equal(t, int64(6), calls.Load(), "the waiter called again instead of taking the hand-over")
+	assert.Equal(t, attempt, r.g.Token())
+	for i, s := range servers[1:] {
+		assert.Equal(t, attempt, get(t, s, holder.Keys.Lock), "server %d does not hold the lock for the waiter", i+1)
+	}
+	require.NoError(t, cl.Release(context.Background(), r.g))
+}
