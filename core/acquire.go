@@ -337,6 +337,22 @@ func (t *trail) add(i int) chan struct{} {
 	return ch
 }
 
+// underWay reports whether some call recorded is not dealt with yet.
+func (t *trail) underWay() bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for _, calls := range t.busy {
+		for _, b := range calls {
+			select {
+			case <-b:
+			default:
+				return true
+			}
+		}
+	}
+	return false
+}
+
 // wait returns once every call to node i recorded so far is dealt with, or at the latest
 // when timeout is closed.
 func (t *trail) wait(i int, timeout <-chan struct{}) {

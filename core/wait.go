@@ -289,7 +289,9 @@ func parseHandover(p string) (h handover, ok bool) {
 func (c *Cluster) leave(l *claim) {
 	keys, args, timeout := l.Keys.ReleaseKeys(), releaseArgs(l.token, l.Keys.Channel, l.waiter, "leave"), l.NodeTimeout
 	script, tr := l.scripts().release, l.trail
-	if tr == nil {
+	if tr == nil || !tr.underWay() {
+		// As a release: at N = 1 in this goroutine, so that a process that exits once its
+		// wait ended has left the queue.
 		c.call(context.Background(), timeout, script, keys, args...)
 		return
 	}
