@@ -4,7 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
+	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -51,6 +54,10 @@ type outcome struct {
 	// only those can hand this attempt the lock later. nil for a single attempt, and when
 	// no node refused.
 	refused []bool
+	// late says which more nodes refused the attempt after it returned (the attempt does
+	// not wait for the rest once a quorum refused): they can hand it the lock too. nil if
+	// every node had answered.
+	late <-chan int
 }
 
 // acquire is Acquire that also says, on failure, what the next attempt should know.
@@ -123,10 +130,12 @@ func (c *Cluster) acquire(ctx context.Context, l *claim) (Grant, outcome, error)
 		}
 	}
 	c.collect(ctx, f, &t, answered, seen)
-	// A waiter that lost hears the other nodes out too (within the node timeout): a release
-	// can hand it the lock on each node that refused it, and it takes a hand-over only from
-	// a node whose refusal it saw.
-	if refused != nil && !t.won() && t.waiting() && ctx.Err() == nil {
+	// A waiter that lost with fewer than a quorum of refusals hears the other nodes out too
+	// (within the node timeout): a release can hand it the lock on each node that refused
+	// it, and it takes a hand-over only from a quorum of nodes whose refusal it saw. With a
+	// quorum of refusals it need not wait: the rest's refusals reach it later (see
+	// outcome.late), and whatever else they did is undone after they answer (see abandon).
+	if refused != nil && !t.won() && t.no < c.quorum && t.waiting() && ctx.Err() == nil {
 		t.all = true
 		c.collect(ctx, f, &t, answered, seen)
 	}
@@ -161,11 +170,11 @@ func (c *Cluster) acquire(ctx context.Context, l *claim) (Grant, outcome, error)
 		}
 		return Grant{Start: start, Until: until, Fence: uint64(top), Attempts: max(l.attempt, 1)}, outcome{}, nil
 	}
-	c.abandon(ctx, l, f, answered, mayHold)
+	late := c.abandon(ctx, l, f, answered, mayHold)
 	// A split vote is one that no owner won: some nodes granted us the lock, and the
 	// refusals alone did not decide it (then another owner holds it, and we wait for it).
 	split := t.yes > 0 && !errors.Is(err, ErrHeld)
-	o := outcome{wait: time.Duration(wait) * time.Millisecond, split: split, took: time.Since(start), start: start, refused: refused, plain: plain}
+	o := outcome{wait: time.Duration(wait) * time.Millisecond, split: split, took: time.Since(start), start: start, refused: refused, plain: plain, late: late}
 	return Grant{}, o, err
 }
 
@@ -218,8 +227,12 @@ func (c *Cluster) raise(ctx context.Context, l *claim, fence int64, until time.T
 // abandon releases a failed attempt: at once on the nodes that answered and may hold the
 // lock (the caller waits for these, so that its next attempt does not meet its own keys),
 // and in the background on each node still in flight, after it answers, so that a late
-// SET is undone too.
-func (c *Cluster) abandon(ctx context.Context, l *claim, f *fanout, answered, mayHold []bool) {
+// SET is undone too. For a waiter (l.trail set) it records each node still in flight in
+// the trail until that node answered and its release, if any, answered too, so that the
+// waiter's leave reaches the node after them (see leave); and it returns a channel that
+// names each of those nodes that answers with a refusal (a waiter's attempt that such a
+// node can hand the lock to later), or nil if none is in flight.
+func (c *Cluster) abandon(ctx context.Context, l *claim, f *fanout, answered, mayHold []bool) <-chan int {
 	// A waiter whose ctx ended gives up: its releases take it out of the queue, on every node
 	// still in flight too, once it answers, so that no late call of its queues it again.
 	// Otherwise the waiter keeps its place, and is not woken by its own release.
@@ -234,29 +247,125 @@ func (c *Cluster) abandon(ctx context.Context, l *claim, f *fanout, answered, ma
 	args := releaseArgs(l.token, l.Keys.Channel, l.waiter, mode, strconv.FormatInt(l.ticket, 10), millis(l.placeKept()))
 	req := request{s: l.scripts().release, keys: keys, args: args, op: "release", failed: l.NodeFailed}
 	release := func(i int) { c.callNode(ctx, i, timeout, req) }
+	// A straggler that answers once the waiter has returned without the lock, or with a
+	// later attempt's, is followed by a leave, whatever it answered: nothing else would take
+	// the waiter out of that node's queue after it. (A leave under this attempt's token
+	// cannot let go of a later attempt's lock: see ours in queue.lua. This attempt's own
+	// lock, handed over to it, is Release's to let go of.)
+	var leave request
+	if l.trail != nil && !quitting {
+		leave = req
+		leave.args = releaseArgs(l.token, l.Keys.Channel, l.waiter, "leave")
+	}
+	attempt := int64(l.attempt)
 	pending := 0
 	done := make(chan struct{}, len(c.nodes))
+	var busy []chan struct{} // per node in flight, for a waiter: closed once it is dealt with
 	for i := range c.nodes {
 		switch {
 		case !answered[i]:
 			pending++
+			if l.trail != nil {
+				if busy == nil {
+					busy = make([]chan struct{}, len(c.nodes))
+				}
+				busy[i] = l.trail.add(i)
+			}
 		case mayHold[i]:
 			go func() { release(i); done <- struct{}{} }()
 		default:
 			done <- struct{}{}
 		}
 	}
+	var late chan int
 	if pending > 0 {
+		waiter, tr := l.waiter, l.trail
+		if waiter != "" {
+			late = make(chan int, pending)
+		}
 		go func() {
 			for range pending {
 				r := <-f.out
-				if !answered[r.node] && (r.err != nil || r.yes()) {
+				if answered[r.node] {
+					continue // cannot be: collect read those
+				}
+				switch {
+				case leave.s != nil && tr.gone.Load() && tr.won.Load() != attempt:
+					c.callNode(ctx, r.node, timeout, leave)
+				case r.err != nil || r.yes():
 					release(r.node)
+				case late != nil && len(r.vals) > 1 && r.vals[0] == 0:
+					late <- r.node
+				}
+				if busy != nil && busy[r.node] != nil {
+					close(busy[r.node])
 				}
 			}
 		}()
 	}
 	for range len(c.nodes) - pending {
 		<-done
+	}
+	return late
+}
+
+// trail is what a waiter (AcquireWait) has under way on the nodes in the background: per
+// node, the calls of its failed attempts that had not answered when the attempt returned,
+// each until it answered and the release that undoes it (if any) answered too.
+type trail struct {
+	mu   sync.Mutex
+	busy [][]chan struct{} // per node: each closed once that call is dealt with
+	gone atomic.Bool       // AcquireWait returned
+	won  atomic.Int64      // the attempt that got the lock, once AcquireWait returned it
+}
+
+func newTrail(n int) *trail { return &trail{busy: make([][]chan struct{}, n)} }
+
+// add records a call to node i under way, and returns the channel to close once it is
+// dealt with. It forgets the calls to i already dealt with.
+func (t *trail) add(i int) chan struct{} {
+	ch := make(chan struct{})
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	open := t.busy[i][:0]
+	for _, b := range t.busy[i] {
+		select {
+		case <-b:
+		default:
+			open = append(open, b)
+		}
+	}
+	t.busy[i] = append(open, ch)
+	return ch
+}
+
+// underWay reports whether some call recorded is not dealt with yet.
+func (t *trail) underWay() bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for _, calls := range t.busy {
+		for _, b := range calls {
+			select {
+			case <-b:
+			default:
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// wait returns once every call to node i recorded so far is dealt with, or at the latest
+// when timeout is closed.
+func (t *trail) wait(i int, timeout <-chan struct{}) {
+	t.mu.Lock()
+	busy := slices.Clone(t.busy[i])
+	t.mu.Unlock()
+	for _, b := range busy {
+		select {
+		case <-b:
+		case <-timeout:
+			return
+		}
 	}
 }

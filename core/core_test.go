@@ -664,10 +664,13 @@ func TestWaitersCallAgainEveryRefreshInterval(t *testing.T) {
 	l := testLock()
 	l.NodeTimeout = 40 * time.Millisecond // refresh: 100 ms
 	require.Equal(t, 100*time.Millisecond, l.refresh())
-	require.Equal(t, 400*time.Millisecond, l.placeKept())
+	// A node keeps the place a refresh interval and two node timeouts (one at least 50 ms)
+	// after the call: the longest two calls of a live waiter land apart, and a margin.
+	require.Equal(t, 190*time.Millisecond, l.placeKept())
 	short := testLock()
 	short.NodeTimeout = time.Millisecond
 	require.Equal(t, 50*time.Millisecond, short.refresh(), "the refresh interval is at least 50 ms")
+	require.Equal(t, 101*time.Millisecond, short.placeKept(), "the place's margin is at least 50 ms")
 
 	polling, fakes := cluster(t, held(30_000))
 	subscribed := newPubsubNode()

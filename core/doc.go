@@ -29,8 +29,10 @@
 // A node keeps, per lock, the queue of its waiters: Keys.Queue (ids by ticket, the time the
 // waiter began, so that the nodes order alike), Keys.Alive (ids by the server time at which
 // their place lapses) and Keys.Waiters (each id's latest attempt: "<token> <ttl ms> <fence
-// floor> <guard s>[ r]"). Each key expires when no waiter calls for four to eight refresh
-// intervals. One waiter W, on one node:
+// floor> <guard s>[ r]"). A waiter's place lapses placeKept after its last call landed (a
+// refresh interval and two node timeouts: 450ms at a 100ms node timeout), and each key
+// expires when no waiter calls for one to two places' time (Keys.Alive no sooner than 10 s
+// after the last leave marked there: see below). One waiter W, on one node:
 //
 //	state       event                                   effect                                  reply / message
 //	----------  --------------------------------------  --------------------------------------  -----------------------
@@ -42,17 +44,24 @@
 //	            (or no queue)                            lapses with the lock
 //	queued      W's call stops (crash)                   place lapses after placeKept            -
 //	holding     TTL runs out (crash)                     lock and place lapse together           -
-//	holding     release "leave" (W unlocks)              DEL lock, dequeue W, hand over          {1, woken}
+//	holding     release "leave" (W unlocks)              DEL lock, dequeue W, mark W left;       {1, woken}
+//	                                                     hand over
 //	holding     release "stay" (W's attempt failed       DEL lock, keep W's place; hand over     {1, woken}
 //	            elsewhere)                               if another waiter is first
-//	queued      release "leave" (W gives up)             dequeue W; hand over if the lock is     {0, woken}
-//	                                                     free
+//	queued      release "leave" (W gives up)             dequeue W, mark W left; hand over if    {0, woken}
+//	                                                     the lock is free
+//	left        acquire or release "stay" (a call        - (for 10 s after the leave)            {0, pttl} or {0, 0}
+//	            sent before W left, landing late)
 //	first       another's release frees the lock         SET lock to W's recorded token, fence   "<token> <fence>[ u]"
 //	                                                     to its floor; W's place lapses with it  on W's channel
 //	first       same, but W recorded no attempt here,    -                                       "" (wake-up)
 //	            or the restart guard abstains
 //
-// A script forgets at most 64 lapsed waiters at the head of a queue per call.
+// A script forgets at most 64 lapsed waiters at the head of a queue per call. "Mark W left"
+// (only where the queue exists) adds "!<W>" to Keys.Alive, lapsing 10 s later, and drops
+// what has lapsed there: W's calls never come after its leave, but a call sent before it
+// can land after it (held up by a partition, or in a stopped server's socket), and would
+// otherwise queue a waiter that is gone, or take the free lock in its name.
 //
 // # Readers, per node
 //
@@ -91,6 +100,9 @@
 // fewer than a quorum that the rest do not follow within about twice its attempt's time
 // (one release handed the lock to different waiters: it calls again, as after a split
 // vote); the holder's remaining TTL; its refresh interval (2.5 node timeouts, at least 50
-// ms), when it calls again to keep its place. When its context ends it leaves the queue
-// (release "leave" on every node), letting go of any lock handed to it meanwhile.
+// ms, counted from its last attempt's start), when it calls again to keep its place. When
+// its context ends it leaves the queue (release "leave" on every node, each once the calls
+// of its earlier attempts still under way there answered), letting go of any lock handed
+// to it meanwhile. An attempt that a quorum refused returns without waiting for the rest;
+// their refusals, when they come, count for a hand-over too.
 package core

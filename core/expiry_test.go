@@ -167,7 +167,7 @@ func TestLapsedWaitersAreForgottenInBoundedSteps(t *testing.T) {
 		_, err := node.Eval(ctx, script(t, "acquire"), k.AcquireKeys(), acquireArgs(fmt.Sprintf("w%d.1", i), "0", fmt.Sprintf("w%d", i), int64(i))...)
 		require.NoError(t, err)
 	}
-	m.SetTime(start.Add(2 * time.Second)) // their places (1 s) lapsed
+	m.SetTime(start.Add(2 * time.Second)) // their places (450 ms) lapsed
 	m.Del(k.Lock)
 	count := func() int {
 		if !m.Exists(k.Queue) {
@@ -185,14 +185,16 @@ func TestLapsedWaitersAreForgottenInBoundedSteps(t *testing.T) {
 	_, err = node.Eval(ctx, script(t, "release"), k.ReleaseKeys(), "late.1", k.Channel, "PUBLISH", "late", "leave")
 	require.NoError(t, err)
 	assert.Equal(t, 0, count(), "the release forgot the rest")
-	assert.False(t, m.Exists(k.Alive))
+	alive, err := m.ZMembers(k.Alive)
+	require.NoError(t, err)
+	assert.Equal(t, []string{"!late"}, alive, "the liveness set keeps only the mark of the waiter that left")
 	assert.False(t, m.Exists(k.Waiters))
 }
 
 // TestCrashedHolderBlocksNoLongerThanItsTTL: a waiter that got the lock by hand-over and
 // then crashed (it never releases nor extends) blocks the waiter behind it only until its
-// lock's TTL runs out: its place in the queue lapses with the lock, not four refresh
-// intervals later.
+// lock's TTL runs out: its place in the queue lapses with the lock, not a place's
+// lifetime (a refresh interval and two node timeouts) after its last call.
 func TestCrashedHolderBlocksNoLongerThanItsTTL(t *testing.T) {
 	servers := realServers(t, 3)
 	cl := newCluster(t, servers)
@@ -200,9 +202,9 @@ func TestCrashedHolderBlocksNoLongerThanItsTTL(t *testing.T) {
 	const ttl = 300 * time.Millisecond
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	waiter := func(ready chan<- time.Time) {
+	waiter := func(ready chan<- time.Time, nodeTimeout time.Duration) {
 		l := lock("crash")
-		l.TTL = ttl
+		l.TTL, l.NodeTimeout = ttl, nodeTimeout
 		_, err := cl.AcquireWait(ctx, l, patient)
 		if err != nil {
 			t.Error(err)
@@ -210,9 +212,12 @@ func TestCrashedHolderBlocksNoLongerThanItsTTL(t *testing.T) {
 		ready <- time.Now()
 	}
 	crashedGot, nextGot := make(chan time.Time, 1), make(chan time.Time, 1)
-	go waiter(crashedGot)
+	// The waiter that crashes keeps a place for 4.5 s after its last call (a 1 s node
+	// timeout), far beyond its lock's TTL, unless the place lapses with the lock; the next
+	// calls again every 250 ms.
+	go waiter(crashedGot, time.Second)
 	require.Eventually(t, func() bool { return allEqual(queued(t, servers, first.Keys), 1) }, 5*time.Second, time.Millisecond)
-	go waiter(nextGot)
+	go waiter(nextGot, 100*time.Millisecond)
 	require.Eventually(t, func() bool { return allEqual(queued(t, servers, first.Keys), 2) }, 5*time.Second, time.Millisecond)
 	require.NoError(t, cl.Release(context.Background(), first))
 	crashed := <-crashedGot // and never releases
@@ -221,4 +226,65 @@ func TestCrashedHolderBlocksNoLongerThanItsTTL(t *testing.T) {
 	t.Logf("the next waiter got the lock %v after the crashed holder did (TTL %v)", waited, ttl)
 	assert.GreaterOrEqual(t, waited, ttl-50*time.Millisecond, "the next waiter got in while the crashed holder's lock was valid")
 	assert.Less(t, waited, ttl+300*time.Millisecond, "the crashed holder's place outlived its lock")
+}
+
+// TestLateCallOfAWaiterThatLeftIsRefused: a call of a waiter that has left the queue
+// (released its lock, or gave up), which lands after its leave (held up on the way), is
+// refused and changes nothing: it neither queues the waiter again nor takes the free lock
+// in its name; a stale "stay" release does not queue it again either. Another waiter,
+// which never left, is not affected.
+func TestLateCallOfAWaiterThatLeftIsRefused(t *testing.T) {
+	for _, c := range []struct {
+		name    string
+		servers func(*testing.T, int) []server
+	}{{"miniredis", miniServers}, {"redis-server", realServers}} {
+		t.Run(c.name, func(t *testing.T) {
+			s := c.servers(t, 1)[0]
+			node := nodeOf(t, s.addr)
+			k := core.NewKeys("e:", "left")
+			ctx := context.Background()
+			acquire := func(token, waiter string, ticket int64) []int64 {
+				r, err := node.Eval(ctx, script(t, "acquire"), k.AcquireKeys(), acquireArgs(token, "0", waiter, ticket)...)
+				require.NoError(t, err)
+				return r
+			}
+			release := func(token, waiter, mode string) []int64 {
+				r, err := node.Eval(ctx, script(t, "release"), k.ReleaseKeys(), token, k.Channel, "PUBLISH", waiter, mode, "1", "1000")
+				require.NoError(t, err)
+				return r
+			}
+			queue := func() []any {
+				v, err := s.do("ZRANGE", k.Queue, "0", "-1")
+				require.NoError(t, err)
+				q, _ := v.([]any)
+				return q
+			}
+			_, err := s.do("SET", k.Lock, "holder", "PX", "10000")
+			require.NoError(t, err)
+			require.Equal(t, int64(0), acquire("w.1", "w", 1)[0])
+			require.Equal(t, int64(0), acquire("v.1", "v", 2)[0])
+			require.Len(t, queue(), 2)
+			release("w.1", "w", "leave") // w gives up
+			require.Equal(t, []any{"v"}, queue())
+
+			// w's first attempt lands again, late: the lock held, then free.
+			assert.Equal(t, int64(0), acquire("w.1", "w", 1)[0])
+			assert.Equal(t, []any{"v"}, queue(), "a late call queued a waiter that left")
+			_, err = s.do("DEL", k.Lock, k.Queue)
+			require.NoError(t, err)
+			assert.Equal(t, []int64{0, 0}, acquire("w.1", "w", 1), "a late call took the free lock for a waiter that left")
+			assert.Empty(t, queue())
+			_, err = s.do("GET", k.Lock)
+			assert.ErrorIs(t, err, redis.Nil, "the lock was set for a waiter that left")
+
+			// v, which never left, takes it; its release, and a stale "stay" release of
+			// w's (which found the lock w's) after it, queue no one.
+			assert.Equal(t, int64(1), acquire("v.2", "v", 2)[0])
+			_, err = s.do("SET", k.Lock, "w.1", "PX", "10000")
+			require.NoError(t, err)
+			release("w.1", "w", "stay")
+			assert.Empty(t, queue(), "a stale release queued a waiter that left")
+			requireEveryKeyExpires(t, s)
+		})
+	}
 }

@@ -141,15 +141,17 @@ func TestAttemptsOfOneWaiter(t *testing.T) {
 	assert.Equal(t, "", get(t, s, k.Lock), "a release did not let go of an earlier attempt's lock")
 
 	// While another owner holds it, the queue records the latest attempt, not a late one.
+	// (Another waiter: w left the queue with its release, and a node refuses the calls of
+	// a waiter that left; see TestLateCallOfAWaiterThatLeftIsRefused.)
 	_, err = cl.Acquire(context.Background(), lock("attempts"))
 	require.NoError(t, err)
-	for _, attempt := range []string{"w.5", "w.4"} {
-		err = acquire(attempt)
+	for _, attempt := range []string{"u.5", "u.4"} {
+		_, err = cl.AcquireAs(context.Background(), lock("attempts"), attempt, "u", 1)
 		require.ErrorIs(t, err, core.ErrHeld)
 	}
-	v, err := s.do("HGET", k.Waiters, "w")
+	v, err := s.do("HGET", k.Waiters, "u")
 	require.NoError(t, err)
-	assert.True(t, strings.HasPrefix(v.(string), "w.5 "), "the queue records %q, want the latest attempt w.5", v)
+	assert.True(t, strings.HasPrefix(v.(string), "u.5 "), "the queue records %q, want the latest attempt u.5", v)
 }
 
 // hold takes the lock called name through cl for a holder that never waits, and returns

@@ -72,12 +72,24 @@ func (l *Lock) scripts() lockScripts {
 	return writerScripts
 }
 
-// refresh is how often a waiter calls again to keep its place in the queue.
+// refresh is how often a waiter calls again to keep its place in the queue: it starts each
+// attempt at most this long after the start of the one before (see acquireWait).
 func (l *Lock) refresh() time.Duration { return max(50*time.Millisecond, l.NodeTimeout*5/2) }
 
-// placeKept is how long a node keeps a waiter's place after its last call: four refresh
-// intervals, so that a waiter loses it only after several calls in a row failed.
-func (l *Lock) placeKept() time.Duration { return 4 * l.refresh() }
+// placeKept is how long a node keeps a waiter's place after its last call landed there: a
+// refresh interval, a node timeout, and a margin of another node timeout (at least 50ms).
+// A live waiter starts its attempts at most a refresh interval apart, and each call lands
+// within a node timeout of being sent (a call that lands later, given up on, keeps the
+// place all the same), so two of its calls land at most a refresh interval and a node
+// timeout apart; the margin is for a process or server late to run them (the one longer
+// gap, after the waiter first finds the lock held and subscribes, is at most three node
+// timeouts and a node timeout: within it too). A waiter that stops calling (it crashed, or
+// can no longer reach the node) blocks the free lock there no longer than this. A live
+// waiter whose place lapsed anyway loses no turn for good: its next call queues it again
+// under its ticket, in the same order; until then the lock can go to one behind it.
+func (l *Lock) placeKept() time.Duration {
+	return l.refresh() + l.NodeTimeout + max(l.NodeTimeout, 50*time.Millisecond)
+}
 
 // Held is a lock that a quorum granted, returned by Acquire and AcquireWait: the Grant, and
 // what Extend and Release need to find the lock on the nodes. Use it through its pointer
@@ -113,6 +125,9 @@ type claim struct {
 	acquiring *fanout
 	pending   int
 	late      uint64
+	// trail is what AcquireWait's failed attempts still have under way on the nodes, which
+	// its leave must follow (nil for Acquire).
+	trail *trail
 }
 
 // noCopy makes go vet's copylocks check report a copy of the struct that holds it.

@@ -325,10 +325,10 @@ func TestWaiterThatGivesUpLeavesTheQueue(t *testing.T) {
 	assert.True(t, allEqual(queued(t, servers, holder.Keys), 0), fmt.Sprint("queues: ", queued(t, servers, holder.Keys)))
 }
 
-// TestQueueKeepsTheLongestPlace: a node keeps a waiter's place four refresh intervals (1 s
-// with a 100 ms node timeout) after its last call, and the queue's sets expire with the
-// places they keep (within two places' time): a shorter place never shortens them below a
-// longer one's.
+// TestQueueKeepsTheLongestPlace: a node keeps a waiter's place a refresh interval and two
+// node timeouts after its call (450 ms with a 100 ms node timeout), and the queue's sets
+// expire with the places they keep (within two places' time): a shorter place never
+// shortens them below a longer one's.
 func TestQueueKeepsTheLongestPlace(t *testing.T) {
 	servers := miniServers(t, 1)
 	cl := newCluster(t, servers)
@@ -338,19 +338,27 @@ func TestQueueKeepsTheLongestPlace(t *testing.T) {
 		require.NoError(t, err)
 		return v.(int64)
 	}
+	const kept = 450 // ms: 250 ms refresh interval, and two node timeouts of 100 ms
 
 	short, long := lock("keep"), lock("keep")
-	long.NodeTimeout = 10 * time.Second // 100 s; short's 1 s
-	called := time.Now().UnixMilli()
+	long.NodeTimeout = 10 * time.Second // 25 s + 10 s + 10 s; short's 450 ms
+	// The server stamps the place at some moment between these two (miniredis runs on
+	// this process's clock), so the bounds hold however slow the call is.
+	before := time.Now().UnixMilli()
 	_, err := cl.AcquireAs(context.Background(), short, "short.1", "short", 2)
 	require.ErrorIs(t, err, core.ErrHeld)
+	after := time.Now().UnixMilli()
 	v, err := servers[0].do("ZSCORE", holder.Keys.Alive, "short")
 	require.NoError(t, err)
 	lapses := int64(v.(float64)) // go-redis reads RESP3 doubles
-	assert.InDelta(t, called+1000, lapses, 500, "the place lapses %d ms after the call, want 1000", lapses-called)
+	assert.GreaterOrEqual(t, lapses, before+kept-1, "the place lapses %d ms after the call, want %d", lapses-before, kept)
+	assert.LessOrEqual(t, lapses, after+kept+1, "the place lapses %d ms after the call's reply, want %d", lapses-after, kept)
 	keys := []string{holder.Keys.Queue, holder.Keys.Alive, holder.Keys.Waiters}
 	for _, key := range keys {
-		assert.True(t, pttl(key) > 500 && pttl(key) <= 2000, "%s expires in %d ms, want after the 1 s place and within two", key, pttl(key))
+		now := time.Now().UnixMilli()
+		ms := pttl(key)
+		assert.GreaterOrEqual(t, now+ms, lapses-1, "%s expires %d ms before the place lapses", key, lapses-now-ms)
+		assert.LessOrEqual(t, ms, int64(2*kept), "%s expires in %d ms, want within two places' time", key, ms)
 	}
 
 	_, err = cl.AcquireAs(context.Background(), long, "long.1", "long", 1)
@@ -358,7 +366,107 @@ func TestQueueKeepsTheLongestPlace(t *testing.T) {
 	_, err = cl.AcquireAs(context.Background(), short, "short.2", "short", 2)
 	require.ErrorIs(t, err, core.ErrHeld)
 	for _, key := range keys {
-		assert.Greater(t, pttl(key), int64(50_000), "%s expires before the longest-kept waiter's place lapses", key)
+		assert.Greater(t, pttl(key), int64(40_000), "%s expires before the longest-kept waiter's place (45 s) lapses", key)
+	}
+}
+
+// landing is a Node that holds back every other acquire script call of the waiter it is
+// told of by most of a node timeout before sending it (the others go at once, so that one
+// call lands as early and the next as late as a live waiter's can), and records, for each
+// call about to be sent, whether the waiter's place on its server was still kept.
+type landing struct {
+	*goredis.Node
+	do     func(args ...string) (any, error)
+	keys   core.Keys
+	waiter atomic.Pointer[string]
+	hold   time.Duration
+	mu     sync.Mutex
+	calls  int
+	lapsed []string // what was wrong, per call that found the place gone
+}
+
+func (n *landing) Eval(ctx context.Context, s *core.Script, keys []string, args ...string) ([]int64, error) {
+	w := n.waiter.Load()
+	if s.Name() != "acquire" || w == nil || len(args) < 5 || args[4] != *w {
+		return n.Node.Eval(ctx, s, keys, args...)
+	}
+	n.mu.Lock()
+	n.calls++
+	late := n.calls%2 == 0
+	n.mu.Unlock()
+	if late {
+		time.Sleep(n.hold)
+	}
+	v, err := n.do("ZSCORE", n.keys.Alive, *w)
+	now := time.Now().UnixMilli()
+	if err == nil { // nil (redis.Nil) before the waiter's first queued call
+		if lapses := int64(v.(float64)); lapses <= now {
+			n.mu.Lock()
+			n.lapsed = append(n.lapsed, fmt.Sprintf("place lapsed %d ms before the call", now-lapses))
+			n.mu.Unlock()
+		}
+	}
+	return n.Node.Eval(ctx, s, keys, args...)
+}
+
+// TestSlowWaiterKeepsItsPlace: a live waiter keeps its place on every node although its
+// calls take up to most of a node timeout, landing as far apart as they can (one at once,
+// the next 180 ms late), and its attempts wait for one another: the place (a refresh
+// interval and two node timeouts) outlasts the longest gap between two of its calls (a
+// refresh interval and a node timeout).
+func TestSlowWaiterKeepsItsPlace(t *testing.T) {
+	servers := miniServers(t, 3)
+	cl := newCluster(t, servers)
+	holder := hold(t, cl, servers, "slow")
+	const nodeTimeout = 200 * time.Millisecond // refresh 500 ms, place 900 ms
+	nodes := make([]core.Node, len(servers))
+	lands := make([]*landing, len(servers))
+	for i, s := range servers {
+		c := redis.NewClient(&redis.Options{Addr: s.addr})
+		n := goredis.New(c)
+		t.Cleanup(func() { _ = n.Close(); _ = c.Close() })
+		lands[i] = &landing{Node: n, do: s.do, keys: holder.Keys, hold: nodeTimeout * 9 / 10}
+		nodes[i] = lands[i]
+	}
+	slow, err := core.NewCluster(nodes)
+	require.NoError(t, err)
+
+	// The waiter's id is the prefix of its tokens: the first attempt's token tells it.
+	l := lock("slow")
+	l.NodeTimeout = nodeTimeout
+	l.Contended = true // every attempt runs the script
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Second)
+	defer cancel()
+	id := make(chan string, 1)
+	l.Failed = func(error) {
+		select {
+		case id <- "":
+		default:
+		}
+	}
+	done := make(chan error, 1)
+	go func() { _, err := slow.AcquireWait(ctx, l, patient); done <- err }()
+	<-id // after its first attempt: it is queued on every node
+	var waiter string
+	require.Eventually(t, func() bool {
+		v, err := servers[0].do("ZRANGE", holder.Keys.Queue, "0", "0")
+		if ids, _ := v.([]any); err == nil && len(ids) == 1 {
+			waiter = ids[0].(string)
+			return true
+		}
+		return false
+	}, 5*time.Second, time.Millisecond)
+	for _, n := range lands {
+		n.waiter.Store(&waiter)
+	}
+	require.ErrorIs(t, <-done, context.DeadlineExceeded)
+	for i, n := range lands {
+		n.mu.Lock()
+		// About 7 calls in the 4 s after its first (a refresh interval, 500 ms, apart, from
+		// start to start).
+		assert.GreaterOrEqual(t, n.calls, 4, "server %d: too few calls to tell", i)
+		assert.Empty(t, n.lapsed, "server %d: the live waiter lost its place", i)
+		n.mu.Unlock()
 	}
 }
 
@@ -383,7 +491,7 @@ func (n slowAcquire) Eval(ctx context.Context, s *core.Script, keys []string, ar
 
 // TestLateCallOfAQuitterDoesNotQueueIt: a waiter that gives up while its attempt is still
 // under way on a slow node is out of that node's queue once the attempt lands there (its
-// place would otherwise last four refresh intervals: 100 s here).
+// place would otherwise last a refresh interval and two node timeouts: 45 s here).
 func TestLateCallOfAQuitterDoesNotQueueIt(t *testing.T) {
 	servers := miniServers(t, 3)
 	cl := newCluster(t, servers)
@@ -402,7 +510,7 @@ func TestLateCallOfAQuitterDoesNotQueueIt(t *testing.T) {
 	require.NoError(t, err)
 
 	w := lock("late")
-	w.NodeTimeout = 10 * time.Second // refresh every 25 s: a place kept for 100 s
+	w.NodeTimeout = 10 * time.Second // refresh every 25 s: a place kept for 45 s
 	ctx, cancel := context.WithTimeout(context.Background(), 150*time.Millisecond)
 	defer cancel()
 	_, err = slow.AcquireWait(ctx, w, patient)
@@ -410,4 +518,101 @@ func TestLateCallOfAQuitterDoesNotQueueIt(t *testing.T) {
 	time.Sleep(300 * time.Millisecond) // the slow node's call lands
 	assert.Eventually(t, func() bool { return allEqual(queued(t, servers, holder.Keys), 0) },
 		3*time.Second, time.Millisecond, "the quitter is still queued: %v", queued(t, servers, holder.Keys))
+}
+
+// countedSlow is slowAcquire that counts the acquire calls it sends.
+type countedSlow struct {
+	slowAcquire
+	acquires *atomic.Int64
+}
+
+func (n countedSlow) Eval(ctx context.Context, s *core.Script, keys []string, args ...string) ([]int64, error) {
+	if s.Name() == "acquire" {
+		n.acquires.Add(1)
+	}
+	return n.slowAcquire.Eval(ctx, s, keys, args...)
+}
+
+// slowThird returns a Cluster over servers (3) whose third node sends each acquire call
+// delay late, and the count of acquire calls sent.
+func slowThird(t *testing.T, servers []server, delay time.Duration) (*core.Cluster, *atomic.Int64) {
+	var calls atomic.Int64
+	nodes := make([]core.Node, len(servers))
+	for i, s := range servers {
+		c := redis.NewClient(&redis.Options{Addr: s.addr})
+		n := goredis.New(c)
+		t.Cleanup(func() { _ = n.Close(); _ = c.Close() })
+		slow := slowAcquire{Node: n, Subscriber: n}
+		if i == 2 {
+			slow.delay = delay
+		}
+		nodes[i] = countedSlow{slow, &calls}
+	}
+	cl, err := core.NewCluster(nodes)
+	require.NoError(t, err)
+	return cl, &calls
+}
+
+// TestWaiterRefusedByAQuorumDoesNotWaitForTheRest: a waiter's attempt that a quorum refused
+// returns at once, without waiting for a slow node (1 s late here) to answer; the slow
+// node's call still lands, and queues the waiter there too.
+func TestWaiterRefusedByAQuorumDoesNotWaitForTheRest(t *testing.T) {
+	servers := miniServers(t, 3)
+	cl := newCluster(t, servers)
+	holder := hold(t, cl, servers, "quorum")
+	slow, _ := slowThird(t, servers, time.Second)
+	l := lock("quorum")
+	l.NodeTimeout = 10 * time.Second
+	start := time.Now()
+	_, err := slow.AcquireAs(context.Background(), l, "w.1", "w", 1)
+	require.ErrorIs(t, err, core.ErrHeld)
+	assert.Less(t, time.Since(start), 900*time.Millisecond, "the attempt waited for the slow node")
+	assert.Eventually(t, func() bool { return allEqual(queued(t, servers, holder.Keys), 1) }, 5*time.Second, time.Millisecond,
+		"the slow node's call did not land: %v", queued(t, servers, holder.Keys))
+}
+
+// TestLateRefusalCountsForAHandOver: a waiter whose attempt returned before a slow node
+// refused it takes a hand-over from that node once the refusal comes: here the release
+// hands the lock over on the slow node and one other only (the third no longer queues the
+// waiter), and the waiter holds it without calling again.
+func TestLateRefusalCountsForAHandOver(t *testing.T) {
+	servers := miniServers(t, 3)
+	cl := newCluster(t, servers)
+	holder := hold(t, cl, servers, "late-refusal")
+	slow, calls := slowThird(t, servers, 300*time.Millisecond)
+	w := lock("late-refusal")
+	w.NodeTimeout = 10 * time.Second // a refresh every 25 s
+	type result struct {
+		g   *core.Held
+		err error
+	}
+	got := make(chan result, 1)
+	go func() { g, err := slow.AcquireWait(context.Background(), w, patient); got <- result{g, err} }()
+	// The waiter's second attempt (the one after it subscribed, with which it waits) has
+	// landed on every node, the slow one too; then it calls no more.
+	require.Eventually(t, func() bool { return registeredAs(t, servers, holder.Keys, ".2") && calls.Load() == 6 },
+		5*time.Second, time.Millisecond, "the waiter is not queued under its second attempt everywhere")
+	var attempt string
+	{
+		v, err := servers[2].do("HVALS", holder.Keys.Waiters)
+		require.NoError(t, err)
+		attempt, _, _ = strings.Cut(v.([]any)[0].(string), " ")
+	}
+	// The first node forgets the waiter: the release hands the lock over on the other two.
+	_, err := servers[0].do("DEL", holder.Keys.Queue, holder.Keys.Alive, holder.Keys.Waiters)
+	require.NoError(t, err)
+	require.NoError(t, cl.Release(context.Background(), holder))
+	var r result
+	select {
+	case r = <-got:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the waiter did not get the lock")
+	}
+	require.NoError(t, r.err)
+	assert.Equal(t, int64(6), calls.Load(), "the waiter called again instead of taking the hand-over")
+	assert.Equal(t, attempt, r.g.Token())
+	for i, s := range servers[1:] {
+		assert.Equal(t, attempt, get(t, s, holder.Keys.Lock), "server %d does not hold the lock for the waiter", i+1)
+	}
+	require.NoError(t, cl.Release(context.Background(), r.g))
 }

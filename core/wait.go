@@ -25,11 +25,16 @@ import (
 // to the first one: only when a holder's TTL ran out without a release, or a node could
 // not hand it over, and then until the first waiter calls again (within its refresh
 // interval). A waiter keeps its place
-// by calling again at least every refresh interval (2.5 node timeouts, at least 50ms); one
-// that stops calling for four intervals (it crashed, say) loses its place, and one that
+// by starting an attempt at least every refresh interval (2.5 node timeouts, at least
+// 50ms, from the start of the one before); a node keeps the place for a refresh interval
+// and two node timeouts (at least a node timeout and 50ms) after the waiter's last call
+// landed there, so one that stops calling (it crashed, say, or can no longer reach that
+// node) loses its place there that long after its last call, and one that
 // gives up (ctx ended) leaves the queue at once, in the background, letting go of the lock
-// wherever a release handed it over; a call of its still under way then is followed, on
-// its node, by a release that takes it out of the queue again once the call is answered.
+// wherever a release handed it over; on a node where a call of its is still under way, the
+// leave goes once that call is answered (and undone, if it took the lock), so that the
+// call cannot queue it again. An attempt that a quorum refused does not wait for the other
+// nodes' answers: a refusal that comes later counts as the others do for a hand-over.
 //
 // A release hands the lock to the first waiter: the node sets it to the waiter's latest
 // attempt's token, with its TTL, and says so on the waiter's own channel. A waiter that
@@ -61,6 +66,8 @@ func (c *Cluster) AcquireWait(ctx context.Context, l *Lock, b Backoff) (*Held, e
 func (c *Cluster) acquireWait(ctx context.Context, l *claim, b Backoff) (Grant, error) {
 	waiter, first := newWaiter()
 	l.waiter, l.ticket = waiter, time.Now().UnixMicro()
+	l.trail = newTrail(len(c.nodes))
+	defer func(t *trail) { t.gone.Store(true) }(l.trail)
 	var w *watch   // the wake-up subscription, from the first time the lock is found held
 	var last error // the last attempt's error that was not ctx's
 	for attempt := 0; ; attempt++ {
@@ -72,6 +79,7 @@ func (c *Cluster) acquireWait(ctx context.Context, l *claim, b Backoff) (Grant, 
 		w.drain() // what was said before this attempt, it finds out for itself
 		g, o, err := c.acquire(ctx, l)
 		if err == nil {
+			l.trail.won.Store(int64(l.attempt))
 			if w != nil {
 				go w.stop() // the new owner need not wait for its UNSUBSCRIBE to be sent
 			}
@@ -99,20 +107,28 @@ func (c *Cluster) acquireWait(ctx context.Context, l *claim, b Backoff) (Grant, 
 					continue
 				}
 			}
-			delay := min(b.Delay(attempt, o.wait), l.refresh())
+			// The next attempt starts within a refresh interval of this one's start, however
+			// long this one took to fail, so that the nodes keep the waiter's place (see
+			// placeKept).
+			refresh := l.refresh()
+			if !o.start.IsZero() {
+				refresh = max(0, refresh-time.Since(o.start))
+			}
+			delay := min(b.Delay(attempt, o.wait), refresh)
 			listen := false
 			switch {
 			case o.split:
 				// Competitors took some nodes each and all let go: retry after a random
 				// pause of up to two attempts' time, so that the next round has a winner.
-				delay = rand.N(2*o.took + 1)
+				delay = min(rand.N(2*o.took+1), refresh)
 			case held && w.isActive():
-				delay, listen = l.refresh(), true
+				delay, listen = refresh, true
 				if o.wait > 0 {
 					delay = min(o.wait, delay)
 				}
 			}
 			if g, ok := c.await(ctx, l, w, o, delay, listen); ok {
+				l.trail.won.Store(int64(l.attempt))
 				go w.stop()
 				return g, nil
 			}
@@ -137,20 +153,28 @@ func (c *Cluster) acquireWait(ctx context.Context, l *claim, b Backoff) (Grant, 
 // until a message on w wakes it or hands it the lock: then it reports the Grant and true
 // once a quorum of the nodes that refused o handed l over (raising the fence first if l
 // asks for one at N > 1, unless a quorum of them handed over the same, largest counter).
-// Any other message ends the sleep, so that the waiter calls again.
+// A node whose refusal came after o returned (o.late) counts from then on, with a
+// hand-over it sent before. Any other message ends the sleep, so that the waiter calls
+// again.
 func (c *Cluster) await(ctx context.Context, l *claim, w *watch, o outcome, delay time.Duration, listen bool) (Grant, bool) {
 	deadline := time.Now().Add(delay)
 	timer := time.NewTimer(delay)
 	defer timer.Stop()
 	var msgs <-chan message
+	var late <-chan int
 	if listen {
-		msgs = w.msgs
+		msgs, late = w.msgs, o.late
 	}
+	refused := o.refused // copied before a late refusal is added: o's is the attempt's
+	copied := false
 	handed := make([]bool, len(c.nodes))
+	var early []*handover // per node: this attempt's hand-over, from a node whose refusal has not come yet
 	var count int
 	var top int64 // the largest fence handed over, and how many nodes handed it over
 	var atTop int
 	for {
+		var node int
+		var h handover
 		select {
 		case <-timer.C:
 			return Grant{}, false
@@ -158,47 +182,67 @@ func (c *Cluster) await(ctx context.Context, l *claim, w *watch, o outcome, dela
 			return Grant{}, false
 		case <-c.done: // Close: the next attempt fails
 			return Grant{}, false
-		case m := <-msgs:
-			h, ok := parseHandover(m.payload)
-			if !ok {
-				return Grant{}, false // a plain wake-up: the lock may be free
+		case i := <-late:
+			if !copied {
+				refused, copied = make([]bool, len(c.nodes)), true
+				copy(refused, o.refused)
 			}
-			if h.token != l.token || o.refused == nil || !o.refused[m.node] || handed[m.node] {
-				continue // an earlier attempt's, or from a node whose refusal we did not see
-			}
-			handed[m.node] = true
-			count++
-			switch {
-			case h.fence > top:
-				top, atTop = h.fence, 1
-			case h.fence == top:
-				atTop++
-			}
-			if h.unguarded {
-				c.markUnguarded(m.node)
-			}
-			if count < c.quorum {
-				// The other nodes hand it over in the same release, moments apart. If they
-				// do not soon, call again: they may have handed it to other waiters (the
-				// nodes' queues differ while waiters are still joining them), and then no
-				// one gets a quorum of hand-overs; the next attempt sorts that out, as a
-				// split vote, where waiting would leave the lock idle.
-				timer.Reset(min(handoverWait(l, o), time.Until(deadline)))
+			refused[i] = true
+			if early == nil || early[i] == nil {
 				continue
 			}
-			until := o.start.Add(l.TTL - l.Drift())
-			if time.Until(until) < l.TTL/2 {
-				return Grant{}, false // call again: the nodes that hold it for us renew it
+			node, h, early[i] = i, *early[i], nil
+		case m := <-msgs:
+			var ok bool
+			if h, ok = parseHandover(m.payload); !ok {
+				return Grant{}, false // a plain wake-up: the lock may be free
 			}
-			// As for an acquisition (see raise): the nodes advanced the counter to at least
-			// the attempt's floor, and a quorum that agrees on the largest holds it already.
-			if l.Fence && len(c.nodes) > 1 && atTop < c.quorum {
-				if err := c.raise(ctx, l, top, until); err != nil {
-					return Grant{}, false
+			node = m.node
+			if h.token == l.token && (refused == nil || !refused[node]) && late != nil {
+				// Its reply may still be on its way (a message can overtake it): this counts
+				// if the node's refusal comes.
+				if early == nil {
+					early = make([]*handover, len(c.nodes))
 				}
+				early[node] = &h
+				continue
 			}
-			return Grant{Start: o.start, Until: until, Fence: uint64(top), Attempts: l.attempt}, true
 		}
+		if h.token != l.token || refused == nil || !refused[node] || handed[node] {
+			continue // an earlier attempt's, or from a node whose refusal we did not see
+		}
+		handed[node] = true
+		count++
+		switch {
+		case h.fence > top:
+			top, atTop = h.fence, 1
+		case h.fence == top:
+			atTop++
+		}
+		if h.unguarded {
+			c.markUnguarded(node)
+		}
+		if count < c.quorum {
+			// The other nodes hand it over in the same release, moments apart. If they do
+			// not soon, call again: they may have handed it to other waiters (the nodes'
+			// queues differ while waiters are still joining them), and then no one gets a
+			// quorum of hand-overs; the next attempt sorts that out, as a split vote, where
+			// waiting would leave the lock idle.
+			timer.Reset(min(handoverWait(l, o), time.Until(deadline)))
+			continue
+		}
+		until := o.start.Add(l.TTL - l.Drift())
+		if time.Until(until) < l.TTL/2 {
+			return Grant{}, false // call again: the nodes that hold it for us renew it
+		}
+		// As for an acquisition (see raise): the nodes advanced the counter to at least the
+		// attempt's floor, and a quorum that agrees on the largest holds it already.
+		if l.Fence && len(c.nodes) > 1 && atTop < c.quorum {
+			if err := c.raise(ctx, l, top, until); err != nil {
+				return Grant{}, false
+			}
+		}
+		return Grant{Start: o.start, Until: until, Fence: uint64(top), Attempts: l.attempt}, true
 	}
 }
 
@@ -237,8 +281,27 @@ func parseHandover(p string) (h handover, ok bool) {
 
 // leave takes l's waiter out of the queue on every node, in the background (each node
 // within a node timeout), lets go of the lock where a release handed it to one of l's
-// attempts, and hands it on (or wakes the next waiter) if the lock is then free.
+// attempts, and hands it on (or wakes the next waiter) if the lock is then free. On each
+// node it goes only after the calls of l's earlier attempts still under way there answered
+// and were undone (see abandon), or two node timeouts passed (by then they answered, but
+// for a node that ignores its deadline), so that none of them queues the waiter again
+// after it left.
 func (c *Cluster) leave(l *claim) {
 	keys, args, timeout := l.Keys.releaseKeys(), releaseArgs(l.token, l.Keys.Channel, l.waiter, "leave"), l.NodeTimeout
-	c.call(context.Background(), &l.Lock, "release", timeout, l.scripts().release, keys, args...)
+	req := request{s: l.scripts().release, keys: keys, args: args, op: "release", failed: l.NodeFailed}
+	tr := l.trail
+	if tr == nil || !tr.underWay() {
+		// As a release: at N = 1 in this goroutine, so that a process that exits once its
+		// wait ended has left the queue.
+		c.fan(context.Background(), timeout, req, 0)
+		return
+	}
+	bound := make(chan struct{})
+	time.AfterFunc(2*timeout, func() { close(bound) })
+	for i := range c.nodes {
+		go func() {
+			tr.wait(i, bound)
+			c.callNode(context.Background(), i, timeout, req)
+		}()
+	}
 }

@@ -27,6 +27,9 @@
 --                  stays queued, first, until its release takes it out or its place lapses
 --                  with the lock's TTL.
 --   {0, 0}         it is free, but a live waiter queued before us: its turn comes first.
+--                  Also {0, pttl} or {0, 0}, with nothing changed, to a call of a waiter
+--                  that has left the queue (a call that landed after the leave: see
+--                  left_kept in queue.lua).
 --   {-1, wait}     the server started less than the guard ago, so it may have forgotten locks
 --                  it granted before a restart: it abstains for wait more milliseconds.
 -- With ARGV[8] = "1", every reply has a third element (1 if unguarded as above, else 0),
@@ -40,6 +43,17 @@ if abstain then
 end
 
 local token, waiter, ticket, keep = ARGV[1], ARGV[5], tonumber(ARGV[6]), tonumber(ARGV[7])
+-- A call of a waiter that has left, landing late (see left_kept): refused, and nothing
+-- changes.
+if waiter ~= '' and gone(KEYS[4], waiter) then
+  local pttl = redis.call('PTTL', KEYS[1])
+  if pttl == 0 then
+    pttl = 1
+  elseif pttl == -2 then
+    pttl = 0
+  end
+  return vote(0, pttl)
+end
 -- queue keeps our place, or takes one, if we wait.
 local function queue()
   if waiter ~= '' then

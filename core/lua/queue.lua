@@ -143,6 +143,35 @@ local function dequeue(q, a, w, waiter)
   redis.call('HDEL', w, waiter)
 end
 
+-- A waiter that left the queue (it gave up, or released the lock it got) never calls again,
+-- but a call it sent before it left can land after its leave: held up on the way (a
+-- partition that heals, a server that was stopped) while the leave went on another
+-- connection. Such a call would queue a waiter that is gone, under its old ticket, at the
+-- head, or take a free lock in its name: the lock would stand unused for a place's time or
+-- a TTL. So a node remembers, for left_kept milliseconds, each waiter that left while the
+-- queue existed, as the member '!' .. id of the liveness set a (by the server time at
+-- which it is forgotten; no waiter id has a '!'), and refuses its later calls without
+-- queueing it. A call held up longer than that is not caught.
+local left_kept = 10000
+
+-- gone reports whether waiter left the queue less than left_kept ago.
+local function gone(a, waiter)
+  local until_ms = redis.call('ZSCORE', a, '!' .. waiter)
+  return until_ms ~= false and tonumber(until_ms) > now_ms()
+end
+
+-- forget marks waiter as left (see left_kept), and forgets whatever in a has lapsed: places
+-- (first treats a place it cannot find as lapsed) and the marks of waiters that left
+-- long enough ago.
+local function forget(a, waiter)
+  local now = now_ms()
+  redis.call('ZREMRANGEBYSCORE', a, '-inf', now)
+  redis.call('ZADD', a, string.format('%d', now + left_kept), '!' .. waiter)
+  if redis.call('PTTL', a) < left_kept then
+    redis.call('PEXPIRE', a, left_kept)
+  end
+end
+
 -- first forgets the waiters at the head of the queue whose place lapsed (at most
 -- first_scan of them per call: the queue's keys expire if no one calls, so none piles up)
 -- and returns the first live one as {id, ticket}, or an empty table if none is queued or
@@ -313,8 +342,9 @@ local function settle(released, holder, queued)
   if waiter ~= '' and leave then
     if queued then
       dequeue(KEYS[2], KEYS[3], KEYS[4], waiter)
+      forget(KEYS[3], waiter)
     end
-  elseif waiter ~= '' and released == 1 then
+  elseif waiter ~= '' and released == 1 and not gone(KEYS[3], waiter) then
     enqueue(KEYS[2], KEYS[3], KEYS[4], waiter, ARGV[6], tonumber(ARGV[7]), nil)
     queued = true
   end

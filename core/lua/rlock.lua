@@ -30,6 +30,11 @@ local function remaining()
   return math.max(pttl, 0)
 end
 
+-- A call of a reader that has left, landing late (see left_kept in queue.lua): refused.
+if waiter ~= '' and gone(KEYS[4], waiter) then
+  return vote(0, remaining())
+end
+
 local holder = redis.call('GET', KEYS[1])
 if holder and holder ~= readers_hold then
   queue()
