@@ -253,7 +253,7 @@ func (c *Cluster) abandon(ctx context.Context, l *claim, f *fanout, answered, ma
 	// cannot let go of a later attempt's lock: see ours in queue.lua. This attempt's own
 	// lock, handed over to it, is Release's to let go of.)
 	var leave request
-	if l.trail != nil && !quitting {
+	if l.waiter != "" && !quitting {
 		leave = req
 		leave.args = releaseArgs(l.token, l.Keys.Channel, l.waiter, "leave")
 	}
@@ -265,11 +265,11 @@ func (c *Cluster) abandon(ctx context.Context, l *claim, f *fanout, answered, ma
 		switch {
 		case !answered[i]:
 			pending++
-			if l.trail != nil {
+			if l.waiter != "" {
 				if busy == nil {
 					busy = make([]chan struct{}, len(c.nodes))
 				}
-				busy[i] = l.trail.add(i)
+				busy[i] = l.trail.add(i, len(c.nodes))
 			}
 		case mayHold[i]:
 			go func() { release(i); done <- struct{}{} }()
@@ -279,7 +279,7 @@ func (c *Cluster) abandon(ctx context.Context, l *claim, f *fanout, answered, ma
 	}
 	var late chan int
 	if pending > 0 {
-		waiter, tr := l.waiter, l.trail
+		waiter, tr := l.waiter, &l.trail
 		if waiter != "" {
 			late = make(chan int, pending)
 		}
@@ -319,14 +319,15 @@ type trail struct {
 	won  atomic.Int64      // the attempt that got the lock, once AcquireWait returned it
 }
 
-func newTrail(n int) *trail { return &trail{busy: make([][]chan struct{}, n)} }
-
-// add records a call to node i under way, and returns the channel to close once it is
-// dealt with. It forgets the calls to i already dealt with.
-func (t *trail) add(i int) chan struct{} {
+// add records a call to node i (of n) under way, and returns the channel to close once it
+// is dealt with. It forgets the calls to i already dealt with.
+func (t *trail) add(i, n int) chan struct{} {
 	ch := make(chan struct{})
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	if t.busy == nil { // made at the first call under way: an uncontended waiter needs none
+		t.busy = make([][]chan struct{}, n)
+	}
 	open := t.busy[i][:0]
 	for _, b := range t.busy[i] {
 		select {
@@ -359,7 +360,10 @@ func (t *trail) underWay() bool {
 // when timeout is closed.
 func (t *trail) wait(i int, timeout <-chan struct{}) {
 	t.mu.Lock()
-	busy := slices.Clone(t.busy[i])
+	var busy []chan struct{}
+	if t.busy != nil {
+		busy = slices.Clone(t.busy[i])
+	}
 	t.mu.Unlock()
 	for _, b := range busy {
 		select {

@@ -126,8 +126,8 @@ type claim struct {
 	pending   int
 	late      uint64
 	// trail is what AcquireWait's failed attempts still have under way on the nodes, which
-	// its leave must follow (nil for Acquire).
-	trail *trail
+	// its leave must follow (unused by Acquire).
+	trail trail
 }
 
 // noCopy makes go vet's copylocks check report a copy of the struct that holds it.

@@ -66,8 +66,7 @@ func (c *Cluster) AcquireWait(ctx context.Context, l *Lock, b Backoff) (*Held, e
 func (c *Cluster) acquireWait(ctx context.Context, l *claim, b Backoff) (Grant, error) {
 	waiter, first := newWaiter()
 	l.waiter, l.ticket = waiter, time.Now().UnixMicro()
-	l.trail = newTrail(len(c.nodes))
-	defer func(t *trail) { t.gone.Store(true) }(l.trail)
+	defer l.trail.gone.Store(true)
 	var w *watch   // the wake-up subscription, from the first time the lock is found held
 	var last error // the last attempt's error that was not ctx's
 	for attempt := 0; ; attempt++ {
@@ -289,8 +288,8 @@ func parseHandover(p string) (h handover, ok bool) {
 func (c *Cluster) leave(l *claim) {
 	keys, args, timeout := l.Keys.releaseKeys(), releaseArgs(l.token, l.Keys.Channel, l.waiter, "leave"), l.NodeTimeout
 	req := request{s: l.scripts().release, keys: keys, args: args, op: "release", failed: l.NodeFailed}
-	tr := l.trail
-	if tr == nil || !tr.underWay() {
+	tr := &l.trail
+	if !tr.underWay() {
 		// As a release: at N = 1 in this goroutine, so that a process that exits once its
 		// wait ended has left the queue.
 		c.fan(context.Background(), timeout, req, 0)
