@@ -79,7 +79,13 @@ func TestFencingAcrossRestarts(t *testing.T) {
 		require.NoError(t, err, "acquisition %d", i)
 		require.Greater(t, l.Token(), prev, "acquisition %d: token did not increase", i)
 		prev = l.Token()
-		require.NoError(t, l.Release(ctx))
+		if err := l.Release(ctx); err != nil {
+			// On a loaded machine a release can miss its quorum (node timeouts): the lock
+			// then expires by its TTL, which the next Acquire waits out. Tokens are this
+			// test's subject, and they must increase all the same.
+			require.ErrorIs(t, err, redlock.ErrNoQuorum, "release %d", i)
+			t.Logf("release %d: %v", i, err)
+		}
 	}
 	t.Logf("%d restarts", restarts)
 }
