@@ -16,7 +16,7 @@ type sharedDeadlines struct {
 	last atomic.Pointer[sharedDeadline]
 	seen atomic.Uintptr // the address of the last caller context seen
 	// detached is the deadline that calls under contexts whose end they ignore share (see
-	// detached): its parent is context.Background().
+	// detach): its parent is context.Background().
 	detached atomic.Pointer[sharedDeadline]
 }
 
@@ -36,7 +36,8 @@ type sharedDeadline struct {
 // cancel (a shared context ends at its deadline, or with ctx). A ctx seen for the first time
 // gets a context of its own, so that calls under ever new contexts (one per request, say)
 // leave no shared context behind waiting for its deadline; from its second call in a row
-// on, a ctx's calls share one per millisecond.
+// on, a ctx's calls share one per millisecond. A ctx that never ends (context.Background,
+// say) gets the detached deadline that every call shares (see detach).
 func (s *sharedDeadlines) under(ctx context.Context, timeout time.Duration) (context.Context, context.CancelFunc) {
 	if ctx.Done() == nil { // it never ends: nothing to register with
 		return s.detach(ctx, timeout), nil
