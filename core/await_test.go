@@ -3,6 +3,7 @@ package core
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"sync"
 	"testing"
@@ -66,8 +67,7 @@ func TestAwaitTakesOnlyFreshHandovers(t *testing.T) {
 			cl, _ := cluster(t, grants(1), grants(1), grants(1), grants(1), grants(1))
 			l := claimOf(testLock()) // TTL 5 s
 			l.Fence, l.token, l.NodeTimeout = false, "w.2", time.Minute
-			w := &watch{ready: make(chan struct{}), active: true, msgs: make(chan message, 16)}
-			close(w.ready)
+			w := activeWatch()
 			o := outcome{start: time.Now().Add(-c.age), refused: refused}
 			type result struct {
 				g  Grant
@@ -117,8 +117,7 @@ func TestAwaitCallsAgainWhenAQuorumDoesNotFollow(t *testing.T) {
 			cl, _ := cluster(t, grants(1), grants(1), grants(1))
 			l := claimOf(testLock())
 			l.Fence, l.token, l.NodeTimeout = false, "w.2", c.nodeTimeout
-			w := &watch{ready: make(chan struct{}), active: true, msgs: make(chan message, 16)}
-			close(w.ready)
+			w := activeWatch()
 			w.msgs <- message{0, "w.2 0"}
 			start := time.Now()
 			_, taken := cl.await(context.Background(), l, w, outcome{start: start, took: c.took, refused: []bool{true, true, true}}, time.Minute, true)
@@ -203,4 +202,111 @@ func TestDrainForgetsEarlierMessages(t *testing.T) {
 
 	var none *watch
 	none.drain() // a no-op on a nil watch (before the waiter first subscribes)
+}
+
+// activeWatch returns a watch whose subscriptions all succeeded, and whose messages a test
+// sends on w.msgs.
+func activeWatch() *watch {
+	w := &watch{usable: make(chan struct{}), ready: make(chan struct{}), msgs: make(chan message, 16)}
+	w.active.Store(true)
+	close(w.usable)
+	close(w.ready)
+	return w
+}
+
+// slowSubscriber is a Subscriber whose Subscribe confirms once gate is closed (or fails at
+// its context's end), and then delivers what say sends.
+type slowSubscriber struct {
+	fakeNode
+	gate   chan struct{}
+	mu     sync.Mutex
+	say    func(string)
+	unsubs int
+}
+
+func (n *slowSubscriber) Subscribe(ctx context.Context, _ string, onMessage func(string)) (func(), error) {
+	select {
+	case <-n.gate:
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	n.mu.Lock()
+	n.say = onMessage
+	n.mu.Unlock()
+	return func() { n.mu.Lock(); n.unsubs++; n.mu.Unlock() }, nil
+}
+
+// TestWatchWaitsForAQuorumOfSubscriptions: a waiter's subscription returns once a quorum of
+// the nodes confirmed, without waiting for nodes that do not answer; a node that confirms
+// later delivers its messages from then on; stop unsubscribes everywhere, the late ones too.
+func TestWatchWaitsForAQuorumOfSubscriptions(t *testing.T) {
+	nodes := make([]Node, 5)
+	subs := make([]*slowSubscriber, 5)
+	for i := range subs {
+		subs[i] = &slowSubscriber{fakeNode: fakeNode{name: fmt.Sprintf("node%d", i)}, gate: make(chan struct{})}
+		nodes[i] = subs[i]
+	}
+	c, err := NewCluster(nodes)
+	require.NoError(t, err)
+	for _, s := range subs[:2] {
+		close(s.gate)
+	}
+	ctx := context.Background()
+	returned := make(chan *watch)
+	go func() { returned <- c.watch(ctx, "ch", time.Minute) }()
+	select {
+	case <-returned:
+		t.Fatal("watch returned with 2 of 5 subscriptions confirmed")
+	case <-time.After(50 * time.Millisecond):
+	}
+	close(subs[2].gate) // the third: a quorum
+	var w *watch
+	select {
+	case w = <-returned:
+	case <-time.After(10 * time.Second):
+		t.Fatal("watch waited for the nodes that do not answer")
+	}
+	assert.True(t, w.isActive())
+	select {
+	case <-w.ready:
+		t.Fatal("ready before every node answered")
+	default:
+	}
+
+	close(subs[3].gate) // a late confirmation delivers from then on
+	require.Eventually(t, func() bool { subs[3].mu.Lock(); defer subs[3].mu.Unlock(); return subs[3].say != nil },
+		10*time.Second, time.Millisecond)
+	subs[3].mu.Lock()
+	subs[3].say("late")
+	subs[3].mu.Unlock()
+	select {
+	case m := <-w.msgs:
+		assert.Equal(t, message{node: 3, payload: "late"}, m)
+	case <-time.After(10 * time.Second):
+		t.Fatal("no message from the node that confirmed late")
+	}
+
+	stopped := make(chan struct{})
+	go func() { w.stop(); close(stopped) }()
+	close(subs[4].gate)
+	select {
+	case <-stopped:
+	case <-time.After(10 * time.Second):
+		t.Fatal("stop did not return")
+	}
+	for i, s := range subs {
+		s.mu.Lock()
+		assert.Equal(t, 1, s.unsubs, "node %d", i)
+		s.mu.Unlock()
+	}
+
+	// No node answers in time: the watch returns at the timeout, inactive.
+	c2, err := NewCluster([]Node{
+		&slowSubscriber{fakeNode: fakeNode{name: "a"}, gate: make(chan struct{})},
+		&slowSubscriber{fakeNode: fakeNode{name: "b"}, gate: make(chan struct{})},
+		&slowSubscriber{fakeNode: fakeNode{name: "c"}, gate: make(chan struct{})},
+	})
+	require.NoError(t, err)
+	w = c2.watch(ctx, "ch", 20*time.Millisecond)
+	assert.False(t, w.isActive())
 }

@@ -93,7 +93,7 @@
 // # The waiter, across nodes (AcquireWait)
 //
 // W takes a ticket, subscribes to its own channel (Keys.Wake) once it finds the lock held,
-// and calls again at once. Then it waits, without polling, for one of: a hand-over of its
+// and calls again as soon as a quorum of the nodes confirmed the subscription. Then it waits, without polling, for one of: a hand-over of its
 // latest attempt from a quorum of the nodes that refused that attempt (it then holds the
 // lock, its validity counted from that attempt's start, if at least half the TTL is left;
 // else it calls again and the nodes renew it); a wake-up (it calls again); hand-overs from

@@ -3,6 +3,7 @@ package core
 import (
 	"context"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -16,31 +17,47 @@ type message struct {
 // watch is one waiter's subscription to its own wake-up channel (Keys.Wake) on every node
 // that is a Subscriber.
 type watch struct {
-	ready  chan struct{} // closed once the nodes answered Subscribe
-	active bool          // at least one node confirmed (set before ready closes)
-	unsubs []func()
-	msgs   chan message // what the nodes said; messages beyond its room are dropped
+	// usable is closed once a quorum of the nodes confirmed Subscribe (or fewer, if fewer
+	// nodes are Subscribers), or every node answered: the waiter need not wait for the rest.
+	usable chan struct{}
+	ready  chan struct{} // closed once every node answered Subscribe
+	active atomic.Bool   // at least one node confirmed
+	unsubs []func()      // complete once ready is closed
+	msgs   chan message  // what the nodes said; messages beyond its room are dropped
 }
 
-// watch subscribes to channel on every Subscriber node in parallel and returns once they
-// have answered, each within timeout, or ctx ended. w.active reports whether any node
+// watch subscribes to channel on every Subscriber node in parallel and returns once a
+// quorum of them confirmed, or every one answered, each within timeout, or ctx ended: a
+// node that does not answer (a partition, a stopped server) does not hold the waiter for
+// the timeout, which used to cost every contended acquisition under such a fault a node
+// timeout. A subscription that a node confirms later delivers its messages from then on;
+// one a release sent before it is lost, which costs at most a refresh interval (the
+// hand-over is taken at the next call), never safety. w.isActive reports whether any node
 // confirmed; if none did (no node is a Subscriber, or all failed) the waiter must poll.
 func (c *Cluster) watch(ctx context.Context, channel string, timeout time.Duration) *watch {
 	// Room for several messages per node: a waiter reads them between attempts, and a
 	// dropped one costs at most a refresh interval (the hand-over is taken at the next call).
-	w := &watch{ready: make(chan struct{}), msgs: make(chan message, 4*len(c.nodes)+4)}
+	w := &watch{usable: make(chan struct{}), ready: make(chan struct{}), msgs: make(chan message, 4*len(c.nodes)+4)}
 	go c.subscribe(ctx, w, channel, timeout)
 	select {
-	case <-w.ready:
+	case <-w.usable:
 	case <-ctx.Done():
 	}
 	return w
 }
 
-// subscribe subscribes w on every Subscriber node in parallel and closes w.ready.
+// subscribe subscribes w on every Subscriber node in parallel, closes w.usable once a
+// quorum of them confirmed (or all answered), and w.ready once all answered.
 func (c *Cluster) subscribe(ctx context.Context, w *watch, channel string, timeout time.Duration) {
 	var mu sync.Mutex
 	var wg sync.WaitGroup
+	subscribers := 0
+	for _, node := range c.nodes {
+		if _, ok := node.(Subscriber); ok {
+			subscribers++
+		}
+	}
+	need, confirmed := min(c.quorum, subscribers), 0
 	for i, node := range c.nodes {
 		s, ok := node.(Subscriber)
 		if !ok {
@@ -60,13 +77,19 @@ func (c *Cluster) subscribe(ctx context.Context, w *watch, channel string, timeo
 			if err != nil {
 				return
 			}
+			w.active.Store(true)
 			mu.Lock()
+			defer mu.Unlock()
 			w.unsubs = append(w.unsubs, unsub)
-			w.active = true
-			mu.Unlock()
+			if confirmed++; confirmed == need {
+				close(w.usable)
+			}
 		}()
 	}
 	wg.Wait()
+	if confirmed < need || need == 0 {
+		close(w.usable)
+	}
 	close(w.ready)
 }
 
@@ -77,8 +100,8 @@ func (w *watch) isActive() bool {
 		return false
 	}
 	select {
-	case <-w.ready:
-		return w.active
+	case <-w.usable:
+		return w.active.Load()
 	default:
 		return false
 	}

@@ -44,8 +44,9 @@ import (
 // is left; otherwise it calls again, and the nodes that hold the lock for it renew it.
 //
 // While it waits, it does not poll where it can: it subscribes to its own channel on the
-// nodes that are Subscribers, tries once more at once (the release may have come before
-// the subscription), and then sleeps until a release hands it the lock or wakes it, the
+// nodes that are Subscribers, tries once more at once once a quorum of them confirmed (the
+// release may have come before the subscription; a node that does not answer is not waited
+// for, and its subscription delivers from when it confirms), and then sleeps until a release hands it the lock or wakes it, the
 // holder's remaining TTL or the refresh interval, whichever comes first. Without an active
 // subscription, and after other failures, it sleeps a jittered backoff, never longer than
 // the holder's remaining TTL or the refresh interval. When ctx ends it returns an error
