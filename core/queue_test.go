@@ -592,6 +592,17 @@ func TestLateRefusalCountsForAHandOver(t *testing.T) {
 	// landed on every node, the slow one too; then it calls no more.
 	require.Eventually(t, func() bool { return registeredAs(t, servers, holder.Keys, ".2") && calls.Load() == 6 },
 		5*time.Second, time.Millisecond, "the waiter is not queued under its second attempt everywhere")
+	// And it is subscribed on every node: it goes on once a quorum confirmed, and a message
+	// a node sends before its own subscription is confirmed is lost.
+	require.Eventually(t, func() bool {
+		for _, s := range servers {
+			v, err := s.do("PUBSUB", "CHANNELS", holder.Keys.Channel+":*")
+			if err != nil || len(v.([]any)) == 0 {
+				return false
+			}
+		}
+		return true
+	}, 5*time.Second, time.Millisecond, "the waiter is not subscribed everywhere")
 	var attempt string
 	{
 		v, err := servers[2].do("HVALS", holder.Keys.Waiters)

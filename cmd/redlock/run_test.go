@@ -1,7 +1,6 @@
 package main
 
 import (
-	"net"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -224,12 +223,10 @@ func TestTimeout(t *testing.T) {
 // TestUnavailable: when the nodes cannot grant the lock (unreachable, or abstaining under
 // the restart guard), redlock exits 69 without running its command and says why.
 func TestUnavailable(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	closed := ln.Addr().String()
-	ln.Close()
+	// Port 1: nothing listens there, and no test's server can take it (they take ports the
+	// kernel picks, which are never below 1024), unlike the port of a closed listener,
+	// which a server of a test running at the same time can be given.
+	const closed = "127.0.0.1:1"
 	dir := t.TempDir()
 	for _, flag := range []string{"-nonblock", "-wait=1s"} {
 		code, _, stderr := runTool(t, nil, "run", "-addrs", closed, "-name", "down", flag, "--", "sh", "-c", ranScript, "sh", dir)
