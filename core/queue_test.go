@@ -536,13 +536,18 @@ func (n countedSlow) Eval(ctx context.Context, s *core.Script, keys []string, ar
 // slowThird returns a Cluster over servers (3) whose third node sends each acquire call
 // delay late, and the count of acquire calls sent.
 func slowThird(t *testing.T, servers []server, delay time.Duration) (*core.Cluster, *atomic.Int64) {
+	return slowNodes(t, servers, 0, delay)
+}
+
+// slowNodes is slowThird with every other node's acquire calls sent base late.
+func slowNodes(t *testing.T, servers []server, base, delay time.Duration) (*core.Cluster, *atomic.Int64) {
 	var calls atomic.Int64
 	nodes := make([]core.Node, len(servers))
 	for i, s := range servers {
 		c := redis.NewClient(&redis.Options{Addr: s.addr})
 		n := goredis.New(c)
 		t.Cleanup(func() { _ = n.Close(); _ = c.Close() })
-		slow := slowAcquire{Node: n, Subscriber: n}
+		slow := slowAcquire{Node: n, Subscriber: n, delay: base}
 		if i == 2 {
 			slow.delay = delay
 		}
@@ -579,7 +584,10 @@ func TestLateRefusalCountsForAHandOver(t *testing.T) {
 	servers := miniServers(t, 3)
 	cl := newCluster(t, servers)
 	holder := hold(t, cl, servers, "late-refusal")
-	slow, calls := slowThird(t, servers, 300*time.Millisecond)
+	// The other two answer 25 ms late too: a waiter takes hand-overs that reach it within
+	// about twice its attempt's time of each other, and an attempt of a millisecond would
+	// make that window too narrow for a loaded machine.
+	slow, calls := slowNodes(t, servers, 25*time.Millisecond, 300*time.Millisecond)
 	w := lock("late-refusal")
 	w.NodeTimeout = 10 * time.Second // a refresh every 25 s
 	type result struct {
