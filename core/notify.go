@@ -17,8 +17,9 @@ type message struct {
 // watch is one waiter's subscription to its own wake-up channel (Keys.Wake) on every node
 // that is a Subscriber.
 type watch struct {
-	// usable is closed once a quorum of the nodes confirmed Subscribe (or fewer, if fewer
-	// nodes are Subscribers), or every node answered: the waiter need not wait for the rest.
+	// usable is closed once every node answered Subscribe, or a quorum of them confirmed
+	// (all of them, if fewer are Subscribers) and the rest had twice as long as that took:
+	// the waiter need not wait longer for the rest.
 	usable chan struct{}
 	ready  chan struct{} // closed once every node answered Subscribe
 	active atomic.Bool   // at least one node confirmed
@@ -26,11 +27,12 @@ type watch struct {
 	msgs   chan message  // what the nodes said; messages beyond its room are dropped
 }
 
-// watch subscribes to channel on every Subscriber node in parallel and returns once a
-// quorum of them confirmed, or every one answered, each within timeout, or ctx ended: a
-// node that does not answer (a partition, a stopped server) does not hold the waiter for
-// the timeout, which used to cost every contended acquisition under such a fault a node
-// timeout. A subscription that a node confirms later delivers its messages from then on;
+// watch subscribes to channel on every Subscriber node in parallel and returns once every
+// one answered, each within timeout; or once a quorum of them confirmed and the rest had
+// twice as long as the quorum took (so that nodes about as fast as the others are not
+// left out); or when ctx ended: a node that does not answer (a partition, a stopped
+// server) does not hold the waiter for the timeout, which used to cost every contended
+// acquisition under such a fault a node timeout. A subscription that a node confirms later delivers its messages from then on;
 // one a release sent before it is lost, which costs at most a refresh interval (the
 // hand-over is taken at the next call), never safety. w.isActive reports whether any node
 // confirmed; if none did (no node is a Subscriber, or all failed) the waiter must poll.
@@ -46,8 +48,8 @@ func (c *Cluster) watch(ctx context.Context, channel string, timeout time.Durati
 	return w
 }
 
-// subscribe subscribes w on every Subscriber node in parallel, closes w.usable once a
-// quorum of them confirmed (or all answered), and w.ready once all answered.
+// subscribe subscribes w on every Subscriber node in parallel, closes w.usable when watch
+// may return, and w.ready once all answered.
 func (c *Cluster) subscribe(ctx context.Context, w *watch, channel string, timeout time.Duration) {
 	var mu sync.Mutex
 	var wg sync.WaitGroup
@@ -57,7 +59,10 @@ func (c *Cluster) subscribe(ctx context.Context, w *watch, channel string, timeo
 			subscribers++
 		}
 	}
-	need, confirmed := min(c.quorum, subscribers), 0
+	need, confirmed, answered := min(c.quorum, subscribers), 0, 0
+	start := time.Now()
+	var grace *time.Timer
+	usable := sync.OnceFunc(func() { close(w.usable) })
 	for i, node := range c.nodes {
 		s, ok := node.(Subscriber)
 		if !ok {
@@ -74,21 +79,30 @@ func (c *Cluster) subscribe(ctx context.Context, w *watch, channel string, timeo
 				default:
 				}
 			})
-			if err != nil {
-				return
-			}
-			w.active.Store(true)
 			mu.Lock()
 			defer mu.Unlock()
-			w.unsubs = append(w.unsubs, unsub)
-			if confirmed++; confirmed == need {
-				close(w.usable)
+			answered++
+			if err == nil {
+				w.active.Store(true)
+				w.unsubs = append(w.unsubs, unsub)
+				confirmed++
+			}
+			switch {
+			case answered == subscribers:
+				usable()
+			case err == nil && confirmed == need:
+				// The rest get twice as long as the quorum took: a node that answers
+				// about as fast as the others does not lose the messages of the
+				// waiter's first moments, and one that does not answer is not waited
+				// for.
+				grace = time.AfterFunc(2*time.Since(start), usable)
 			}
 		}()
 	}
 	wg.Wait()
-	if confirmed < need || need == 0 {
-		close(w.usable)
+	usable() // none (or too few) confirmed, or no node is a Subscriber
+	if grace != nil {
+		grace.Stop()
 	}
 	close(w.ready)
 }
