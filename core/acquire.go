@@ -91,12 +91,17 @@ func (c *Cluster) acquire(ctx context.Context, l *claim) (Grant, outcome, error)
 		req.keys = l.Keys.acquireKeys()
 		req.args = []string{l.token, millis(l.TTL), guard, fence, l.waiter, strconv.FormatInt(l.ticket, 10), millis(l.placeKept())}
 	}
-	f := c.fan(ctx, l.NodeTimeout, req, 0)
-
 	// A node whose last call failed in transit is not waited for: an attempt that cannot
 	// win without it gives up at once and lets go of the keys it got, which would otherwise
-	// block every competitor until that node's timeout.
-	t := tally{c: c, op: "acquire", key: l.Keys.Lock, suspects: c.suspects()}
+	// block every competitor until that node's timeout. Taken before the calls, which
+	// update it; a single node's call has answered when fan returns, and its answer
+	// counts (it used to be replaced by errSuspect, hiding why the node failed).
+	suspects := c.suspects()
+	f := c.fan(ctx, l.NodeTimeout, req, 0)
+	t := tally{c: c, op: "acquire", key: l.Keys.Lock}
+	if f.out != nil {
+		t.suspects = suspects
+	}
 	// The largest fence counter granted and how many granted it, and the longest a refusing
 	// node can keep us waiting.
 	var top, wait int64

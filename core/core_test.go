@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -1026,4 +1027,18 @@ func TestNodeFailedReportsEveryFailedCall(t *testing.T) {
 	_, err = c.Acquire(cctx, &slow)
 	require.ErrorIs(t, err, context.Canceled)
 	assert.Zero(t, seen("acquire", "node0"), "a call ended by the caller's context was reported")
+}
+
+// TestSingleNodeFailureSaysWhy: at N = 1, an attempt on a node whose last call failed
+// reports the node's own error, not that it was not waited for (its call has answered).
+func TestSingleNodeFailureSaysWhy(t *testing.T) {
+	c, _ := cluster(t, func(context.Context, *Script) ([]int64, error) {
+		return nil, &net.OpError{Op: "dial", Net: "tcp", Err: errors.New("connect: connection refused")}
+	})
+	for i := range 3 {
+		_, err := c.Acquire(context.Background(), testLock())
+		require.ErrorIs(t, err, ErrNoQuorum, "attempt %d", i)
+		assert.ErrorContains(t, err, "connection refused", "attempt %d", i)
+		assert.NotErrorIs(t, err, errSuspect, "attempt %d", i)
+	}
 }
