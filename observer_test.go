@@ -426,15 +426,15 @@ func TestObserverNodeErrors(t *testing.T) {
 	live, killed, paused := servers[0].Addr(), servers[1].Addr(), servers[2].Addr()
 	servers[1].Kill()
 
-	// seen waits until the events name each of nodes under op, at least n times each, and
-	// returns how many named each.
-	seen := func(op string, n int, nodes ...string) map[string]int {
+	// seen waits until the events of lock name under op name each of nodes, at least n
+	// times each, and returns how many named each.
+	seen := func(name, op string, n int, nodes ...string) map[string]int {
 		t.Helper()
 		var count map[string]int
 		ok := assert.Eventually(t, func() bool {
 			count = map[string]int{}
 			for _, e := range rec.snapshot().nodes {
-				if e.Op == op {
+				if e.Name == name && e.Op == op {
 					count[e.Node]++
 				}
 			}
@@ -454,14 +454,19 @@ func TestObserverNodeErrors(t *testing.T) {
 	// With one node down, every operation succeeds, and reports the node.
 	up, err := c.Acquire(ctx, "up")
 	require.NoError(t, err)
-	seen("acquire", 1, killed)
+	seen("up", "acquire", 1, killed)
 	require.NoError(t, up.Extend(ctx))
-	seen("extend", 1, killed)
+	seen("up", "extend", 1, killed)
 	require.NoError(t, up.Release(ctx))
-	seen("release", 1, killed)
+	seen("up", "release", 1, killed)
 	for _, e := range rec.snapshot().nodes {
-		assert.Equal(t, "up", e.Name)
 		assert.Equal(t, killed, e.Node)
+		if e.Name != "up" {
+			// The acquisition of "down" returned on a quorum; its call to the killed
+			// server may have been in flight when it was killed.
+			assert.Equal(t, "down", e.Name)
+			assert.Equal(t, "acquire", e.Op)
+		}
 	}
 
 	// With two down, operations fail for lack of a quorum, and report both.
@@ -469,12 +474,12 @@ func TestObserverNodeErrors(t *testing.T) {
 	t.Cleanup(servers[2].Resume)
 	rec.reset()
 	require.ErrorIs(t, down.Extend(ctx), redlock.ErrNoQuorum)
-	seen("extend", 1, killed, paused)
+	seen("down", "extend", 1, killed, paused)
 	require.ErrorIs(t, down.Release(ctx), redlock.ErrNoQuorum)
-	seen("release", 1, killed, paused)
+	seen("down", "release", 1, killed, paused)
 	_, err = c.TryAcquire(ctx, "down")
 	require.ErrorIs(t, err, redlock.ErrNoQuorum)
-	seen("acquire", 1, killed, paused)
+	seen("down", "acquire", 1, killed, paused)
 
 	rec.reset()
 	short, cancel := context.WithTimeout(ctx, time.Second)
@@ -486,9 +491,13 @@ func TestObserverNodeErrors(t *testing.T) {
 	require.Len(t, s.acquired, 1)
 	e := s.acquired[0]
 	assert.Equal(t, redlock.OutcomeTimeout, e.Outcome)
-	assert.GreaterOrEqual(t, e.Attempts, 2, "a second of retries")
-	// Each attempt's call to each node that ended before the caller's context did.
-	seen("acquire", e.Attempts-1, killed, paused)
+	require.GreaterOrEqual(t, e.Attempts, 3, "a second of retries")
+	// Each attempt's call to each node that ended before the caller's context did: more
+	// than the first attempt's, none beyond the attempts made. (How many of the last ones
+	// the deadline cut depends on the machine's load.)
+	for node, n := range seen("down", "acquire", 2, killed, paused) {
+		assert.LessOrEqual(t, n, e.Attempts, node)
+	}
 
 	for _, e := range rec.snapshot().nodes {
 		assert.NotEqual(t, live, e.Node, "%s: an event for the live node: %v", e.Op, e.Err)
