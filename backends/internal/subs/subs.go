@@ -230,10 +230,16 @@ func (r *Registry) drive(channel string, e *entry) {
 }
 
 // Message calls every callback of channel with the message's payload. It runs the
-// callbacks on the caller's goroutine, without the Registry's lock.
+// callbacks on the caller's goroutine, without the Registry's lock. A message that comes
+// before the confirmation of the channel's current SUBSCRIBE is dropped: the connection
+// delivers in order, so it was published before that SUBSCRIBE, for an earlier
+// subscription of the channel whose callbacks have all left.
 func (r *Registry) Message(channel, payload string) {
 	r.mu.Lock()
-	subs := r.snapshot(r.chans[channel])
+	var subs []*sub
+	if e := r.chans[channel]; e != nil && e.cur.confirmed {
+		subs = r.snapshot(e)
+	}
 	r.mu.Unlock()
 	call(subs, payload)
 }

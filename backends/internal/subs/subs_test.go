@@ -131,6 +131,39 @@ func TestLifecycle(t *testing.T) {
 	assert.Equal(t, 2, c.starts, "the reader is started again after Idle")
 }
 
+// Messages that come between a channel's UNSUBSCRIBE and the confirmation of its next
+// SUBSCRIBE were published for the subscription that ended: the new callbacks do not get
+// them, and get those after the confirmation.
+func TestMessagesBeforeTheConfirmationAreDropped(t *testing.T) {
+	c := &conn{}
+	r := subs.New(c)
+	ctx := context.Background()
+	var a, b counter
+	pa := subscribe(r, ctx, "ch", a.fn)
+	r.Message("ch", "before the first confirmation")
+	confirmWhenSent(t, c, r, "ch", 1)
+	unA := <-pa
+	require.NotNil(t, unA)
+	r.Message("ch", "after")
+	assert.Equal(t, int64(1), a.n.Load())
+	assert.Equal(t, "after", a.last.Load())
+	unA()
+	waitSent(t, c, "SUBSCRIBE ch", "UNSUBSCRIBE ch")
+
+	pb := subscribe(r, ctx, "ch", b.fn)
+	require.Eventually(t, func() bool { return len(c.sent()) == 3 }, time.Second, time.Millisecond)
+	r.Message("ch", "published before the UNSUBSCRIBE, read late")
+	assert.Zero(t, b.n.Load(), "a message of the earlier subscription")
+	r.Confirmed("ch")
+	unB := <-pb
+	require.NotNil(t, unB)
+	defer unB()
+	r.Message("ch", "new")
+	assert.Equal(t, int64(1), b.n.Load())
+	assert.Equal(t, "new", b.last.Load())
+	assert.Equal(t, int64(1), a.n.Load())
+}
+
 // A waiter that gives up before the confirmation leaves the channel subscribed until the
 // confirmation comes, so that it is never taken for the confirmation of a later SUBSCRIBE.
 func TestGiveUpBeforeConfirmation(t *testing.T) {
