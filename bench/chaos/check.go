@@ -31,6 +31,7 @@ type verdict struct {
 	lateUnsuperseded   int // writes after the validity, accepted before any newer lease wrote
 	examples           []string
 	gaps               gapStats
+	leases             []grant // the leases that were held, by when they were got
 }
 
 func (v verdict) violations() int { return v.exclusion + v.tokenOrder + v.stale }
@@ -130,7 +131,7 @@ func check(ph *phase, quorum, nodes int) verdict {
 	}
 
 	v.held = coverage(held, ph.from, ph.to)
-	v.gaps = gapsOf(ph, held)
+	v.gaps, v.leases = gapsOf(ph, held), held
 	v.quorumUp = quorumShare(ph.down, nodes, quorum, ph.from, ph.to)
 	return v
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"io"
 	"slices"
 	"strings"
 	"time"
@@ -13,6 +14,7 @@ import (
 // some node abstained under the restart guard. A gap may be in several classes.
 type gapStats struct {
 	gaps    []time.Duration
+	spans   [][2]time.Duration // each gap's start and end
 	total   time.Duration
 	byClass map[string]time.Duration
 	count   map[string]int
@@ -34,6 +36,7 @@ func gapsOf(ph *phase, held []grant) gapStats {
 	if reach < ph.to {
 		spans = append(spans, [2]time.Duration{reach, ph.to})
 	}
+	gs.spans = spans
 	for _, s := range spans {
 		d := s[1] - s[0]
 		gs.gaps = append(gs.gaps, d)
@@ -78,4 +81,60 @@ func share(d, window time.Duration) string {
 		return "-"
 	}
 	return fmt.Sprintf("%.1f%%", 100*float64(d)/float64(window))
+}
+
+// dump prints the gaps of at least min (at most maxDumped of them), each with the holdings
+// on either side, the fault changes in force or made during it, and every call that was
+// under way in it: where the time of a long gap
+// went, call by call. Times are from the start of the phase.
+func (gs gapStats) dump(w io.Writer, ph *phase, held []grant, min time.Duration) {
+	const maxDumped = 30
+	calls := slices.Clone(ph.calls)
+	slices.SortFunc(calls, func(a, b call) int { return cmpDur(a.start, b.start) })
+	rel := func(t time.Duration) string {
+		return fmt.Sprintf("%7.1fms", float64(t-ph.from)/float64(time.Millisecond))
+	}
+	dumped := 0
+	for _, s := range gs.spans {
+		if s[1]-s[0] < min {
+			continue
+		}
+		if dumped++; dumped > maxDumped {
+			fmt.Fprintf(w, "gap dump: more gaps of %s or more not shown\n", min)
+			return
+		}
+		fmt.Fprintf(w, "gap %s to %s (%s):", rel(s[0]), rel(s[1]), s[1]-s[0])
+		for _, g := range held {
+			if g.end == s[0] {
+				fmt.Fprintf(w, " worker %d released (token %d);", g.worker, g.token)
+			}
+			if g.got == s[1] {
+				fmt.Fprintf(w, " worker %d got token %d after waiting %s;", g.worker, g.token, g.got-g.asked)
+			}
+		}
+		fmt.Fprintln(w)
+		for i, f := range ph.faultLog {
+			if f.at < s[1] && (i+1 == len(ph.faultLog) || ph.faultLog[i+1].at >= s[0]) {
+				fmt.Fprintf(w, "  %s fault: %s\n", rel(f.at), f.text)
+			}
+		}
+		for _, c := range calls {
+			if c.start >= s[1] {
+				break
+			}
+			if c.end < s[0] {
+				continue
+			}
+			fmt.Fprintf(w, "  %s-%s w%d n%d %-7s %s %s\n", rel(c.start), rel(c.end), c.worker, c.node, c.script, tokenTail(c.token), replyKind(c))
+		}
+	}
+}
+
+// tokenTail shortens an attempt's token to its last 6 characters, enough to tell attempts
+// apart in a dump.
+func tokenTail(t string) string {
+	if len(t) > 6 {
+		return t[len(t)-6:]
+	}
+	return t
 }

@@ -44,6 +44,7 @@ func run() int {
 		guard    = flag.Duration("guard", 2*time.Second, "restart guard (WithRestartGuard)")
 		seed     = flag.Uint64("seed", 0, "seed of the nemeses' and workers' randomness (0: from the time)")
 		trace    = flag.Bool("trace", true, "print, per nemesis, what the traced node calls say about where availability went")
+		gapDump  = flag.Duration("gap-dump", 0, "print every gap with no valid holder of at least this long, with the calls under way in it (0: none)")
 	)
 	flag.Parse()
 	if *seed == 0 {
@@ -119,6 +120,9 @@ func run() int {
 			ev = &e
 		}
 		printPhase(os.Stdout, ph, v, ev)
+		if *gapDump > 0 {
+			v.gaps.dump(os.Stdout, ph, v.leases, *gapDump)
+		}
 		verdicts = append(verdicts, v)
 		violations += v.violations()
 	}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"math/rand/v2"
 	"sync"
 	"sync/atomic"
@@ -23,6 +24,23 @@ type env struct {
 	mu     sync.Mutex
 	faults map[string]int
 	down   []downSpan
+	log    []faultNote
+}
+
+// faultNote is one change of the faults, as the gap dump shows it.
+type faultNote struct {
+	at   time.Duration
+	text string
+}
+
+// note records a change of the faults at the time of the call.
+func (e *env) note(format string, args ...any) {
+	at := e.clk.now()
+	e.mu.Lock()
+	if len(e.log) < maxSteps {
+		e.log = append(e.log, faultNote{at, fmt.Sprintf(format, args...)})
+	}
+	e.mu.Unlock()
 }
 
 // downSpan is a time when one server could not vote: blackholed for everyone, stopped,
@@ -104,6 +122,7 @@ func (e *env) eachProxy(i int, f func(p *proxy)) {
 func latency(ctx context.Context, e *env) {
 	defer e.healAll()
 	for range maxSteps {
+		var set []string
 		for i := range e.servers {
 			var up, down time.Duration
 			if e.rng.Float64() < 0.45 {
@@ -114,9 +133,11 @@ func latency(ctx context.Context, e *env) {
 					down = d
 				}
 				e.count("delay")
+				set = append(set, fmt.Sprintf("n%d up %s down %s", i, up, down))
 			}
 			e.eachProxy(i, func(p *proxy) { p.setDelay(up, down) })
 		}
+		e.note("delays: %v", set)
 		if !sleep(ctx, e.between(500*time.Millisecond, 2*time.Second)) {
 			return
 		}
@@ -132,11 +153,13 @@ func partition(ctx context.Context, e *env) {
 			e.eachProxy(i, func(p *proxy) { p.setBlackhole(true) })
 			e.count("blackhole")
 		}
+		e.note("blackholed: %v", cut)
 		live := sleep(ctx, e.between(time.Second, 3*time.Second))
 		for _, i := range cut {
 			e.eachProxy(i, func(p *proxy) { p.setBlackhole(false) })
 			e.markDown(i, from, e.clk.now())
 		}
+		e.note("healed: %v", cut)
 		if !live || !sleep(ctx, e.between(500*time.Millisecond, 1500*time.Millisecond)) {
 			return
 		}
@@ -165,11 +188,13 @@ func sigstop(ctx context.Context, e *env) {
 			e.servers[i].signal(true)
 			e.count("sigstop")
 		}
+		e.note("stopped: %v", stop)
 		live := sleep(ctx, e.between(e.ttl/5, 3*e.ttl))
 		for _, i := range stop {
 			e.servers[i].signal(false)
 			e.markDown(i, from, e.clk.now())
 		}
+		e.note("continued: %v", stop)
 		if !live || !sleep(ctx, e.between(200*time.Millisecond, time.Second)) {
 			return
 		}
@@ -253,12 +278,15 @@ func asymPartition(ctx context.Context, e *env) {
 			}
 		}
 		e.rng.Shuffle(len(pairs), func(a, b int) { pairs[a], pairs[b] = pairs[b], pairs[a] })
+		var reach []string
 		for w, ps := range e.proxies {
 			pair := pairs[w%len(pairs)]
 			for i, p := range ps {
 				p.setBlackhole(i != common && i != pair[0] && i != pair[1])
 			}
+			reach = append(reach, fmt.Sprintf("w%d %v", w, []int{common, pair[0], pair[1]}))
 		}
+		e.note("reach: %v", reach)
 		e.count("asym")
 		if !sleep(ctx, e.between(2*time.Second, 4*time.Second)) {
 			return
