@@ -17,6 +17,9 @@ type verdict struct {
 	// a lower bound of the time a quorum could vote, not a ceiling of held: a lease granted
 	// before a quorum went down stays valid until its Until.
 	quorumUp float64
+	// ceiling, where the nemesis delays the servers (latency; else negative), bounds held
+	// from above for any lock that needs a quorum's answers: see handOverCeiling.
+	ceiling  float64
 	p50, p99 time.Duration
 	longest  time.Duration // the longest Acquire that succeeded
 	extended int
@@ -133,6 +136,7 @@ func check(ph *phase, quorum, nodes int) verdict {
 	v.held = coverage(held, ph.from, ph.to)
 	v.gaps, v.leases = gapsOf(ph, held), held
 	v.quorumUp = quorumShare(ph.down, nodes, quorum, ph.from, ph.to)
+	v.ceiling = handOverCeiling(ph, v.gaps, quorum)
 	return v
 }
 
@@ -220,3 +224,39 @@ func cmpDur(a, b time.Duration) int {
 
 // ms formats d on the clock in milliseconds.
 func ms(d time.Duration) string { return fmt.Sprintf("%.1fms", float64(d)/float64(time.Millisecond)) }
+
+// handOverCeiling bounds from above the share of the window any lock could have held under
+// ph's server delays (ph.rtts), with the holdings ph's workers made: a holder learns that
+// it holds only from a quorum's replies, and no server can grant before the release (or
+// the expiry) of the lock reached it, so each gap between holdings lasts at least the
+// quorum-th smallest round trip that the proxies add at its start (the servers' own time
+// and the network's are left out, which makes the bound higher). The bound is the held
+// time over itself plus the gaps cut to that minimum (a gap that was shorter is kept). It
+// returns -1 when the nemesis did not delay the servers.
+func handOverCeiling(ph *phase, gs gapStats, quorum int) float64 {
+	if len(ph.rtts) == 0 || ph.to <= ph.from {
+		return -1
+	}
+	var gaps, least time.Duration
+	for _, s := range gs.spans {
+		gaps += s[1] - s[0]
+		least += min(s[1]-s[0], minHandOver(ph.rtts, s[0], quorum))
+	}
+	held := ph.to - ph.from - gaps
+	if held+least <= 0 {
+		return 0
+	}
+	return float64(held) / float64(held+least)
+}
+
+// minHandOver returns the quorum-th smallest round trip of the servers in force at t (0
+// before the first step).
+func minHandOver(rtts []rttSet, t time.Duration, quorum int) time.Duration {
+	i, _ := slices.BinarySearchFunc(rtts, t, func(r rttSet, t time.Duration) int { return cmpDur(r.at, t+1) })
+	if i == 0 {
+		return 0
+	}
+	rtt := slices.Clone(rtts[i-1].rtt)
+	slices.Sort(rtt)
+	return rtt[quorum-1]
+}

@@ -85,9 +85,9 @@ func share(d, window time.Duration) string {
 
 // dump prints the gaps of at least min (at most maxDumped of them), each with the holdings
 // on either side, the fault changes in force or made during it, and every call that was
-// under way in it: where the time of a long gap
+// under way in it, with the other calls of their attempts: where the time of a long gap
 // went, call by call. Times are from the start of the phase.
-func (gs gapStats) dump(w io.Writer, ph *phase, held []grant, min time.Duration) {
+func (gs gapStats) dump(w io.Writer, ph *phase, held []grant, quorum int, min time.Duration) {
 	const maxDumped = 30
 	calls := slices.Clone(ph.calls)
 	slices.SortFunc(calls, func(a, b call) int { return cmpDur(a.start, b.start) })
@@ -103,7 +103,11 @@ func (gs gapStats) dump(w io.Writer, ph *phase, held []grant, min time.Duration)
 			fmt.Fprintf(w, "gap dump: more gaps of %s or more not shown\n", min)
 			return
 		}
-		fmt.Fprintf(w, "gap %s to %s (%s):", rel(s[0]), rel(s[1]), s[1]-s[0])
+		fmt.Fprintf(w, "gap %s to %s (%s", rel(s[0]), rel(s[1]), s[1]-s[0])
+		if len(ph.rtts) > 0 {
+			fmt.Fprintf(w, "; a hand-over's least then %s", minHandOver(ph.rtts, s[0], quorum))
+		}
+		fmt.Fprint(w, "):")
 		for _, g := range held {
 			if g.end == s[0] {
 				fmt.Fprintf(w, " worker %d released (token %d);", g.worker, g.token)
@@ -118,11 +122,21 @@ func (gs gapStats) dump(w io.Writer, ph *phase, held []grant, min time.Duration)
 				fmt.Fprintf(w, "  %s fault: %s\n", rel(f.at), f.text)
 			}
 		}
+		// The calls under way in the gap, and the other calls of their attempts.
+		tokens := map[string]bool{}
 		for _, c := range calls {
 			if c.start >= s[1] {
 				break
 			}
-			if c.end < s[0] {
+			if c.end >= s[0] {
+				tokens[c.token] = true
+			}
+		}
+		for _, c := range calls {
+			if c.start >= s[1] {
+				break
+			}
+			if c.end < s[0] && !tokens[c.token] {
 				continue
 			}
 			fmt.Fprintf(w, "  %s-%s w%d n%d %-7s %s %s\n", rel(c.start), rel(c.end), c.worker, c.node, c.script, tokenTail(c.token), replyKind(c))

@@ -121,7 +121,7 @@ func run() int {
 		}
 		printPhase(os.Stdout, ph, v, ev)
 		if *gapDump > 0 {
-			v.gaps.dump(os.Stdout, ph, v.leases, *gapDump)
+			v.gaps.dump(os.Stdout, ph, v.leases, quorum, *gapDump)
 		}
 		verdicts = append(verdicts, v)
 		violations += v.violations()

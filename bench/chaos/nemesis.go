@@ -25,6 +25,14 @@ type env struct {
 	faults map[string]int
 	down   []downSpan
 	log    []faultNote
+	rtts   []rttSet
+}
+
+// rttSet is the round-trip delay the proxies add to each server's calls, from at on (the
+// latency nemesis's steps), the same for every worker.
+type rttSet struct {
+	at  time.Duration
+	rtt []time.Duration
 }
 
 // faultNote is one change of the faults, as the gap dump shows it.
@@ -123,6 +131,7 @@ func latency(ctx context.Context, e *env) {
 	defer e.healAll()
 	for range maxSteps {
 		var set []string
+		rtt := make([]time.Duration, len(e.servers))
 		for i := range e.servers {
 			var up, down time.Duration
 			if e.rng.Float64() < 0.45 {
@@ -135,9 +144,13 @@ func latency(ctx context.Context, e *env) {
 				e.count("delay")
 				set = append(set, fmt.Sprintf("n%d up %s down %s", i, up, down))
 			}
+			rtt[i] = up + down
 			e.eachProxy(i, func(p *proxy) { p.setDelay(up, down) })
 		}
 		e.note("delays: %v", set)
+		e.mu.Lock()
+		e.rtts = append(e.rtts, rttSet{e.clk.now(), rtt})
+		e.mu.Unlock()
 		if !sleep(ctx, e.between(500*time.Millisecond, 2*time.Second)) {
 			return
 		}

@@ -36,6 +36,7 @@ type phase struct {
 	faults       map[string]int
 	down         []downSpan
 	faultLog     []faultNote
+	rtts         []rttSet
 	// lateRequests: requests the proxies delivered a node timeout or more after the client
 	// sent them; orphanRequests: those of them whose connection the client had closed.
 	lateRequests, orphanRequests int64
@@ -122,7 +123,7 @@ func runPhase(clk clock, cfg phaseConfig, servers []*server, nem nemesis, index 
 	ph.writes = wcfg.ledger.record()
 	ph.calls, ph.droppedCalls = tr.record()
 	ph.errs = wcfg.errs.m
-	ph.faults, ph.down, ph.faultLog = e.faults, e.down, e.log
+	ph.faults, ph.down, ph.faultLog, ph.rtts = e.faults, e.down, e.log, e.rtts
 	for _, ps := range proxies {
 		for _, p := range ps {
 			ph.lateRequests += p.late.Load()

@@ -41,6 +41,9 @@ func printPhase(w io.Writer, ph *phase, v verdict, ev *evidence) {
 	fmt.Fprintf(w, "| %d | %.1f%% | %.1f%% | %s | %s | %s | %d | %d | %d/%d | %d | %d | %d (%d/%d/%d) |\n\n",
 		v.acquisitions, 100*v.held, 100*v.quorumUp, short(v.p50), short(v.p99), short(v.longest), v.extended, v.paused,
 		v.accepted, v.rejected, v.staleRejected, v.lateUnsuperseded, v.violations(), v.exclusion, v.tokenOrder, v.stale)
+	if v.ceiling >= 0 {
+		fmt.Fprintf(w, "held ceiling: %.1f%%, the most any lock needing a quorum's replies could hold with these holdings, each hand-over taking at least the quorum-th smallest round trip the proxies added then\n", 100*v.ceiling)
+	}
 	fmt.Fprintf(w, "faults: %s; requests delivered a node timeout or more late: %d (%d after the client had closed the connection)\n",
 		counts(ph.faults), ph.lateRequests, ph.orphanRequests)
 	fmt.Fprintf(w, "errors: %s\n", counts(ph.errs))
@@ -71,8 +74,8 @@ func counts(m map[string]int) string {
 func printSummary(w io.Writer, vs []verdict) {
 	fmt.Fprintln(w, "## summary")
 	fmt.Fprintln(w)
-	fmt.Fprintln(w, "| nemesis | acquisitions | held | target | quorum up | Lock p50 | Lock p99 | violations |")
-	fmt.Fprintln(w, "|---|---:|---:|---|---:|---:|---:|---:|")
+	fmt.Fprintln(w, "| nemesis | acquisitions | held | target | quorum up | held ceiling | Lock p50 | Lock p99 | violations |")
+	fmt.Fprintln(w, "|---|---:|---:|---|---:|---:|---:|---:|---:|")
 	for _, v := range vs {
 		target := "-"
 		if t, ok := targets[v.name]; ok {
@@ -82,8 +85,12 @@ func printSummary(w io.Writer, vs []verdict) {
 			}
 			target = fmt.Sprintf(">= %.0f%% (%s)", 100*t, mark)
 		}
-		fmt.Fprintf(w, "| %s | %d | %.1f%% | %s | %.1f%% | %s | %s | %d |\n",
-			v.name, v.acquisitions, 100*v.held, target, 100*v.quorumUp, short(v.p50), short(v.p99), v.violations())
+		ceiling := "-"
+		if v.ceiling >= 0 {
+			ceiling = fmt.Sprintf("%.1f%%", 100*v.ceiling)
+		}
+		fmt.Fprintf(w, "| %s | %d | %.1f%% | %s | %.1f%% | %s | %s | %s | %d |\n",
+			v.name, v.acquisitions, 100*v.held, target, 100*v.quorumUp, ceiling, short(v.p50), short(v.p99), v.violations())
 	}
 	fmt.Fprintln(w)
 }
