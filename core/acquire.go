@@ -136,12 +136,14 @@ func (c *Cluster) acquire(ctx context.Context, l *claim) (Grant, outcome, error)
 	}
 	c.collect(ctx, f, &t, answered, seen)
 	// A waiter that lost with fewer than a quorum of refusals hears the other nodes out too
-	// (within the node timeout): a release can hand it the lock on each node that refused
-	// it, and it takes a hand-over only from a quorum of nodes whose refusal it saw. With a
-	// quorum of refusals it need not wait: the rest's refusals reach it later (see
-	// outcome.late), and whatever else they did is undone after they answer (see abandon).
+	// (within the node timeout), until a quorum refused: a release can hand it the lock on
+	// each node that refused it, and it takes a hand-over only from a quorum of nodes whose
+	// refusal it saw. With a quorum of refusals it need not wait: the rest's refusals reach
+	// it later (see outcome.late), and whatever else they did is undone after they answer
+	// (see abandon). (It used to hear every node out, which under uneven latency held each
+	// hand-over back until the slowest live node answered.)
 	if refused != nil && !t.won() && t.no < c.quorum && t.waiting() && ctx.Err() == nil {
-		t.all = true
+		t.all, t.refusals = true, true
 		c.collect(ctx, f, &t, answered, seen)
 	}
 	if !t.won() {

@@ -282,6 +282,8 @@ type tally struct {
 	errs    []NodeError
 	answers int
 	all     bool // wait for every node (or the timeout), not only for the outcome
+	// refusals, with all, stops the wait once a quorum refused.
+	refusals bool
 	// suspects are the nodes (a bit each) that were suspected (see Cluster.suspects) when
 	// the fan-out began and have not answered: the outcome is decided without them, and
 	// all waits for the others only.
@@ -337,12 +339,13 @@ func (t *tally) err() error {
 	return &QuorumError{Op: t.op, Key: t.key, Quorum: t.c.quorum, Nodes: len(t.c.nodes), OK: t.yes, Refused: t.no, Errs: t.errs}
 }
 
-// collect reads replies from f into t until the outcome is decided (unless t.all), every
+// collect reads replies from f into t until the outcome is decided (unless t.all: then until
+// a quorum refused, if t.refusals, or every node answered), every
 // node answered, the calls' deadline passed, or ctx ended: a node that ignores its context
 // cannot hold us longer than its timeout. It calls seen for each reply, and marks in
 // answered (one entry per node) which nodes answered.
 func (c *Cluster) collect(ctx context.Context, f *fanout, t *tally, answered []bool, seen func(reply)) {
-	for t.waiting() && (t.all || !t.won() && !t.lost()) {
+	for t.waiting() && (t.all && !(t.refusals && t.no >= t.c.quorum) || !t.won() && !t.lost()) {
 		var r reply
 		if f.out == nil { // a single node, which fan called: its one reply
 			r = f.one

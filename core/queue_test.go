@@ -4,10 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -574,6 +576,47 @@ func TestWaiterRefusedByAQuorumDoesNotWaitForTheRest(t *testing.T) {
 	assert.Less(t, time.Since(start), 900*time.Millisecond, "the attempt waited for the slow node")
 	assert.Eventually(t, func() bool { return allEqual(queued(t, servers, holder.Keys), 1) }, 5*time.Second, time.Millisecond,
 		"the slow node's call did not land: %v", queued(t, servers, holder.Keys))
+}
+
+// refusedNode fails every call as a server that refuses connections does.
+type refusedNode struct{ core.Node }
+
+func (refusedNode) Eval(context.Context, *core.Script, []string, ...string) ([]int64, error) {
+	return nil, &net.OpError{Op: "dial", Net: "tcp", Err: syscall.ECONNREFUSED}
+}
+
+// TestWaiterStopsWaitingOnceAQuorumRefused: a waiter's attempt that a suspected node (its
+// last call failed) put out of reach after two refusals hears the other nodes out only
+// until a third refuses: a slow node (1 s late here) does not hold it back.
+func TestWaiterStopsWaitingOnceAQuorumRefused(t *testing.T) {
+	servers := miniServers(t, 5)
+	holder := hold(t, newCluster(t, servers), servers, "quorum-refused")
+	nodes := make([]core.Node, len(servers))
+	for i, s := range servers {
+		c := redis.NewClient(&redis.Options{Addr: s.addr})
+		n := goredis.New(c)
+		t.Cleanup(func() { _ = n.Close(); _ = c.Close() })
+		switch i {
+		case 2:
+			nodes[i] = slowAcquire{Node: n, Subscriber: n, delay: time.Second}
+		case 4:
+			nodes[i] = refusedNode{n}
+		default:
+			nodes[i] = n
+		}
+	}
+	cl, err := core.NewCluster(nodes)
+	require.NoError(t, err)
+	l := lock("quorum-refused")
+	l.NodeTimeout = 10 * time.Second
+	// The first attempt finds node 4 down; the second does not wait for it.
+	_, err = cl.AcquireAs(context.Background(), l, "w.1", "w", 1)
+	require.ErrorIs(t, err, core.ErrHeld)
+	start := time.Now()
+	_, err = cl.AcquireAs(context.Background(), l, "w.2", "w", 1)
+	require.ErrorIs(t, err, core.ErrHeld, "three nodes refused")
+	assert.Less(t, time.Since(start), 900*time.Millisecond, "the attempt waited for the slow node")
+	require.NoError(t, cl.Release(context.Background(), holder))
 }
 
 // TestLateRefusalCountsForAHandOver: a waiter whose attempt returned before a slow node
