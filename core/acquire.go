@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/bits"
 	"slices"
 	"strconv"
 	"sync"
@@ -95,11 +96,15 @@ func (c *Cluster) acquire(ctx context.Context, l *claim) (Grant, outcome, error)
 	// win without it gives up at once and lets go of the keys it got, which would otherwise
 	// block every competitor until that node's timeout. Taken before the calls, which
 	// update it; a single node's call has answered when fan returns, and its answer
-	// counts (it used to be replaced by errSuspect, hiding why the node failed).
+	// counts (it used to be replaced by errSuspect, hiding why the node failed). When the
+	// other nodes are too few for a quorum, every node is waited for: giving up at once
+	// could only fail, and the suspects may have come back (the attempt used to fail at
+	// once, and a waiter's next one came a backoff or a refresh interval later, while the
+	// lock stood free).
 	suspects := c.suspects()
 	f := c.fan(ctx, l.NodeTimeout, req, 0)
 	t := tally{c: c, op: "acquire", key: l.Keys.Lock}
-	if f.out != nil {
+	if f.out != nil && len(c.nodes)-bits.OnesCount64(suspects) >= c.quorum {
 		t.suspects = suspects
 	}
 	// The largest fence counter granted and how many granted it, and the longest a refusing

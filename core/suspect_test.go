@@ -55,3 +55,33 @@ func TestSuspectedNodesAreNotWaitedFor(t *testing.T) {
 	require.Eventually(t, func() bool { _, err := attempt(); return err == nil }, 5*time.Second, time.Millisecond,
 		"nodes that answer again do not count again")
 }
+
+// TestTooManySuspectsAreWaitedFor: when the nodes not suspected are too few for a quorum,
+// an attempt waits for the suspected ones too, and wins once they answer again: giving up
+// at once could only fail.
+func TestTooManySuspectsAreWaitedFor(t *testing.T) {
+	var hang atomic.Bool
+	hang.Store(true)
+	hanging := func(ctx context.Context, s *Script) ([]int64, error) {
+		if hang.Load() {
+			<-ctx.Done()
+			return nil, ctx.Err()
+		}
+		return []int64{1, 1}, nil
+	}
+	c, _ := cluster(t, grants(1), grants(1), hanging, hanging, hanging)
+	l := testLock()
+	l.NodeTimeout = 300 * time.Millisecond
+	_, err := c.Acquire(context.Background(), l)
+	require.ErrorIs(t, err, ErrNoQuorum)
+	require.Eventually(t, func() bool { return c.suspects() == 0b11100 }, 5*time.Second, time.Millisecond,
+		"the silent nodes' calls ended without marking them")
+
+	hang.Store(false)
+	h, err := c.Acquire(context.Background(), l)
+	require.NoError(t, err, "the attempt gave up on three suspects that answer again")
+	assert.NotNil(t, h)
+	// The attempt returned on a quorum; the other two answer moments later.
+	assert.Eventually(t, func() bool { return c.suspects() == 0 }, 5*time.Second, time.Millisecond,
+		"nodes that answered are still suspected")
+}
