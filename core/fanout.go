@@ -339,10 +339,9 @@ func (t *tally) err() error {
 	return &QuorumError{Op: t.op, Key: t.key, Quorum: t.c.quorum, Nodes: len(t.c.nodes), OK: t.yes, Refused: t.no, Errs: t.errs}
 }
 
-// collect reads replies from f into t until the outcome is decided (unless t.all: then until
-// a quorum refused, if t.refusals, or every node answered), every
-// node answered, the calls' deadline passed, or ctx ended: a node that ignores its context
-// cannot hold us longer than its timeout. It calls seen for each reply, and marks in
+// collect reads replies from f into t until the outcome is decided (with t.all: until a
+// quorum refused, if t.refusals), every node answered, the calls' deadline passed, or ctx
+// ended: a node that ignores its context cannot hold us longer than its timeout. It calls seen for each reply, and marks in
 // answered (one entry per node) which nodes answered.
 func (c *Cluster) collect(ctx context.Context, f *fanout, t *tally, answered []bool, seen func(reply)) {
 	for t.waiting() && (t.all && !(t.refusals && t.no >= t.c.quorum) || !t.won() && !t.lost()) {
