@@ -482,7 +482,9 @@ func TestObserverNodeErrors(t *testing.T) {
 	seen("down", "acquire", 1, killed, paused)
 
 	rec.reset()
-	short, cancel := context.WithTimeout(ctx, time.Second)
+	// Two seconds: with both suspected, the live node alone is no quorum, so each attempt
+	// waits for the paused one (200 ms).
+	short, cancel := context.WithTimeout(ctx, 2*time.Second)
 	defer cancel()
 	_, err = c.Acquire(short, "down")
 	require.ErrorIs(t, err, context.DeadlineExceeded)
@@ -491,7 +493,7 @@ func TestObserverNodeErrors(t *testing.T) {
 	require.Len(t, s.acquired, 1)
 	e := s.acquired[0]
 	assert.Equal(t, redlock.OutcomeTimeout, e.Outcome)
-	require.GreaterOrEqual(t, e.Attempts, 3, "a second of retries")
+	require.GreaterOrEqual(t, e.Attempts, 3, "two seconds of retries")
 	// Each attempt's call to each node that ended before the caller's context did: more
 	// than the first attempt's, none beyond the attempts made. (How many of the last ones
 	// the deadline cut depends on the machine's load.)
