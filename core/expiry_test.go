@@ -62,42 +62,36 @@ func requireEveryKeyExpires(t *testing.T, s server) {
 // the queue's three keys all expire (the waiters' hash was once left without a TTL), and
 // so does the fence counter, after a fenced acquisition and after a raise.
 func TestEveryKeyExpires(t *testing.T) {
-	for _, c := range []struct {
-		name    string
-		servers func(*testing.T, int) []server
-	}{{"miniredis", miniServers}, {"redis-server", realServers}} {
-		t.Run(c.name, func(t *testing.T) {
-			s := c.servers(t, 1)[0]
-			node := nodeOf(t, s.addr)
-			k := core.NewKeys("e:", "job")
-			ctx := context.Background()
-			_, err := s.do("SET", k.Lock, "w1.1", "PX", "10000") // w1's plain SET NX
+	onOneOfEach(t, func(t *testing.T, s server) {
+		node := nodeOf(t, s.addr)
+		k := core.NewKeys("e:", "job")
+		ctx := context.Background()
+		_, err := s.do("SET", k.Lock, "w1.1", "PX", "10000") // w1's plain SET NX
+		require.NoError(t, err)
+		_, err = node.Eval(ctx, script(t, "release"), k.ReleaseKeys(), "w1.1", k.Channel, "PUBLISH", "w1", "stay", "1", "1000")
+		require.NoError(t, err)
+		r, err := node.Eval(ctx, script(t, "acquire"), k.AcquireKeys(), acquireArgs("w2.1", "0", "w2", 2)...)
+		require.NoError(t, err)
+		require.Equal(t, []int64{0, 0}, r, "w2 queues behind w1")
+		for _, key := range []string{k.Queue, k.Alive, k.Waiters} {
+			ok, err := s.do("EXISTS", key)
 			require.NoError(t, err)
-			_, err = node.Eval(ctx, script(t, "release"), k.ReleaseKeys(), "w1.1", k.Channel, "PUBLISH", "w1", "stay", "1", "1000")
-			require.NoError(t, err)
-			r, err := node.Eval(ctx, script(t, "acquire"), k.AcquireKeys(), acquireArgs("w2.1", "0", "w2", 2)...)
-			require.NoError(t, err)
-			require.Equal(t, []int64{0, 0}, r, "w2 queues behind w1")
-			for _, key := range []string{k.Queue, k.Alive, k.Waiters} {
-				ok, err := s.do("EXISTS", key)
-				require.NoError(t, err)
-				require.Equal(t, int64(1), ok, key)
-			}
-			requireEveryKeyExpires(t, s)
+			require.Equal(t, int64(1), ok, key)
+		}
+		requireEveryKeyExpires(t, s)
 
-			other := core.NewKeys("e:", "fenced")
-			r, err = node.Eval(ctx, script(t, "acquire"), other.AcquireKeys(), "t1", "10000", "0", "1", "", "0", "1000")
-			require.NoError(t, err)
-			require.Equal(t, int64(1), r[0])
-			_, err = node.Eval(ctx, script(t, "raise"), []string{other.Lock, other.Fence}, "t1", strconv.FormatInt(r[1]+10, 10))
-			require.NoError(t, err)
-			requireEveryKeyExpires(t, s)
-			pttl, err := s.do("PTTL", other.Fence)
-			require.NoError(t, err)
-			assert.LessOrEqual(t, pttl.(int64), core.FenceIdle.Milliseconds())
-			assert.Greater(t, pttl.(int64), core.FenceIdle.Milliseconds()-60_000)
-		})
-	}
+		other := core.NewKeys("e:", "fenced")
+		r, err = node.Eval(ctx, script(t, "acquire"), other.AcquireKeys(), "t1", "10000", "0", "1", "", "0", "1000")
+		require.NoError(t, err)
+		require.Equal(t, int64(1), r[0])
+		_, err = node.Eval(ctx, script(t, "raise"), []string{other.Lock, other.Fence}, "t1", strconv.FormatInt(r[1]+10, 10))
+		require.NoError(t, err)
+		requireEveryKeyExpires(t, s)
+		pttl, err := s.do("PTTL", other.Fence)
+		require.NoError(t, err)
+		assert.LessOrEqual(t, pttl.(int64), core.FenceIdle.Milliseconds())
+		assert.Greater(t, pttl.(int64), core.FenceIdle.Milliseconds()-60_000)
+	})
 }
 
 // TestFenceIdleIsTheScripts: the scripts expire fence counters after core.FenceIdle.
@@ -234,57 +228,51 @@ func TestCrashedHolderBlocksNoLongerThanItsTTL(t *testing.T) {
 // in its name; a stale "stay" release does not queue it again either. Another waiter,
 // which never left, is not affected.
 func TestLateCallOfAWaiterThatLeftIsRefused(t *testing.T) {
-	for _, c := range []struct {
-		name    string
-		servers func(*testing.T, int) []server
-	}{{"miniredis", miniServers}, {"redis-server", realServers}} {
-		t.Run(c.name, func(t *testing.T) {
-			s := c.servers(t, 1)[0]
-			node := nodeOf(t, s.addr)
-			k := core.NewKeys("e:", "left")
-			ctx := context.Background()
-			acquire := func(token, waiter string, ticket int64) []int64 {
-				r, err := node.Eval(ctx, script(t, "acquire"), k.AcquireKeys(), acquireArgs(token, "0", waiter, ticket)...)
-				require.NoError(t, err)
-				return r
-			}
-			release := func(token, waiter, mode string) []int64 {
-				r, err := node.Eval(ctx, script(t, "release"), k.ReleaseKeys(), token, k.Channel, "PUBLISH", waiter, mode, "1", "1000")
-				require.NoError(t, err)
-				return r
-			}
-			queue := func() []any {
-				v, err := s.do("ZRANGE", k.Queue, "0", "-1")
-				require.NoError(t, err)
-				q, _ := v.([]any)
-				return q
-			}
-			_, err := s.do("SET", k.Lock, "holder", "PX", "10000")
+	onOneOfEach(t, func(t *testing.T, s server) {
+		node := nodeOf(t, s.addr)
+		k := core.NewKeys("e:", "left")
+		ctx := context.Background()
+		acquire := func(token, waiter string, ticket int64) []int64 {
+			r, err := node.Eval(ctx, script(t, "acquire"), k.AcquireKeys(), acquireArgs(token, "0", waiter, ticket)...)
 			require.NoError(t, err)
-			require.Equal(t, int64(0), acquire("w.1", "w", 1)[0])
-			require.Equal(t, int64(0), acquire("v.1", "v", 2)[0])
-			require.Len(t, queue(), 2)
-			release("w.1", "w", "leave") // w gives up
-			require.Equal(t, []any{"v"}, queue())
+			return r
+		}
+		release := func(token, waiter, mode string) []int64 {
+			r, err := node.Eval(ctx, script(t, "release"), k.ReleaseKeys(), token, k.Channel, "PUBLISH", waiter, mode, "1", "1000")
+			require.NoError(t, err)
+			return r
+		}
+		queue := func() []any {
+			v, err := s.do("ZRANGE", k.Queue, "0", "-1")
+			require.NoError(t, err)
+			q, _ := v.([]any)
+			return q
+		}
+		_, err := s.do("SET", k.Lock, "holder", "PX", "10000")
+		require.NoError(t, err)
+		require.Equal(t, int64(0), acquire("w.1", "w", 1)[0])
+		require.Equal(t, int64(0), acquire("v.1", "v", 2)[0])
+		require.Len(t, queue(), 2)
+		release("w.1", "w", "leave") // w gives up
+		require.Equal(t, []any{"v"}, queue())
 
-			// w's first attempt lands again, late: the lock held, then free.
-			assert.Equal(t, int64(0), acquire("w.1", "w", 1)[0])
-			assert.Equal(t, []any{"v"}, queue(), "a late call queued a waiter that left")
-			_, err = s.do("DEL", k.Lock, k.Queue)
-			require.NoError(t, err)
-			assert.Equal(t, []int64{0, 0}, acquire("w.1", "w", 1), "a late call took the free lock for a waiter that left")
-			assert.Empty(t, queue())
-			_, err = s.do("GET", k.Lock)
-			assert.ErrorIs(t, err, redis.Nil, "the lock was set for a waiter that left")
+		// w's first attempt lands again, late: the lock held, then free.
+		assert.Equal(t, int64(0), acquire("w.1", "w", 1)[0])
+		assert.Equal(t, []any{"v"}, queue(), "a late call queued a waiter that left")
+		_, err = s.do("DEL", k.Lock, k.Queue)
+		require.NoError(t, err)
+		assert.Equal(t, []int64{0, 0}, acquire("w.1", "w", 1), "a late call took the free lock for a waiter that left")
+		assert.Empty(t, queue())
+		_, err = s.do("GET", k.Lock)
+		assert.ErrorIs(t, err, redis.Nil, "the lock was set for a waiter that left")
 
-			// v, which never left, takes it; its release, and a stale "stay" release of
-			// w's (which found the lock w's) after it, queue no one.
-			assert.Equal(t, int64(1), acquire("v.2", "v", 2)[0])
-			_, err = s.do("SET", k.Lock, "w.1", "PX", "10000")
-			require.NoError(t, err)
-			release("w.1", "w", "stay")
-			assert.Empty(t, queue(), "a stale release queued a waiter that left")
-			requireEveryKeyExpires(t, s)
-		})
-	}
+		// v, which never left, takes it; its release, and a stale "stay" release of
+		// w's (which found the lock w's) after it, queue no one.
+		assert.Equal(t, int64(1), acquire("v.2", "v", 2)[0])
+		_, err = s.do("SET", k.Lock, "w.1", "PX", "10000")
+		require.NoError(t, err)
+		release("w.1", "w", "stay")
+		assert.Empty(t, queue(), "a stale release queued a waiter that left")
+		requireEveryKeyExpires(t, s)
+	})
 }

@@ -74,35 +74,30 @@ func TestAgreedFenceNeedsNoRaise(t *testing.T) {
 // so that a client whose clock runs fast cannot push the counters far ahead of the servers'
 // time (a node that restarts without its data must still start above every token).
 func TestFenceFloorIsCapped(t *testing.T) {
-	for _, c := range []struct {
-		name    string
-		servers func(*testing.T, int) []server
-	}{{"miniredis", miniServers}, {"redis-server", realServers}} {
-		t.Run(c.name, func(t *testing.T) {
-			servers := c.servers(t, 1)
-			_, counts := countedCluster(t, servers)
-			k := core.NewKeys("q:", "capped")
-			acquire := core.Scripts()[0]
-			for _, tc := range []struct {
-				name        string
-				ahead       time.Duration // the floor, ahead of the clock
-				least, most time.Duration // the fence's bounds, ahead of the clock
-			}{
-				{"within the cap", time.Second, 900 * time.Millisecond, 1100 * time.Millisecond},
-				{"past the cap", time.Hour, 1900 * time.Millisecond, 2100 * time.Millisecond},
-			} {
-				floor := time.Now().Add(tc.ahead).UnixMicro()
-				now := time.Now()
-				got, err := counts[0].Eval(context.Background(), acquire, k.AcquireKeys(), core.NewToken(), "1000", "0", strconv.FormatInt(floor, 10), "", "0", "1000")
-				require.NoError(t, err, tc.name)
-				require.Len(t, got, 2, tc.name)
-				assert.GreaterOrEqual(t, got[1], now.Add(tc.least).UnixMicro(), tc.name)
-				assert.LessOrEqual(t, got[1], now.Add(tc.most).UnixMicro(), tc.name)
-				_, err = servers[0].do("DEL", k.Lock, k.Fence)
-				require.NoError(t, err)
-			}
-		})
-	}
+	onOneOfEach(t, func(t *testing.T, s server) {
+		servers := []server{s}
+		_, counts := countedCluster(t, servers)
+		k := core.NewKeys("q:", "capped")
+		acquire := core.Scripts()[0]
+		for _, tc := range []struct {
+			name        string
+			ahead       time.Duration // the floor, ahead of the clock
+			least, most time.Duration // the fence's bounds, ahead of the clock
+		}{
+			{"within the cap", time.Second, 900 * time.Millisecond, 1100 * time.Millisecond},
+			{"past the cap", time.Hour, 1900 * time.Millisecond, 2100 * time.Millisecond},
+		} {
+			floor := time.Now().Add(tc.ahead).UnixMicro()
+			now := time.Now()
+			got, err := counts[0].Eval(context.Background(), acquire, k.AcquireKeys(), core.NewToken(), "1000", "0", strconv.FormatInt(floor, 10), "", "0", "1000")
+			require.NoError(t, err, tc.name)
+			require.Len(t, got, 2, tc.name)
+			assert.GreaterOrEqual(t, got[1], now.Add(tc.least).UnixMicro(), tc.name)
+			assert.LessOrEqual(t, got[1], now.Add(tc.most).UnixMicro(), tc.name)
+			_, err = servers[0].do("DEL", k.Lock, k.Fence)
+			require.NoError(t, err)
+		}
+	})
 }
 
 // TestAgreedHandOverNeedsNoRaise: a release that hands the lock to a fenced waiter advances

@@ -61,55 +61,49 @@ func receive(t *testing.T, msgs <-chan string) string {
 // for one, and says so on the waiter's channel; where the waiter's restart guard abstains,
 // it only wakes the waiter.
 func TestReleaseHandsTheLockToTheFirstWaiter(t *testing.T) {
-	for _, c := range []struct {
-		name    string
-		servers func(*testing.T, int) []server
-	}{{"miniredis", miniServers}, {"redis-server", realServers}} {
-		t.Run(c.name, func(t *testing.T) {
-			s := c.servers(t, 1)[0]
-			cl := newCluster(t, []server{s})
-			holder := hold(t, cl, []server{s}, "handover")
+	onOneOfEach(t, func(t *testing.T, s server) {
+		cl := newCluster(t, []server{s})
+		holder := hold(t, cl, []server{s}, "handover")
 
-			w := lock("handover")
-			w.TTL, w.Fence = 7*time.Second, true
-			for _, attempt := range []string{"w.1", "w.2"} {
-				_, err := cl.AcquireAs(context.Background(), w, attempt, "w", 1)
-				require.ErrorIs(t, err, core.ErrHeld)
-			}
-			msgs := listen(t, s, holder.Keys.Wake("w"))
-
-			require.NoError(t, cl.Release(context.Background(), holder))
-			assert.Equal(t, "w.2", get(t, s, holder.Keys.Lock), "the lock is not the waiter's latest attempt's")
-			pttl, err := s.do("PTTL", holder.Keys.Lock)
-			require.NoError(t, err)
-			assert.InDelta(t, 7000, pttl.(int64), 1000, "the lock does not have the waiter's TTL")
-			token, fence, ok := strings.Cut(receive(t, msgs), " ")
-			require.True(t, ok, "the message is not a hand-over")
-			assert.Equal(t, "w.2", token)
-			assert.Equal(t, get(t, s, holder.Keys.Fence), fence, "the message does not carry the fence counter")
-			n, err := strconv.ParseInt(fence, 10, 64)
-			require.NoError(t, err)
-			assert.Greater(t, n, time.Now().Add(-time.Hour).UnixMicro(), "the fence did not advance to at least the server clock")
-
-			// The waiter's release hands the lock on. The next waiter asked for a restart guard
-			// of an hour: redis-server (younger than that) abstains, so the waiter is only
-			// woken; miniredis cannot report its uptime, so it hands the lock over and says
-			// that it is not guarded.
-			_, err = cl.AcquireAs(context.Background(), lock("handover"), "x.1", "x", 2)
+		w := lock("handover")
+		w.TTL, w.Fence = 7*time.Second, true
+		for _, attempt := range []string{"w.1", "w.2"} {
+			_, err := cl.AcquireAs(context.Background(), w, attempt, "w", 1)
 			require.ErrorIs(t, err, core.ErrHeld)
-			_, err = s.do("HSET", holder.Keys.Waiters, "x", "x.1 5000 0 3600")
-			require.NoError(t, err)
-			woken := listen(t, s, holder.Keys.Wake("x"))
-			require.NoError(t, cl.Release(context.Background(), core.HeldAs(w, "w.2", "w", 1)))
-			if c.name == "miniredis" {
-				assert.Equal(t, "x.1", get(t, s, holder.Keys.Lock))
-				assert.Equal(t, "x.1 0 u", receive(t, woken), "the hand-over does not say that the node is not guarded")
-				return
-			}
-			assert.Equal(t, "", get(t, s, holder.Keys.Lock), "a release handed the lock over where the guard abstains")
-			assert.Equal(t, "", receive(t, woken), "where the guard abstains, the waiter is only woken")
-		})
-	}
+		}
+		msgs := listen(t, s, holder.Keys.Wake("w"))
+
+		require.NoError(t, cl.Release(context.Background(), holder))
+		assert.Equal(t, "w.2", get(t, s, holder.Keys.Lock), "the lock is not the waiter's latest attempt's")
+		pttl, err := s.do("PTTL", holder.Keys.Lock)
+		require.NoError(t, err)
+		assert.InDelta(t, 7000, pttl.(int64), 1000, "the lock does not have the waiter's TTL")
+		token, fence, ok := strings.Cut(receive(t, msgs), " ")
+		require.True(t, ok, "the message is not a hand-over")
+		assert.Equal(t, "w.2", token)
+		assert.Equal(t, get(t, s, holder.Keys.Fence), fence, "the message does not carry the fence counter")
+		n, err := strconv.ParseInt(fence, 10, 64)
+		require.NoError(t, err)
+		assert.Greater(t, n, time.Now().Add(-time.Hour).UnixMicro(), "the fence did not advance to at least the server clock")
+
+		// The waiter's release hands the lock on. The next waiter asked for a restart guard
+		// of an hour: redis-server (younger than that) abstains, so the waiter is only
+		// woken; miniredis cannot report its uptime, so it hands the lock over and says
+		// that it is not guarded.
+		_, err = cl.AcquireAs(context.Background(), lock("handover"), "x.1", "x", 2)
+		require.ErrorIs(t, err, core.ErrHeld)
+		_, err = s.do("HSET", holder.Keys.Waiters, "x", "x.1 5000 0 3600")
+		require.NoError(t, err)
+		woken := listen(t, s, holder.Keys.Wake("x"))
+		require.NoError(t, cl.Release(context.Background(), core.HeldAs(w, "w.2", "w", 1)))
+		if s.mini {
+			assert.Equal(t, "x.1", get(t, s, holder.Keys.Lock))
+			assert.Equal(t, "x.1 0 u", receive(t, woken), "the hand-over does not say that the node is not guarded")
+			return
+		}
+		assert.Equal(t, "", get(t, s, holder.Keys.Lock), "a release handed the lock over where the guard abstains")
+		assert.Equal(t, "", receive(t, woken), "where the guard abstains, the waiter is only woken")
+	})
 }
 
 // TestAttemptsOfOneWaiter: a waiter's attempt counts a lock held by an earlier attempt of

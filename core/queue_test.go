@@ -29,6 +29,7 @@ import (
 type server struct {
 	addr string
 	do   func(args ...string) (any, error)
+	mini bool // a miniredis server, which cannot report its uptime
 }
 
 func miniServers(t *testing.T, n int) []server {
@@ -37,7 +38,7 @@ func miniServers(t *testing.T, n int) []server {
 		m := miniredis.RunT(t)
 		c := redis.NewClient(&redis.Options{Addr: m.Addr()})
 		t.Cleanup(func() { _ = c.Close() })
-		s[i] = server{m.Addr(), func(args ...string) (any, error) {
+		s[i] = server{addr: m.Addr(), mini: true, do: func(args ...string) (any, error) {
 			a := make([]any, len(args))
 			for i, v := range args {
 				a[i] = v
@@ -51,7 +52,7 @@ func miniServers(t *testing.T, n int) []server {
 func realServers(t *testing.T, n int) []server {
 	s := make([]server, n)
 	for i, r := range redistest.StartN(t, n) {
-		s[i] = server{r.Addr(), func(args ...string) (any, error) {
+		s[i] = server{addr: r.Addr(), do: func(args ...string) (any, error) {
 			v, err := r.Do(args...)
 			if err == nil && v == nil {
 				err = redis.Nil
@@ -186,6 +187,17 @@ var setups = []struct {
 	servers func(*testing.T, int) []server
 	n       int
 }{{"miniredis/N=1", miniServers, 1}, {"miniredis/N=3", miniServers, 3}, {"redis-server/N=3", realServers, 3}}
+
+// onOneOfEach runs f as a subtest on one miniredis server, and as another on one
+// redis-server.
+func onOneOfEach(t *testing.T, f func(t *testing.T, s server)) {
+	for _, k := range []struct {
+		name    string
+		servers func(*testing.T, int) []server
+	}{{"miniredis", miniServers}, {"redis-server", realServers}} {
+		t.Run(k.name, func(t *testing.T) { f(t, k.servers(t, 1)[0]) })
+	}
+}
 
 // TestWaitersTakeTurnsInOrder: waiters that queued one after another get the lock in that
 // order, whatever the order in which their retries reach the nodes.

@@ -134,54 +134,48 @@ func TestWaitingWriterBlocksNewReaders(t *testing.T) {
 // TestReleaseHandsTheLockToQueuedReaders: a writer's release hands the lock to the readers
 // first in the queue, each told on its channel, up to the next writer, which stays queued.
 func TestReleaseHandsTheLockToQueuedReaders(t *testing.T) {
-	for _, c := range []struct {
-		name    string
-		servers func(*testing.T, int) []server
-	}{{"miniredis", miniServers}, {"redis-server", realServers}} {
-		t.Run(c.name, func(t *testing.T) {
-			s := c.servers(t, 1)[0]
-			cl := newCluster(t, []server{s})
-			ctx := context.Background()
-			holder := hold(t, cl, []server{s}, "group")
-			for i, w := range []struct {
-				id   string
-				read bool
-			}{{"r1", true}, {"r2", true}, {"w3", false}, {"r4", true}} {
-				l := lock("group")
-				l.Read = w.read
-				_, err := cl.AcquireAs(ctx, l, w.id+".1", w.id, int64(i+1))
-				require.ErrorIs(t, err, core.ErrHeld)
-			}
-			msgs := map[string]<-chan string{}
-			for _, id := range []string{"r1", "r2", "w3", "r4"} {
-				msgs[id] = listen(t, s, holder.Keys.Wake(id))
-			}
+	onOneOfEach(t, func(t *testing.T, s server) {
+		cl := newCluster(t, []server{s})
+		ctx := context.Background()
+		holder := hold(t, cl, []server{s}, "group")
+		for i, w := range []struct {
+			id   string
+			read bool
+		}{{"r1", true}, {"r2", true}, {"w3", false}, {"r4", true}} {
+			l := lock("group")
+			l.Read = w.read
+			_, err := cl.AcquireAs(ctx, l, w.id+".1", w.id, int64(i+1))
+			require.ErrorIs(t, err, core.ErrHeld)
+		}
+		msgs := map[string]<-chan string{}
+		for _, id := range []string{"r1", "r2", "w3", "r4"} {
+			msgs[id] = listen(t, s, holder.Keys.Wake(id))
+		}
 
-			require.NoError(t, cl.Release(ctx, holder))
-			assert.Equal(t, "(readers)", get(t, s, holder.Keys.Lock))
-			assert.Equal(t, "r1.1 0", receive(t, msgs["r1"]))
-			assert.Equal(t, "r2.1 0", receive(t, msgs["r2"]))
-			assert.Equal(t, []int64{2}, readers(t, []server{s}, holder.Keys))
-			assert.Equal(t, []int64{2}, queued(t, []server{s}, holder.Keys), "the writer and the reader behind it stay queued")
-			select {
-			case m := <-msgs["w3"]:
-				t.Fatalf("the writer behind the readers was told %q", m)
-			case m := <-msgs["r4"]:
-				t.Fatalf("the reader behind the writer was told %q", m)
-			case <-time.After(100 * time.Millisecond):
-			}
+		require.NoError(t, cl.Release(ctx, holder))
+		assert.Equal(t, "(readers)", get(t, s, holder.Keys.Lock))
+		assert.Equal(t, "r1.1 0", receive(t, msgs["r1"]))
+		assert.Equal(t, "r2.1 0", receive(t, msgs["r2"]))
+		assert.Equal(t, []int64{2}, readers(t, []server{s}, holder.Keys))
+		assert.Equal(t, []int64{2}, queued(t, []server{s}, holder.Keys), "the writer and the reader behind it stay queued")
+		select {
+		case m := <-msgs["w3"]:
+			t.Fatalf("the writer behind the readers was told %q", m)
+		case m := <-msgs["r4"]:
+			t.Fatalf("the reader behind the writer was told %q", m)
+		case <-time.After(100 * time.Millisecond):
+		}
 
-			// The readers' releases: the last one hands the lock to the writer.
-			l := readLock("group")
-			require.NoError(t, cl.Release(ctx, core.HeldAs(l, "r1.1", "r1", 1)))
-			assert.Equal(t, "(readers)", get(t, s, holder.Keys.Lock), "the lock key went with a reader still holding")
-			require.NoError(t, cl.Release(ctx, core.HeldAs(l, "r2.1", "r2", 2)))
-			assert.Equal(t, "w3.1", get(t, s, holder.Keys.Lock))
-			token, _, _ := strings.Cut(receive(t, msgs["w3"]), " ")
-			assert.Equal(t, "w3.1", token)
-			requireEveryKeyExpires(t, s)
-		})
-	}
+		// The readers' releases: the last one hands the lock to the writer.
+		l := readLock("group")
+		require.NoError(t, cl.Release(ctx, core.HeldAs(l, "r1.1", "r1", 1)))
+		assert.Equal(t, "(readers)", get(t, s, holder.Keys.Lock), "the lock key went with a reader still holding")
+		require.NoError(t, cl.Release(ctx, core.HeldAs(l, "r2.1", "r2", 2)))
+		assert.Equal(t, "w3.1", get(t, s, holder.Keys.Lock))
+		token, _, _ := strings.Cut(receive(t, msgs["w3"]), " ")
+		assert.Equal(t, "w3.1", token)
+		requireEveryKeyExpires(t, s)
+	})
 }
 
 // TestReaderAttempts: a release of a reader's attempt lets go of that attempt's entry or an

@@ -11,6 +11,17 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
+// hangsWhile is a node that hangs until ctx ends while hang is set, and grants otherwise.
+func hangsWhile(hang *atomic.Bool) func(context.Context, *Script) ([]int64, error) {
+	return func(ctx context.Context, s *Script) ([]int64, error) {
+		if hang.Load() {
+			<-ctx.Done()
+			return nil, ctx.Err()
+		}
+		return []int64{1, 1}, nil
+	}
+}
+
 // TestSuspectedNodesAreNotWaitedFor: once a node's call failed (here: it hung past the node
 // timeout), an attempt that cannot win without it gives up as soon as the others answered,
 // and lets go at once of the key it got; the node is still called, and once it answers it
@@ -18,13 +29,7 @@ import (
 func TestSuspectedNodesAreNotWaitedFor(t *testing.T) {
 	var hang atomic.Bool
 	hang.Store(true)
-	hanging := func(ctx context.Context, s *Script) ([]int64, error) {
-		if hang.Load() {
-			<-ctx.Done()
-			return nil, ctx.Err()
-		}
-		return []int64{1, 1}, nil
-	}
+	hanging := hangsWhile(&hang)
 	c, fakes := cluster(t, grants(1), held(60_000), held(60_000), hanging, hanging)
 	ctx := context.Background()
 	attempt := func() (time.Duration, error) {
@@ -62,13 +67,7 @@ func TestSuspectedNodesAreNotWaitedFor(t *testing.T) {
 func TestTooManySuspectsAreWaitedFor(t *testing.T) {
 	var hang atomic.Bool
 	hang.Store(true)
-	hanging := func(ctx context.Context, s *Script) ([]int64, error) {
-		if hang.Load() {
-			<-ctx.Done()
-			return nil, ctx.Err()
-		}
-		return []int64{1, 1}, nil
-	}
+	hanging := hangsWhile(&hang)
 	c, _ := cluster(t, grants(1), grants(1), hanging, hanging, hanging)
 	l := testLock()
 	l.NodeTimeout = 300 * time.Millisecond
