@@ -186,9 +186,12 @@ func (l *Lease) extended(until time.Time, err error) error {
 }
 
 // Release lets the lock go on every node and wakes its waiters, then ends the lease with
-// ErrReleased. It is attempted even if ctx is already cancelled (each node is still bounded
-// by the node timeout), so that a lock is not left behind until its TTL, and it is
-// attempted once even after the lease ended otherwise, to clear what is left of it.
+// ErrReleased. It returns once a quorum of nodes let go and the others had a moment to
+// follow (twice as long as the quorum took): the call to a node slower than that goes on in
+// the background, within the node timeout. It is attempted even if ctx is already
+// cancelled (each node is still bounded by the node timeout), so that a lock is not left
+// behind until its TTL, and it is attempted once even after the lease ended otherwise, to
+// clear what is left of it.
 // Whatever it returns, the Lease no longer holds the lock.
 //
 // Errors: one matching ErrNotHeld if the lease had already ended, and the reason it ended

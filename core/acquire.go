@@ -49,8 +49,12 @@ type outcome struct {
 	wait  time.Duration // the longest a refusing node said the holder can keep the lock
 	split bool          // some nodes granted it to us: competitors split the votes
 	plain bool          // it was a plain SET NX (see Setter), which queues no one
-	took  time.Duration // how long the attempt took
-	start time.Time     // when the attempt began
+	// took is how long the attempt took to hear the last node that answered it: a node that
+	// failed (a timeout, say) does not count, so that it does not stretch the pause after a
+	// split vote, nor the wait for the rest of a hand-over, which both follow the nodes'
+	// round trips. The attempt's own time if no node answered.
+	took  time.Duration
+	start time.Time // when the attempt began
 	// refused marks the nodes that answered a waiter's attempt with a refusal ({0, ...}):
 	// only those can hand this attempt the lock later. nil for a single attempt, and when
 	// no node refused.
@@ -115,7 +119,11 @@ func (c *Cluster) acquire(ctx context.Context, l *claim) (Grant, outcome, error)
 	mayHold := make([]bool, len(c.nodes))
 	answered := make([]bool, len(c.nodes))
 	var refused []bool // made at the first refusal: an uncontended waiter needs none
+	var took time.Duration
 	seen := func(r reply) {
+		if r.err == nil {
+			took = time.Since(start)
+		}
 		switch {
 		case r.err != nil:
 			mayHold[r.node] = true
@@ -186,7 +194,10 @@ func (c *Cluster) acquire(ctx context.Context, l *claim) (Grant, outcome, error)
 	// A split vote is one that no owner won: some nodes granted us the lock, and the
 	// refusals alone did not decide it (then another owner holds it, and we wait for it).
 	split := t.yes > 0 && !errors.Is(err, ErrHeld)
-	o := outcome{wait: time.Duration(wait) * time.Millisecond, split: split, took: time.Since(start), start: start, refused: refused, plain: plain, late: late}
+	if took == 0 {
+		took = time.Since(start)
+	}
+	o := outcome{wait: time.Duration(wait) * time.Millisecond, split: split, took: took, start: start, refused: refused, plain: plain, late: late}
 	return Grant{}, o, err
 }
 

@@ -150,9 +150,10 @@ func (n *scriptedNode) Eval(_ context.Context, s *Script, _ []string, args ...st
 	n.attempt++
 	n.mu.Unlock()
 	if i < len(n.replies) {
-		return n.replies[i](args[0])
+		vals, err := n.replies[i](args[0])
+		return asked(s, args, vals), err
 	}
-	return []int64{0, 60_000}, nil
+	return asked(s, args, []int64{0, 60_000}), nil
 }
 
 func (n *scriptedNode) Subscribe(_ context.Context, _ string, onMessage func(string)) (func(), error) {
@@ -310,4 +311,37 @@ func TestWatchWaitsForAQuorumOfSubscriptions(t *testing.T) {
 	require.NoError(t, err)
 	w = c2.watch(ctx, "ch", 20*time.Millisecond)
 	assert.False(t, w.isActive())
+}
+
+// TestSplitVotePauseEndsAtAWakeUp: after a split vote a waiter pauses a random time of up
+// to twice its attempt's (here up to 600 ms), and a node that wakes it meanwhile ends the
+// pause: the lock is free there, and it is first in that node's queue. Each round fails
+// without it 3 times in 4.
+func TestSplitVotePauseEndsAtAWakeUp(t *testing.T) {
+	held := func(string) ([]int64, error) { return []int64{0, 60_000}, nil }
+	yes := func(string) ([]int64, error) { return []int64{1, 0}, nil }
+	slow := func(vals []int64, err error) func(string) ([]int64, error) {
+		return func(string) ([]int64, error) { time.Sleep(300 * time.Millisecond); return vals, err }
+	}
+	for round := range 3 {
+		nodes := []*scriptedNode{{}, {}, {}}
+		woken := make(chan time.Time, 1)
+		nodes[0].replies = []func(string) ([]int64, error){held, slow([]int64{1, 0}, nil), yes}
+		nodes[1].replies = []func(string) ([]int64, error){held, func(token string) ([]int64, error) {
+			vals, _ := slow([]int64{0, 60_000}, nil)(token)
+			go func() { time.Sleep(50 * time.Millisecond); woken <- time.Now(); nodes[1].say("") }()
+			return vals, nil
+		}, yes}
+		nodes[2].replies = []func(string) ([]int64, error){held, func(string) ([]int64, error) { return nil, errors.New("connection reset") }, yes}
+		c, err := NewCluster([]Node{nodes[0], nodes[1], nodes[2]})
+		require.NoError(t, err)
+		l := testLock()
+		l.Fence, l.NodeTimeout = false, 2*time.Second // refresh interval: 5 s
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		g, err := c.AcquireWait(ctx, l, Backoff{Min: time.Second, Max: time.Second})
+		cancel()
+		require.NoError(t, err)
+		require.Equal(t, 3, g.Attempts, "round %d", round)
+		assert.Less(t, time.Since(<-woken), 150*time.Millisecond, "round %d: the pause went on after the wake-up", round)
+	}
 }

@@ -1,15 +1,24 @@
 package core
 
-import "context"
+import (
+	"context"
+	"time"
+)
 
 // Release deletes h on every node that holds it with h's token (or, for a waiter's token,
 // with an earlier attempt's), takes h's waiter out of the queue, and hands the lock to the
 // first waiter in the queue, telling it on its channel (see AcquireWait). A node that had
 // not answered the acquisition yet is called once it answers (or at the acquisition's
-// deadline), so that no late SET lands after the release; the others at once. It waits
-// for every node, but no longer than the node timeout, so that when it returns the lock is
-// gone from every node that answered. It runs even if ctx is cancelled: a release is
-// never abandoned half-way.
+// deadline), so that no late SET lands after the release; the others at once. It runs even
+// if ctx is cancelled: a release is never abandoned half-way.
+//
+// It returns once a quorum let go and the other nodes had twice as long as that took (at
+// least releaseGrace): when it returns, the lock is gone from a quorum of nodes and from
+// every node about as fast as they are. A node slower than that, or one that does not
+// answer, is left to its call, which goes on in the background within the node timeout
+// (a key it keeps expires by its TTL): a node that is down or far away does not hold up
+// the caller, who used to wait out its node timeout on every release. On failure it waits
+// for every node, within the node timeout, so that its error names each one.
 //
 // Errors: ErrNotHeld (too few nodes still held h: it had expired or been taken), or a
 // *QuorumError (too few nodes answered; their keys expire by their TTL).
@@ -17,6 +26,7 @@ func (c *Cluster) Release(ctx context.Context, h *Held) error {
 	l := &h.claim
 	req := request{s: l.scripts().release, detached: true, keys: l.Keys.releaseKeys(), args: releaseArgs(l.token, l.Keys.Channel, l.waiter, "leave"),
 		op: "release", failed: l.NodeFailed}
+	start := time.Now()
 	var f *fanout
 	if a, late := l.acquiring, l.late; a != nil && l.pending > 0 && late != 0 {
 		f = c.fan(ctx, l.NodeTimeout, req, late)
@@ -26,15 +36,42 @@ func (c *Cluster) Release(ctx context.Context, h *Held) error {
 		f = c.fan(ctx, l.NodeTimeout, req, 0)
 	}
 	l.acquiring, l.pending, l.late = nil, 0, 0
-	t := tally{c: c, op: "release", key: l.Keys.Lock, all: true}
-	c.collect(f.ctx, f, &t, make([]bool, len(c.nodes)), nil)
-	switch {
-	case t.won():
+	t := tally{c: c, op: "release", key: l.Keys.Lock}
+	answered := make([]bool, len(c.nodes))
+	c.collect(f.ctx, f, &t, answered, nil)
+	if t.won() {
+		f.grace(len(c.nodes)-t.answers, max(2*time.Since(start), releaseGrace))
 		return nil
-	case t.refused():
+	}
+	t.all = true // the outcome is a failure: hear every node out, for the error
+	c.collect(f.ctx, f, &t, answered, nil)
+	if t.refused() {
 		return opError("release", l.Keys.Lock, ErrNotHeld)
 	}
 	return t.err()
+}
+
+// releaseGrace is the least time a release that a quorum answered waits for the other
+// nodes (see Release): nodes on one machine or network answer one request within it.
+const releaseGrace = 2 * time.Millisecond
+
+// grace waits up to d (and no later than the calls' deadline) for the n replies of f not
+// read yet, and returns once they came.
+func (f *fanout) grace(n int, d time.Duration) {
+	if n == 0 || f.out == nil {
+		return
+	}
+	timer := time.NewTimer(d)
+	defer timer.Stop()
+	for range n {
+		select {
+		case <-f.out:
+		case <-timer.C:
+			return
+		case <-f.deadline:
+			return
+		}
+	}
 }
 
 // stragglers waits for the nodes that had not answered the acquisition when it returned,

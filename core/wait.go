@@ -120,7 +120,9 @@ func (c *Cluster) acquireWait(ctx context.Context, l *claim, b Backoff) (Grant, 
 			case o.split:
 				// Competitors took some nodes each and all let go: retry after a random
 				// pause of up to two attempts' time, so that the next round has a winner.
-				delay = min(rand.N(2*o.took+1), refresh)
+				// A node that meanwhile hands us the lock, or wakes us, ends the pause:
+				// the lock is ours or free there, and we are first in its queue.
+				delay, listen = min(rand.N(2*o.took+1), refresh), w.isActive()
 			case held && w.isActive():
 				delay, listen = refresh, true
 				if o.wait > 0 {
