@@ -307,27 +307,41 @@ func TestFaultyHelper(t *testing.T) {
 
 var failLine = regexp.MustCompile(`--- FAIL: TestFaultyHelper/(\S+)`)
 
+// childrenAtOnce is how many child processes TestFaultyNodesAreCaught runs at a time: they
+// mostly wait for timeouts, but each runs the suite's concurrency checks (100 goroutines on
+// one node, under the race detector), and all of them at once on a 2-core machine made
+// those checks time out in every child.
+const childrenAtOnce = 4
+
 // TestFaultyNodesAreCaught is the suite's own test: for each faulty node it runs the suite
-// in a child process (all at once: they mostly wait for timeouts) and checks that the run
-// failed, by exactly the expected checks, with the expected message.
+// in a child process (childrenAtOnce at a time) and checks that the run failed, by exactly
+// the expected checks, with the expected message.
 func TestFaultyNodesAreCaught(t *testing.T) {
 	if os.Getenv(faultEnv) != "" {
 		t.Skip("already in a child process")
 	}
 	type child struct {
-		cmd *exec.Cmd
-		out bytes.Buffer
+		cmd  *exec.Cmd
+		out  bytes.Buffer
+		err  error
+		done chan struct{} // closed once the child has ended (or failed to start)
 	}
 	children := make([]*child, len(faults))
+	slots := make(chan struct{}, childrenAtOnce)
 	for i, f := range faults {
 		if (slices.Contains(f.servers, conformance.RedisServer) || slices.Contains(f.servers, conformance.RedisCluster)) && !redisServerAvailable() {
 			continue // its subtest skips
 		}
-		c := &child{cmd: exec.Command(os.Args[0], "-test.run=^TestFaultyHelper$", "-test.v", "-test.count=1")}
+		c := &child{cmd: exec.Command(os.Args[0], "-test.run=^TestFaultyHelper$", "-test.v", "-test.count=1"), done: make(chan struct{})}
 		c.cmd.Env = append(os.Environ(), faultEnv+"="+f.name)
 		c.cmd.Stdout, c.cmd.Stderr = &c.out, &c.out
-		require.NoError(t, c.cmd.Start())
 		children[i] = c
+		go func() {
+			defer close(c.done)
+			slots <- struct{}{}
+			defer func() { <-slots }()
+			c.err = c.cmd.Run()
+		}()
 	}
 	for i, f := range faults {
 		t.Run(f.name, func(t *testing.T) {
@@ -335,7 +349,8 @@ func TestFaultyNodesAreCaught(t *testing.T) {
 			if c == nil {
 				t.Skip("redis-server not on PATH")
 			}
-			err := c.cmd.Wait()
+			<-c.done
+			err := c.err
 			out := c.out.String()
 			var exit *exec.ExitError
 			require.True(t, errors.As(err, &exit), "the suite passed (or did not run) for the faulty node %s: %v\n%s", f.name, err, out)
