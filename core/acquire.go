@@ -105,10 +105,20 @@ func (c *Cluster) acquire(ctx context.Context, l *claim) (Grant, outcome, error)
 	// could only fail, and the suspects may have come back (the attempt used to fail at
 	// once, and a waiter's next one came a backoff or a refresh interval later, while the
 	// lock stood free).
+	//
+	// Nor is a suspect called while an earlier call to it is still under way (see
+	// request.spare): that call finds out whether it is back. Under a partition, a waiter
+	// whose attempts failed every few milliseconds sent each one into the silence, and each
+	// call's timeout and the release after it cost a connection and a goroutine, on the
+	// machine that also had to run the lock's hand-overs.
 	suspects := c.suspects()
+	spared := len(c.nodes) > 1 && len(c.nodes)-bits.OnesCount64(suspects) >= c.quorum
+	if spared {
+		req.spare = suspects
+	}
 	f := c.fan(ctx, l.NodeTimeout, req, 0)
 	t := tally{c: c, op: "acquire", key: l.Keys.Lock}
-	if f.out != nil && len(c.nodes)-bits.OnesCount64(suspects) >= c.quorum {
+	if spared {
 		t.suspects = suspects
 	}
 	// The largest fence counter granted and how many granted it, and the longest a refusing
@@ -126,7 +136,7 @@ func (c *Cluster) acquire(ctx context.Context, l *claim) (Grant, outcome, error)
 		}
 		switch {
 		case r.err != nil:
-			mayHold[r.node] = true
+			mayHold[r.node] = r.err != errNotCalled
 		case r.vals[0] == 1:
 			mayHold[r.node] = true
 			if len(r.vals) > 1 {
@@ -315,6 +325,7 @@ func (c *Cluster) abandon(ctx context.Context, l *claim, f *fanout, answered, ma
 				switch {
 				case leave.s != nil && tr.gone.Load() && tr.won.Load() != attempt:
 					c.callNode(ctx, r.node, timeout, leave)
+				case r.err == errNotCalled:
 				case r.err != nil || r.yes():
 					release(r.node)
 				case late != nil && len(r.vals) > 1 && r.vals[0] == 0:

@@ -16,6 +16,7 @@ type Cluster struct {
 	setters   bool          // every node is a Setter
 	unguarded []atomic.Bool // per node: it cannot report its uptime to the restart guard
 	down      []atomic.Bool // per node: its last call failed in transit (see suspects)
+	calls     []atomic.Int32 // per node: calls under way (see request.spare)
 	warn      func(node string)
 	id        identity        // which server each node reaches
 	deadlines sharedDeadlines // for single-node calls
@@ -66,6 +67,7 @@ func NewCluster(nodes []Node, opts ...ClusterOption) (*Cluster, error) {
 		sharded:   make([]bool, len(nodes)),
 		unguarded: make([]atomic.Bool, len(nodes)),
 		down:      make([]atomic.Bool, len(nodes)),
+		calls:     make([]atomic.Int32, len(nodes)),
 		done:      make(chan struct{}),
 	}
 	c.id.init(len(nodes))

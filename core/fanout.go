@@ -58,6 +58,10 @@ type request struct {
 	setNX      bool
 	key, value string
 	ttl        time.Duration
+	// spare: the nodes (a bit each) not to call while an earlier call to them is still under
+	// way: suspects that an acquisition does not wait for (see Cluster.acquire). Such a
+	// node gets errNotCalled at once.
+	spare uint64
 }
 
 // call runs s on every node at once, each bounded by timeout (see fan), as the operation op
@@ -179,6 +183,11 @@ func (c *Cluster) callNode(ctx context.Context, i int, timeout time.Duration, re
 // the deadline passed, an error for an empty reply. A node's failure or abstention goes
 // to req.failed, unless the caller's end or the nodes' misconfiguration explains it.
 func (c *Cluster) eval(ctx, dctx context.Context, i int, timeout time.Duration, req *request) reply {
+	if i < 64 && req.spare&(1<<i) != 0 && c.calls[i].Load() > 0 {
+		return reply{node: i, err: errNotCalled}
+	}
+	c.calls[i].Add(1)
+	defer c.calls[i].Add(-1)
 	var vals []int64
 	var err error
 	misconfigured := false
@@ -247,6 +256,12 @@ func (c *Cluster) suspects() uint64 {
 	}
 	return s
 }
+
+// errNotCalled is the error of a suspect that an acquisition did not call, because an
+// earlier call to it was still under way (see request.spare): one call at a time finds out
+// whether a node that failed is back. It says nothing new of the node: it is not reported
+// to Lock.NodeFailed, and the node stays suspected.
+var errNotCalled = errors.New("redlock: node failed its last call, and was not called while another call to it is under way")
 
 // errSuspect is the error of a node that an acquisition did not wait for: its last call
 // had failed, and it had not answered yet when the outcome was decided.

@@ -2,6 +2,7 @@ package core
 
 import (
 	"context"
+	"errors"
 	"slices"
 	"sync/atomic"
 	"testing"
@@ -83,4 +84,59 @@ func TestTooManySuspectsAreWaitedFor(t *testing.T) {
 	// The attempt returned on a quorum; the other two answer moments later.
 	assert.Eventually(t, func() bool { return c.suspects() == 0 }, 5*time.Second, time.Millisecond,
 		"nodes that answered are still suspected")
+}
+
+// TestSuspectWithACallUnderWayIsNotCalled: an attempt does not call a suspect (one it need
+// not wait for) while an earlier call to it is still under way: that call finds out whether
+// the node is back. The attempt counts the node as failed at once, sends it no release,
+// and does not report it to NodeFailed; once the call under way ended, the node is called
+// again.
+func TestSuspectWithACallUnderWayIsNotCalled(t *testing.T) {
+	var hang atomic.Bool
+	hang.Store(true)
+	hanging := hangsWhile(&hang)
+	c, fakes := cluster(t, grants(1), grants(1), held(60_000), hanging, hanging)
+	var reported atomic.Int32
+	attempt := func() (time.Duration, error) {
+		l := testLock()
+		l.NodeTimeout = 300 * time.Millisecond
+		l.NodeFailed = func(_ string, e NodeError) {
+			if errors.Is(e.Err, errNotCalled) {
+				reported.Add(1)
+			}
+		}
+		start := time.Now()
+		_, err := c.Acquire(context.Background(), l)
+		return time.Since(start), err
+	}
+	idle := func() bool { return c.calls[3].Load() == 0 && c.calls[4].Load() == 0 }
+
+	// The first attempt makes the silent nodes suspects; its releases to them end too.
+	_, err := attempt()
+	require.Error(t, err)
+	require.Eventually(t, func() bool { return c.suspects() == 0b11000 && idle() }, 5*time.Second, time.Millisecond,
+		"the silent nodes' calls ended without marking them")
+	calls := func() []int { return []int{len(fakes[3].scripts()), len(fakes[4].scripts())} }
+	before := calls()
+
+	// The second attempt calls them (their calls hang), and returns once the others answered.
+	took, err := attempt()
+	require.ErrorIs(t, err, ErrNoQuorum)
+	assert.Less(t, took, 150*time.Millisecond)
+	assert.Equal(t, []int{before[0] + 1, before[1] + 1}, calls(), "the suspects were not called once their calls had ended")
+	require.False(t, idle(), "the test needs the second attempt's calls still under way")
+
+	// The third, with those calls under way, does not call them, nor release them.
+	took, err = attempt()
+	require.ErrorIs(t, err, ErrNoQuorum)
+	assert.Less(t, took, 150*time.Millisecond)
+	assert.Equal(t, []int{before[0] + 1, before[1] + 1}, calls(), "a suspect was called while a call to it was under way")
+	assert.Zero(t, reported.Load(), "a node not called was reported as failed")
+
+	// Once the calls under way ended (and the releases after them), the nodes are called
+	// again, and count once they answer.
+	hang.Store(false)
+	require.Eventually(t, idle, 5*time.Second, time.Millisecond, "the calls under way did not end")
+	_, err = attempt()
+	require.NoError(t, err, "nodes whose calls ended were not called again")
 }
