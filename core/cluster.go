@@ -12,10 +12,10 @@ import (
 type Cluster struct {
 	nodes     []Node
 	quorum    int
-	sharded   []bool        // per node: it publishes with SPUBLISH (see ShardedPubSub)
-	setters   bool          // every node is a Setter
-	unguarded []atomic.Bool // per node: it cannot report its uptime to the restart guard
-	down      []atomic.Bool // per node: its last call failed in transit (see suspects)
+	sharded   []bool         // per node: it publishes with SPUBLISH (see ShardedPubSub)
+	setters   bool           // every node is a Setter
+	unguarded []atomic.Bool  // per node: it cannot report its uptime to the restart guard
+	down      []atomic.Bool  // per node: its last call failed in transit (see suspects)
 	calls     []atomic.Int32 // per node: calls under way (see request.spare)
 	warn      func(node string)
 	id        identity        // which server each node reaches
