@@ -120,13 +120,54 @@ func TestAwaitCallsAgainWhenAQuorumDoesNotFollow(t *testing.T) {
 			w := activeWatch()
 			w.msgs <- message{0, "w.2 0"}
 			start := time.Now()
-			_, taken := cl.await(context.Background(), l, w, outcome{start: start, took: c.took, refused: []bool{true, true, true}}, time.Minute, true)
+			_, taken := cl.await(context.Background(), l, w, outcome{start: start, took: c.took, refused: []bool{true, true, true}, handers: 3}, time.Minute, true)
 			took := time.Since(start)
 			assert.False(t, taken)
 			assert.GreaterOrEqual(t, took, c.min, "it called again before the rest of the quorum could follow")
 			assert.Less(t, took, c.max, "it waited for the rest of the quorum too long")
 		})
 	}
+}
+
+// TestHandOverThatNoQuorumCanFollowCallsAgainAtOnce: a waiter handed the lock by fewer nodes
+// than a quorum waits for the rest only if enough nodes may still hand it over: those that
+// refused its attempt because another owner held the lock there, and those that had not
+// answered. When the others granted it (and it let go) or were free with a waiter ahead, no
+// release of theirs hands it over, and it calls again at once (it used to wait about twice
+// its attempt's time: under an asymmetric partition, where a release reaches only some of
+// a waiter's nodes, that wait came after most hand-overs).
+func TestHandOverThatNoQuorumCanFollowCallsAgainAtOnce(t *testing.T) {
+	// The attempt's outcome counts as handers the held refusals and the nodes not heard.
+	cl, _ := cluster(t, grants(1), held(60_000), func(context.Context, *Script) ([]int64, error) { return []int64{0, 0}, nil })
+	l := claimOf(testLock())
+	l.Fence, l.waiter, l.token = false, "w", "w.1"
+	_, o, err := cl.acquire(context.Background(), l)
+	require.ErrorIs(t, err, ErrHeld)
+	assert.Equal(t, 1, o.handers, "a granting node or a free one (a waiter ahead) counted as one that may hand over")
+
+	slow := func(ctx context.Context, s *Script) ([]int64, error) {
+		select {
+		case <-time.After(50 * time.Millisecond):
+		case <-ctx.Done():
+		}
+		return held(60_000)(ctx, s)
+	}
+	cl, _ = cluster(t, held(60_000), held(60_000), slow)
+	l = claimOf(testLock())
+	l.Fence, l.waiter, l.token = false, "w", "w.1"
+	_, o, err = cl.acquire(context.Background(), l)
+	require.ErrorIs(t, err, ErrHeld)
+	assert.Equal(t, 3, o.handers, "the held refusals and the node not heard yet")
+
+	// await: one hand-over, and no quorum can follow: it returns at once, where twice the
+	// attempt's time would be 600ms.
+	w := activeWatch()
+	w.msgs <- message{1, "w.2 0"}
+	l.token, l.NodeTimeout = "w.2", 5*time.Second
+	start := time.Now()
+	_, taken := cl.await(context.Background(), l, w, outcome{start: start, took: 300 * time.Millisecond, refused: []bool{false, true, false}, handers: 1}, time.Minute, true)
+	assert.False(t, taken)
+	assert.Less(t, time.Since(start), 300*time.Millisecond, "it waited for hand-overs that cannot come")
 }
 
 // scriptedNode answers the acquire script's attempts in turn (then refuses), and is a
