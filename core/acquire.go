@@ -52,7 +52,7 @@ type outcome struct {
 	// because another owner holds the lock there (its release hands it over), and those
 	// that had not answered when it returned (their refusals count later: see late).
 	handers int
-	plain bool          // it was a plain SET NX (see Setter), which queues no one
+	plain   bool // it was a plain SET NX (see Setter), which queues no one
 	// took is how long the attempt took to hear the last node that answered it: a node that
 	// failed (a timeout, say) does not count, so that it does not stretch the pause after a
 	// split vote, nor the wait for the rest of a hand-over, which both follow the nodes'
