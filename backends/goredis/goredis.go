@@ -9,6 +9,7 @@ import (
 	"reflect"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/go-redlock/redlock/backends/internal/argv"
@@ -23,9 +24,16 @@ type Node struct {
 	client   redis.UniversalClient
 	refused  error // why every call fails: the client cannot be a Node (see New)
 	name     string
-	deadline bool     // the client applies a context's deadline to all its I/O
-	ps       *pubsub  // Subscribe's state; see subscribe.go
-	shas     sync.Map // *core.Script → its SHA1 as an any, boxed once (see command)
+	deadline bool        // the client applies a context's deadline to all its I/O
+	ps       *pubsub     // Subscribe's state; see subscribe.go
+	shas     sync.Map    // *core.Script → its SHA1 as an any, boxed once (see command)
+	warming  atomic.Bool // a connection is being made in the background (see warm)
+
+	warmMu     sync.Mutex
+	warmStop   context.Context // ended by Close: a connection being made in the background stops
+	warmCancel context.CancelFunc
+	warmGroup  sync.WaitGroup
+	closed     bool
 }
 
 var (
@@ -50,6 +58,7 @@ func New(c redis.UniversalClient) *Node {
 		return nil
 	}
 	n := &Node{client: c, name: name(c), deadline: honoursDeadline(c), ps: newPubSub(c)}
+	n.warmStop, n.warmCancel = context.WithCancel(context.Background())
 	if _, ok := c.(*redis.Ring); ok {
 		n.refused = fmt.Errorf("%w: a *redis.Ring cannot be a node: it moves a shard's keys to the others when the shard is down, so one lock could be granted twice; give each master a Node of its own, over a *redis.Client", core.ErrInvalid)
 	}
@@ -87,7 +96,12 @@ func (n *Node) String() string { return n.name }
 // Options.ContextTimeoutEnabled (recommended), go-redis bounds the call's reads, writes and
 // connection handshake by ctx's deadline, so Eval calls it directly when ctx has one (core's
 // contexts always do); a cancellation before that deadline is then noticed at the deadline.
-// Otherwise the call runs in a goroutine of its own, Eval returns at ctx's end, and the call
+// go-redis closes the connection of a call that its deadline ended, and a new one costs
+// several round trips before the command's (the connection, HELLO, CLIENT SETINFO): so
+// after such a call, a *redis.Client's Node makes a connection in the background, one at
+// a time, within the client's DialTimeout, for the next call to find ready. Without it a
+// server a quarter of the node timeout away could not be reached again once a call to it
+// had timed out. Otherwise the call runs in a goroutine of its own, Eval returns at ctx's end, and the call
 // goes on in the background until the client's own timeouts (seconds) end it.
 func (n *Node) Eval(ctx context.Context, s *core.Script, keys []string, args ...string) ([]int64, error) {
 	if n.refused != nil {
@@ -97,7 +111,11 @@ func (n *Node) Eval(ctx context.Context, s *core.Script, keys []string, args ...
 		return nil, err
 	}
 	if n.direct(ctx) {
-		return n.eval(ctx, s, n.command(s, keys, args, true))
+		v, err := n.eval(ctx, s, n.command(s, keys, args, true))
+		if err != nil && ctx.Err() != nil {
+			n.warm()
+		}
+		return v, err
 	}
 	cmd := n.command(s, keys, args, false) // the call may outlive Eval: no pointers into keys or args
 	return ctxcall.Go(ctx, func() ([]int64, error) { return n.eval(ctx, s, cmd) })
@@ -115,7 +133,11 @@ func (n *Node) SetNX(ctx context.Context, key, value string, ttl time.Duration) 
 		return false, fmt.Errorf("redlock: SET NX with a TTL of %v: want at least 1ms", ttl)
 	}
 	if n.direct(ctx) {
-		return n.setNX(ctx, key, value, ttl)
+		set, err := n.setNX(ctx, key, value, ttl)
+		if err != nil && ctx.Err() != nil {
+			n.warm()
+		}
+		return set, err
 	}
 	return ctxcall.Go(ctx, func() (bool, error) { return n.setNX(ctx, key, value, ttl) })
 }
@@ -123,6 +145,33 @@ func (n *Node) SetNX(ctx context.Context, key, value string, ttl time.Duration) 
 func (n *Node) setNX(ctx context.Context, key, value string, ttl time.Duration) (bool, error) {
 	set, err := n.client.SetNX(ctx, key, value, ttl).Result()
 	return set, closed(err)
+}
+
+// warm makes a connection to the server in the background, within the client's
+// DialTimeout, after a call that its context's deadline ended: go-redis closes the
+// connection of a call that timed out, and a new one costs several round trips (the
+// connection, HELLO, CLIENT SETINFO) before the command's, so a server whose round trip is
+// a fraction of the node timeout could never be reached again on a fresh connection made
+// within it. The connection made here goes back to the pool for the next call. At most one
+// at a time per Node; a *redis.Client only (a cluster client connects per shard).
+// Close ends it.
+func (n *Node) warm() {
+	c, ok := n.client.(*redis.Client)
+	if !ok || !n.warming.CompareAndSwap(false, true) {
+		return
+	}
+	n.warmMu.Lock()
+	defer n.warmMu.Unlock()
+	if n.closed {
+		n.warming.Store(false)
+		return
+	}
+	n.warmGroup.Go(func() {
+		defer n.warming.Store(false)
+		ctx, cancel := context.WithTimeout(n.warmStop, c.Options().DialTimeout)
+		defer cancel()
+		_ = c.Ping(ctx).Err()
+	})
 }
 
 // closed returns err, made to match core.ErrClosed too if it says the client is closed.

@@ -88,3 +88,59 @@ func TestRingIsRefused(t *testing.T) {
 	assert.ErrorContains(t, err, "Ring")
 	assert.Less(t, time.Since(start), time.Second, "a refused node was retried")
 }
+
+// TestReconnectsInTheBackground: a server 40ms away cannot be reached on a new go-redis
+// connection within a 100ms node timeout (the connection, HELLO, CLIENT SETINFO and the
+// command are four round trips), and go-redis closes the connection of a call that timed
+// out. After such a call, the Node makes a connection in the background, so that a later
+// call finds one ready and takes one round trip.
+func TestReconnectsInTheBackground(t *testing.T) {
+	if !redistest.Available() {
+		t.Skip("redis-server not on PATH")
+	}
+	srv := redistest.Start(t)
+	addr := redistest.Slow(t, srv.Addr(), 40*time.Millisecond)
+	rdb := redis.NewClient(&redis.Options{Addr: addr, ContextTimeoutEnabled: true})
+	node := goredis.New(rdb)
+	t.Cleanup(func() { _ = node.Close(); _ = rdb.Close() })
+
+	keys := core.NewKeys("t:", "reconnect")
+	var release *core.Script
+	for _, s := range core.Scripts() {
+		if s.Name() == "release" {
+			release = s
+		}
+	}
+	call := func() error {
+		ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+		defer cancel()
+		_, err := node.Eval(ctx, release, keys.ReleaseKeys(), "token", keys.Channel, "PUBLISH", "", "leave")
+		return err
+	}
+	require.Error(t, call(), "a new connection answered within the timeout: the test needs a slower one")
+	var err error
+	for range 40 {
+		if err = call(); err == nil {
+			break
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	require.NoError(t, err, "no call succeeded in 40 within two seconds after the first timed out")
+}
+
+// TestCloseStopsTheBackgroundConnection: Close ends a connection being made in the
+// background (here to a server that never answers, within the client's 5 s DialTimeout)
+// and waits for it, promptly.
+func TestCloseStopsTheBackgroundConnection(t *testing.T) {
+	rdb := redis.NewClient(&redis.Options{Addr: redistest.Hung(t), ContextTimeoutEnabled: true})
+	t.Cleanup(func() { _ = rdb.Close() })
+	node := goredis.New(rdb)
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	keys := core.NewKeys("t:", "close")
+	_, err := node.Eval(ctx, core.Scripts()[0], keys.AcquireKeys(), "token", "1000", "0", "0", "", "0", "1000")
+	require.Error(t, err)
+	start := time.Now()
+	require.NoError(t, node.Close())
+	assert.Less(t, time.Since(start), 2*time.Second, "Close waited out the background connection's DialTimeout")
+}
