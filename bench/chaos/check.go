@@ -226,13 +226,10 @@ func cmpDur(a, b time.Duration) int {
 func ms(d time.Duration) string { return fmt.Sprintf("%.1fms", float64(d)/float64(time.Millisecond)) }
 
 // handOverCeiling bounds from above the share of the window any lock could have held under
-// ph's server delays (ph.rtts), with the holdings ph's workers made: a holder learns that
-// it holds only from a quorum's replies, and no server can grant before the release (or
-// the expiry) of the lock reached it, so each gap between holdings lasts at least the
-// quorum-th smallest round trip that the proxies add at its start (the servers' own time
-// and the network's are left out, which makes the bound higher). The bound is the held
-// time over itself plus the gaps cut to that minimum (a gap that was shorter is kept). It
-// returns -1 when the nemesis did not delay the servers.
+// ph's server delays (ph.rtts) and node timeout, with the holdings ph's workers made: each
+// gap between holdings cut to the least it could have lasted (see leastGap). The bound is
+// the held time over itself plus the gaps so cut. It returns -1 when the nemesis did not
+// delay the servers.
 func handOverCeiling(ph *phase, gs gapStats, quorum int) float64 {
 	if len(ph.rtts) == 0 || ph.to <= ph.from {
 		return -1
@@ -240,7 +237,7 @@ func handOverCeiling(ph *phase, gs gapStats, quorum int) float64 {
 	var gaps, least time.Duration
 	for _, s := range gs.spans {
 		gaps += s[1] - s[0]
-		least += min(s[1]-s[0], minHandOver(ph.rtts, s[0], quorum))
+		least += leastGap(ph.rtts, s[0], s[1], quorum, ph.nodeTimeout)
 	}
 	held := ph.to - ph.from - gaps
 	if held+least <= 0 {
@@ -249,14 +246,34 @@ func handOverCeiling(ph *phase, gs gapStats, quorum int) float64 {
 	return float64(held) / float64(held+least)
 }
 
-// minHandOver returns the quorum-th smallest round trip of the servers in force at t (0
-// before the first step).
-func minHandOver(rtts []rttSet, t time.Duration, quorum int) time.Duration {
-	i, _ := slices.BinarySearchFunc(rtts, t, func(r rttSet, t time.Duration) int { return cmpDur(r.at, t+1) })
-	if i == 0 {
-		return 0
+// leastGap returns the least that a gap from start to end could have lasted under the
+// delays the proxies added (rtts, one step each, in order), for a lock that needs a
+// quorum's replies, each within timeout (the node timeout): a holder learns that it holds
+// only from a quorum's replies, and no server can grant before the release (or the expiry)
+// of the lock reached it, so the gap lasts at least the quorum-th smallest round trip of
+// a step in force during it, counted from the later of the gap's start and the step's. A
+// step whose quorum-th smallest round trip is the node timeout or more lets no lock be
+// taken at all. The first step counts from the phase's start (the nemesis sets it as the
+// workers start). The servers' own time and the network's are left out, which makes the
+// bound lower. It returns end - start if no step in force allowed a hand-over.
+func leastGap(rtts []rttSet, start, end time.Duration, quorum int, timeout time.Duration) time.Duration {
+	least := end - start
+	for k, r := range rtts {
+		from, to := r.at, end
+		if k == 0 {
+			from = min(from, start)
+		}
+		if k+1 < len(rtts) {
+			to = rtts[k+1].at
+		}
+		if to <= start || from >= end {
+			continue // not in force during the gap
+		}
+		rtt := slices.Clone(r.rtt)
+		slices.Sort(rtt)
+		if q := rtt[quorum-1]; q < timeout {
+			least = min(least, max(from, start)-start+q)
+		}
 	}
-	rtt := slices.Clone(rtts[i-1].rtt)
-	slices.Sort(rtt)
-	return rtt[quorum-1]
+	return least
 }

@@ -105,7 +105,7 @@ func (gs gapStats) dump(w io.Writer, ph *phase, held []grant, quorum int, min ti
 		}
 		fmt.Fprintf(w, "gap %s to %s (%s", rel(s[0]), rel(s[1]), s[1]-s[0])
 		if len(ph.rtts) > 0 {
-			fmt.Fprintf(w, "; a hand-over's least then %s", minHandOver(ph.rtts, s[0], quorum))
+			fmt.Fprintf(w, "; the least it could last %s", leastGap(ph.rtts, s[0], s[1], quorum, ph.nodeTimeout))
 		}
 		fmt.Fprint(w, "):")
 		for _, g := range held {

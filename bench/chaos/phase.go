@@ -28,6 +28,7 @@ type phase struct {
 	nemesis      nemesis
 	from, to     time.Duration // the window the workers ran in
 	ttl          time.Duration
+	nodeTimeout  time.Duration
 	grants       []grant
 	writes       []write
 	calls        []call
@@ -100,7 +101,7 @@ func runPhase(clk clock, cfg phaseConfig, servers []*server, nem nemesis, index 
 
 	ctx, cancel := context.WithTimeout(context.Background(), cfg.duration)
 	defer cancel()
-	ph := &phase{nemesis: nem, ttl: cfg.ttl, from: clk.now()}
+	ph := &phase{nemesis: nem, ttl: cfg.ttl, nodeTimeout: cfg.nodeTimeout, from: clk.now()}
 	nemDone := make(chan struct{})
 	go func() { defer close(nemDone); nem.run(ctx, e) }()
 	results := make([][]grant, cfg.workers)
