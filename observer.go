@@ -21,7 +21,10 @@ import (
 //     the nodes no longer held it (ErrLost), or its maximum hold time came (ErrMaxHold).
 //   - NodeError: a call to a node failed, or the node abstained under the restart guard:
 //     in any operation, successful or not, and in the requests sent in the background
-//     (letting go of a failed attempt's keys, a waiter leaving the queue).
+//     (letting go of a failed attempt's keys, a waiter leaving the queue). An acquisition
+//     does not call a node whose last call failed while an earlier call to it is still
+//     under way, and reports nothing for it: while a node is down, a waiter's attempts
+//     report it about once per node timeout, not once per attempt.
 //
 // A Semaphore and an Election take their locks through Client.Acquire and TryAcquire, so
 // their events are those of Leases (KindLease), under the names of the locks they use
