@@ -144,3 +144,14 @@ func TestCloseStopsTheBackgroundConnection(t *testing.T) {
 	require.NoError(t, node.Close())
 	assert.Less(t, time.Since(start), 2*time.Second, "Close waited out the background connection's DialTimeout")
 }
+
+// TestEvalSurvivesAReset: a call whose connection the network resets is sent again (go-redis
+// retries it itself).
+func TestEvalSurvivesAReset(t *testing.T) {
+	backendtest.EvalSurvivesAReset(t, func(t *testing.T, addr string) core.Node {
+		rdb := redis.NewClient(&redis.Options{Addr: addr, ContextTimeoutEnabled: true})
+		node := goredis.New(rdb)
+		t.Cleanup(func() { _ = node.Close(); _ = rdb.Close() })
+		return node
+	})
+}

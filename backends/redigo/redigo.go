@@ -16,6 +16,7 @@ import (
 	"time"
 
 	redargv "github.com/go-redlock/redlock/backends/internal/argv"
+	"github.com/go-redlock/redlock/backends/internal/lostconn"
 	"github.com/go-redlock/redlock/core"
 	"github.com/gomodule/redigo/redis"
 )
@@ -70,17 +71,13 @@ func (n *Node) String() string { return n.name }
 // Eval runs s with EVALSHA, and with EVAL when the server does not have the script yet.
 //
 // It honours ctx through redis.DoContext: when ctx ends first, redigo closes the connection
-// (the pool then drops it) and Eval returns ctx's error. A server error reply, such as
-// WRONGTYPE, is returned as a redis.Error.
+// (the pool then drops it) and Eval returns ctx's error. A call whose connection broke under
+// it (a reset, say) is sent again on another connection of the pool, up to three times,
+// within ctx. A server error reply, such as WRONGTYPE, is returned as a redis.Error.
 func (n *Node) Eval(ctx context.Context, s *core.Script, keys []string, args ...string) ([]int64, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	conn, err := n.pool.GetContext(ctx)
-	if err != nil {
-		return nil, ctxErr(ctx, err)
-	}
-	defer conn.Close()
 	argv := make([]any, 0, 2+len(keys)+len(args))
 	sha, ok := shas[s]
 	if !ok { // not a core script
@@ -91,16 +88,40 @@ func (n *Node) Eval(ctx context.Context, s *core.Script, keys []string, args ...
 		argv = append(argv, k)
 	}
 	argv = redargv.Append(argv, args...)
+	v, err := n.eval(ctx, s, sha, argv)
+	// A connection that broke under the call (a reset, say) is dropped from the pool, and
+	// the call sent again on another, up to lostRetries times: the pool's idle connections
+	// to that server may have broken with it. Every core script may run twice with the same
+	// arguments: a second acquire finds the lock its own, a second release finds it gone.
+	// (go-redis retries such a call itself.)
+	for i := 0; i < lostRetries && lostconn.Lost(err) && ctx.Err() == nil; i++ {
+		v, err = n.eval(ctx, s, sha, argv)
+	}
+	if err != nil {
+		return nil, ctxErr(ctx, err)
+	}
+	return core.Ints(s, v)
+}
+
+// lostRetries is how many times Eval sends again a call whose connection broke under it.
+const lostRetries = 3
+
+// eval sends EVALSHA sha argv on a connection of the pool, and EVAL with s's source
+// instead if the server does not have the script yet.
+func (n *Node) eval(ctx context.Context, s *core.Script, sha any, argv []any) (any, error) {
+	conn, err := n.pool.GetContext(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer conn.Close()
+	argv[0] = sha
 	v, err := redis.DoContext(conn, ctx, "EVALSHA", argv...)
 	var rerr redis.Error
 	if errors.As(err, &rerr) && strings.HasPrefix(string(rerr), "NOSCRIPT") {
 		argv[0] = s.Source()
 		v, err = redis.DoContext(conn, ctx, "EVAL", argv...)
 	}
-	if err != nil {
-		return nil, ctxErr(ctx, err)
-	}
-	return core.Ints(s, v)
+	return v, err
 }
 
 // SetNX runs SET key value NX PX ttl (see core.Setter). It honours ctx as Eval does.

@@ -117,3 +117,13 @@ func TestEvalCancelledWhileWaitingForPool(t *testing.T) {
 	_, err := redigo.New(pool, s.Addr).Eval(ctx, core.Scripts()[1], []string{"lock"}, "token", "1000")
 	assert.ErrorIs(t, err, context.DeadlineExceeded)
 }
+
+// TestEvalSurvivesAReset: a call whose pooled connection the network resets is sent again on
+// another connection.
+func TestEvalSurvivesAReset(t *testing.T) {
+	backendtest.EvalSurvivesAReset(t, func(t *testing.T, addr string) core.Node {
+		node := redigo.New(newPool(t, addr), addr)
+		t.Cleanup(func() { _ = node.Close() })
+		return node
+	})
+}

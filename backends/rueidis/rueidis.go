@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/go-redlock/redlock/backends/internal/ctxcall"
+	"github.com/go-redlock/redlock/backends/internal/lostconn"
 	"github.com/go-redlock/redlock/core"
 	"github.com/redis/rueidis"
 )
@@ -72,7 +73,8 @@ func New(c rueidis.Client) *Node {
 func (n *Node) String() string { return n.name }
 
 // Eval runs s with EVALSHA, and with EVAL when the server does not have the script yet.
-// Concurrent calls share the client's pipelined connection. Eval returns when ctx ends,
+// Concurrent calls share the client's pipelined connection; a call that the connection's
+// breaking (a reset, say) failed is sent once more, within ctx. Eval returns when ctx ends,
 // with ctx's error. A server error reply, such as WRONGTYPE, is a *rueidis.RedisError.
 func (n *Node) Eval(ctx context.Context, s *core.Script, keys []string, args ...string) ([]int64, error) {
 	if err := ctx.Err(); err != nil {
@@ -136,6 +138,13 @@ func (n *Node) eval(ctx context.Context, s *core.Script, keys, args []string) ([
 		lua = rueidis.NewLuaScript(s.Source())
 	}
 	resp, err := exec(ctx, lua, n.client, keys, args)
+	if err == nil && lostconn.Lost(resp.Error()) && ctx.Err() == nil {
+		// The connection broke under the call (a reset, say), and the other calls on it
+		// failed with it: once more, on the connection the client makes anew. Every core
+		// script may run twice with the same arguments: a second acquire finds the lock
+		// its own, a second release finds it gone. (go-redis retries such a call itself.)
+		resp, err = exec(ctx, lua, n.client, keys, args)
+	}
 	if err != nil {
 		return nil, err
 	}

@@ -98,3 +98,13 @@ func TestNew(t *testing.T) {
 		})
 	}
 }
+
+// TestEvalSurvivesAReset: a call on the pipelined connection that the network resets is
+// sent once more on the client's new connection.
+func TestEvalSurvivesAReset(t *testing.T) {
+	backendtest.EvalSurvivesAReset(t, func(t *testing.T, addr string) core.Node {
+		node := rlrueidis.New(newClient(t, addr, false))
+		t.Cleanup(func() { _ = node.Close() })
+		return node
+	})
+}

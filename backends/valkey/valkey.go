@@ -24,6 +24,7 @@ import (
 	"time"
 
 	"github.com/go-redlock/redlock/backends/internal/ctxcall"
+	"github.com/go-redlock/redlock/backends/internal/lostconn"
 	"github.com/go-redlock/redlock/core"
 	"github.com/valkey-io/valkey-go"
 )
@@ -90,7 +91,8 @@ func (n *Node) String() string { return n.name }
 
 // Eval runs s on the server with EVALSHA, falling back to EVAL when the server does not
 // have the script yet, and returns the script's integer array reply. Concurrent calls share
-// the client's pipelined connection. Eval returns when ctx ends, with ctx's error. A server
+// the client's pipelined connection; a call that the connection's breaking (a reset, say)
+// failed is sent once more, within ctx. Eval returns when ctx ends, with ctx's error. A server
 // error reply, such as WRONGTYPE, is a *valkey.ValkeyError; on a closed client the error
 // matches core.ErrClosed; on a cluster client, keys of different slots are an error that
 // matches core.ErrInvalid (nothing is sent).
@@ -159,6 +161,13 @@ func (n *Node) eval(ctx context.Context, s *core.Script, keys, args []string) ([
 		lua = valkey.NewLuaScript(s.Source())
 	}
 	resp, err := exec(ctx, lua, n.client, keys, args)
+	if err == nil && lostconn.Lost(resp.Error()) && ctx.Err() == nil {
+		// The connection broke under the call (a reset, say), and the other calls on it
+		// failed with it: once more, on the connection the client makes anew. Every core
+		// script may run twice with the same arguments: a second acquire finds the lock
+		// its own, a second release finds it gone. (go-redis retries such a call itself.)
+		resp, err = exec(ctx, lua, n.client, keys, args)
+	}
 	if err != nil {
 		return nil, err
 	}

@@ -196,3 +196,13 @@ func TestSetNXHonoursContext(t *testing.T) {
 		})
 	}
 }
+
+// TestEvalSurvivesAReset: a call on the pipelined connection that the network resets is
+// sent once more on the client's new connection.
+func TestEvalSurvivesAReset(t *testing.T) {
+	backendtest.EvalSurvivesAReset(t, func(t *testing.T, addr string) core.Node {
+		node := rlvalkey.New(newClient(t, addr, false))
+		t.Cleanup(func() { _ = node.Close() })
+		return node
+	})
+}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/go-redlock/redlock/core"
+	"github.com/go-redlock/redlock/internal/redistest"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -253,4 +254,24 @@ func EvalHonoursContext(t *testing.T, hung func(t *testing.T) core.Node) {
 			t.Logf("after %v: %v", elapsed.Round(time.Millisecond), err)
 		})
 	}
+}
+
+// EvalSurvivesAReset: a call whose connection the network resets under it (the request
+// never reaches the server) is sent again on a new connection, and answers. node builds the
+// Node over addr, a proxy to a real redis-server that resets the connection of the first
+// EVALSHA (or EVAL) it sees.
+func EvalSurvivesAReset(t *testing.T, node func(t *testing.T, addr string) core.Node) {
+	if !redistest.Available() {
+		t.Skip("redis-server not on PATH")
+	}
+	srv := redistest.Start(t)
+	addr, resets := redistest.ResetOnce(t, srv.Addr(), "eval")
+	n := node(t, addr)
+	k := core.NewKeys("test:", "reset")
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	got, err := n.Eval(ctx, Script(t, "acquire"), k.AcquireKeys(), "token", "10000", "0", "0", "", "0", "1000")
+	require.Equal(t, 1, resets(), "the proxy reset no call: the test proves nothing")
+	require.NoError(t, err, "a call whose connection was reset failed instead of being sent again")
+	assert.Equal(t, int64(1), got[0], "the acquisition was refused: %v", got)
 }
