@@ -68,7 +68,7 @@ func TestAwaitTakesOnlyFreshHandovers(t *testing.T) {
 			l := claimOf(testLock()) // TTL 5 s
 			l.Fence, l.token, l.NodeTimeout = false, "w.2", time.Minute
 			w := activeWatch()
-			o := outcome{start: time.Now().Add(-c.age), refused: refused}
+			o := outcome{start: time.Now().Add(-c.age), refused: refused, handers: 4}
 			type result struct {
 				g  Grant
 				ok bool

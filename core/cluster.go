@@ -5,6 +5,7 @@ import (
 	"reflect"
 	"sync"
 	"sync/atomic"
+	"time"
 )
 
 // Cluster is a set of N independent nodes that grant a lock by majority (quorum N/2+1).
@@ -20,6 +21,7 @@ type Cluster struct {
 	warn      func(node string)
 	id        identity        // which server each node reaches
 	deadlines sharedDeadlines // for single-node calls
+	timers    sync.Pool       // stopped *time.Timers, for the waits of Release (see timer)
 	closed    atomic.Bool
 	done      chan struct{} // closed by Close
 	closeOnce sync.Once
@@ -114,6 +116,17 @@ func (c *Cluster) markUnguarded(i int) {
 	if !c.unguarded[i].Swap(true) && c.warn != nil {
 		c.warn(c.nodes[i].String())
 	}
+}
+
+// timer returns a timer that fires after d, from c.timers if one is there: a release's wait
+// for the nodes after its quorum (see fanout.grace) made a timer each, about one in seven
+// of core's allocations per uncontended lock and unlock at N = 5. Put it back stopped.
+func (c *Cluster) timer(d time.Duration) *time.Timer {
+	if t, ok := c.timers.Get().(*time.Timer); ok {
+		t.Reset(d)
+		return t
+	}
+	return time.NewTimer(d)
 }
 
 // Nodes returns the number of nodes.

@@ -61,7 +61,8 @@ func (f *fanout) grace(n int, d time.Duration) {
 	if n == 0 || f.out == nil {
 		return
 	}
-	timer := time.NewTimer(d)
+	timer := f.c.timer(d)
+	defer f.c.timers.Put(timer)
 	defer timer.Stop()
 	for range n {
 		select {

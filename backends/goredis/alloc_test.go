@@ -83,8 +83,15 @@ func TestAllocationsWithinTheFloor(t *testing.T) {
 				floor = min(floor, testing.AllocsPerRun(50, floorPair))
 			}
 			t.Logf("N=%d: %.1f allocations per Lock+Unlock, the floor %.1f (%.2fx)", n, ours, floor, ours/floor)
-			if ours > 1.2*floor {
-				t.Errorf("N=%d: %.1f allocations per Lock+Unlock, more than 1.2x the floor's %.1f", n, ours, floor)
+			// Under the race detector sync.Pool drops a share of what it is given, go-redis's
+			// buffers and core's timers among them: the least count still moved by up to 6
+			// from run to run (23-29 against a floor of 23 at N = 1, on a loaded 2-core VM).
+			bound := 1.2 * floor
+			if raceEnabled {
+				bound += 6
+			}
+			if ours > bound {
+				t.Errorf("N=%d: %.1f allocations per Lock+Unlock, more than 1.2x the floor's %.1f (%.0f under the race detector)", n, ours, floor, bound)
 			}
 		})
 	}

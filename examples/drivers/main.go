@@ -108,7 +108,9 @@ func lockWith(ctx context.Context, d driver, addrs []string) error {
 	if err != nil {
 		return err
 	}
-	lease, err := client.TryAcquire(ctx, "drivers-demo")
+	// Acquire retries until it holds the lock (a new client's first calls can miss the node
+	// timeout while its connections are made), within ctx.
+	lease, err := client.Acquire(ctx, "drivers-demo")
 	if err != nil {
 		return err
 	}
