@@ -42,7 +42,7 @@ func printPhase(w io.Writer, ph *phase, v verdict, ev *evidence) {
 		v.acquisitions, 100*v.held, 100*v.quorumUp, short(v.p50), short(v.p99), short(v.longest), v.extended, v.paused,
 		v.accepted, v.rejected, v.staleRejected, v.lateUnsuperseded, v.violations(), v.exclusion, v.tokenOrder, v.stale)
 	if v.ceiling >= 0 {
-		fmt.Fprintf(w, "held ceiling: %.1f%%, the most any lock needing a quorum's replies could hold with these holdings, each hand-over taking at least the quorum-th smallest round trip the proxies added then\n", 100*v.ceiling)
+		fmt.Fprintf(w, "held ceiling: %.1f%%, the most any lock needing a quorum's replies within the node timeout could hold with these holdings: each hand-over takes at least the quorum-th smallest round trip the proxies added, and none is possible while that is the node timeout or more\n", 100*v.ceiling)
 	}
 	fmt.Fprintf(w, "faults: %s; requests delivered a node timeout or more late: %d (%d after the client had closed the connection)\n",
 		counts(ph.faults), ph.lateRequests, ph.orphanRequests)
