@@ -49,8 +49,9 @@ type outcome struct {
 	wait  time.Duration // the longest a refusing node said the holder can keep the lock
 	split bool          // some nodes granted it to us: competitors split the votes
 	// handers is how many nodes may hand this attempt the lock: those that refused it
-	// because another owner holds the lock there (its release hands it over), and those
-	// that had not answered when it returned (their refusals count later: see late).
+	// (another owner's release there, or the leave of a waiter ahead, hands it over), and
+	// those that had not answered when it returned (their refusals count later: see late).
+	// Not those that granted it (and were let go) or failed.
 	handers int
 	plain   bool // it was a plain SET NX (see Setter), which queues no one
 	// took is how long the attempt took to hear the last node that answered it: a node that
@@ -133,7 +134,6 @@ func (c *Cluster) acquire(ctx context.Context, l *claim) (Grant, outcome, error)
 	mayHold := make([]bool, len(c.nodes))
 	answered := make([]bool, len(c.nodes))
 	var refused []bool // made at the first refusal: an uncontended waiter needs none
-	heldNo := 0        // refusals because another owner holds the lock there
 	var took time.Duration
 	seen := func(r reply) {
 		if r.err == nil {
@@ -154,9 +154,6 @@ func (c *Cluster) acquire(ctx context.Context, l *claim) (Grant, outcome, error)
 			}
 		case len(r.vals) > 1: // refused (0) or abstaining (-1): either way, how long
 			wait = max(wait, r.vals[1])
-			if r.vals[0] == 0 && r.vals[1] != 0 {
-				heldNo++
-			}
 			if l.waiter != "" && r.vals[0] == 0 {
 				if refused == nil {
 					refused = make([]bool, len(c.nodes))
@@ -215,7 +212,7 @@ func (c *Cluster) acquire(ctx context.Context, l *claim) (Grant, outcome, error)
 	if took == 0 {
 		took = time.Since(start)
 	}
-	o := outcome{wait: time.Duration(wait) * time.Millisecond, split: split, handers: heldNo + len(c.nodes) - t.answers, took: took, start: start, refused: refused, plain: plain, late: late}
+	o := outcome{wait: time.Duration(wait) * time.Millisecond, split: split, handers: t.no + len(c.nodes) - t.answers, took: took, start: start, refused: refused, plain: plain, late: late}
 	return Grant{}, o, err
 }
 

@@ -19,9 +19,9 @@ type Cluster struct {
 	down      []atomic.Bool  // per node: its last call failed in transit (see suspects)
 	calls     []atomic.Int32 // per node: calls under way (see request.spare)
 	warn      func(node string)
-	id        identity        // which server each node reaches
-	deadlines sharedDeadlines // for single-node calls
-	timers    sync.Pool       // stopped *time.Timers, for the waits of Release (see timer)
+	id        identity         // which server each node reaches
+	deadlines sharedDeadlines  // for single-node calls
+	timers    chan *time.Timer // stopped timers, for the waits of Release (see timer)
 	closed    atomic.Bool
 	done      chan struct{} // closed by Close
 	closeOnce sync.Once
@@ -70,6 +70,7 @@ func NewCluster(nodes []Node, opts ...ClusterOption) (*Cluster, error) {
 		unguarded: make([]atomic.Bool, len(nodes)),
 		down:      make([]atomic.Bool, len(nodes)),
 		calls:     make([]atomic.Int32, len(nodes)),
+		timers:    make(chan *time.Timer, spareTimers),
 		done:      make(chan struct{}),
 	}
 	c.id.init(len(nodes))
@@ -118,15 +119,30 @@ func (c *Cluster) markUnguarded(i int) {
 	}
 }
 
-// timer returns a timer that fires after d, from c.timers if one is there: a release's wait
-// for the nodes after its quorum (see fanout.grace) made a timer each, about one in seven
-// of core's allocations per uncontended lock and unlock at N = 5. Put it back stopped.
+// spareTimers is how many stopped timers a Cluster keeps for reuse (see timer).
+const spareTimers = 16
+
+// timer returns a timer that fires after d, a kept one if there is one: a release's wait for
+// the nodes after its quorum (see fanout.grace) made a timer each, about one in seven of
+// core's allocations per uncontended lock and unlock at N = 5. Give it back, stopped, with
+// putTimer. (A channel, not a sync.Pool, whose random drops under the race detector made
+// the allocation counts of the tests vary.)
 func (c *Cluster) timer(d time.Duration) *time.Timer {
-	if t, ok := c.timers.Get().(*time.Timer); ok {
+	select {
+	case t := <-c.timers:
 		t.Reset(d)
 		return t
+	default:
+		return time.NewTimer(d)
 	}
-	return time.NewTimer(d)
+}
+
+// putTimer keeps t, which must be stopped, for reuse, unless enough are kept.
+func (c *Cluster) putTimer(t *time.Timer) {
+	select {
+	case c.timers <- t:
+	default:
+	}
 }
 
 // Nodes returns the number of nodes.

@@ -99,9 +99,10 @@
 // else it calls again and the nodes renew it); a wake-up (it calls again); hand-overs from
 // fewer than a quorum that the rest do not follow within about twice its attempt's time
 // (one release handed the lock to different waiters: it calls again, as after a split
-// vote), or at once if too few nodes refused its attempt for a lock held there (or had not
-// answered) for a quorum of hand-overs to come; the holder's remaining TTL; its refresh interval (2.5 node timeouts, at least 50
-// ms, counted from its last attempt's start), when it calls again to keep its place. When
+// vote), or at once if too few nodes refused its attempt (or had not answered) for a
+// quorum of hand-overs to come; the holder's remaining TTL; its refresh interval (2.5 node
+// timeouts, at least 50 ms, counted from its last attempt's start), when it calls again to
+// keep its place. When
 // its context ends it leaves the queue (release "leave" on every node, each once the calls
 // of its earlier attempts still under way there answered), letting go of any lock handed
 // to it meanwhile. An attempt that a quorum refused returns without waiting for the rest;

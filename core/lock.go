@@ -47,8 +47,9 @@ type Lock struct {
 	// background (releases of a failed attempt, a waiter leaving the queue). op is
 	// "acquire", "extend", "release" or "raise". A call that ended because the caller's
 	// context did is not reported, nor a node that an acquisition did not call (one whose
-	// last call failed while an earlier call to it is still under way). It runs in the goroutine that made the call, so it must
-	// be safe for concurrent use and return quickly.
+	// last call failed while an earlier call to it is still under way). It runs in the
+	// goroutine that made the call, so it must be safe for concurrent use and return
+	// quickly.
 	NodeFailed func(op string, e NodeError)
 }
 

@@ -424,10 +424,11 @@ func (n *landing) Eval(ctx context.Context, s *core.Script, keys []string, args 
 }
 
 // TestSlowWaiterKeepsItsPlace: a live waiter keeps its place on every node although its
-// calls take up to most of a node timeout, landing as far apart as they can (one at once,
-// the next 180 ms late), and its attempts wait for one another: the place (a refresh
-// interval and two node timeouts) outlasts the longest gap between two of its calls (a
-// refresh interval and a node timeout).
+// calls take up to most of a node timeout, landing far apart (one at once, the next 150 ms
+// late, at a 200 ms node timeout: a call held back longer missed its deadline on a loaded
+// machine, and was never sent), and its attempts wait for one another: the place (a
+// refresh interval and two node timeouts) outlasts the longest gap between two of its
+// calls (a refresh interval and a node timeout).
 func TestSlowWaiterKeepsItsPlace(t *testing.T) {
 	servers := miniServers(t, 3)
 	cl := newCluster(t, servers)
@@ -439,7 +440,7 @@ func TestSlowWaiterKeepsItsPlace(t *testing.T) {
 		c := redis.NewClient(&redis.Options{Addr: s.addr})
 		n := goredis.New(c)
 		t.Cleanup(func() { _ = n.Close(); _ = c.Close() })
-		lands[i] = &landing{Node: n, do: s.do, keys: holder.Keys, hold: nodeTimeout * 9 / 10}
+		lands[i] = &landing{Node: n, do: s.do, keys: holder.Keys, hold: nodeTimeout * 3 / 4}
 		nodes[i] = lands[i]
 	}
 	slow, err := core.NewCluster(nodes)

@@ -62,7 +62,7 @@ func (f *fanout) grace(n int, d time.Duration) {
 		return
 	}
 	timer := f.c.timer(d)
-	defer f.c.timers.Put(timer)
+	defer f.c.putTimer(timer)
 	defer timer.Stop()
 	for range n {
 		select {

@@ -230,11 +230,11 @@ func (c *Cluster) await(ctx context.Context, l *claim, w *watch, o outcome, dela
 			// queues differ while waiters are still joining them), and then no one gets a
 			// quorum of hand-overs; the next attempt sorts that out, as a split vote, where
 			// waiting would leave the lock idle. If too few nodes can hand it over for a
-			// quorum (the others granted the attempt and were let go, were free with a
-			// waiter ahead, or failed: no release of theirs hands it over), it calls again
-			// at once: the nodes that handed it over count it as its own, and the others
-			// may grant it. Under an asymmetric partition, where a release reaches only some
-			// of the next waiter's nodes, most hand-overs were followed by that wait.
+			// quorum (the others granted the attempt and were let go, or failed: nothing
+			// there hands it over), it calls again at once: the nodes that handed it over
+			// count it as its own, and the others may grant it. Under an asymmetric
+			// partition, where a release reaches only some of the next waiter's nodes, most
+			// hand-overs were followed by that wait.
 			wait := handoverWait(l, o)
 			if o.handers < c.quorum {
 				wait = 0
