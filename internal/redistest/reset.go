@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"io"
 	"net"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -25,7 +24,7 @@ func ResetOnce(t testing.TB, target, word string) (string, func() int) {
 	p := &resetProxy{ln: ln, target: target, word: bytes.ToLower([]byte(word))}
 	p.wg.Add(1)
 	go p.serve()
-	t.Cleanup(p.close)
+	t.Cleanup(func() { p.conns.close(ln) })
 	return ln.Addr().String(), func() int { return int(p.resets.Load()) }
 }
 
@@ -34,13 +33,9 @@ type resetProxy struct {
 	ln     net.Listener
 	target string
 	word   []byte
-	wg     sync.WaitGroup
 	done   atomic.Bool // the reset was made
 	resets atomic.Int32
-
-	mu     sync.Mutex
-	closed bool
-	conns  []net.Conn
+	conns
 }
 
 func (p *resetProxy) serve() {
@@ -94,28 +89,4 @@ func (p *resetProxy) requests(c, s net.Conn) {
 			return
 		}
 	}
-}
-
-func (p *resetProxy) track(c, s net.Conn) bool {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.closed {
-		c.Close()
-		s.Close()
-		return false
-	}
-	p.conns = append(p.conns, c, s)
-	return true
-}
-
-func (p *resetProxy) close() {
-	p.mu.Lock()
-	p.closed = true
-	conns := p.conns
-	p.mu.Unlock()
-	p.ln.Close()
-	for _, c := range conns {
-		c.Close()
-	}
-	p.wg.Wait()
 }

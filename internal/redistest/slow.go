@@ -2,7 +2,6 @@ package redistest
 
 import (
 	"net"
-	"sync"
 	"testing"
 	"time"
 )
@@ -21,7 +20,7 @@ func Slow(t testing.TB, target string, delay time.Duration) string {
 	p := &slowProxy{ln: ln, target: target, delay: delay}
 	p.wg.Add(1)
 	go p.serve()
-	t.Cleanup(p.close)
+	t.Cleanup(func() { p.conns.close(ln) })
 	return ln.Addr().String()
 }
 
@@ -30,11 +29,7 @@ type slowProxy struct {
 	ln     net.Listener
 	target string
 	delay  time.Duration
-	wg     sync.WaitGroup
-
-	mu     sync.Mutex
-	closed bool
-	conns  []net.Conn
+	conns
 }
 
 // serve accepts connections until the listener is closed, and pipes each to the target.
@@ -108,29 +103,4 @@ func (p *slowProxy) replies(s, c net.Conn) {
 			return
 		}
 	}
-}
-
-// track records c and s for close, or closes them if the proxy is closed already.
-func (p *slowProxy) track(c, s net.Conn) bool {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.closed {
-		c.Close()
-		s.Close()
-		return false
-	}
-	p.conns = append(p.conns, c, s)
-	return true
-}
-
-func (p *slowProxy) close() {
-	p.mu.Lock()
-	p.closed = true
-	conns := p.conns
-	p.mu.Unlock()
-	p.ln.Close()
-	for _, c := range conns {
-		c.Close()
-	}
-	p.wg.Wait()
 }
