@@ -29,11 +29,10 @@ type Node struct {
 	shas     sync.Map    // *core.Script → its SHA1 as an any, boxed once (see command)
 	warming  atomic.Bool // a connection is being made in the background (see warm)
 
-	warmMu     sync.Mutex
-	warmStop   context.Context // ended by Close: a connection being made in the background stops
+	warmMu     sync.Mutex      // orders warm's start of a connection before Close's wait
+	warmStop   context.Context // ended by Close: no connection is made in the background after
 	warmCancel context.CancelFunc
 	warmGroup  sync.WaitGroup
-	closed     bool
 }
 
 var (
@@ -101,8 +100,9 @@ func (n *Node) String() string { return n.name }
 // after such a call, a *redis.Client's Node makes a connection in the background, one at
 // a time, within the client's DialTimeout, for the next call to find ready. Without it a
 // server a quarter of the node timeout away could not be reached again once a call to it
-// had timed out. Otherwise the call runs in a goroutine of its own, Eval returns at ctx's end, and the call
-// goes on in the background until the client's own timeouts (seconds) end it.
+// had timed out. Otherwise the call runs in a goroutine of its own, Eval returns at ctx's
+// end, and the call goes on in the background until the client's own timeouts (seconds)
+// end it.
 func (n *Node) Eval(ctx context.Context, s *core.Script, keys []string, args ...string) ([]int64, error) {
 	if n.refused != nil {
 		return nil, n.refused
@@ -162,7 +162,7 @@ func (n *Node) warm() {
 	}
 	n.warmMu.Lock()
 	defer n.warmMu.Unlock()
-	if n.closed {
+	if n.warmStop.Err() != nil { // closed
 		n.warming.Store(false)
 		return
 	}

@@ -46,16 +46,16 @@ func (n *Node) ShardedPubSub() bool { return n.ps.cluster != nil }
 
 // Close stops the Node's pub/sub machinery: it ends every subscription (no callback starts
 // after Close returns), closes the pub/sub connections, stops a connection being made in
-// the background (see Eval), and waits for the Node's goroutines to exit. Eval keeps working; Subscribe fails afterwards. Close never closes the go-redis
-// client, which belongs to the caller. It is idempotent, and must not be called from a
+// the background (see Eval), and waits for the Node's goroutines to exit. Eval keeps
+// working; Subscribe fails afterwards. Close never closes the go-redis client, which
+// belongs to the caller. It is idempotent, and must not be called from a
 // Subscribe callback. Against a server that does not answer, it may wait for the client's
 // dial and read timeouts (unless Options.ContextTimeoutEnabled).
 func (n *Node) Close() error {
 	n.ps.close()
 	n.warmMu.Lock()
-	n.closed = true
-	n.warmMu.Unlock()
 	n.warmCancel()
+	n.warmMu.Unlock()
 	n.warmGroup.Wait()
 	return nil
 }

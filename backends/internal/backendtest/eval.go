@@ -265,13 +265,13 @@ func EvalSurvivesAReset(t *testing.T, node func(t *testing.T, addr string) core.
 		t.Skip("redis-server not on PATH")
 	}
 	srv := redistest.Start(t)
-	addr, resets := redistest.ResetOnce(t, srv.Addr(), "eval")
+	addr, reset := redistest.ResetOnce(t, srv.Addr(), "eval")
 	n := node(t, addr)
 	k := core.NewKeys("test:", "reset")
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	got, err := n.Eval(ctx, Script(t, "acquire"), k.AcquireKeys(), "token", "10000", "0", "0", "", "0", "1000")
-	require.Equal(t, 1, resets(), "the proxy reset no call: the test proves nothing")
+	require.True(t, reset(), "the proxy reset no call: the test proves nothing")
 	require.NoError(t, err, "a call whose connection was reset failed instead of being sent again")
 	assert.Equal(t, int64(1), got[0], "the acquisition was refused: %v", got)
 }
