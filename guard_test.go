@@ -33,8 +33,11 @@ func TestRestartGuard(t *testing.T) {
 
 			la, err := a.Acquire(ctxT(t, 10*time.Second), "guarded") // fresh servers: waits out the guard
 			require.NoError(t, err)
-			servers[1].Restart() // forgets A's key
+			// Before the restart: the guard counts from the new process's start, which comes
+			// later by as long as the restart takes (long enough on a loaded machine that B,
+			// timed from its end, seemed to get in before the guard passed).
 			restarted := time.Now()
+			servers[1].Restart() // forgets A's key
 
 			lb, err := b.TryAcquire(ctxT(t, 5*time.Second), "guarded")
 			if tc.guard == 0 {
