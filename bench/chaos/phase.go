@@ -86,6 +86,10 @@ func runPhase(clk clock, cfg phaseConfig, servers []*server, nem nemesis, index 
 		}
 		clients[w], closers = c, append(closers, closeClient)
 	}
+	if err := warmUp(clients, fmt.Sprintf("chaos:%d:warm:", index), max(3*cfg.nodeTimeout, 300*time.Millisecond)); err != nil {
+		return nil, err
+	}
+	tr.reset() // the warm-up's calls are not the phase's
 
 	wcfg := &workerConfig{
 		name:   fmt.Sprintf("chaos:%d:%s", index, nem.name),

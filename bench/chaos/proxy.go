@@ -161,21 +161,33 @@ type chunk struct {
 const maxChunks = 256
 
 // pump copies src to dst, one chunk per read, each delayed and stalled as the proxy says.
-// Either side's error or close ends the link.
+// Either side's error or close ends the link. A chunk read while its direction has no
+// delay and no blackhole, and nothing read before it is still held, is written at once by
+// the reading goroutine: a fault-free proxy should cost what a loopback hop costs, not two
+// goroutine wake-ups per chunk on the machine that also runs the clients and the servers.
 func (l *link) pump(src, dst net.Conn, up bool) {
 	ch := make(chan chunk, maxChunks)
+	var held atomic.Int32 // chunks sent on ch and not yet written: only the reader adds
 	go func() {
 		defer close(ch)
+		buf := make([]byte, 16<<10)
 		for {
-			buf := make([]byte, 16<<10)
 			n, err := src.Read(buf)
 			if n > 0 {
-				d, _ := l.p.state(up)
+				d, stalled := l.p.state(up)
 				now := time.Now()
-				select {
-				case ch <- chunk{buf[:n], now, now.Add(d)}:
-				case <-l.done:
-					return
+				if d == 0 && stalled == nil && held.Load() == 0 {
+					if _, werr := dst.Write(buf[:n]); werr != nil {
+						l.close(false)
+						return
+					}
+				} else {
+					held.Add(1)
+					select {
+					case ch <- chunk{append([]byte(nil), buf[:n]...), now, now.Add(d)}:
+					case <-l.done:
+						return
+					}
 				}
 			}
 			if err != nil {
@@ -214,7 +226,9 @@ func (l *link) pump(src, dst net.Conn, up bool) {
 				l.p.orphans.Add(1)
 			}
 		}
-		if _, err := dst.Write(c.b); err != nil {
+		_, err := dst.Write(c.b)
+		held.Add(-1)
+		if err != nil {
 			return
 		}
 	}

@@ -51,6 +51,13 @@ func (t *tracer) add(c call) {
 	t.mu.Unlock()
 }
 
+// reset forgets the calls recorded so far.
+func (t *tracer) reset() {
+	t.mu.Lock()
+	t.calls, t.dropped = nil, 0
+	t.mu.Unlock()
+}
+
 func (t *tracer) record() ([]call, int) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
