@@ -52,6 +52,13 @@ var scripts = func() map[*core.Script]*rueidis.Lua {
 // for the whole client. miniredis needs ClientOption{AlwaysRESP2: true, DisableCache: true,
 // ForceSingleClient: true}: it runs no command on a subscribed RESP3 connection (where
 // rueidis subscribes), has no client-side caching, and would pass for a cluster.
+//
+// Set ClientOption.AlwaysPipelining where a server may be slow. Without it, a call made
+// while no other is under way puts its context's deadline on the connection, and a call
+// that the node timeout ends closes the connection: the next call then waits for a new
+// one's handshake first, two round trips in all, so a server more than half the node
+// timeout away misses every other call. With it, a timed-out call leaves the connection
+// open and the next costs one round trip.
 func New(c rueidis.Client) *Node {
 	if c == nil {
 		return nil

@@ -108,3 +108,15 @@ func TestEvalSurvivesAReset(t *testing.T) {
 		return node
 	})
 }
+
+// TestAlwaysPipeliningKeepsTheConnection: see New's doc on AlwaysPipelining.
+func TestAlwaysPipeliningKeepsTheConnection(t *testing.T) {
+	backendtest.TimeoutKeepsTheConnection(t, func(t *testing.T, addr string) core.Node {
+		c, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{addr}, AlwaysPipelining: true})
+		require.NoError(t, err)
+		t.Cleanup(c.Close)
+		node := rlrueidis.New(c)
+		t.Cleanup(func() { _ = node.Close() })
+		return node
+	})
+}

@@ -67,6 +67,13 @@ var scripts = func() map[*core.Script]*valkey.Lua {
 // true}: it runs no command on a subscribed RESP3 connection (valkey-go subscribes on its
 // command connection under RESP3), has no client-side caching, and would be probed as a
 // cluster. A real server needs none of them.
+//
+// Set ClientOption.AlwaysPipelining where a server may be slow. Without it, a call made
+// while no other is under way puts its context's deadline on the connection, and a call
+// that the node timeout ends closes the connection: the next call then waits for a new
+// one's handshake first, two round trips in all, so a server more than half the node
+// timeout away misses every other call. With it, a timed-out call leaves the connection
+// open and the next costs one round trip.
 func New(c valkey.Client) *Node {
 	if c == nil {
 		return nil

@@ -15,7 +15,8 @@ import (
 
 // backends are the drivers a worker's Client can run over, each configured as bench
 // configures it (see bench/README.md): go-redis with ContextTimeoutEnabled, redigo with a
-// pool that keeps idle connections, rueidis with its defaults.
+// pool that keeps idle connections; rueidis with AlwaysPipelining, as the backend's doc
+// advises where a server may be slow (bench keeps rueidis's defaults).
 var backends = map[string]func(addr string) (redlock.Node, func(), error){
 	"goredis": func(addr string) (redlock.Node, func(), error) {
 		rdb := goredis.NewClient(&goredis.Options{Addr: addr, ContextTimeoutEnabled: true})
@@ -31,7 +32,7 @@ var backends = map[string]func(addr string) (redlock.Node, func(), error){
 		return rlredigo.New(pool, addr), func() { pool.Close() }, nil
 	},
 	"rueidis": func(addr string) (redlock.Node, func(), error) {
-		rc, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{addr}})
+		rc, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{addr}, AlwaysPipelining: true})
 		if err != nil {
 			return nil, nil, err
 		}

@@ -12,9 +12,9 @@ import (
 
 // warmUp readies every Client before the window opens, as a long-running service's Client
 // is when a fault comes: with a connection to every server for its calls and one for its
-// wake-up subscriptions. Each Client takes a lock of its own (prefix + its index) and
-// holds it while the next Client waits for it within waitFor, which subscribes the waiter
-// and then gives up; then each lets go. Without it, each phase's first moments measured
+// wake-up subscriptions, and every script loaded. Each Client takes a lock of its own
+// (prefix + its index), extends it, and holds it while the next Client waits for it within
+// waitFor, which subscribes the waiter and then gives up; then each lets go. Without it, each phase's first moments measured
 // the drivers' handshakes (four round trips before go-redis's first command) rather than
 // the lock: tens of ms with no fault, and up to a second under latency.
 //
@@ -30,6 +30,12 @@ func warmUp(clients []*redlock.Client, prefix string, waitFor time.Duration) err
 			return fmt.Errorf("warm-up of worker %d: %w", i, err)
 		}
 		leases[i] = l
+		ctx, cancel = context.WithTimeout(context.Background(), opTimeout)
+		err = l.Extend(ctx)
+		cancel()
+		if err != nil {
+			return fmt.Errorf("warm-up of worker %d: %w", i, err)
+		}
 	}
 	var wg sync.WaitGroup
 	errs := make([]error, len(clients))

@@ -275,3 +275,29 @@ func EvalSurvivesAReset(t *testing.T, node func(t *testing.T, addr string) core.
 	require.NoError(t, err, "a call whose connection was reset failed instead of being sent again")
 	assert.Equal(t, int64(1), got[0], "the acquisition was refused: %v", got)
 }
+
+// TimeoutKeepsTheConnection: after a call that its deadline ended, the next call to a
+// server 70 ms away answers within 120 ms, three times over: the timed-out call left the
+// connection open (or the Node had a new one ready), so the next costs one round trip,
+// where a connection made for it would cost two. node builds the Node over addr, a proxy
+// that delays every reply by 70 ms.
+func TimeoutKeepsTheConnection(t *testing.T, node func(t *testing.T, addr string) core.Node) {
+	if !redistest.Available() {
+		t.Skip("redis-server not on PATH")
+	}
+	srv := redistest.Start(t)
+	n := node(t, redistest.Slow(t, srv.Addr(), 70*time.Millisecond))
+	k := core.NewKeys("test:", "timeout")
+	release := Script(t, "release")
+	call := func(timeout time.Duration) error {
+		ctx, cancel := context.WithTimeout(context.Background(), timeout)
+		defer cancel()
+		_, err := n.Eval(ctx, release, k.ReleaseKeys(), "token", k.Channel, "PUBLISH", "", "leave")
+		return err
+	}
+	require.NoError(t, call(time.Second)) // connected, and the script loaded
+	for range 3 {
+		require.ErrorIs(t, call(30*time.Millisecond), context.DeadlineExceeded)
+		require.NoError(t, call(120*time.Millisecond), "the call after a timed-out one did not answer within one round trip and 50 ms")
+	}
+}
