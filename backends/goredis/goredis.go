@@ -153,11 +153,13 @@ func (n *Node) setNX(ctx context.Context, key, value string, ttl time.Duration) 
 // connection, HELLO, CLIENT SETINFO) before the command's, so a server whose round trip is
 // a fraction of the node timeout could never be reached again on a fresh connection made
 // within it. The connection made here goes back to the pool for the next call. At most one
-// at a time per Node; a *redis.Client only (a cluster client connects per shard).
-// Close ends it.
+// at a time per Node, and none while the pool has an idle connection: a Ping on that one
+// would hold it for a round trip, and a call made meanwhile would start a connection of its
+// own that its deadline ends in turn (with calls back to back, for ever). A *redis.Client
+// only (a cluster client connects per shard). Close ends it.
 func (n *Node) warm() {
 	c, ok := n.client.(*redis.Client)
-	if !ok || !n.warming.CompareAndSwap(false, true) {
+	if !ok || c.PoolStats().IdleConns > 0 || !n.warming.CompareAndSwap(false, true) {
 		return
 	}
 	n.warmMu.Lock()

@@ -128,6 +128,43 @@ func TestReconnectsInTheBackground(t *testing.T) {
 	require.NoError(t, err, "no call succeeded in 40 within two seconds after the first timed out")
 }
 
+// TestBackgroundConnectionLeavesTheIdleOneAlone: a call that times out while the pool has
+// a ready connection (here, the one made in the background after the first timeout) makes
+// no connection in the background: a Ping there would hold the ready connection for a
+// round trip, and a call made meanwhile, back to back, would start a connection of its
+// own that cannot finish within the node timeout, and time out in turn, for ever. After
+// the first timeout, calls every 10 ms to a server 60 ms away answer again within 2 s.
+func TestBackgroundConnectionLeavesTheIdleOneAlone(t *testing.T) {
+	if !redistest.Available() {
+		t.Skip("redis-server not on PATH")
+	}
+	srv := redistest.Start(t)
+	addr := redistest.Slow(t, srv.Addr(), 60*time.Millisecond)
+	rdb := redis.NewClient(&redis.Options{Addr: addr, ContextTimeoutEnabled: true})
+	node := goredis.New(rdb)
+	t.Cleanup(func() { _ = node.Close(); _ = rdb.Close() })
+
+	keys := core.NewKeys("t:", "idle")
+	release := core.Scripts()[2]
+	call := func(timeout time.Duration) error {
+		ctx, cancel := context.WithTimeout(context.Background(), timeout)
+		defer cancel()
+		_, err := node.Eval(ctx, release, keys.ReleaseKeys(), "token", keys.Channel, "PUBLISH", "", "leave")
+		return err
+	}
+	require.NoError(t, call(5*time.Second)) // a ready connection, and the script loaded
+	require.Error(t, call(30*time.Millisecond))
+	deadline := time.Now().Add(2 * time.Second)
+	var err error
+	for time.Now().Before(deadline) {
+		if err = call(100 * time.Millisecond); err == nil {
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	require.NoError(t, err, "no call succeeded within 2 s after the first timed out")
+}
+
 // TestCloseStopsTheBackgroundConnection: Close ends a connection being made in the
 // background (here to a server that never answers, within the client's 5 s DialTimeout)
 // and waits for it, promptly.
