@@ -102,6 +102,10 @@ func run() int {
 		fmt.Fprintln(os.Stderr, "chaos:", err)
 		return 1
 	}
+	if busy, rested, err := roundTrips(servers[0].addr(), 200, 10*time.Millisecond); err == nil {
+		fmt.Printf("loopback PING round trip, median of 200: %v back to back, %v after 10 ms idle each\n\n",
+			busy.Round(time.Microsecond), rested.Round(time.Microsecond))
+	}
 	clk := newClock()
 	quorum := nodes/2 + 1
 	var verdicts []verdict
