@@ -97,8 +97,9 @@ func (n *Node) String() string { return n.name }
 // contexts always do); a cancellation before that deadline is then noticed at the deadline.
 // go-redis closes the connection of a call that its deadline ended, and a new one costs
 // several round trips before the command's (the connection, HELLO, CLIENT SETINFO): so
-// after such a call, a *redis.Client's Node makes a connection in the background, one at
-// a time, within the client's DialTimeout, for the next call to find ready. Without it a
+// after such a call, a *redis.Client's Node makes a connection in the background (one at a
+// time, none while the pool has an idle one, within five times the call's time and the
+// client's DialTimeout), for the next call to find ready. Without it a
 // server a quarter of the node timeout away could not be reached again once a call to it
 // had timed out. Otherwise the call runs in a goroutine of its own, Eval returns at ctx's
 // end, and the call goes on in the background until the client's own timeouts (seconds)
@@ -111,9 +112,10 @@ func (n *Node) Eval(ctx context.Context, s *core.Script, keys []string, args ...
 		return nil, err
 	}
 	if n.direct(ctx) {
+		start := time.Now()
 		v, err := n.eval(ctx, s, n.command(s, keys, args, true))
 		if err != nil && ctx.Err() != nil {
-			n.warm()
+			n.warm(ctx, start)
 		}
 		return v, err
 	}
@@ -133,9 +135,10 @@ func (n *Node) SetNX(ctx context.Context, key, value string, ttl time.Duration) 
 		return false, fmt.Errorf("redlock: SET NX with a TTL of %v: want at least 1ms", ttl)
 	}
 	if n.direct(ctx) {
+		start := time.Now()
 		set, err := n.setNX(ctx, key, value, ttl)
 		if err != nil && ctx.Err() != nil {
-			n.warm()
+			n.warm(ctx, start)
 		}
 		return set, err
 	}
@@ -147,21 +150,25 @@ func (n *Node) setNX(ctx context.Context, key, value string, ttl time.Duration) 
 	return set, closed(err)
 }
 
-// warm makes a connection to the server in the background, within the client's
-// DialTimeout, after a call that its context's deadline ended: go-redis closes the
-// connection of a call that timed out, and a new one costs several round trips (the
-// connection, HELLO, CLIENT SETINFO) before the command's, so a server whose round trip is
-// a fraction of the node timeout could never be reached again on a fresh connection made
-// within it. The connection made here goes back to the pool for the next call. At most one
-// at a time per Node, and none while the pool has an idle connection: a Ping on that one
-// would hold it for a round trip, and a call made meanwhile would start a connection of its
-// own that its deadline ends in turn (with calls back to back, for ever). A *redis.Client
-// only (a cluster client connects per shard). Close ends it.
-func (n *Node) warm() {
+// warm makes a connection to the server in the background after a call, started at start
+// under ctx, that ctx's deadline ended: go-redis closes the connection of a call that timed
+// out, and a new one costs several round trips (the connection, HELLO, CLIENT SETINFO)
+// before the command's, so a server whose round trip is a fraction of the node timeout
+// could never be reached again on a fresh connection made within it. The connection is made
+// within five times the time that call had (a handshake of up to four round trips, and a
+// Ping), and within the client's DialTimeout, and goes back to the pool for the next call.
+// At most one at a time per Node, and none while the pool has an idle connection: a Ping on
+// that one would hold it for a round trip, and a call made meanwhile would start a
+// connection of its own that its deadline ends in turn (with calls back to back, for ever).
+// A *redis.Client only (a cluster client connects per shard). Close cancels it and waits
+// for it, for at most that bound: go-redis notices a cancellation only at the deadline.
+func (n *Node) warm(ctx context.Context, start time.Time) {
 	c, ok := n.client.(*redis.Client)
 	if !ok || c.PoolStats().IdleConns > 0 || !n.warming.CompareAndSwap(false, true) {
 		return
 	}
+	deadline, _ := ctx.Deadline()
+	budget := deadline.Sub(start)
 	n.warmMu.Lock()
 	defer n.warmMu.Unlock()
 	if n.warmStop.Err() != nil { // closed
@@ -170,7 +177,7 @@ func (n *Node) warm() {
 	}
 	n.warmGroup.Go(func() {
 		defer n.warming.Store(false)
-		ctx, cancel := context.WithTimeout(n.warmStop, c.Options().DialTimeout)
+		ctx, cancel := context.WithTimeout(n.warmStop, min(5*budget, c.Options().DialTimeout))
 		defer cancel()
 		_ = c.Ping(ctx).Err()
 	})
