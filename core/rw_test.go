@@ -41,9 +41,14 @@ func TestReadersShareAndExcludeWriters(t *testing.T) {
 			servers := c.servers(t, c.n)
 			cl := newCluster(t, servers)
 			ctx := context.Background()
-			r1, err := cl.Acquire(ctx, readLock("rw"))
+			// Nothing here waits for a timeout: a long node timeout keeps a loaded machine's
+			// slow reply from failing a call.
+			patient := func(l *core.Lock) *core.Lock { l.NodeTimeout = 5 * time.Second; return l }
+			writer := func() *core.Lock { return patient(lock("rw")) }
+			reader := func() *core.Lock { return patient(readLock("rw")) }
+			r1, err := cl.Acquire(ctx, reader())
 			require.NoError(t, err)
-			r2, err := cl.Acquire(ctx, readLock("rw"))
+			r2, err := cl.Acquire(ctx, reader())
 			require.NoError(t, err, "a second reader was refused while a reader holds the lock")
 			// Acquire returns at a quorum: the last node may answer later.
 			require.Eventually(t, func() bool { return allEqual(readers(t, servers, r1.Keys), 2) }, 5*time.Second, time.Millisecond,
@@ -53,10 +58,10 @@ func TestReadersShareAndExcludeWriters(t *testing.T) {
 				requireEveryKeyExpires(t, s)
 			}
 
-			_, err = cl.Acquire(ctx, lock("rw"))
+			_, err = cl.Acquire(ctx, writer())
 			require.ErrorIs(t, err, core.ErrHeld, "a writer took the lock from readers")
 			require.NoError(t, cl.Release(ctx, r1))
-			_, err = cl.Acquire(ctx, lock("rw"))
+			_, err = cl.Acquire(ctx, writer())
 			require.ErrorIs(t, err, core.ErrHeld, "a writer took the lock while a reader still holds it")
 			require.NoError(t, cl.Release(ctx, r2))
 			// A refused writer's request still on its way to a node is released once it
@@ -66,9 +71,9 @@ func TestReadersShareAndExcludeWriters(t *testing.T) {
 					"the lock key outlived the last reader")
 			}
 
-			w, err := cl.Acquire(ctx, lock("rw"))
+			w, err := cl.Acquire(ctx, writer())
 			require.NoError(t, err, "a writer was refused once the readers let go")
-			_, err = cl.Acquire(ctx, readLock("rw"))
+			_, err = cl.Acquire(ctx, reader())
 			require.ErrorIs(t, err, core.ErrHeld, "a reader took the lock from a writer")
 			require.NoError(t, cl.Release(ctx, w))
 		})
