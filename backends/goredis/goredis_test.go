@@ -89,38 +89,38 @@ func TestRingIsRefused(t *testing.T) {
 	assert.Less(t, time.Since(start), time.Second, "a refused node was retried")
 }
 
+// slowCalls returns a function that runs the release script, within timeout, through a
+// go-redis Node (ContextTimeoutEnabled) to a real server whose replies come delay late.
+func slowCalls(t *testing.T, delay time.Duration) func(timeout time.Duration) error {
+	if !redistest.Available() {
+		t.Skip("redis-server not on PATH")
+	}
+	srv := redistest.Start(t)
+	rdb := redis.NewClient(&redis.Options{Addr: redistest.Slow(t, srv.Addr(), delay), ContextTimeoutEnabled: true})
+	node := goredis.New(rdb)
+	t.Cleanup(func() { _ = node.Close(); _ = rdb.Close() })
+	keys := core.NewKeys("t:", "slow")
+	release := core.Scripts()[2]
+	require.Equal(t, "release", release.Name())
+	return func(timeout time.Duration) error {
+		ctx, cancel := context.WithTimeout(context.Background(), timeout)
+		defer cancel()
+		_, err := node.Eval(ctx, release, keys.ReleaseKeys(), "token", keys.Channel, "PUBLISH", "", "leave")
+		return err
+	}
+}
+
 // TestReconnectsInTheBackground: a server 40ms away cannot be reached on a new go-redis
 // connection within a 100ms node timeout (the connection, HELLO, CLIENT SETINFO and the
 // command are four round trips), and go-redis closes the connection of a call that timed
 // out. After such a call, the Node makes a connection in the background, so that a later
 // call finds one ready and takes one round trip.
 func TestReconnectsInTheBackground(t *testing.T) {
-	if !redistest.Available() {
-		t.Skip("redis-server not on PATH")
-	}
-	srv := redistest.Start(t)
-	addr := redistest.Slow(t, srv.Addr(), 40*time.Millisecond)
-	rdb := redis.NewClient(&redis.Options{Addr: addr, ContextTimeoutEnabled: true})
-	node := goredis.New(rdb)
-	t.Cleanup(func() { _ = node.Close(); _ = rdb.Close() })
-
-	keys := core.NewKeys("t:", "reconnect")
-	var release *core.Script
-	for _, s := range core.Scripts() {
-		if s.Name() == "release" {
-			release = s
-		}
-	}
-	call := func() error {
-		ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
-		defer cancel()
-		_, err := node.Eval(ctx, release, keys.ReleaseKeys(), "token", keys.Channel, "PUBLISH", "", "leave")
-		return err
-	}
-	require.Error(t, call(), "a new connection answered within the timeout: the test needs a slower one")
+	call := slowCalls(t, 40*time.Millisecond)
+	require.Error(t, call(100*time.Millisecond), "a new connection answered within the timeout: the test needs a slower one")
 	var err error
 	for range 40 {
-		if err = call(); err == nil {
+		if err = call(100 * time.Millisecond); err == nil {
 			break
 		}
 		time.Sleep(50 * time.Millisecond)
@@ -135,23 +135,7 @@ func TestReconnectsInTheBackground(t *testing.T) {
 // own that cannot finish within the node timeout, and time out in turn, for ever. After
 // the first timeout, calls every 10 ms to a server 60 ms away answer again within 2 s.
 func TestBackgroundConnectionLeavesTheIdleOneAlone(t *testing.T) {
-	if !redistest.Available() {
-		t.Skip("redis-server not on PATH")
-	}
-	srv := redistest.Start(t)
-	addr := redistest.Slow(t, srv.Addr(), 60*time.Millisecond)
-	rdb := redis.NewClient(&redis.Options{Addr: addr, ContextTimeoutEnabled: true})
-	node := goredis.New(rdb)
-	t.Cleanup(func() { _ = node.Close(); _ = rdb.Close() })
-
-	keys := core.NewKeys("t:", "idle")
-	release := core.Scripts()[2]
-	call := func(timeout time.Duration) error {
-		ctx, cancel := context.WithTimeout(context.Background(), timeout)
-		defer cancel()
-		_, err := node.Eval(ctx, release, keys.ReleaseKeys(), "token", keys.Channel, "PUBLISH", "", "leave")
-		return err
-	}
+	call := slowCalls(t, 60*time.Millisecond)
 	require.NoError(t, call(5*time.Second)) // a ready connection, and the script loaded
 	require.Error(t, call(30*time.Millisecond))
 	deadline := time.Now().Add(2 * time.Second)
