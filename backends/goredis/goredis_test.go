@@ -133,12 +133,12 @@ func TestReconnectsInTheBackground(t *testing.T) {
 // no connection in the background: a Ping there would hold the ready connection for a
 // round trip, and a call made meanwhile, back to back, would start a connection of its
 // own that cannot finish within the node timeout, and time out in turn, for ever. After
-// the first timeout, calls every 10 ms to a server 60 ms away answer again within 2 s.
+// the first timeout, calls every 10 ms to a server 50 ms away answer again within 4 s.
 func TestBackgroundConnectionLeavesTheIdleOneAlone(t *testing.T) {
-	call := slowCalls(t, 60*time.Millisecond)
+	call := slowCalls(t, 50*time.Millisecond)
 	require.NoError(t, call(5*time.Second)) // a ready connection, and the script loaded
 	require.Error(t, call(30*time.Millisecond))
-	deadline := time.Now().Add(2 * time.Second)
+	deadline := time.Now().Add(4 * time.Second)
 	var err error
 	for time.Now().Before(deadline) {
 		if err = call(100 * time.Millisecond); err == nil {
@@ -146,7 +146,7 @@ func TestBackgroundConnectionLeavesTheIdleOneAlone(t *testing.T) {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
-	require.NoError(t, err, "no call succeeded within 2 s after the first timed out")
+	require.NoError(t, err, "no call succeeded within 4 s after the first timed out")
 }
 
 // TestCloseStopsTheBackgroundConnection: Close ends a connection being made in the
