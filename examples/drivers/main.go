@@ -104,7 +104,9 @@ func lockWith(ctx context.Context, d driver, addrs []string) error {
 		defer closeNode()
 		nodes = append(nodes, node)
 	}
-	client, err := redlock.New(nodes)
+	// A generous node timeout, for a demo that may run on a busy machine (the default is
+	// 100ms; a node slower than it counts as failed).
+	client, err := redlock.New(nodes, redlock.WithNodeTimeout(time.Second))
 	if err != nil {
 		return err
 	}
