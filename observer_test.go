@@ -647,42 +647,44 @@ func BenchmarkObserver(b *testing.B) {
 // back-to-back acquisitions call it, and report it, about once per node timeout (each call
 // to it times out before the next is made), not once per attempt.
 func TestObserverReportsADownNodeOncePerNodeTimeout(t *testing.T) {
+	const timeout = 200 * time.Millisecond
 	nodes, _ := miniNodes(t, 4)
-	nodes = append(nodes, hungNode(t))
+	down := hungNode(t)
+	nodes = append(nodes, down)
 	rec := &recorder{}
-	c := newClient(t, nodes, redlock.WithNodeTimeout(100*time.Millisecond), redlock.WithObserver(rec))
+	c := newClient(t, nodes, redlock.WithNodeTimeout(timeout), redlock.WithObserver(rec))
 	ctx := ctxT(t, 30*time.Second)
 
-	downAcquires := func() int {
+	reports := func() int {
 		n := 0
 		for _, e := range rec.snapshot().nodes {
-			if e.Op == "acquire" {
+			if e.Node == down.String() && e.Op == "acquire" {
 				n++
 			}
 		}
 		return n
 	}
-	// acquisitions takes locks of n names back to back, or as many as it can in d, and
-	// returns how many and how long they took. (A release right after an acquisition
-	// waits for its stragglers, the down node among them: the locks are left to expire.)
+	// attempts takes locks of n names back to back, or as many as it can in d, and returns
+	// how many it tried and how long they took. (A release right after an acquisition waits
+	// for its stragglers, the down node among them: the locks are left to expire. On a
+	// loaded machine an attempt may fail, a live node being slow: it still counts.)
 	next := 0
-	acquisitions := func(n int, d time.Duration) (int, time.Duration) {
+	attempts := func(n int, d time.Duration) (int, time.Duration) {
 		start := time.Now()
 		i := 0
 		for ; i < n && time.Since(start) < d; i++ {
 			next++
-			_, err := c.TryAcquire(ctx, fmt.Sprint("busy-", next))
-			require.NoError(t, err)
+			_, _ = c.TryAcquire(ctx, fmt.Sprint("busy-", next))
 		}
 		return i, time.Since(start)
 	}
-	acquisitions(1000, 300*time.Millisecond) // until the node's first calls have failed
-	before := downAcquires()
-	attempts, took := acquisitions(1000, time.Second)
-	reported := downAcquires() - before
-	bound := int(took/(100*time.Millisecond)) + 3
-	t.Logf("%d attempts in %v, %d reports of the down node (at most %d allowed)", attempts, took, reported, bound)
-	require.GreaterOrEqual(t, attempts, 3*bound, "too few attempts for the test to tell")
+	attempts(1000, 2*timeout) // until the node's first calls have failed
+	before := reports()
+	tried, took := attempts(1000, time.Second)
+	reported := reports() - before
+	bound := int(took/timeout) + 3
+	t.Logf("%d attempts in %v, %d reports of the down node (at most %d allowed)", tried, took, reported, bound)
+	require.GreaterOrEqual(t, tried, 3*bound, "too few attempts for the test to tell")
 	assert.LessOrEqual(t, reported, bound, "the down node was called (and reported) more than about once per node timeout")
-	assert.GreaterOrEqual(t, reported, 3, "the down node was not called again once its calls had ended")
+	assert.GreaterOrEqual(t, reported, 2, "the down node was not called again once its calls had ended")
 }
