@@ -69,8 +69,10 @@ func worker() int {
 	defer rdb.Close()
 	s := &store{rdb: rdb}
 
-	// The same election, by name, in every process.
-	election := client.NewElection(electionName, redlock.WithTTL(j.TTL))
+	// The same election, by name, in every process. The node timeout is generous, for a
+	// demo that may run on a busy machine (the default is 100ms; a node slower than it
+	// counts as failed).
+	election := client.NewElection(electionName, redlock.WithTTL(j.TTL), redlock.WithNodeTimeout(min(j.TTL/4, time.Second)))
 	for {
 		say(os.Stdout, "campaigning")
 		lease, err := election.Campaign(stop, j.Name)
