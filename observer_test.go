@@ -217,7 +217,9 @@ func TestObserverLeaseWaitAndHandOver(t *testing.T) {
 func TestObserverKinds(t *testing.T) {
 	nodes, _ := miniNodes(t, 3)
 	rec, own := &recorder{}, &recorder{}
-	c := newClient(t, nodes, redlock.WithObserver(rec))
+	// Nothing here waits for a node timeout: a long one keeps a loaded machine's slow reply
+	// from failing a call (and from being reported).
+	c := newClient(t, nodes, redlock.WithObserver(rec), redlock.WithNodeTimeout(2*time.Second))
 	ctx := ctxT(t, 20*time.Second)
 	const hold = 30 * time.Millisecond
 
