@@ -277,10 +277,10 @@ func EvalSurvivesAReset(t *testing.T, node func(t *testing.T, addr string) core.
 }
 
 // TimeoutKeepsTheConnection: a call that its deadline ended leaves the Node's connection
-// open, so the next call costs one round trip, not a new connection's handshake first: after
-// each of three timed-out calls the next one answers, and the server still has every
-// client connection (by id) that it had before them. node builds the Node over addr, a proxy that
-// delays every reply by 70 ms.
+// open, so the next call costs one round trip, not a new connection's handshake first:
+// after each of three timed-out calls the next one answers, and the server still has every
+// client connection (by id) that it had before them. node builds the Node over addr, a
+// proxy that delays every reply by 70 ms.
 func TimeoutKeepsTheConnection(t *testing.T, node func(t *testing.T, addr string) core.Node) {
 	if !redistest.Available() {
 		t.Skip("redis-server not on PATH")
