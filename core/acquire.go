@@ -174,6 +174,13 @@ func (c *Cluster) acquire(ctx context.Context, l *claim) (Grant, outcome, error)
 		t.all, t.refusals = true, true
 		c.collect(ctx, f, &t, answered, seen)
 	}
+	// Until every node is identified, a win may count one server twice: it is counted only
+	// once every node that is not suspected has answered, and said which server it reaches
+	// (see identity).
+	if unknown && t.won() && t.waiting() && ctx.Err() == nil {
+		t.all = true
+		c.collect(ctx, f, &t, answered, seen)
+	}
 	if !t.won() {
 		t.unheard()
 	}
@@ -183,7 +190,7 @@ func (c *Cluster) acquire(ctx context.Context, l *claim) (Grant, outcome, error)
 	switch {
 	case ctx.Err() != nil:
 		err = ctxError(ctx, "acquire", l.Keys.Lock)
-	case !t.won() && c.misconfigured() != nil:
+	case c.misconfigured() != nil:
 		err = opError("acquire", l.Keys.Lock, c.misconfigured())
 	case !t.won() && t.refused():
 		err = &heldError{key: l.Keys.Lock, wait: time.Duration(wait) * time.Millisecond}

@@ -303,6 +303,10 @@ type tally struct {
 	// the fan-out began and have not answered: the outcome is decided without them, and
 	// all waits for the others only.
 	suspects uint64
+	// gone, for a release within the lease's validity, counts a node that found nothing of
+	// the lease's and no other owner (a reply {0, woken, 1}: see release_uncontended.lua) as
+	// one that let go: its key can only have gone by this release, run twice.
+	gone bool
 }
 
 func (t *tally) add(r reply) {
@@ -313,7 +317,7 @@ func (t *tally) add(r reply) {
 	switch err := r.nodeErr(); {
 	case err != nil:
 		t.errs = append(t.errs, NodeError{Node: t.c.nodes[r.node].String(), Err: err})
-	case r.vals[0] == 1:
+	case r.vals[0] == 1, t.gone && len(r.vals) > 2 && r.vals[2] == 1:
 		t.yes++
 	default:
 		t.no++

@@ -3,6 +3,7 @@ package core_test
 import (
 	"context"
 	"errors"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -53,3 +54,51 @@ func (failingNode) Eval(context.Context, *core.Script, []string, ...string) ([]i
 	return nil, errors.New("dial tcp: connection refused")
 }
 func (failingNode) String() string { return "down:1" }
+
+// gated is a Node whose calls wait until open is closed.
+type gated struct {
+	core.Node
+	open <-chan struct{}
+}
+
+func (n gated) Eval(ctx context.Context, s *core.Script, keys []string, args ...string) ([]int64, error) {
+	<-n.open
+	return n.Node.Eval(ctx, s, keys, args...)
+}
+
+// signalling is a Node that calls answered as each of its calls returns.
+type signalling struct {
+	core.Node
+	answered func()
+}
+
+func (n signalling) Eval(ctx context.Context, s *core.Script, keys []string, args ...string) ([]int64, error) {
+	defer n.answered()
+	return n.Node.Eval(ctx, s, keys, args...)
+}
+
+// TestOneServerCountsOnceAtTheFirstAcquisition: of three nodes, two reach one server. The
+// first acquisition fails with the misconfiguration even when the two distinct servers
+// grant it before the duplicate answers: while some node is not yet identified, an
+// acquisition that won hears every node out before it counts its win.
+func TestOneServerCountsOnceAtTheFirstAcquisition(t *testing.T) {
+	servers := realServers(t, 2)
+	var answers atomic.Int32
+	open := make(chan struct{})
+	answered := func() {
+		if answers.Add(1) == 2 {
+			close(open)
+		}
+	}
+	cl, err := core.NewCluster([]core.Node{
+		signalling{nodeOf(t, servers[0].addr), answered},
+		gated{nodeOf(t, servers[0].addr), open}, // answers once the other two have
+		signalling{nodeOf(t, servers[1].addr), answered},
+	})
+	require.NoError(t, err)
+	l := lock("dup-first")
+	l.NodeTimeout = 10 * time.Second // nothing here waits for a timeout
+	_, err = cl.Acquire(context.Background(), l)
+	require.ErrorIs(t, err, core.ErrInvalid, "the first acquisition counted one server twice")
+	assert.ErrorContains(t, err, "reach the same server")
+}

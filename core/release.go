@@ -20,8 +20,13 @@ import (
 // the caller, who used to wait out its node timeout on every release. On failure it waits
 // for every node, within the node timeout, so that its error names each one.
 //
-// Errors: ErrNotHeld (too few nodes still held h: it had expired or been taken), or a
-// *QuorumError (too few nodes answered; their keys expire by their TTL).
+// A node where, within h's validity, neither h's key nor another owner's is found counts as
+// one that let go: the key can only have gone by this release (a backend resends a script
+// whose reply a broken connection lost), or with the server's data.
+//
+// Errors: ErrNotHeld (too few nodes still held h: it had expired, or another owner holds
+// it on too many nodes), or a *QuorumError (too few nodes answered; their keys expire by
+// their TTL).
 func (c *Cluster) Release(ctx context.Context, h *Held) error {
 	l := &h.claim
 	req := request{s: l.scripts().release, detached: true, keys: l.Keys.releaseKeys(), args: releaseArgs(l.token, l.Keys.Channel, l.waiter, "leave"),
@@ -36,7 +41,7 @@ func (c *Cluster) Release(ctx context.Context, h *Held) error {
 		f = c.fan(ctx, l.NodeTimeout, req, 0)
 	}
 	l.acquiring, l.pending, l.late = nil, 0, 0
-	t := tally{c: c, op: "release", key: l.Keys.Lock}
+	t := tally{c: c, op: "release", key: l.Keys.Lock, gone: start.Before(h.Until)}
 	answered := make([]bool, len(c.nodes))
 	c.collect(f.ctx, f, &t, answered, nil)
 	if t.won() {

@@ -234,10 +234,31 @@ local function read_grant(lock, r, token, ttl, held)
   end
 end
 
+-- own_share returns the live entry in r that token owns (its own, or an earlier attempt's
+-- of its waiter, as ours says), or nil.
+local function own_share(r, token)
+  local now = now_ms()
+  local _, n = attempt(token)
+  if not (n and n > 1) then
+    local score = redis.call('ZSCORE', r, token)
+    if score and tonumber(score) > now then
+      return token
+    end
+    return nil
+  end
+  local entries = redis.call('ZRANGE', r, 0, -1, 'WITHSCORES')
+  for i = 1, #entries, 2 do
+    if ours(entries[i], token) and tonumber(entries[i + 1]) > now then
+      return entries[i]
+    end
+  end
+  return nil
+end
+
 -- read_release deletes the readers' entries that token owns (its own, or an earlier
 -- attempt's of its waiter, as ours says) and those whose time is up, and returns whether
--- token owned a live one (1 or 0) and whether the lock is still held, by readers or a
--- writer. The lock key is freed once no live entry is left, and otherwise kept for as long
+-- token owned a live one (1 or 0), whether the lock is still held, by readers or a
+-- writer, and whether no writer holds it. The lock key is freed once no live entry is left, and otherwise kept for as long
 -- as the longest one.
 local function read_release(lock, r, token)
   local released = 0
@@ -260,16 +281,16 @@ local function read_release(lock, r, token)
   end
   local holder = redis.call('GET', lock)
   if holder ~= readers_hold then
-    return released, holder ~= false -- the entries left, if any, are out of time
+    return released, holder ~= false, not holder -- the entries left, if any, are out of time
   end
   local last = redis.call('ZRANGE', r, -1, -1, 'WITHSCORES')
   if #last == 0 or tonumber(last[2]) <= now then
     redis.call('DEL', lock, r)
-    return released, false
+    return released, false, true
   end
   redis.call('ZREMRANGEBYSCORE', r, '-inf', now)
   redis.call('PEXPIRE', lock, tonumber(last[2]) - now)
-  return released, true
+  return released, true, true
 end
 
 -- hand_over gives the lock, which must be free, to the first live waiter in the queue,
@@ -333,12 +354,18 @@ end
 
 -- settle ends a release (see release_uncontended.lua) once its own holding is dealt with:
 -- released (0 or 1) says whether it let go of one, holder whether the lock is still held
--- (by anyone), queued whether the queue exists. It takes our waiter out of the queue
--- (ARGV[5] "leave") or keeps its place (queueing it if it let go of the lock), and hands a
--- free lock over. It returns the script's reply.
-local function settle(released, holder, queued)
+-- (by anyone), queued whether the queue exists, absent (when released is 0) whether
+-- nothing of ours is here and no other owner holds the lock either. It takes our waiter out
+-- of the queue (ARGV[5] "leave") or keeps its place (queueing it if it let go of the lock),
+-- and hands a free lock over. A release that hands the lock over remembers, as a leave
+-- does (see left_kept), that it let go (its waiter's, or else its token's, mark): so the
+-- same release run again finds the lock gone, not taken. It returns the script's reply.
+local function settle(released, holder, queued, absent)
   local waiter = ARGV[4]
   local leave = ARGV[5] == 'leave'
+  if released == 0 and not absent and queued and ARGV[1] ~= '' then
+    absent = gone(KEYS[3], waiter ~= '' and waiter or ARGV[1])
+  end
   if waiter ~= '' and leave then
     if queued then
       dequeue(KEYS[2], KEYS[3], KEYS[4], waiter)
@@ -347,9 +374,15 @@ local function settle(released, holder, queued)
   elseif waiter ~= '' and released == 1 and not gone(KEYS[3], waiter) then
     enqueue(KEYS[2], KEYS[3], KEYS[4], waiter, ARGV[6], tonumber(ARGV[7]), nil)
     queued = true
+  elseif waiter == '' and released == 1 and queued then
+    forget(KEYS[3], ARGV[1])
   end
-  if holder or not queued then
-    return {released, 0}
+  local woken = 0
+  if not holder and queued then
+    woken = hand_over(waiter, not leave)
   end
-  return {released, hand_over(waiter, not leave)}
+  if released == 0 and absent then
+    return {0, woken, 1}
+  end
+  return {released, woken}
 end

@@ -21,8 +21,12 @@
 -- followed by " u" if it asked for the restart guard and the server cannot report its
 -- uptime. It is empty if the lock could not be handed over (the waiter recorded no attempt
 -- here, or the restart guard abstains): then the waiter should call again.
--- Reply {released, woken}: released is 1 if the lock was ours and is deleted, else 0; woken
--- is how many subscribers heard the messages (0 if no one was told).
+-- Reply {released, woken} or {0, woken, 1}: released is 1 if the lock was ours and is
+-- deleted, else 0; woken is how many subscribers heard the messages (0 if no one was told).
+-- The third element, 1, says that nothing of ours is here and no other owner took the lock
+-- either: the lock key is gone, or this release already ran (a backend's resend of it) and
+-- handed the lock over (see settle in queue.lua). Within the lease's validity this is a
+-- release, not a loss.
 local holder = redis.call('GET', KEYS[1])
 local queued = redis.call('EXISTS', KEYS[2]) == 1
 local waiter = ARGV[4]
@@ -33,6 +37,6 @@ if not queued and (waiter == '' or ARGV[5] == 'leave') then
     redis.call('DEL', KEYS[1])
     return {1, 0}
   elseif not holder then
-    return {0, 0}
+    return {0, 0, 1}
   end
 end

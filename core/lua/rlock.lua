@@ -41,23 +41,19 @@ if holder and holder ~= readers_hold then
   return vote(0, remaining())
 end
 local queued = redis.call('EXISTS', KEYS[3]) == 1
--- A share that a release handed to an earlier attempt of ours is ours, whatever the queue
--- says, as a writer's lock is in acquire: this attempt takes it over (else a waiter handed
--- shares on too few nodes would leave them standing, behind a writer it waits for).
-local _, n = attempt(token)
-if holder and n and n > 1 then
-  local now = now_ms()
-  local entries = redis.call('ZRANGE', KEYS[6], 0, -1, 'WITHSCORES')
-  for i = 1, #entries, 2 do
-    if ours(entries[i], token) and tonumber(entries[i + 1]) > now then
-      redis.call('ZREM', KEYS[6], entries[i])
-      read_grant(KEYS[1], KEYS[6], token, ARGV[2], true)
-      if queued and waiter ~= '' then
-        dequeue(KEYS[3], KEYS[4], KEYS[5], waiter)
-      end
-      return vote(1, 0, unguarded)
-    end
+-- A share held by this attempt (this very call, run again: a backend resends a script whose
+-- reply a broken connection lost) or handed to an earlier attempt of ours is ours, whatever
+-- the queue says, as a writer's lock is in acquire: this attempt takes it over (else a
+-- share would stand, behind a writer it waits for, that the client counts as refused and
+-- so never releases).
+local share = holder and own_share(KEYS[6], token)
+if share then
+  redis.call('ZREM', KEYS[6], share)
+  read_grant(KEYS[1], KEYS[6], token, ARGV[2], true)
+  if queued and waiter ~= '' then
+    dequeue(KEYS[3], KEYS[4], KEYS[5], waiter)
   end
+  return vote(1, 0, unguarded)
 end
 if queued then
   local head = first(KEYS[3], KEYS[4], KEYS[5])

@@ -3,5 +3,5 @@
 -- then ends as release does: our waiter leaves the queue or keeps its place, and a free
 -- lock is handed to the first waiter. KEYS, ARGV and reply as release's (see
 -- release_uncontended.lua); released is 1 if we held a live share here.
-local released, holder = read_release(KEYS[1], KEYS[6], ARGV[1])
-return settle(released, holder, redis.call('EXISTS', KEYS[2]) == 1)
+local released, holder, unwritten = read_release(KEYS[1], KEYS[6], ARGV[1])
+return settle(released, holder, redis.call('EXISTS', KEYS[2]) == 1, unwritten)

@@ -1,0 +1,225 @@
+package core_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/go-redlock/redlock/core"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// twice is a Node that runs each script twice with the same arguments and returns the second
+// run's reply, as a backend does that sends a script again after its connection broke under
+// the first run's reply. between[name], if set, runs between the two runs of the script of
+// that name, as another client's call landing there meanwhile would.
+type twice struct {
+	core.Node
+	between map[string]func()
+}
+
+func (n *twice) Eval(ctx context.Context, s *core.Script, keys []string, args ...string) ([]int64, error) {
+	if _, err := n.Node.Eval(ctx, s, keys, args...); err != nil {
+		return nil, err
+	}
+	if f := n.between[s.Name()]; f != nil {
+		f()
+	}
+	return n.Node.Eval(ctx, s, keys, args...)
+}
+
+// twiceClusters returns a Cluster over s whose node runs every script twice, the node, and
+// a Cluster over s that runs each once, for the other clients.
+func twiceClusters(t *testing.T, s server) (*core.Cluster, *twice, *core.Cluster) {
+	n := &twice{Node: nodeOf(t, s.addr), between: map[string]func(){}}
+	tw, err := core.NewCluster([]core.Node{n})
+	require.NoError(t, err)
+	return tw, n, newCluster(t, []server{s})
+}
+
+// patientLock is lock(name) with a node timeout that a loaded machine does not miss:
+// nothing in these tests waits for one.
+func patientLock(name string, read bool) *core.Lock {
+	l := lock(name)
+	l.NodeTimeout = 10 * time.Second
+	l.Read = read
+	return l
+}
+
+// TestScriptsRunTwice: every script may run twice with the same arguments (docs/design.md):
+// at each step of its state table (core/doc.go), the second run answers as the first did,
+// and leaves what the first did, also when another client's call lands between the two.
+func TestScriptsRunTwice(t *testing.T) {
+	onOneOfEach(t, func(t *testing.T, s server) {
+		ctx := context.Background()
+		tw, node, plain := twiceClusters(t, s)
+		// each gives every step a lock of its own, and clears the hooks after it.
+		each := func(name string, f func(t *testing.T, name string)) {
+			t.Run(name, func(t *testing.T) {
+				defer clear(node.between)
+				f(t, name)
+			})
+		}
+		holder := func(name string) string { return get(t, s, patientLock(name, false).Keys.Lock) }
+
+		each("acquire/free", func(t *testing.T, name string) {
+			h, err := tw.Acquire(ctx, patientLock(name, false))
+			require.NoError(t, err)
+			assert.Equal(t, h.Token(), holder(name))
+			require.NoError(t, plain.Release(ctx, h))
+		})
+		each("acquire/held", func(t *testing.T, name string) {
+			other, err := plain.Acquire(ctx, patientLock(name, false))
+			require.NoError(t, err)
+			_, err = tw.AcquireAs(ctx, patientLock(name, false), "w.1", "w", 1)
+			require.ErrorIs(t, err, core.ErrHeld)
+			assert.Equal(t, []int64{1}, queued(t, []server{s}, other.Keys), "the waiter is queued once")
+			require.NoError(t, plain.Release(ctx, other))
+		})
+		each("acquire/behind a live waiter", func(t *testing.T, name string) {
+			other, err := plain.Acquire(ctx, patientLock(name, false))
+			require.NoError(t, err)
+			_, err = plain.AcquireAs(ctx, patientLock(name, false), "a.1", "a", 1)
+			require.ErrorIs(t, err, core.ErrHeld)
+			require.NoError(t, plain.Release(ctx, other)) // hands it to a
+			_, err = tw.AcquireAs(ctx, patientLock(name, false), "b.1", "b", 2)
+			require.Error(t, err)
+			assert.Equal(t, "a.1", holder(name))
+		})
+		each("acquire/handed over between the runs", func(t *testing.T, name string) {
+			other, err := plain.Acquire(ctx, patientLock(name, false))
+			require.NoError(t, err)
+			node.between["acquire"] = func() { assert.NoError(t, plain.Release(ctx, other)) }
+			h, err := tw.AcquireAs(ctx, patientLock(name, false), "w.1", "w", 1)
+			require.NoError(t, err, "the lock handed to the first run's attempt is the second run's")
+			assert.Equal(t, "w.1", holder(name))
+			require.NoError(t, plain.Release(ctx, h))
+		})
+		each("extend", func(t *testing.T, name string) {
+			h, err := plain.Acquire(ctx, patientLock(name, false))
+			require.NoError(t, err)
+			_, err = tw.Extend(ctx, h)
+			require.NoError(t, err)
+			require.NoError(t, plain.Release(ctx, h))
+		})
+		each("raise", func(t *testing.T, name string) {
+			l := patientLock(name, false)
+			h, err := plain.Acquire(ctx, l)
+			require.NoError(t, err)
+			raise := core.Scripts()[3]
+			require.Equal(t, "raise", raise.Name())
+			vals, err := node.Eval(ctx, raise, []string{l.Keys.Lock, l.Keys.Fence}, h.Token(), "5000000000000000")
+			require.NoError(t, err)
+			assert.Equal(t, []int64{1}, vals)
+			assert.Equal(t, "5000000000000000", get(t, s, l.Keys.Fence))
+			require.NoError(t, plain.Release(ctx, h))
+		})
+		each("release", func(t *testing.T, name string) {
+			h, err := plain.Acquire(ctx, patientLock(name, false))
+			require.NoError(t, err)
+			require.NoError(t, tw.Release(ctx, h), "the second run finds the lock gone: it was released")
+			assert.Empty(t, holder(name))
+		})
+		each("release/handing over", func(t *testing.T, name string) {
+			h, err := plain.Acquire(ctx, patientLock(name, false))
+			require.NoError(t, err)
+			_, err = plain.AcquireAs(ctx, patientLock(name, false), "w.1", "w", 1)
+			require.ErrorIs(t, err, core.ErrHeld)
+			require.NoError(t, tw.Release(ctx, h), "the second run finds the lock handed over by the first")
+			assert.Equal(t, "w.1", holder(name), "the second run leaves the lock to the waiter it was handed to")
+		})
+		each("release/of a waiter, handing over", func(t *testing.T, name string) {
+			h, err := plain.AcquireAs(ctx, patientLock(name, false), "a.1", "a", 1)
+			require.NoError(t, err)
+			_, err = plain.AcquireAs(ctx, patientLock(name, false), "b.1", "b", 2)
+			require.ErrorIs(t, err, core.ErrHeld)
+			require.NoError(t, tw.Release(ctx, h))
+			assert.Equal(t, "b.1", holder(name))
+			assert.Equal(t, []int64{1}, queued(t, []server{s}, h.Keys), "a left the queue, b is in it")
+		})
+		each("release/taken by another", func(t *testing.T, name string) {
+			h, err := plain.Acquire(ctx, patientLock(name, false))
+			require.NoError(t, err)
+			_, err = s.do("SET", h.Keys.Lock, "other", "PX", "10000")
+			require.NoError(t, err)
+			require.ErrorIs(t, tw.Release(ctx, h), core.ErrNotHeld, "another owner's key is not a release of ours")
+		})
+		each("release/after the validity", func(t *testing.T, name string) {
+			h, err := plain.Acquire(ctx, patientLock(name, false))
+			require.NoError(t, err)
+			h.Until = time.Now().Add(-time.Millisecond)
+			_, err = s.do("DEL", h.Keys.Lock) // as its TTL would
+			require.NoError(t, err)
+			require.ErrorIs(t, tw.Release(ctx, h), core.ErrNotHeld, "a lock gone after its validity had expired")
+		})
+
+		each("rlock/free", func(t *testing.T, name string) {
+			r, err := tw.Acquire(ctx, patientLock(name, true))
+			require.NoError(t, err)
+			assert.Equal(t, []int64{1}, readers(t, []server{s}, r.Keys))
+			require.NoError(t, plain.Release(ctx, r))
+			assert.Empty(t, holder(name))
+		})
+		each("rlock/a writer queues between the runs", func(t *testing.T, name string) {
+			node.between["rlock"] = func() {
+				_, err := plain.AcquireAs(ctx, patientLock(name, false), "w.1", "w", 1)
+				assert.ErrorIs(t, err, core.ErrHeld)
+			}
+			r, err := tw.Acquire(ctx, patientLock(name, true))
+			require.NoError(t, err, "the share the first run took is the second run's")
+			assert.Equal(t, []int64{1}, readers(t, []server{s}, r.Keys))
+			require.NoError(t, plain.Release(ctx, r))
+			assert.Equal(t, "w.1", holder(name), "the reader's release hands the lock to the writer")
+		})
+		each("rlock/a writer holds", func(t *testing.T, name string) {
+			w, err := plain.Acquire(ctx, patientLock(name, false))
+			require.NoError(t, err)
+			_, err = tw.AcquireAs(ctx, patientLock(name, true), "r.1", "r", 1)
+			require.ErrorIs(t, err, core.ErrHeld)
+			assert.Equal(t, []int64{1}, queued(t, []server{s}, w.Keys))
+			assert.Equal(t, []int64{0}, readers(t, []server{s}, w.Keys))
+			require.NoError(t, plain.Release(ctx, w))
+		})
+		each("rextend", func(t *testing.T, name string) {
+			r, err := plain.Acquire(ctx, patientLock(name, true))
+			require.NoError(t, err)
+			_, err = tw.Extend(ctx, r)
+			require.NoError(t, err)
+			require.NoError(t, plain.Release(ctx, r))
+		})
+		each("runlock", func(t *testing.T, name string) {
+			r, err := plain.Acquire(ctx, patientLock(name, true))
+			require.NoError(t, err)
+			require.NoError(t, tw.Release(ctx, r))
+			assert.Empty(t, holder(name))
+		})
+		each("runlock/handing over", func(t *testing.T, name string) {
+			r, err := plain.Acquire(ctx, patientLock(name, true))
+			require.NoError(t, err)
+			_, err = plain.AcquireAs(ctx, patientLock(name, false), "w.1", "w", 1)
+			require.ErrorIs(t, err, core.ErrHeld)
+			require.NoError(t, tw.Release(ctx, r), "the second run finds the lock handed over by the first")
+			assert.Equal(t, "w.1", holder(name))
+		})
+
+		each("permits", func(t *testing.T, name string) {
+			key := "q:{" + name + "}:permits"
+			require.NoError(t, tw.Permits(ctx, key, 2, 10*time.Second))
+			require.ErrorIs(t, tw.Permits(ctx, key, 3, 10*time.Second), core.ErrInvalid)
+		})
+		each("proclaim and leader", func(t *testing.T, name string) {
+			l := patientLock(name, false)
+			h, err := plain.Acquire(ctx, l)
+			require.NoError(t, err)
+			require.NoError(t, tw.Proclaim(ctx, h, "me"))
+			token, value, ok, err := tw.Leader(ctx, l.Keys, l.NodeTimeout)
+			require.NoError(t, err)
+			assert.True(t, ok)
+			assert.Equal(t, h.Token(), token)
+			assert.Equal(t, "me", value)
+			require.NoError(t, plain.Release(ctx, h))
+		})
+		requireEveryKeyExpires(t, s)
+	})
+}
