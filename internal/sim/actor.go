@@ -1,0 +1,138 @@
+package sim
+
+import (
+	"context"
+	"math/rand/v2"
+	"time"
+)
+
+// held is a holding as an actor sees it.
+type held struct {
+	h       holding                         // what the record says of it
+	until   func() time.Time                // the end of its validity; nil if the API does not say
+	lost    <-chan struct{}                 // closed when the library says it is lost
+	extend  func(ctx context.Context) error // nil: it extends itself
+	release func(ctx context.Context) error
+}
+
+// actor is one client's workload: it waits for the lock, holds it for a few steps,
+// writing to the fenced resource at each, and lets it go, until the run's end or its
+// death.
+type actor struct {
+	id      int
+	rng     *rand.Rand
+	env     *env
+	keeps   bool // its waits count for liveness (it is refused nothing for good)
+	acquire func(ctx context.Context, keeps bool) (*held, error)
+}
+
+// run is the actor's loop, until ctx ends or the actor dies.
+func (a *actor) run(ctx context.Context) {
+	for a.alive(ctx) {
+		a.sleep(time.Duration(a.rng.Int64N(int64(50 * time.Millisecond))))
+		if !a.alive(ctx) {
+			return
+		}
+		keeps := a.keeps && a.rng.IntN(4) != 0
+		actx, cancel := ctx, context.CancelFunc(func() {})
+		if !keeps { // a wait with a deadline of its own: it may give up and leave the queue
+			actx, cancel = context.WithTimeout(ctx, time.Duration(1+a.rng.Int64N(int64(400*time.Millisecond))))
+		}
+		w := a.env.rec.asking(a.id, keeps)
+		h, err := a.acquire(actx, keeps)
+		cancel()
+		a.env.rec.answered(w, err == nil)
+		if err != nil {
+			continue
+		}
+		a.hold(ctx, h)
+	}
+}
+
+// alive reports whether the actor should go on: ctx is live and it has not died.
+func (a *actor) alive(ctx context.Context) bool {
+	return ctx.Err() == nil && !a.env.plan.dead(a.id, time.Now())
+}
+
+// sleep sleeps d, or less if the actor dies meanwhile.
+func (a *actor) sleep(d time.Duration) {
+	if death := a.env.plan.deaths[a.id]; !death.IsZero() && time.Now().Add(d).After(death) {
+		d = max(0, time.Until(death))
+	}
+	time.Sleep(d)
+}
+
+// hold records h, holds it for a few steps and releases it; if the actor dies meanwhile it
+// stops at once and never releases.
+func (a *actor) hold(ctx context.Context, h *held) {
+	i := a.env.rec.granted(h.h)
+	stop := make(chan struct{})
+	go a.watch(i, h, stop)
+	a.use(ctx, i, h, func() bool { return true })
+	if !a.alive(ctx) && ctx.Err() == nil { // died holding: no release, the watcher ends the record
+		return
+	}
+	a.env.rec.ended(i, a.validNow(h), "released")
+	close(stop)
+	if err := h.release(context.WithoutCancel(ctx)); err != nil {
+		a.env.rec.note(a.id, "c%d release: %v", a.id, err)
+	}
+}
+
+// use holds h for a few steps, writing to the resource at each while it is still valid,
+// and extending it when it does not extend itself; live says whether the holder may go on
+// (Do's function stops when its context ends).
+func (a *actor) use(ctx context.Context, i int, h *held, live func() bool) {
+	ttl := a.env.ttl
+	for range 1 + a.rng.IntN(4) {
+		a.sleep(time.Duration(10+a.rng.Int64N(140)) * time.Millisecond)
+		if !a.alive(ctx) || !live() || a.lostNow(h) || (h.until != nil && !time.Now().Before(h.until())) {
+			return
+		}
+		// The validity was checked: a pause here (a GC, say) may outlast it.
+		if p := a.env.plan.pause; p > 0 && a.env.plan.in(time.Now()) && a.rng.IntN(3) == 0 {
+			d := time.Duration(a.rng.Int64N(int64(p)))
+			a.env.rec.note(a.id, "c%d pauses %v", a.id, d)
+			a.sleep(d)
+			if !a.alive(ctx) {
+				return
+			}
+		}
+		if h.h.fenced {
+			a.env.rec.write(i, h.h.token)
+		}
+		if h.extend != nil && h.until != nil && time.Until(h.until()) < ttl/2 {
+			if err := h.extend(ctx); err != nil {
+				a.env.rec.note(a.id, "c%d extend: %v", a.id, err)
+			}
+		}
+	}
+}
+
+// lostNow reports whether the library has said that h is lost.
+func (a *actor) lostNow(h *held) bool {
+	select {
+	case <-h.lost:
+		return true
+	default:
+		return false
+	}
+}
+
+// validNow returns now, or the end of h's validity if that came first.
+func (a *actor) validNow(h *held) time.Time {
+	now := time.Now()
+	if h.until != nil && h.until().Before(now) {
+		return h.until()
+	}
+	return now
+}
+
+// watch ends holding i when the library says that it is lost, unless stop closes first.
+func (a *actor) watch(i int, h *held, stop <-chan struct{}) {
+	select {
+	case <-h.lost:
+		a.env.rec.ended(i, a.validNow(h), "lost")
+	case <-stop:
+	}
+}

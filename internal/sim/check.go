@@ -1,0 +1,233 @@
+package sim
+
+import (
+	"cmp"
+	"fmt"
+	"slices"
+	"time"
+)
+
+// defaultGuard1 is the restart guard that the library applies at N = 1 when it applies one
+// by default (its default at N > 1): a restarted single node abstains that long.
+const defaultGuard1 = 30 * time.Second
+
+// guardOf returns the restart guard of the run's Clients at n nodes.
+func guardOf(n int) time.Duration {
+	if n == 1 {
+		return defaultGuard1
+	}
+	return guardN
+}
+
+// livenessBound is how long after the faults healed (see scheduleNotes) a waiter that keeps
+// asking may wait at most: two TTLs for a lock left by a holder that died or lost its
+// release, and for each client ahead of it a holding (at most 4 steps of 150 ms), the
+// gap before its next wait (50 ms) and four node timeouts for the hand-over and the
+// lapse of a place.
+func livenessBound(clients int) time.Duration {
+	return 2*ttl + time.Duration(clients)*(650*time.Millisecond+4*nodeTimeout)
+}
+
+// scheduleNotes adds the plan's scheduled faults to the trace, and returns when the last
+// of them healed: the fault window's end, the end of the last cut, or the time the last
+// restarted server's restart guard lets it vote again.
+func scheduleNotes(rec *recorder, p *plan, to time.Time) time.Time {
+	healed := to
+	for _, c := range p.cuts {
+		dir := "both ways"
+		switch {
+		case !c.toClient:
+			dir = "requests lost"
+		case !c.toServer:
+			dir = "replies lost"
+		}
+		who := func(i int, s string) string {
+			if i < 0 {
+				return "all"
+			}
+			return fmt.Sprintf("%s%d", s, i)
+		}
+		rec.noteAt(c.from, "cut %s<->%s (%s) for %v", who(c.client, "c"), who(c.server, "s"), dir, c.to.Sub(c.from))
+		rec.noteAt(c.to, "heal %s<->%s", who(c.client, "c"), who(c.server, "s"))
+		healed = maxTime(healed, c.to)
+	}
+	for _, c := range p.crashes {
+		rec.noteAt(c.at, "crash s%d (data lost)", c.server)
+		rec.noteAt(c.at.Add(c.downFor), "restart s%d (empty, uptime 0, new run_id)", c.server)
+		healed = maxTime(healed, c.at.Add(c.downFor+guardOf(len(p.clocks))+time.Second))
+	}
+	for i, d := range p.deaths {
+		if !d.IsZero() {
+			rec.noteAt(d, "c%d dies", i)
+		}
+	}
+	return healed
+}
+
+func maxTime(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
+}
+
+// violation is a broken invariant, and when it broke.
+type violation struct {
+	at   time.Time
+	text string
+}
+
+// check returns the violations of the run's record: the runs' invariants.
+func check(rec *recorder, e *env, healed, end time.Time, bound time.Duration) []violation {
+	rec.mu.Lock()
+	defer rec.mu.Unlock()
+	hs := slices.Clone(rec.holdings)
+	for i := range hs {
+		if hs[i].to.IsZero() {
+			hs[i].to = end
+		}
+	}
+	var out []violation
+	out = append(out, exclusion(rec, hs)...)
+	out = append(out, permits(rec, hs)...)
+	out = append(out, fencing(rec, hs)...)
+	out = append(out, liveness(rec, e.plan, healed, end, bound)...)
+	out = append(out, observed(rec)...)
+	return out
+}
+
+// exclusion: no writer or leader overlaps another holding.
+func exclusion(rec *recorder, hs []holding) []violation {
+	var out []violation
+	for i, a := range hs {
+		for _, b := range hs[i+1:] {
+			if a.role == permit || b.role == permit || (a.role == reader && b.role == reader) {
+				continue
+			}
+			if a.from.Before(b.to) && b.from.Before(a.to) {
+				out = append(out, violation{maxTime(a.from, b.from), fmt.Sprintf("c%d's %s [%s, %s] overlaps c%d's %s [%s, %s]",
+					a.client, a.role, rec.since(a.from), rec.since(a.to),
+					b.client, b.role, rec.since(b.from), rec.since(b.to))})
+			}
+		}
+	}
+	return out
+}
+
+// permits: never more holders of a Semaphore's permits than any of them counts.
+func permits(rec *recorder, hs []holding) []violation {
+	var out []violation
+	for _, a := range hs {
+		if a.role != permit {
+			continue
+		}
+		n, k := 0, a.k
+		for _, b := range hs {
+			if b.role == permit && !b.from.After(a.from) && b.to.After(a.from) {
+				n, k = n+1, min(k, b.k)
+			}
+		}
+		if n > k {
+			out = append(out, violation{a.from, fmt.Sprintf("%d permit holders when c%d is granted, and one of them counts %d", n, a.client, k)})
+		}
+	}
+	return out
+}
+
+// fencing: tokens increase strictly from one holding to the next, and the resource never
+// accepted a write of a holding after one of a holding granted later.
+func fencing(rec *recorder, hs []holding) []violation {
+	var out []violation
+	var prev *holding
+	for i := range hs {
+		h := &hs[i]
+		if !h.fenced || h.role == permit {
+			continue
+		}
+		if prev != nil && h.token <= prev.token {
+			out = append(out, violation{h.from, fmt.Sprintf("c%d granted token %d after c%d's %d", h.client, h.token, prev.client, prev.token)})
+		}
+		prev = h
+	}
+	newest := -1
+	for _, w := range rec.writes {
+		if !w.accepted {
+			continue
+		}
+		if newest >= 0 && hs[w.holding].from.Before(hs[newest].from) {
+			out = append(out, violation{w.at, fmt.Sprintf("the resource accepted c%d's write (token %d) after c%d's (token %d), granted later",
+				hs[w.holding].client, w.token, hs[newest].client, hs[newest].token)})
+		}
+		if newest < 0 || hs[w.holding].from.After(hs[newest].from) {
+			newest = w.holding
+		}
+	}
+	return out
+}
+
+// liveness: once the faults healed, a wait that keeps asking is granted within bound.
+func liveness(rec *recorder, p *plan, healed, end time.Time, bound time.Duration) []violation {
+	var out []violation
+	for _, w := range rec.waits {
+		if !w.keeps || !p.deaths[w.client].IsZero() {
+			continue
+		}
+		from := maxTime(w.from, healed)
+		to := w.to
+		if to.IsZero() {
+			to = end
+		}
+		if to.Sub(from) > bound && (w.got || !to.Before(end)) {
+			out = append(out, violation{from.Add(bound), fmt.Sprintf("c%d waited from %s to %s (granted: %v), over the bound of %v after the faults healed at %s",
+				w.client, rec.since(w.from), rec.since(to), w.got, bound, rec.since(healed))})
+		}
+	}
+	return out
+}
+
+// observed: an observer sees only values that a candidate campaigned with before.
+func observed(rec *recorder) []violation {
+	var out []violation
+	for _, o := range rec.observed {
+		if o.text == "" {
+			continue
+		}
+		if !slices.ContainsFunc(rec.events, func(e event) bool {
+			return e.text == fmt.Sprintf("c%s campaigns %s", clientOf(o.text), o.text) && !e.at.After(o.at)
+		}) {
+			out = append(out, violation{o.at, fmt.Sprintf("the observer saw %q, which no candidate had campaigned with", o.text)})
+		}
+	}
+	return out
+}
+
+// clientOf returns the client number in an Election value "c<client>#<n>".
+func clientOf(value string) string {
+	var c, n int
+	if _, err := fmt.Sscanf(value, "c%d#%d", &c, &n); err != nil {
+		return "?"
+	}
+	return fmt.Sprint(c)
+}
+
+// heldShare returns the share of [from, to) in which some holding was held.
+func heldShare(rec *recorder, from, to time.Time) float64 {
+	rec.mu.Lock()
+	hs := slices.Clone(rec.holdings)
+	rec.mu.Unlock()
+	slices.SortFunc(hs, func(a, b holding) int { return cmp.Compare(a.from.UnixNano(), b.from.UnixNano()) })
+	var held time.Duration
+	cursor := from
+	for _, h := range hs {
+		end := h.to
+		if end.IsZero() || end.After(to) {
+			end = to
+		}
+		start := maxTime(h.from, cursor)
+		if end.After(start) {
+			held += end.Sub(start)
+			cursor = end
+		}
+	}
+	return float64(held) / float64(to.Sub(from))
+}

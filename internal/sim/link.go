@@ -1,0 +1,227 @@
+package sim
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"sync"
+	"time"
+
+	"github.com/go-redlock/redlock/core"
+)
+
+// errReset is what a call whose connection broke before its reply returns.
+var errReset = errors.New("sim: connection reset by peer")
+
+// link is one client's path to one server through the fault layer: every request and
+// reply on it, and every release notification, meets the faults of the run's plan.
+type link struct {
+	client, server int
+	srv            *simServer
+	plan           *plan
+	rec            *recorder
+	execTimeout    time.Duration // how long the driver's call to the server may take
+
+	mu  sync.Mutex
+	rng *rand.Rand // the link's per-call faults, guarded by mu
+}
+
+// fault is what the fault layer does to one call.
+type fault struct {
+	reqDelay, replyDelay time.Duration
+	dropRequest          bool // never arrives
+	dropReply            bool // runs, and its reply never comes
+	reset                bool // runs, and the connection resets before the reply
+	twice                bool // runs, the connection resets, the call is sent again
+}
+
+func (f fault) String() string {
+	s := ""
+	if f.reqDelay > 0 {
+		s += fmt.Sprintf(" request+%v", f.reqDelay)
+	}
+	if f.replyDelay > 0 {
+		s += fmt.Sprintf(" reply+%v", f.replyDelay)
+	}
+	switch {
+	case f.dropRequest:
+		s += " request-lost"
+	case f.dropReply:
+		s += " reply-lost"
+	case f.reset:
+		s += " reset-after-run"
+	case f.twice:
+		s += " run-twice"
+	}
+	return s
+}
+
+// decide draws the fault of a call sent at t.
+func (l *link) decide(t time.Time) fault {
+	var f fault
+	p := l.plan
+	if p.dead(l.client, t) || p.cut(l.client, l.server, true, t) {
+		f.dropRequest = true
+		return f
+	}
+	if !p.in(t) || p.callP == 0 {
+		return f
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.rng.Float64() >= p.callP {
+		return f
+	}
+	var kinds []func()
+	if p.delayMax > 0 {
+		kinds = append(kinds, func() {
+			f.reqDelay = time.Duration(l.rng.Int64N(int64(p.delayMax)))
+			f.replyDelay = time.Duration(l.rng.Int64N(int64(p.delayMax)))
+			if p.delayWithin { // the two together within the node timeout
+				f.replyDelay = min(f.replyDelay, p.delayMax-f.reqDelay)
+			}
+		})
+	}
+	if p.lost {
+		kinds = append(kinds, func() {
+			if l.rng.IntN(2) == 0 {
+				f.reset = true
+			} else {
+				f.dropReply = true
+			}
+		})
+	}
+	if p.twice {
+		kinds = append(kinds, func() { f.twice = true })
+	}
+	if len(kinds) > 0 {
+		kinds[l.rng.IntN(len(kinds))]()
+	}
+	return f
+}
+
+type result struct {
+	v   any
+	err error
+}
+
+// call sends run over the link and returns its reply, or ctx's error if none came before
+// ctx ended. run is called with a context of its own: a request on its way goes on after
+// its caller gave up, as one on the network does.
+func (l *link) call(ctx context.Context, what string, run func(context.Context) (any, error)) (any, error) {
+	f := l.decide(time.Now())
+	if f != (fault{}) {
+		l.rec.note(l.client, "c%d->s%d %s:%s", l.client, l.server, what, f)
+	}
+	done := make(chan result, 1)
+	go l.carry(f, run, done)
+	select {
+	case r := <-done:
+		return r.v, r.err
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+// carry takes a call through its fault f to the server and its reply back to done.
+func (l *link) carry(f fault, run func(context.Context) (any, error), done chan<- result) {
+	if f.dropRequest {
+		return
+	}
+	time.Sleep(f.reqDelay)
+	if l.plan.cut(l.client, l.server, true, time.Now()) {
+		return
+	}
+	r := l.exec(run)
+	if f.twice {
+		r = l.exec(run)
+	}
+	switch {
+	case f.dropReply:
+		return
+	case f.reset:
+		done <- result{err: errReset}
+		return
+	}
+	time.Sleep(f.replyDelay)
+	if l.plan.cut(l.client, l.server, false, time.Now()) || l.plan.dead(l.client, time.Now()) {
+		return
+	}
+	done <- r
+}
+
+// exec runs run on the server now.
+func (l *link) exec(run func(context.Context) (any, error)) result {
+	if l.srv.sync() == nil {
+		return result{err: errDown}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), l.execTimeout)
+	defer cancel()
+	v, err := run(ctx)
+	return result{v, err}
+}
+
+// delivers reports whether a notification from the server reaches the client at t.
+func (l *link) delivers(t time.Time) bool {
+	return !l.plan.cut(l.client, l.server, false, t) && !l.plan.dead(l.client, t)
+}
+
+// node is a core.Node (and Subscriber, Setter and io.Closer) that reaches its server
+// through a link: a backend's Node behind the fault layer.
+type node struct {
+	inner interface {
+		core.Node
+		core.Subscriber
+		core.Setter
+		io.Closer
+	}
+	link *link
+}
+
+var (
+	_ core.Node       = (*node)(nil)
+	_ core.Subscriber = (*node)(nil)
+	_ core.Setter     = (*node)(nil)
+)
+
+func (n *node) String() string { return n.inner.String() }
+
+func (n *node) Eval(ctx context.Context, s *core.Script, keys []string, args ...string) ([]int64, error) {
+	v, err := n.link.call(ctx, s.Name(), func(ctx context.Context) (any, error) {
+		return n.inner.Eval(ctx, s, keys, args...)
+	})
+	if err != nil {
+		return nil, err
+	}
+	return v.([]int64), nil
+}
+
+func (n *node) SetNX(ctx context.Context, key, value string, ttl time.Duration) (bool, error) {
+	v, err := n.link.call(ctx, "setnx", func(ctx context.Context) (any, error) {
+		return n.inner.SetNX(ctx, key, value, ttl)
+	})
+	if err != nil {
+		return false, err
+	}
+	return v.(bool), nil
+}
+
+// Subscribe subscribes through the link: a subscription cannot be made while the link is
+// cut, and a notification is lost if the link is cut when it would arrive.
+func (n *node) Subscribe(ctx context.Context, channel string, onMessage func(string)) (func(), error) {
+	l := n.link
+	if l.plan.cut(l.client, l.server, true, time.Now()) || l.plan.dead(l.client, time.Now()) {
+		<-ctx.Done()
+		return nil, ctx.Err()
+	}
+	return n.inner.Subscribe(ctx, channel, func(payload string) {
+		if l.delivers(time.Now()) {
+			onMessage(payload)
+		}
+	})
+}
+
+// Close closes the backend Node's subscriptions.
+func (n *node) Close() error { return n.inner.Close() }

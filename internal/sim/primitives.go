@@ -1,0 +1,161 @@
+package sim
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/go-redlock/redlock"
+)
+
+// The workloads, one per run: each is the acquisition of its primitive, by every actor.
+const (
+	wMutex     = "mutex"     // Mutex.LockContext, TryLock
+	wLease     = "lease"     // Acquire and TryAcquire, fenced, extended by hand or by itself
+	wRWMutex   = "rwmutex"   // readers and writers mixed
+	wSemaphore = "semaphore" // K = 2, or one client that counts 3
+	wElection  = "election"  // Campaign, resign, and an observer
+	wDo        = "do"        // Client.Do
+	wTwoAddrs  = "twoaddrs"  // a Lease over three Nodes of which two reach one server
+)
+
+// Workloads returns the workloads, in the order the seeds cycle through them.
+func Workloads() []string {
+	return []string{wMutex, wLease, wRWMutex, wSemaphore, wElection, wDo, wTwoAddrs}
+}
+
+const lockName = "resource"
+
+// acquirer returns actor a's acquisition for workload w, over its Client c.
+func acquirer(w string, a *actor, c *redlock.Client) func(ctx context.Context, keeps bool) (*held, error) {
+	switch w {
+	case wMutex:
+		m := c.NewMutex(lockName)
+		return func(ctx context.Context, keeps bool) (*held, error) {
+			if !keeps && a.rng.IntN(2) == 0 {
+				if !m.TryLock() {
+					return nil, fmt.Errorf("TryLock failed")
+				}
+			} else if err := m.LockContext(ctx); err != nil {
+				return nil, err
+			}
+			return &held{h: holding{client: a.id, role: writer}, lost: m.Lost(), release: m.UnlockContext}, nil
+		}
+	case wLease, wTwoAddrs:
+		return func(ctx context.Context, keeps bool) (*held, error) {
+			auto := a.rng.IntN(2) == 0
+			var l *redlock.Lease
+			var err error
+			if !keeps && a.rng.IntN(2) == 0 {
+				l, err = c.TryAcquire(ctx, lockName, redlock.WithAutoExtend(auto))
+			} else {
+				l, err = c.Acquire(ctx, lockName, redlock.WithAutoExtend(auto))
+			}
+			if err != nil {
+				return nil, err
+			}
+			if w == wTwoAddrs {
+				a.env.checkServers(a.id)
+			}
+			h := leaseHeld(a.id, writer, l)
+			if !auto {
+				h.extend = l.Extend
+			}
+			return h, nil
+		}
+	case wRWMutex:
+		rw := c.NewRWMutex(lockName)
+		return func(ctx context.Context, keeps bool) (*held, error) {
+			if a.rng.IntN(2) == 0 {
+				if err := rw.LockContext(ctx); err != nil {
+					return nil, err
+				}
+				return &held{h: holding{client: a.id, role: writer, token: rw.Token(), fenced: true}, lost: rw.Lost(), release: rw.UnlockContext}, nil
+			}
+			if err := rw.RLockContext(ctx); err != nil {
+				return nil, err
+			}
+			return &held{h: holding{client: a.id, role: reader}, lost: rw.Lost(), release: rw.RUnlockContext}, nil
+		}
+	case wSemaphore:
+		k := 2
+		if a.env.mixedK && a.id == 0 {
+			k, a.keeps = 3, false
+		}
+		s := c.NewSemaphore(lockName, k)
+		return func(ctx context.Context, keeps bool) (*held, error) {
+			l, err := s.Acquire(ctx)
+			if err != nil {
+				return nil, err
+			}
+			h := leaseHeld(a.id, permit, l)
+			h.h.k, h.h.fenced = k, false // each permit is a lock of its own, with tokens of its own
+			return h, nil
+		}
+	case wElection:
+		e := c.NewElection(lockName)
+		n := 0
+		return func(ctx context.Context, keeps bool) (*held, error) {
+			n++
+			value := fmt.Sprintf("c%d#%d", a.id, n)
+			a.env.rec.note(a.id, "c%d campaigns %s", a.id, value)
+			l, err := e.Campaign(ctx, value)
+			if err != nil {
+				return nil, err
+			}
+			h := leaseHeld(a.id, leader, l)
+			h.h.value = value
+			return h, nil
+		}
+	}
+	panic("sim: unknown workload " + w)
+}
+
+// leaseHeld returns l as the holding of client in role.
+func leaseHeld(client int, r role, l *redlock.Lease) *held {
+	return &held{
+		h:       holding{client: client, role: r, token: l.Token(), fenced: true},
+		until:   l.Until,
+		lost:    l.Done(),
+		release: l.Release,
+	}
+}
+
+// runDo is actor a's loop for the Do workload: Do holds the lock while its function runs,
+// and the function stops writing when its context ends.
+func (a *actor) runDo(ctx context.Context, c *redlock.Client) {
+	for a.alive(ctx) {
+		a.sleep(time.Duration(a.rng.Int64N(int64(50 * time.Millisecond))))
+		if !a.alive(ctx) {
+			return
+		}
+		keeps := a.keeps && a.rng.IntN(4) != 0
+		actx, cancel := ctx, context.CancelFunc(func() {})
+		if !keeps {
+			actx, cancel = context.WithTimeout(ctx, time.Duration(1+a.rng.Int64N(int64(400*time.Millisecond))))
+		}
+		w := a.env.rec.asking(a.id, keeps)
+		answered := false
+		err := c.Do(actx, lockName, func(fctx context.Context) error {
+			a.env.rec.answered(w, true)
+			answered = true
+			h := &held{h: holding{client: a.id, role: writer}, lost: fctx.Done()}
+			i := a.env.rec.granted(h.h)
+			a.use(ctx, i, h, func() bool { return fctx.Err() == nil })
+			if !a.alive(ctx) && ctx.Err() == nil {
+				<-fctx.Done() // a dead holder's function returns only once its lock is gone
+				a.env.rec.ended(i, time.Now(), "lost after its holder died")
+				return nil
+			}
+			a.env.rec.ended(i, time.Now(), "returns")
+			return nil
+		})
+		cancel()
+		if !answered {
+			a.env.rec.answered(w, false)
+		}
+		if err != nil && answered {
+			a.env.rec.note(a.id, "c%d Do: %v", a.id, err)
+		}
+	}
+}

@@ -1,0 +1,135 @@
+package sim
+
+import (
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"net"
+	"sync"
+	"time"
+
+	"github.com/alicebob/miniredis/v2"
+	"github.com/alicebob/miniredis/v2/server"
+)
+
+// errDown is what a dial to a crashed server returns: its process is gone.
+var errDown = errors.New("sim: connection refused (server down)")
+
+// clock is a server's clock as a function of the bubble's: it reads at+offset at the run's
+// start and then runs rate times as fast.
+type clock struct {
+	start  time.Time // the bubble's time when the run began
+	offset time.Duration
+	rate   float64
+}
+
+// at returns the server's time when the bubble's is t.
+func (c clock) at(t time.Time) time.Time {
+	return c.start.Add(c.offset + time.Duration(float64(t.Sub(c.start))*c.rate))
+}
+
+// simServer is one Redis server: a miniredis that answers INFO server as redis-server does
+// (uptime_in_seconds and run_id, read by the restart guard and the identity check), on a
+// clock of its own, and that can crash (losing its data and closing its connections) and
+// start again empty, with uptime 0 and a new run_id.
+type simServer struct {
+	name  string
+	clock clock
+
+	mu      sync.Mutex
+	rng     *rand.Rand           // the run_ids; guarded by mu
+	m       *miniredis.Miniredis // nil while down
+	started time.Time            // the server clock's time at the process's start
+	runID   string
+}
+
+// newServer returns a running server called name.
+func newServer(name string, c clock, rng *rand.Rand) *simServer {
+	s := &simServer{name: name, clock: c, rng: rng}
+	s.boot()
+	return s
+}
+
+// boot starts a new, empty server process. Called with s.mu held, or before s is shared.
+func (s *simServer) boot() {
+	m := miniredis.NewMiniRedis()
+	now := s.clock.at(time.Now())
+	m.SetTime(now)
+	m.ClockTTL(true)
+	s.m, s.started = m, now
+	s.runID = fmt.Sprintf("%016x%016x%08x", s.rng.Uint64(), s.rng.Uint64(), s.rng.Uint32())
+	id, started := s.runID, s.started
+	if c, err := m.Dial(); err == nil { // the first Dial starts the server that Server returns
+		_ = c.Close()
+	}
+	m.Server().SetPreHook(func(p *server.Peer, cmd string, args ...string) bool {
+		if cmd != "INFO" {
+			return false
+		}
+		up := int64(s.clock.at(time.Now()).Sub(started) / time.Second)
+		p.WriteBulk(fmt.Sprintf("# Server\r\nredis_version:7.4.0\r\nrun_id:%s\r\nuptime_in_seconds:%d\r\n", id, up))
+		return true
+	})
+}
+
+// dial returns a new connection to the server, over net.Pipe, or errDown.
+func (s *simServer) dial() (net.Conn, error) {
+	s.mu.Lock()
+	m := s.m
+	s.mu.Unlock()
+	if m == nil {
+		return nil, errDown
+	}
+	return m.Dial()
+}
+
+// sync sets the server's clock to its time now and returns the server, or nil if it is
+// down. Every command is sent right after it: the bubble's clock does not move while a
+// goroutine is running, so the command runs at that time.
+func (s *simServer) sync() *miniredis.Miniredis {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.m != nil {
+		s.m.SetTime(s.clock.at(time.Now()))
+	}
+	return s.m
+}
+
+// crash stops the server: its connections close and its data is lost.
+func (s *simServer) crash() {
+	s.mu.Lock()
+	m := s.m
+	s.m = nil
+	s.mu.Unlock()
+	if m != nil {
+		m.Close()
+	}
+}
+
+// restart starts the server again, empty.
+func (s *simServer) restart() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.m == nil {
+		s.boot()
+	}
+}
+
+// keyTTL is a key and its TTL (0: none).
+type keyTTL struct {
+	key string
+	ttl time.Duration
+}
+
+// keys returns the server's keys in order, with their TTLs; none if it is down.
+func (s *simServer) keys() []keyTTL {
+	m := s.sync()
+	if m == nil {
+		return nil
+	}
+	var out []keyTTL
+	for _, k := range m.Keys() {
+		out = append(out, keyTTL{k, m.TTL(k)})
+	}
+	return out
+}

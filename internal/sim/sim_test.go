@@ -1,0 +1,92 @@
+package sim
+
+import (
+	"flag"
+	"fmt"
+	"slices"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+)
+
+var (
+	seedFlag     = flag.Int64("seed", -1, "run this seed only (and print its trace with -v)")
+	seedsFlag    = flag.Int("seeds", defaultSeeds, "how many seeds to run, from -first on")
+	firstFlag    = flag.Uint64("first", 0, "the first seed")
+	kindFlag     = flag.String("kind", "", "run this fault kind only (see Kinds; clock-unsafe is expected to fail)")
+	workloadFlag = flag.String("workload", "", "run this workload only (see Workloads)")
+)
+
+// defaultSeeds is how many seeds `go test` runs: a few hundred, every fault kind with
+// every workload, in well under a minute under the race detector on two cores.
+const defaultSeeds = 252
+
+// TestSim runs the simulation over the seeds the flags name, and fails with each failing
+// seed's violations and trace. With -v it logs each run and, at the end, the share of the
+// fault window in which the lock was held, per fault kind.
+func TestSim(t *testing.T) {
+	seeds := make([]uint64, 0, *seedsFlag)
+	if *seedFlag >= 0 {
+		seeds = append(seeds, uint64(*seedFlag))
+	} else {
+		for i := range *seedsFlag {
+			seeds = append(seeds, *firstFlag+uint64(i))
+		}
+	}
+	var mu sync.Mutex
+	var results []Result
+	began := time.Now()
+	t.Run("seeds", func(t *testing.T) {
+		for _, seed := range seeds {
+			t.Run(fmt.Sprint(seed), func(t *testing.T) {
+				t.Parallel()
+				var res Result
+				synctest.Test(t, func(t *testing.T) {
+					res = Run(Config{Seed: seed, Kind: Kind(*kindFlag), Workload: *workloadFlag})
+				})
+				mu.Lock()
+				results = append(results, res)
+				mu.Unlock()
+				t.Logf("%s %s N=%d clients=%d: %d grants, held %.1f%% of the fault window, %v virtual",
+					res.Kind, res.Workload, res.N, res.Clients, res.Grants, 100*res.Held, res.Virtual)
+				if len(res.Violations) > 0 {
+					t.Errorf("seed %d (%s, %s, N=%d, %d clients) broke %d invariant(s):\n%s\ntrace to the first:\n%s\nreplay: go test ./internal/sim -run Sim -seed %d -v",
+						seed, res.Kind, res.Workload, res.N, res.Clients, len(res.Violations), joinLines(res.Violations), res.Trace, seed)
+				} else if *seedFlag >= 0 {
+					t.Logf("trace:\n%s", res.Trace)
+				}
+			})
+		}
+	})
+	t.Logf("%d seeds in %v real time (%.1f seeds/s)", len(results), time.Since(began).Round(time.Millisecond), float64(len(results))/time.Since(began).Seconds())
+	t.Logf("held share of the fault window, per fault kind (mean over runs):\n%s", availability(results))
+}
+
+func joinLines(lines []string) string {
+	s := ""
+	for _, l := range lines {
+		s += "  " + l + "\n"
+	}
+	return s
+}
+
+// availability formats the mean held share per fault kind, over every workload but
+// twoaddrs and election (which hold by other rules).
+func availability(results []Result) string {
+	sum := map[Kind]float64{}
+	n := map[Kind]int{}
+	for _, r := range results {
+		sum[r.Kind] += r.Held
+		n[r.Kind]++
+	}
+	kinds := append(Kinds(), ClockUnsafe)
+	s := ""
+	for _, k := range kinds {
+		if n[k] > 0 {
+			s += fmt.Sprintf("  %-12s %5.1f%% (%d runs)\n", k, 100*sum[k]/float64(n[k]), n[k])
+		}
+	}
+	_ = slices.Contains[[]Kind]
+	return s
+}
