@@ -31,6 +31,14 @@ type Harness struct {
 	// that says so), and listing RedisCluster in Servers is an error.
 	NewClusterNode func(t testing.TB, addrs []string) core.Node
 
+	// CloseClient closes the driver client (pool, connection) under n, a Node that NewNode or
+	// NewClusterNode made, as an application closes it at shutdown; the Node itself is left
+	// as it is. The errors/closed-client check then calls the Node and wants an error that
+	// matches core.ErrClosed (core stops at once on it; any other error makes AcquireWait
+	// retry until its context ends). Run calls it at most once per Node, from the check's
+	// goroutine. Optional: without it that check skips, saying so.
+	CloseClient func(t testing.TB, n core.Node)
+
 	// Servers are the Redis implementations every check runs against, in this order.
 	// Default (nil): Miniredis and RedisServer, and RedisCluster if NewClusterNode is set.
 	Servers []Server
@@ -167,16 +175,16 @@ type group struct {
 var groups = []group{
 	{name: "scripts", checks: scriptChecks()},
 	{name: "noscript", checks: noscriptChecks()},
-	{name: "errors", checks: append(errorChecks(), crossSlotChecks()...)},
+	{name: "errors", checks: append(append(errorChecks(), crossSlotChecks()...), closedChecks()...)},
 	{name: "replies", checks: replyChecks()},
 	{name: "arguments", checks: argumentChecks()},
-	{name: "evalsha", checks: evalshaChecks()},
+	{name: "evalsha", checks: append(evalshaChecks(), resendChecks()...)},
 	{name: "string", checks: stringChecks()},
 	{name: "context", checks: contextChecks()},
 	{name: "names", checks: nameChecks()},
 	{name: "concurrency", checks: concurrencyChecks()},
-	{name: "setnx", checks: setNXChecks(), skip: skipUnlessSetter},
-	{name: "pubsub", checks: pubsubChecks(), skip: skipUnlessSubscriber},
+	{name: "setnx", checks: append(setNXChecks(), setNXResendChecks()...), skip: skipUnlessSetter},
+	{name: "pubsub", checks: append(pubsubChecks(), pubsubRecoveryChecks()...), skip: skipUnlessSubscriber},
 	{name: "independent-nodes", checks: independentNodesChecks()},
 }
 

@@ -19,7 +19,7 @@ import (
 // TestGoodNode: the go-redis backend passes the whole suite, pub/sub included, on miniredis
 // and on redis-server.
 func TestGoodNode(t *testing.T) {
-	conformance.Run(t, conformance.Harness{NewNode: goodNode})
+	conformance.Run(t, conformance.Harness{NewNode: goodNode, CloseClient: closeClients})
 }
 
 // faultEnv names the faulty node TestFaultyHelper runs the suite against.
@@ -82,6 +82,9 @@ var faults = []fault{
 			"miniredis/arguments/empty",
 			"miniredis/arguments/all-keys",
 			"miniredis/evalsha/runs-once",
+			"miniredis/evalsha/error-runs-once",
+			"miniredis/evalsha/slow-reply-runs-once",
+			"miniredis/replies/long",
 		},
 		message: "the Node must fall back to EVAL",
 	},
@@ -91,6 +94,9 @@ var faults = []fault{
 		failing: []string{
 			"miniredis/errors/server-error/wrongtype",
 			"miniredis/errors/server-error/error-reply",
+			// The script's error after its write, and go-redis's redis.Nil, read as {0}.
+			"miniredis/evalsha/error-runs-once",
+			"miniredis/replies/nil",
 		},
 		message: "never as a reply",
 	},
@@ -98,14 +104,13 @@ var faults = []fault{
 	{
 		name: "no-recovery-callback-miniredis", newNode: newForgetful,
 		servers: []conformance.Server{conformance.Miniredis},
-		// Its unsubscribe also leaves the server subscribed.
-		failing: []string{"miniredis/pubsub/recovery", "miniredis/pubsub/unsubscribe-on-server"}, // the connection cut by a proxy
+		failing: []string{"miniredis/pubsub/recovery", "miniredis/pubsub/recovery-every-channel", "miniredis/pubsub/recovery-after-resubscribe"}, // the connection cut by a proxy
 		message: "it must call onMessage once after recovery",
 	},
 	{
 		name: "no-recovery-callback-redis-server", newNode: newForgetful,
 		servers: []conformance.Server{conformance.RedisServer},
-		failing: []string{"redis-server/pubsub/recovery", "redis-server/pubsub/unsubscribe-on-server"}, // CLIENT KILL TYPE pubsub
+		failing: []string{"redis-server/pubsub/recovery", "redis-server/pubsub/recovery-every-channel", "redis-server/pubsub/recovery-after-resubscribe"}, // CLIENT KILL TYPE pubsub
 		message: "it must call onMessage once after recovery",
 	},
 	{
@@ -129,7 +134,7 @@ var faults = []fault{
 	{
 		name: "cross-slot-not-permanent", newClusterNode: newWrapsErrors,
 		servers: []conformance.Server{conformance.RedisCluster},
-		failing: []string{"redis-cluster/errors/cross-slot"},
+		failing: []string{"redis-cluster/errors/cross-slot", "redis-cluster/errors/server-error/wrongtype"},
 		message: "which core.Permanent does not know",
 	},
 	{
@@ -141,7 +146,7 @@ var faults = []fault{
 	{
 		name: "runs-twice", newNode: newRunsTwice,
 		servers: []conformance.Server{conformance.Miniredis},
-		failing: []string{"miniredis/evalsha/runs-once", "miniredis/scripts/acquire/fence-advances"},
+		failing: []string{"miniredis/evalsha/runs-once", "miniredis/evalsha/slow-reply-runs-once", "miniredis/scripts/acquire/fence-advances"},
 		// Its second call runs on after a cancellation of the first: whether the context
 		// checks see that depends on the machine's timing (under load one of them passed).
 		mayFail: []string{"miniredis/context/cancel/new-connection", "miniredis/context/cancel/open-connection"},
@@ -151,6 +156,11 @@ var faults = []fault{
 		name: "keeps-args", newNode: newKeepsArgs,
 		servers: []conformance.Server{conformance.Miniredis},
 		failing: []string{"miniredis/arguments/kept-intact"},
+		// core passes one args slice to the three nodes of a fan-out: a node's next call
+		// overwrites it while another node's call of the previous fan-out may still read it,
+		// which happens only when two fan-outs overlap (a detached release and the next
+		// acquisition, say), as the machine's timing decides.
+		mayFail: []string{"miniredis/independent-nodes/three-nodes"},
 		racy:    true,
 		message: "the Node must not keep or reuse the caller's slices after Eval returns",
 	},
@@ -215,7 +225,7 @@ var faults = []fault{
 	{
 		name: "broadcast", newNode: newBroadcast,
 		servers: []conformance.Server{conformance.Miniredis},
-		failing: []string{"miniredis/pubsub/isolation"},
+		failing: []string{"miniredis/pubsub/isolation", "miniredis/pubsub/isolation-same-lock"},
 		message: "a Subscriber must deliver each message only to the handlers of its own channel",
 	},
 	{
@@ -227,11 +237,17 @@ var faults = []fault{
 	{
 		name: "early-ready", newNode: newEarlyReady,
 		servers: []conformance.Server{conformance.Miniredis},
-		failing: []string{"miniredis/pubsub/ready-means-confirmed/new-connection", "miniredis/pubsub/ready-means-confirmed/open-connection", "miniredis/pubsub/subscribe-deadline/open-connection", "miniredis/pubsub/subscribe-deadline/new-connection"},
+		failing: []string{
+			"miniredis/pubsub/ready-means-confirmed/new-connection", "miniredis/pubsub/ready-means-confirmed/open-connection",
+			"miniredis/pubsub/subscribe-deadline/open-connection", "miniredis/pubsub/subscribe-deadline/new-connection",
+			"miniredis/pubsub/subscribe-cancel/open-connection", "miniredis/pubsub/subscribe-cancel/new-connection",
+			"miniredis/pubsub/subscribe-deadline/leaves-nothing",
+		},
 		// A PUBLISH right after Subscribe returned usually finds no subscriber yet.
 		mayFail: []string{
 			"miniredis/pubsub/delivery", "miniredis/pubsub/recovery", "miniredis/pubsub/two-subscribers", "miniredis/pubsub/shared-connection",
 			"miniredis/pubsub/unsubscribe", "miniredis/pubsub/unsubscribe-on-server", "miniredis/pubsub/isolation",
+			"miniredis/pubsub/recovery-every-channel", "miniredis/pubsub/recovery-after-resubscribe", "miniredis/pubsub/isolation-same-lock",
 		},
 		message: "it must return only once the server confirmed the subscription",
 	},
@@ -245,6 +261,10 @@ var faults = []fault{
 			"miniredis/pubsub/delivery", "miniredis/pubsub/recovery", "miniredis/pubsub/two-subscribers", "miniredis/pubsub/shared-connection",
 			"miniredis/pubsub/unsubscribe", "miniredis/pubsub/unsubscribe-on-server", "miniredis/pubsub/isolation",
 			"miniredis/pubsub/ready-means-confirmed/open-connection",
+			"miniredis/pubsub/recovery-every-channel", "miniredis/pubsub/recovery-after-resubscribe", "miniredis/pubsub/isolation-same-lock",
+			// Its first subscription's confirmation may still be on its way when the proxy
+			// starts to hold the server's replies.
+			"miniredis/pubsub/subscribe-deadline/leaves-nothing",
 		},
 		message: "the first subscription of a Node (on a new pub/sub connection), returned (error <nil>) while the server's confirmation was held back",
 	},
@@ -261,6 +281,7 @@ var faults = []fault{
 			"redis-cluster/pubsub/delivery", "redis-cluster/pubsub/isolation", "redis-cluster/pubsub/unsubscribe",
 			"redis-cluster/pubsub/unsubscribe-on-server", "redis-cluster/pubsub/two-subscribers",
 			"redis-cluster/pubsub/shared-connection", "redis-cluster/pubsub/recovery",
+			"redis-cluster/pubsub/recovery-every-channel", "redis-cluster/pubsub/recovery-after-resubscribe", "redis-cluster/pubsub/isolation-same-lock",
 		},
 		message: "so it must implement core.ShardedPubSub (reporting true) on the outer Node",
 	},
@@ -272,6 +293,7 @@ var faults = []fault{
 			"redis-server/pubsub/unsubscribe-on-server", "redis-server/pubsub/two-subscribers",
 			"redis-server/pubsub/shared-connection", "redis-server/pubsub/recovery",
 			"redis-server/pubsub/ready-means-confirmed/new-connection", "redis-server/pubsub/ready-means-confirmed/open-connection",
+			"redis-server/pubsub/recovery-every-channel", "redis-server/pubsub/recovery-after-resubscribe", "redis-server/pubsub/isolation-same-lock",
 		},
 		message: "though its core.ShardedPubSub reports true",
 	},
@@ -281,6 +303,96 @@ var faults = []fault{
 		// CLIENT LIST on the master of the channel subscribed twice counts two connections.
 		failing: []string{"redis-cluster/pubsub/shared-connection"},
 		message: "a backend shares one pub/sub connection per node (per master of a cluster)",
+	},
+	// The faults that show only after a timeout, a reconnect, an error or an unusual reply.
+	{
+		name: "retries-errors", newNode: newRetriesErrors,
+		servers: []conformance.Server{conformance.Miniredis},
+		failing: []string{"miniredis/evalsha/error-runs-once"},
+		message: "a backend that retries on any error runs a script that wrote and then failed twice",
+	},
+	{
+		name: "resends-eval-after-timeout", newNode: newResendsEval,
+		servers: []conformance.Server{conformance.Miniredis},
+		failing: []string{"miniredis/evalsha/slow-reply-runs-once"},
+		message: "the Node sent it again while the first request was still waiting for its reply",
+	},
+	{
+		name: "resends-setnx-after-timeout", newNode: newResendsSetNX,
+		servers: []conformance.Server{conformance.Miniredis},
+		failing: []string{"miniredis/setnx/slow-reply"},
+		message: "the Node sent SET NX again",
+	},
+	{
+		name: "nil-as-empty", newNode: newNilAsEmpty,
+		servers: []conformance.Server{conformance.Miniredis},
+		failing: []string{"miniredis/replies/nil"},
+		message: "a nil reply is an error, not an empty array",
+	},
+	{
+		name: "short-reply-buffer", newNode: newShortBuffer,
+		servers: []conformance.Server{conformance.Miniredis},
+		failing: []string{"miniredis/replies/long"},
+		message: "a long reply must come back whole and exact",
+	},
+	{
+		name: "own-closed-error", newNode: newOwnClosedError,
+		servers: []conformance.Server{conformance.Miniredis},
+		failing: []string{"miniredis/errors/closed-client"},
+		message: "which does not match core.ErrClosed under errors.Is",
+	},
+	{
+		name: "wraps-errors", newNode: newWrapsErrorsSingle,
+		servers: []conformance.Server{conformance.Miniredis},
+		failing: []string{"miniredis/errors/server-error/wrongtype"},
+		message: "which core.Permanent does not know",
+	},
+	{
+		name: "ignores-ctx-cluster", newClusterNode: newClusterIgnoresCtx,
+		servers: []conformance.Server{conformance.RedisCluster},
+		failing: []string{
+			"redis-cluster/context/deadline/open-connection",
+			"redis-cluster/context/deadline/new-connection",
+			"redis-cluster/context/cancel/open-connection",
+			"redis-cluster/context/cancel/new-connection",
+			"redis-cluster/context/cancelled-before",
+			"redis-cluster/setnx/context/deadline/open-connection",
+			"redis-cluster/setnx/context/deadline/new-connection",
+			"redis-cluster/setnx/context/cancel/open-connection",
+			"redis-cluster/setnx/context/cancel/new-connection",
+			"redis-cluster/setnx/context/cancelled-before",
+		},
+		message: "the Node must honour ctx",
+	},
+	{
+		name: "wakes-first-channel-only", newNode: newWakesFirstOnly,
+		servers: []conformance.Server{conformance.Miniredis},
+		failing: []string{"miniredis/pubsub/recovery-every-channel"},
+		message: "the backend must call onMessage of every subscribed channel once",
+	},
+	{
+		name: "wakes-before-resubscribing", newNode: newWakesOnError,
+		servers: []conformance.Server{conformance.Miniredis},
+		failing: []string{"miniredis/pubsub/recovery-after-resubscribe"},
+		message: "the backend must call it only once it has subscribed again",
+	},
+	{
+		name: "subscribe-ignores-cancel", newNode: newIgnoresCancel,
+		servers: []conformance.Server{conformance.Miniredis},
+		failing: []string{"miniredis/pubsub/subscribe-cancel/new-connection", "miniredis/pubsub/subscribe-cancel/open-connection"},
+		message: "Subscribe must honour ctx's cancellation, not only its deadline",
+	},
+	{
+		name: "keeps-timed-out-subscription", newNode: newKeepsTimedOut,
+		servers: []conformance.Server{conformance.Miniredis},
+		failing: []string{"miniredis/pubsub/subscribe-deadline/leaves-nothing"},
+		message: "a Subscribe that timed out must leave nothing subscribed on the server",
+	},
+	{
+		name: "delivers-by-hash-tag", newNode: newByHashTag,
+		servers: []conformance.Server{conformance.Miniredis},
+		failing: []string{"miniredis/pubsub/isolation-same-lock"},
+		message: "not of its slot or hash tag",
 	},
 }
 
@@ -295,7 +407,7 @@ func TestFaultyHelper(t *testing.T) {
 	i := slices.IndexFunc(faults, func(f fault) bool { return f.name == name })
 	require.GreaterOrEqual(t, i, 0, "unknown fault %q", name)
 	f := faults[i]
-	h := conformance.Harness{NewNode: f.newNode, NewClusterNode: f.newClusterNode, Servers: f.servers}
+	h := conformance.Harness{NewNode: f.newNode, NewClusterNode: f.newClusterNode, Servers: f.servers, CloseClient: closeClients}
 	if h.NewNode == nil { // a fault of the cluster only: Run requires a NewNode, and never calls it
 		h.NewNode = func(t testing.TB, _ string) core.Node {
 			t.Fatalf("the fault %s has no single-server node: its servers must be %v only", f.name, conformance.RedisCluster)

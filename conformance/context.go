@@ -3,6 +3,8 @@ package conformance
 import (
 	"context"
 	"errors"
+	"strconv"
+	"sync"
 	"testing"
 	"time"
 
@@ -11,10 +13,12 @@ import (
 )
 
 // contextChecks: against a server that accepts and never replies (a proxy that stops
-// forwarding), Eval must return soon after its context's deadline or cancellation, with an
-// error and no reply. "open-connection" freezes the proxy after one successful Eval, so the
-// call hangs on an established connection; "new-connection" freezes it before the first
-// Eval, so a lazily connecting Node hangs in its dial or handshake.
+// forwarding; on a cluster, CLIENT PAUSE WRITE on every master), Eval must return soon after
+// its context's deadline or cancellation, with an error and no reply. "open-connection"
+// freezes the server after one successful Eval, so the call hangs on an established
+// connection; "new-connection" freezes it before the first Eval, so a lazily connecting
+// Node hangs in its dial or handshake (on a cluster, in the command: a pause lets the
+// handshake through).
 func contextChecks() []check {
 	keys := []string{core.NewKeys("conformance:", "context").Lock}
 	return ctxChecks("Eval", func(t *testing.T, n core.Node) call {
@@ -65,10 +69,8 @@ func ctxChecks(method string, prepare func(t *testing.T, n core.Node) call) []ch
 	var checks []check
 	for _, c := range cases {
 		checks = append(checks, check{c.name, func(t *testing.T, e *env) {
-			e.skipOnCluster(t, "it puts a proxy in front of the server, and a cluster client dials the addresses the cluster announces")
-			p := startProxy(t, e.server(t))
-			n := e.node(t, p.addr())
-			defer p.close() // before the Node's cleanup: closing a client must not wait for a frozen server
+			n, freeze, unblock := unanswering(t, e)
+			defer unblock() // before the Node's cleanup: closing a client must not wait for a frozen server
 			f := prepare(t, n)
 			if c.warm {
 				ctx, cancel := context.WithTimeout(context.Background(), waitBound)
@@ -78,14 +80,14 @@ func ctxChecks(method string, prepare func(t *testing.T, n core.Node) call) []ch
 					t.Fatalf("%s on a healthy server returned error %v", method, err)
 				}
 			}
-			p.freeze()
+			freeze()
 
 			ctx, cancel := c.ctx()
 			defer cancel()
 			var got string
 			var err error
 			bound := ctxDeadline + ctxBound
-			elapsed, ok := withinBound(t, bound, p.close, func() { got, err = f(ctx) })
+			elapsed, ok := withinBound(t, bound, unblock, func() { got, err = f(ctx) })
 			if !ok {
 				t.Fatalf("%s with %s, against a server that accepts and never replies, had not returned within %v (it did %v later, once the suite closed its connections): the Node must honour ctx", method, c.what, bound, (elapsed - bound).Round(time.Millisecond))
 			}
@@ -100,4 +102,23 @@ func ctxChecks(method string, prepare func(t *testing.T, n core.Node) call) []ch
 		}})
 	}
 	return checks
+}
+
+// unanswering starts a server and returns a Node on it, freeze, which makes the server
+// accept and never answer from then on, and unblock, which ends that for good (the calls
+// still waiting fail or are answered at once; idempotent). On one server the Node dials a
+// proxy, which freeze stops; on a cluster, freeze pauses the scripts and writes of every
+// master (CLIENT PAUSE WRITE, for longer than any check waits), and unblock unpauses them.
+func unanswering(t *testing.T, e *env) (n core.Node, freeze, unblock func()) {
+	t.Helper()
+	addr := e.server(t)
+	if e.kind == RedisCluster {
+		var once sync.Once
+		unpause := func() { once.Do(func() { adminAll(t, addr, "CLIENT", "UNPAUSE") }) }
+		t.Cleanup(unpause)
+		pause := strconv.FormatInt((4 * waitBound).Milliseconds(), 10)
+		return e.node(t, addr), func() { adminAll(t, addr, "CLIENT", "PAUSE", pause, "WRITE") }, unpause
+	}
+	p := startProxy(t, addr)
+	return e.node(t, p.addr()), p.freeze, p.close
 }

@@ -1,7 +1,10 @@
 package conformance
 
 import (
+	"errors"
+	"fmt"
 	"testing"
+	"time"
 
 	"github.com/go-redlock/redlock/core"
 	"github.com/stretchr/testify/assert"
@@ -51,7 +54,7 @@ func emptyCall(s *core.Script, k core.Keys) (keys, args []string, want func(*tes
 	case "extend":
 		return []string{k.Lock}, []string{ours, ttl}, equal(0)
 	case "release":
-		return releaseKeys(k), releaseArgs(ours, k), equal(0, 0)
+		return releaseKeys(k), releaseArgs(ours, k), equal(0, 0, 1)
 	case "raise":
 		return []string{k.Lock, k.Fence}, []string{ours, "5"}, equal(0)
 	case "rlock":
@@ -59,7 +62,7 @@ func emptyCall(s *core.Script, k core.Keys) (keys, args []string, want func(*tes
 	case "rextend":
 		return rextendKeys(k), []string{ours, ttl}, equal(0)
 	case "runlock":
-		return releaseKeys(k), releaseArgs(ours, k), equal(0, 0)
+		return releaseKeys(k), releaseArgs(ours, k), equal(0, 0, 1)
 	case "permits":
 		return []string{k.Lock}, []string{"3", ttl}, equal(1, 0)
 	case "proclaim":
@@ -81,12 +84,15 @@ func errorChecks() []check {
 		keys    []string
 		args    []string
 		message string // what the error must mention ("" for anything)
-		what    string // what happened on the server, for the failure message
+		// permanent: the error must be one that core.Permanent knows (no retry changes it)
+		permanent bool
+		what      string // what happened on the server, for the failure message
 	}{
 		{
 			name: "server-error/wrongtype", setup: []string{"HSET", k.Lock, "field", "value"},
 			keys: acquireKeys(k), args: acquireArgs(ours, ttl),
 			message: "WRONGTYPE", what: "acquire failed with WRONGTYPE (the lock key holds a hash)",
+			permanent: true,
 		},
 		{
 			name:    "server-error/error-reply",
@@ -135,8 +141,54 @@ func errorChecks() []check {
 			if c.message != "" {
 				assert.Contains(t, err.Error(), c.message, "when %s, the error must keep the server's message", c.what)
 			}
+			if c.permanent && !core.Permanent(err) {
+				t.Errorf("when %s, Eval returned %q, which core.Permanent does not know: return the server's error with its message first (%s...), or wrap it so that its Error() still starts with it, or the lock retries what no retry can fix", c.what, err, c.message)
+			}
 			t.Logf("%s: %v", c.what, err)
 		}})
 	}
 	return checks
+}
+
+// closedChecks: once the driver client under a Node is closed (Harness.CloseClient), every
+// call fails at once with an error that matches core.ErrClosed.
+func closedChecks() []check {
+	return []check{{"closed-client", func(t *testing.T, e *env) {
+		if e.h.CloseClient == nil {
+			t.Skip("conformance: the Harness gives no CloseClient, so no check ran on a closed client; set Harness.CloseClient to a func(t testing.TB, n core.Node) that closes the driver client under n")
+		}
+		addr := e.server(t)
+		n := e.node(t, addr)
+		k := core.NewKeys(prefix(t), "closed")
+		mustEval(t, n, script(t, "extend"), []string{k.Lock}, ours, ttl) // connected
+		e.h.CloseClient(t, n)
+		calls := map[string]func() (string, error){
+			"Eval": func() (string, error) {
+				got, err := eval(n, script(t, "extend"), []string{k.Lock}, ours, ttl)
+				if got != nil {
+					return format(got), err
+				}
+				return "", err
+			},
+		}
+		if s, ok := n.(core.Setter); ok {
+			calls["SetNX"] = func() (string, error) {
+				set, err := setNX(s, k.Lock, ours, ttlMS*time.Millisecond)
+				return fmt.Sprint(set), err
+			}
+		}
+		for method, call := range calls {
+			var got string
+			var err error
+			elapsed, ok := withinBound(t, ctxBound, func() {}, func() { got, err = call() })
+			switch {
+			case !ok:
+				t.Errorf("%s on a Node whose driver client was closed had not returned within %v: it must fail at once", method, ctxBound)
+			case err == nil:
+				t.Errorf("%s on a Node whose driver client was closed returned %s and no error", method, got)
+			case !errors.Is(err, core.ErrClosed):
+				t.Errorf("%s on a Node whose driver client was closed returned %q (%T) after %v, which does not match core.ErrClosed under errors.Is: wrap the driver's closed-client error with core.ErrClosed (fmt.Errorf(\"%%w: %%w\", core.ErrClosed, err)), or core takes it for a node failure and AcquireWait retries until its context ends", method, err, err, elapsed.Round(time.Millisecond))
+			}
+		}
+	}}}
 }

@@ -22,11 +22,57 @@ import (
 // or core.Subscriber contract the way a plausible backend would, and is otherwise correct,
 // so that the suite must catch it by the check for that clause.
 
-// newClient returns a go-redis client for addr, closed when t ends.
+// newClient returns a go-redis client for addr, closed when t ends (or by closeClients).
 func newClient(t testing.TB, addr string) *redis.Client {
 	rdb := redis.NewClient(&redis.Options{Addr: addr, ContextTimeoutEnabled: true})
 	t.Cleanup(func() { _ = rdb.Close() })
+	onCloseClients(t, func() { _ = rdb.Close() })
 	return rdb
+}
+
+// clients holds, per check (its testing.TB), the functions that close the driver clients
+// made for it, for closeClients.
+var clients sync.Map // testing.TB → *closers
+
+type closers struct {
+	mu  sync.Mutex
+	fns []func()
+}
+
+// onCloseClients registers close to be run by closeClients(t, ...).
+func onCloseClients(t testing.TB, close func()) {
+	v, loaded := clients.LoadOrStore(t, &closers{})
+	if !loaded {
+		t.Cleanup(func() { clients.Delete(t) })
+	}
+	c := v.(*closers)
+	c.mu.Lock()
+	c.fns = append(c.fns, close)
+	c.mu.Unlock()
+}
+
+// closeClients is the meta-tests' Harness.CloseClient: it closes every driver client made
+// for t (a check makes its Node, then closes its client).
+func closeClients(t testing.TB, _ core.Node) {
+	v, ok := clients.Load(t)
+	if !ok {
+		t.Fatal("closeClients: no driver client was made for this check")
+	}
+	c := v.(*closers)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, close := range c.fns {
+		close()
+	}
+}
+
+// closedErr returns err, made to match core.ErrClosed too if go-redis says the client is
+// closed, as the go-redis backend does: for faults that call go-redis directly.
+func closedErr(err error) error {
+	if errors.Is(err, redis.ErrClosed) {
+		return fmt.Errorf("%w: %w", core.ErrClosed, err)
+	}
+	return err
 }
 
 // goodNode is the go-redis backend, as its users construct it.
@@ -46,6 +92,7 @@ func goodClusterNode(t testing.TB, addrs []string) core.Node {
 func newClusterGoredis(t testing.TB, addrs []string) *goredis.Node {
 	rdb := redis.NewClusterClient(&redis.ClusterOptions{Addrs: addrs, ContextTimeoutEnabled: true})
 	t.Cleanup(func() { _ = rdb.Close() })
+	onCloseClients(t, func() { _ = rdb.Close() })
 	n := goredis.New(rdb)
 	t.Cleanup(func() { _ = n.Close() })
 	return n
@@ -93,6 +140,16 @@ func newIgnoresCtx(t testing.TB, addr string) core.Node {
 	// No retries: once the suite closes its connections, the call ends at once.
 	rdb := redis.NewClient(&redis.Options{Addr: addr, MaxRetries: -1})
 	t.Cleanup(func() { _ = rdb.Close() })
+	onCloseClients(t, func() { _ = rdb.Close() })
+	return ignoresCtx{goredis.New(rdb)}
+}
+
+// newClusterIgnoresCtx is ignoresCtx over a cluster client: it waits for a paused master
+// until go-redis's own 3 s read timeout.
+func newClusterIgnoresCtx(t testing.TB, addrs []string) core.Node {
+	rdb := redis.NewClusterClient(&redis.ClusterOptions{Addrs: addrs, MaxRetries: -1})
+	t.Cleanup(func() { _ = rdb.Close() })
+	onCloseClients(t, func() { _ = rdb.Close() })
 	return ignoresCtx{goredis.New(rdb)}
 }
 
@@ -125,7 +182,8 @@ func newPreloaded(t testing.TB, addr string) core.Node {
 
 func (n preloaded) Eval(ctx context.Context, s *core.Script, keys []string, args ...string) ([]int64, error) {
 	return honourCtx(ctx, func() ([]int64, error) {
-		return n.rdb.EvalSha(ctx, s.SHA1(), keys, boxed(args)...).Int64Slice()
+		v, err := n.rdb.EvalSha(ctx, s.SHA1(), keys, boxed(args)...).Int64Slice()
+		return v, closedErr(err)
 	})
 }
 
@@ -180,32 +238,60 @@ func (n errorAsReply) String() string { return n.inner.String() }
 // forgetful is the go-redis backend's Eval with a Subscriber of its own over one shared
 // go-redis PubSub. go-redis reconnects and re-subscribes by itself after the connection
 // drops, but forgetful ignores the repeated confirmations: it never tells its subscribers
-// that messages may have been lost, so a release during the outage goes unnoticed.
+// that messages may have been lost, so a release during the outage goes unnoticed. Its mode
+// makes it tell some of them: the subscribers of the first channel it subscribed only, or
+// every subscriber but at the read error, before it has subscribed again.
 type forgetful struct {
 	core.Node
-	rdb *redis.Client
+	rdb  *redis.Client
+	mode recoveryFault
 
 	mu       sync.Mutex
 	ps       *redis.PubSub
 	subs     map[string]map[*subscriber]struct{}
 	confirms map[string][]chan struct{} // Subscribe calls awaiting the server's confirmation
+	first    string                     // the first channel subscribed
 	wg       sync.WaitGroup
 }
 
 type subscriber struct{ fn func(string) }
 
+// recoveryFault is what a forgetful tells its subscribers after a reconnect.
+type recoveryFault int
+
+const (
+	wakesNone      recoveryFault = iota // nothing
+	wakesFirstOnly                      // the first channel's subscribers, once re-subscribed
+	wakesOnError                        // every subscriber, at the read error
+)
+
 var _ core.Subscriber = (*forgetful)(nil)
 
-func newForgetful(t testing.TB, addr string) core.Node {
+func newForgetful(t testing.TB, addr string) core.Node { return newForgetfulOf(t, addr, wakesNone) }
+
+func newForgetfulOf(t testing.TB, addr string, mode recoveryFault) *forgetful {
 	rdb := newClient(t, addr)
 	f := &forgetful{
 		Node:     goredis.New(rdb),
 		rdb:      rdb,
+		mode:     mode,
 		subs:     map[string]map[*subscriber]struct{}{},
 		confirms: map[string][]chan struct{}{},
 	}
 	t.Cleanup(f.close)
 	return f
+}
+
+// newWakesFirstOnly tells only the subscribers of the first channel it subscribed that
+// messages may have been lost, once re-subscribed.
+func newWakesFirstOnly(t testing.TB, addr string) core.Node {
+	return newForgetfulOf(t, addr, wakesFirstOnly)
+}
+
+// newWakesOnError tells every subscriber that messages may have been lost as soon as its
+// read fails, before go-redis has subscribed again.
+func newWakesOnError(t testing.TB, addr string) core.Node {
+	return newForgetfulOf(t, addr, wakesOnError)
 }
 
 func (f *forgetful) Subscribe(ctx context.Context, channel string, onMessage func(string)) (func(), error) {
@@ -218,6 +304,9 @@ func (f *forgetful) Subscribe(ctx context.Context, channel string, onMessage fun
 		go f.read(f.ps)
 	}
 	ps := f.ps
+	if f.first == "" {
+		f.first = channel
+	}
 	if f.subs[channel] == nil {
 		f.subs[channel] = map[*subscriber]struct{}{}
 	}
@@ -227,8 +316,19 @@ func (f *forgetful) Subscribe(ctx context.Context, channel string, onMessage fun
 
 	unsubscribe := sync.OnceFunc(func() {
 		f.mu.Lock()
-		defer f.mu.Unlock()
 		delete(f.subs[channel], s)
+		last := len(f.subs[channel]) == 0
+		if last {
+			delete(f.subs, channel)
+		}
+		f.mu.Unlock()
+		if last { // not waited for: ps is busy while a Subscribe to a silent server is under way
+			go func() {
+				ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+				defer cancel()
+				_ = ps.Unsubscribe(ctx, channel)
+			}()
+		}
 	})
 	sent := make(chan error, 1)
 	go func() { sent <- ps.Subscribe(ctx, channel) }()
@@ -258,6 +358,17 @@ func (f *forgetful) read(ps *redis.PubSub) {
 			return
 		}
 		if err != nil {
+			if f.mode == wakesOnError {
+				// The fault: every subscriber is told at once, before go-redis has
+				// subscribed again (a waiter that calls now misses a release's PUBLISH).
+				f.mu.Lock()
+				for _, subs := range f.subs {
+					for s := range subs {
+						s.fn("")
+					}
+				}
+				f.mu.Unlock()
+			}
 			time.Sleep(10 * time.Millisecond) // go-redis reconnects on the next Receive
 			continue
 		}
@@ -265,7 +376,13 @@ func (f *forgetful) read(ps *redis.PubSub) {
 		switch m := msg.(type) {
 		case *redis.Subscription:
 			// The fault: a confirmation that nobody waits for (go-redis re-subscribed after a
-			// reconnect) should make every subscriber of the channel re-check. It is ignored.
+			// reconnect) should make every subscriber of the channel re-check. It is ignored
+			// (but for the first channel's, with wakesFirstOnly).
+			if m.Kind == "subscribe" && len(f.confirms[m.Channel]) == 0 && f.mode == wakesFirstOnly && m.Channel == f.first {
+				for s := range f.subs[m.Channel] {
+					s.fn("")
+				}
+			}
 			for _, c := range f.confirms[m.Channel] {
 				close(c)
 			}
@@ -324,7 +441,7 @@ func (n evalEveryCall) Eval(ctx context.Context, s *core.Script, keys []string, 
 		if err != nil && redis.HasErrorPrefix(err, "NOSCRIPT") {
 			v, err = n.rdb.Eval(ctx, s.Source(), keys, argv...).Int64Slice()
 		}
-		return v, err
+		return v, closedErr(err)
 	})
 }
 
@@ -347,7 +464,7 @@ func (n runsTwice) Eval(ctx context.Context, s *core.Script, keys []string, args
 	}
 	v, err := eval.Int64Slice()
 	if err != nil {
-		return nil, err
+		return nil, closedErr(err)
 	}
 	return v, nil
 }

@@ -61,7 +61,8 @@ func nameChecks() []check {
 			assert.NoError(t, err, "Extend of the held lock named %q", c.lock)
 			require.NoError(t, cl.Release(ctx, g), "Release of the held lock named %q", c.lock)
 			assert.Equal(t, int64(0), admin(t, addr, "EXISTS", l.Keys.Lock), "after Release of the lock named %q its key must be gone", c.lock)
-			assert.ErrorIs(t, cl.Release(ctx, g), core.ErrNotHeld, "a second Release of the lock named %q", c.lock)
+			// Within the lease's validity, a key found gone counts as let go (a resend of the release).
+			assert.NoError(t, cl.Release(ctx, g), "a second Release of the lock named %q, within its validity", c.lock)
 		}})
 	}
 	return checks
@@ -117,7 +118,8 @@ func independentNodesChecks() []check {
 		assert.True(t, eventually(waitBound, gone), "after Release, every node must delete the lock")
 		_, err = cl.Extend(ctx, ga)
 		assert.ErrorIs(t, err, core.ErrNotHeld, "Extend of a released lock")
-		assert.ErrorIs(t, cl.Release(ctx, ga), core.ErrNotHeld, "a second Release")
+		// Within the lease's validity, a key found gone counts as let go (a resend of the release).
+		assert.NoError(t, cl.Release(ctx, ga), "a second Release, within the lease's validity")
 
 		gb, err := cl.Acquire(ctx, b)
 		require.NoError(t, err, "Acquire of the released lock by the second owner")

@@ -38,6 +38,39 @@ func replyChecks() []check {
 			assert.True(t, got[1] > 0 && got[1] <= 3601_000, "acquire under a restart guard of 3600 s replied wait %d ms, want 0 < wait <= 3601000", got[1])
 			assert.Equal(t, int64(0), adminAt(t, addr, k.Lock, "EXISTS", k.Lock), "a node that abstains under the restart guard must not set the lock")
 		}},
+		{"nil", func(t *testing.T, e *env) {
+			addr := e.server(t)
+			n := e.node(t, addr)
+			k := core.NewKeys(prefix(t), "replies")
+			for _, src := range []string{"return nil", "return false", "return redis.call('GET', KEYS[1])"} {
+				s := core.NewScript("conformance-nil", src)
+				got, err := eval(n, s, []string{k.Lock})
+				if err == nil {
+					t.Errorf("a script that replied nil (%q) gave reply %s and no error: a nil reply is an error, not an empty array (core would read an election's missing record, or a lock's state, from nothing)", src, format(got))
+				}
+				assert.Empty(t, got, "a script that replied nil (%q) gave error %v together with reply %s", src, err, format(got))
+			}
+		}},
+		{"long", func(t *testing.T, e *env) {
+			addr := e.server(t)
+			n := e.node(t, addr)
+			k := core.NewKeys(prefix(t), "replies")
+			const length = 700
+			// Each element is distinct and needs 8 bytes: a reply of several kilobytes.
+			s := core.NewScript("conformance-long", "local r = {} for i = 1, tonumber(ARGV[1]) do r[i] = i * 1000003 + 4000000000 end return r")
+			want := make([]int64, length)
+			for i := range want {
+				want[i] = int64(i+1)*1000003 + 4000000000
+			}
+			got := mustEval(t, n, s, []string{k.Lock}, strconv.Itoa(length))
+			if !slices.Equal(want, got) {
+				i := 0
+				for i < min(len(got), len(want)) && got[i] == want[i] {
+					i++
+				}
+				t.Fatalf("a script that replied %d integers gave %d, the first %d of them right: a long reply must come back whole and exact (a fixed-size reply buffer cuts it; through core, an Election's leader with a 100-byte value then reads as no leader)", length, len(got), i)
+			}
+		}},
 		{"own-memory", func(t *testing.T, e *env) {
 			addr := e.server(t)
 			n := e.node(t, addr)
