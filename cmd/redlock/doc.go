@@ -15,8 +15,12 @@
 // `redlock run` takes the lock NAME over the Redis masters of -addrs (default: $REDIS_ADDRS,
 // comma-separated host:port, or redis:// and rediss:// URLs). One address makes a
 // single-instance lock; several make a Redlock over independent masters, a majority of
-// which must grant it. It waits up to -wait (30s; 0 waits as long as it takes) while
-// another owner holds the lock, or makes one attempt with -nonblock. Then it runs COMMAND
+// which must grant it. It connects to every node at once and goes on as soon as a majority
+// has connected, or every node has connected or failed, giving each at most 2s. It waits
+// up to -wait (30s; 0 waits as long as it takes) while another owner holds the lock, or
+// makes one attempt with -nonblock: -wait bounds everything before COMMAND starts,
+// connecting included, and with -nonblock connecting takes up to 2s before the attempt
+// while no majority of the nodes answers. Then it runs COMMAND
 // with its standard input, output and error, and the lock's fencing token in the
 // environment variable REDLOCK_TOKEN (a decimal number that grows from one holder of NAME
 // to the next), extends the lock while COMMAND runs, releases it when COMMAND exits, and
@@ -32,7 +36,8 @@
 //
 //	1    the lock is held elsewhere (-nonblock), or still was when -wait ran out; COMMAND
 //	     did not run. -conflict-exit-code sets this status (0-255), as flock's -E does.
-//	2    usage error: a bad flag or argument, or options the library refuses
+//	2    usage error: a bad flag or argument, or addresses that reach one server twice
+//	     (found at the first attempt)
 //	69   the lock was not obtained for another reason: nodes unreachable or failing, too
 //	     few for a majority, or abstaining under the restart guard; COMMAND did not run
 //	     (EX_UNAVAILABLE)
@@ -66,10 +71,10 @@
 //
 // # Restart guard
 //
-// With several addresses, a node whose server has been up for less than -restart-guard
-// (default 30s, and at least -ttl) abstains, because a restart without persistence makes a
-// server forget the locks it granted. So the first lock on freshly started servers waits
-// for them to be up that long (and fails with status 69 if -wait is shorter). Turn the
-// guard off (-restart-guard 0) only if every node persists each write before it answers
-// (appendonly yes, appendfsync always). See the library's WithRestartGuard.
+// A node whose server has been up for less than -restart-guard (default 30s, and at least
+// -ttl) abstains, with one address as with several, because a restart without persistence
+// makes a server forget the locks it granted. So the first lock on freshly started servers
+// waits for them to be up that long (and fails with status 69 if -wait is shorter). Turn
+// the guard off (-restart-guard 0) only if every node persists each write before it
+// answers (appendonly yes, appendfsync always). See the library's WithRestartGuard.
 package main

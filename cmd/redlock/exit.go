@@ -14,7 +14,8 @@ const (
 	// exitConflictDefault is the default of -conflict-exit-code: the lock is held by
 	// another owner (-nonblock), or still was when -wait ran out. It is 1, as flock's.
 	exitConflictDefault = 1
-	// exitUsage is a usage error: a bad flag or argument, or options the library refuses.
+	// exitUsage is a usage error: a bad flag or argument, or options the library refuses,
+	// before or at the first attempt (two addresses of one server).
 	exitUsage = 2
 	// exitUnavailable (EX_UNAVAILABLE in sysexits.h) means the lock was not obtained for
 	// another reason than a holder: nodes unreachable or failing, too few of them for a

@@ -7,9 +7,11 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"strings"
 	"time"
 
 	"github.com/go-redlock/redlock"
+	"github.com/go-redlock/redlock/core"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -32,8 +34,15 @@ type runConfig struct {
 	prefix             string
 	retryMin, retryMax time.Duration
 	guard              time.Duration
-	guardSet           bool // -restart-guard was given; otherwise the library's default applies
 }
+
+// defaultGuard is the default of -restart-guard, the library's default restart guard. It
+// applies whatever the number of addresses: one server that restarts without its data
+// forgets the locks it granted as surely as one of several.
+const defaultGuard = 30 * time.Second
+
+// maxPrefixLen is the longest key prefix the library takes (see redlock.WithPrefix).
+const maxPrefixLen = 256
 
 // usageError is a mistake in redlock's command line; it exits with exitUsage.
 type usageError struct{ msg string }
@@ -54,6 +63,12 @@ must grant it. The lock is extended while COMMAND runs and released when it exit
 COMMAND gets the lock's fencing token in $REDLOCK_TOKEN: a decimal number that grows
 from one holder of NAME to the next, for storage that should refuse late writers.
 
+Before its first attempt redlock connects to every node at once, and goes on as soon
+as a majority of them has connected, or every one has connected or failed; it gives
+each node at most 2s to connect. -wait bounds all of this, connecting included: the
+time before COMMAND starts. With -nonblock, connecting comes before the one attempt:
+up to 2s while no majority of the nodes answers.
+
 Example, a crontab that runs a job on one machine at a time and skips a run, silently,
 while another machine still runs it:
 
@@ -67,7 +82,8 @@ Exit status:
   COMMAND's own     COMMAND ran and exited; 128+N if signal N killed it
   1                 the lock is held elsewhere (-nonblock), or still was when -wait ran
                     out; COMMAND did not run (-conflict-exit-code sets this status)
-  2                 usage error
+  2                 usage error, also two addresses of one server (found at the first
+                    attempt); COMMAND did not run
   69                the lock was not obtained: nodes unreachable or failing, too few for
                     a majority, or abstaining under the restart guard; COMMAND did not run
   75                the lock was lost while COMMAND ran (its keys vanished, or it could
@@ -99,20 +115,18 @@ func runFlags(c *runConfig) *flag.FlagSet {
 		c.addrs, err = parseAddrs(s)
 		return err
 	})
-	fs.BoolVar(&c.nonblock, "nonblock", false, "make one attempt: do not wait for the lock")
-	fs.DurationVar(&c.wait, "wait", 30*time.Second, "how long to wait for the lock; 0 waits as long as it takes")
+	fs.BoolVar(&c.nonblock, "nonblock", false, "make one attempt: do not wait for the lock (connecting first takes up to 2s\n"+
+		"while no majority of the nodes answers)")
+	fs.DurationVar(&c.wait, "wait", 30*time.Second, "how long to wait for the lock, connecting to the nodes included: the most\n"+
+		"time before COMMAND starts; 0 waits as long as it takes")
 	fs.IntVar(&c.conflictCode, "conflict-exit-code", exitConflictDefault, "exit `status` when the lock is held elsewhere (0-255)")
 	fs.BoolVar(&c.quiet, "quiet", false, "say nothing when the lock is held elsewhere: the exit status says it")
 	fs.DurationVar(&c.timeout, "timeout", 0, "stop COMMAND (SIGTERM, then SIGKILL after -grace) if it still runs this long\nafter the lock was taken; exit status 124; 0: no limit")
 	fs.DurationVar(&c.grace, "grace", 5*time.Second, "time from SIGTERM to SIGKILL when COMMAND must stop (lost lock, -timeout)")
 	fs.DurationVar(&c.ttl, "ttl", 10*time.Second, "the lock's lifetime on each node, renewed while COMMAND runs: how long\nthe lock outlives a redlock that was killed or cut off from Redis")
-	fs.Func("restart-guard", "a node up for less than this `duration` abstains, as a restart may have made it forget\n"+
-		"its locks; at least -ttl. 0 turns it off: only safe if every node persists each\n"+
-		"write (appendonly yes, appendfsync always) (default 30s with several addresses, 0 with one)", func(s string) (err error) {
-		c.guard, err = time.ParseDuration(s)
-		c.guardSet = true
-		return err
-	})
+	fs.DurationVar(&c.guard, "restart-guard", defaultGuard, "a node up for less than this `duration` abstains, as a restart may have made it\n"+
+		"forget its locks; at least -ttl. 0 turns it off: only safe if every node persists\n"+
+		"each write (appendonly yes, appendfsync always)")
 	fs.DurationVar(&c.nodeTimeout, "node-timeout", 100*time.Millisecond, "bound on each node's answer; a slower node counts as failed")
 	fs.Float64Var(&c.driftFactor, "drift-factor", 0.01, "clock drift allowance, as a fraction of -ttl, in [0, 1)")
 	fs.StringVar(&c.prefix, "prefix", "redlock:", "prefix of the Redis keys the lock uses")
@@ -173,23 +187,56 @@ func parseRun(args []string, getenv func(string) string) (*runConfig, error) {
 	case c.conflictCode < 0 || c.conflictCode > 255:
 		return nil, usagef("-conflict-exit-code must be in 0-255, got %d", c.conflictCode)
 	}
+	if err := c.checkLibrary(); err != nil {
+		return nil, err
+	}
 	return c, nil
+}
+
+// checkLibrary checks the flags that become the library's name and options, as the library
+// would (see redlock.New and its options), so that a mistake is reported with the flag's
+// name rather than the option's.
+func (c *runConfig) checkLibrary() error {
+	drift := time.Duration(float64(c.ttl)*c.driftFactor) + 2*time.Millisecond
+	switch {
+	case len(c.name) > redlock.MaxNameLen:
+		return usagef("-name of %d bytes: at most %d", len(c.name), redlock.MaxNameLen)
+	case c.ttl < time.Millisecond:
+		return usagef("-ttl must be at least 1ms, got %v", c.ttl)
+	case c.driftFactor < 0 || c.driftFactor >= 1 || c.driftFactor != c.driftFactor:
+		return usagef("-drift-factor must be in [0, 1), got %v", c.driftFactor)
+	case c.ttl <= drift:
+		return usagef("-ttl %v leaves no validity after the drift allowance %v (-ttl times -drift-factor, plus 2ms)", c.ttl, drift)
+	case c.nodeTimeout <= 0 || c.nodeTimeout >= c.ttl:
+		return usagef("-node-timeout must be positive and shorter than -ttl %v, got %v", c.ttl, c.nodeTimeout)
+	case c.retryMin <= 0:
+		return usagef("-retry-min must be positive, got %v", c.retryMin)
+	case c.retryMax < c.retryMin:
+		return usagef("-retry-max %v is below -retry-min %v", c.retryMax, c.retryMin)
+	case c.guard < 0:
+		return usagef("-restart-guard must not be negative, got %v", c.guard)
+	case c.guard > 0 && c.ttl > c.guard:
+		return usagef("-ttl %v is above -restart-guard %v: the guard must cover the longest TTL used on these nodes; raise -restart-guard", c.ttl, c.guard)
+	case len(c.prefix) > maxPrefixLen:
+		return usagef("-prefix of %d bytes: at most %d", len(c.prefix), maxPrefixLen)
+	}
+	if err := core.CheckPrefix(c.prefix); err != nil {
+		return usagef("-prefix: %s", strings.TrimPrefix(trim(err), "invalid argument: "))
+	}
+	return nil
 }
 
 // options returns the library's options for c, with logger for what the library reports
 // but cannot return (a wait that keeps failing).
 func (c *runConfig) options(logger *slog.Logger) []redlock.Option {
-	opts := []redlock.Option{
+	return []redlock.Option{
 		redlock.WithTTL(c.ttl),
 		redlock.WithNodeTimeout(c.nodeTimeout),
 		redlock.WithDriftFactor(c.driftFactor),
 		redlock.WithPrefix(c.prefix),
 		redlock.WithRetry(c.retryMin, c.retryMax),
+		redlock.WithRestartGuard(c.guard),
 		redlock.WithAutoExtend(true),
 		redlock.WithLogger(logger),
 	}
-	if c.guardSet {
-		opts = append(opts, redlock.WithRestartGuard(c.guard))
-	}
-	return opts
 }

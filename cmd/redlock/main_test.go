@@ -229,7 +229,7 @@ func sh(script, dir string) []string { return []string{"--", "sh", "-c", script,
 type lockSetup struct {
 	servers []*redistest.Server
 	addrs   string   // comma-separated
-	flags   []string // -addrs, and -restart-guard 0 with several servers (they are fresh)
+	flags   []string // -addrs, and -restart-guard 0 (the servers are fresh)
 }
 
 // newSetup starts n redis-servers.
@@ -241,10 +241,7 @@ func newSetup(t *testing.T, n int) *lockSetup {
 		addrs = append(addrs, srv.Addr())
 	}
 	s.addrs = strings.Join(addrs, ",")
-	s.flags = []string{"-addrs", s.addrs}
-	if n > 1 {
-		s.flags = append(s.flags, "-restart-guard", "0")
-	}
+	s.flags = []string{"-addrs", s.addrs, "-restart-guard", "0"}
 	return s
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"strings"
 	"sync"
 	"time"
@@ -13,14 +14,15 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// connectTimeout bounds the first connection to each node (dial and handshake), made before
-// the lock is attempted so that the node timeout bounds the lock's round trips, not a
-// connection's setup. A node that cannot connect in time is left to fail the attempt.
+// connectTimeout bounds the first connection to each node (dial and handshake), made
+// before the lock is attempted so that the node timeout bounds the lock's round trips, not
+// a connection's setup. A node that cannot connect in time is left to fail the attempt.
+// -wait, when shorter, bounds it too.
 const connectTimeout = 2 * time.Second
 
 // parseAddrs parses a comma-separated list of Redis masters: host:port, or redis:// and
 // rediss:// URLs. Empty entries are skipped; the same address twice is an error (one server
-// must not count as two votes), as is a bad URL.
+// must not count as two votes), as are an address without a host or a port and a bad URL.
 func parseAddrs(list string) ([]*redis.Options, error) {
 	var opts []*redis.Options
 	seen := map[string]bool{}
@@ -35,6 +37,8 @@ func parseAddrs(list string) ([]*redis.Options, error) {
 			if o, err = redis.ParseURL(addr); err != nil {
 				return nil, fmt.Errorf("bad Redis URL %q: %v", addr, err)
 			}
+		} else if host, port, err := net.SplitHostPort(addr); err != nil || host == "" || port == "" {
+			return nil, fmt.Errorf("bad address %q: want host:port, or a redis:// or rediss:// URL", addr)
 		}
 		if seen[o.Addr] {
 			return nil, fmt.Errorf("address %s is given twice: each must be a different Redis master", o.Addr)
@@ -48,16 +52,31 @@ func parseAddrs(list string) ([]*redis.Options, error) {
 	return opts, nil
 }
 
-// nodeSet is the redlock Nodes of a run, each over a go-redis client of its own.
+// nodeSet is the redlock Nodes of a run, each over a go-redis client of its own, and the
+// state of their first connections (see connect).
 type nodeSet struct {
 	clients []*redis.Client
 	nodes   []redlock.Node
+
+	mu    sync.Mutex
+	start time.Time     // when connect began
+	conns []connection  // per client
+	ended chan struct{} // a connection ended: connect counts again
+}
+
+// connection is the state of a client's first connection.
+type connection struct {
+	done    bool
+	err     error         // nil if it connected
+	took    time.Duration // from connect's start to its end
+	dialErr error         // the client's last failed dial, which go-redis retries
 }
 
 // newNodes returns a Node per address. go-redis connects lazily: see connect.
 func newNodes(addrs []*redis.Options) *nodeSet {
-	s := &nodeSet{}
-	for _, o := range addrs {
+	s := &nodeSet{conns: make([]connection, len(addrs)), ended: make(chan struct{}, len(addrs))}
+	for i, o := range addrs {
+		o.Dialer = s.dialer(i, redis.NewDialer(o))
 		c := redis.NewClient(o)
 		s.clients = append(s.clients, c)
 		s.nodes = append(s.nodes, goredis.New(c))
@@ -65,23 +84,90 @@ func newNodes(addrs []*redis.Options) *nodeSet {
 	return s
 }
 
-// connect makes each client's first connection, all at once, within connectTimeout, and
-// returns the failures, one line per node, or nil. They do not stop the lock attempt, which
-// may find a majority of nodes all the same; if it does not, they say why.
-func (s *nodeSet) connect() error {
-	ctx, cancel := context.WithTimeout(context.Background(), connectTimeout)
-	defer cancel()
-	errs := make([]error, len(s.clients))
-	var wg sync.WaitGroup
-	for i, c := range s.clients {
-		wg.Go(func() {
-			if err := c.Ping(ctx).Err(); err != nil {
-				errs[i] = fmt.Errorf("connecting to %s: %w", c.Options().Addr, err)
-			}
-		})
+// dialer returns dial, which records the failures of client i's dials: go-redis retries a
+// failed dial until the context ends, whose error then hides the cause (a refused
+// connection, an unknown host).
+func (s *nodeSet) dialer(i int, dial func(context.Context, string, string) (net.Conn, error)) func(context.Context, string, string) (net.Conn, error) {
+	return func(ctx context.Context, network, addr string) (net.Conn, error) {
+		conn, err := dial(ctx, network, addr)
+		if err != nil && ctx.Err() == nil {
+			s.mu.Lock()
+			s.conns[i].dialErr = err
+			s.mu.Unlock()
+		}
+		return conn, err
 	}
-	wg.Wait()
+}
+
+// connect makes each client's first connection, all at once, each within connectTimeout
+// and ctx, and returns as soon as a majority of the nodes has connected (a quorum may grant
+// the lock: waiting for the rest would only delay the attempt), or every node has connected
+// or failed, or ctx has ended. The connections still under way go on in the background,
+// within the same bounds: a node that connects late is ready for a later attempt. Failures
+// do not stop the lock attempt, which may find a majority of nodes all the same; if it does
+// not, failures says why.
+func (s *nodeSet) connect(ctx context.Context) {
+	s.mu.Lock()
+	s.start = time.Now()
+	s.mu.Unlock()
+	for i, c := range s.clients {
+		go func() {
+			cctx, cancel := context.WithTimeout(ctx, connectTimeout)
+			defer cancel()
+			err := c.Ping(cctx).Err()
+			s.mu.Lock()
+			s.conns[i].done, s.conns[i].err, s.conns[i].took = true, err, time.Since(s.start)
+			s.mu.Unlock()
+			s.ended <- struct{}{}
+		}()
+	}
+	quorum := len(s.clients)/2 + 1
+	for ended, connected := 0, 0; ended < len(s.clients) && connected < quorum; ended++ {
+		select {
+		case <-s.ended:
+		case <-ctx.Done():
+			return
+		}
+		s.mu.Lock()
+		connected = 0
+		for _, c := range s.conns {
+			if c.done && c.err == nil {
+				connected++
+			}
+		}
+		s.mu.Unlock()
+	}
+}
+
+// failures returns the nodes that have not connected, one line per node (its error, its
+// last failed dial, or how long it has not answered), or nil.
+func (s *nodeSet) failures() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var errs []error
+	for i, c := range s.conns {
+		addr := s.clients[i].Options().Addr
+		switch {
+		case c.done && c.err == nil:
+		case c.done && !isTimeout(c.err):
+			errs = append(errs, fmt.Errorf("connecting to %s: %w", addr, c.err))
+		case c.dialErr != nil:
+			errs = append(errs, fmt.Errorf("connecting to %s: %w", addr, c.dialErr))
+		case c.done:
+			errs = append(errs, fmt.Errorf("connecting to %s: no answer within %v", addr, c.took.Round(time.Millisecond)))
+		default:
+			errs = append(errs, fmt.Errorf("connecting to %s: no answer after %v", addr, time.Since(s.start).Round(time.Millisecond)))
+		}
+	}
 	return errors.Join(errs...)
+}
+
+// isTimeout reports whether err is a connection's deadline or cancellation: a node that did
+// not answer in time.
+func isTimeout(err error) bool {
+	var ne net.Error
+	return errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) ||
+		(errors.As(err, &ne) && ne.Timeout())
 }
 
 // quietRedis is a go-redis logger that drops everything. go-redis logs each failed dial to

@@ -9,11 +9,14 @@ import (
 	"log/slog"
 	"os"
 	"os/exec"
+	"regexp"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
 
 	"github.com/go-redlock/redlock"
+	"github.com/go-redlock/redlock/core"
 )
 
 // releaseTimeout bounds the release of the lock once the command has exited. Each node's
@@ -32,7 +35,7 @@ func runMain(args []string, getenv func(string) string, stdout, stderr io.Writer
 		fmt.Fprintf(stderr, "redlock run: %v\nRun 'redlock run -h' for usage.\n", err)
 		return exitUsage
 	}
-	r := &runner{runConfig: c, stderr: stderr}
+	r := &runner{runConfig: c, stderr: stderr, start: time.Now()}
 	return r.run()
 }
 
@@ -40,12 +43,12 @@ func runMain(args []string, getenv func(string) string, stdout, stderr io.Writer
 type runner struct {
 	*runConfig
 	stderr io.Writer        // redlock's messages
+	start  time.Time        // when the run began: -wait counts from there
 	sigs   <-chan os.Signal // the signals redlock catches (see notifySignals)
-	client *redlock.Client  // over the nodes of -addrs
+	nodes  *nodeSet         // the nodes of -addrs
+	client *redlock.Client  // over them
 	lease  *redlock.Lease   // the lock, once taken
 	cmd    *exec.Cmd        // the command, before it starts
-
-	connectErr error // the nodes that could not be reached before the lock was attempted
 }
 
 // run takes the lock, runs the command, releases the lock and returns the exit status.
@@ -61,16 +64,15 @@ func (r *runner) run() int {
 	defer stopSignals()
 	r.sigs = sigs
 
-	nodes := newNodes(r.addrs)
-	defer nodes.close()
-	client, err := redlock.New(nodes.nodes, r.options(warnLogger(r.stderr))...)
-	if err != nil { // every error of New is about its input
-		fmt.Fprintf(r.stderr, "redlock run: %s\nRun 'redlock run -h' for usage.\n", trim(err))
+	r.nodes = newNodes(r.addrs)
+	defer r.nodes.close()
+	client, err := redlock.New(r.nodes.nodes, r.options(warnLogger(r.stderr, r.cause))...)
+	if err != nil { // every error of New is about its input; parseRun checked most of it
+		r.usage(err)
 		return exitUsage
 	}
-	defer client.Close() // before nodes.close: it ends the nodes' subscriptions
 	r.client = client
-	r.connectErr = nodes.connect()
+	defer r.closeClient() // before nodes.close: it ends the nodes' subscriptions
 
 	if code, ok := r.acquire(); !ok {
 		return code
@@ -83,15 +85,35 @@ func (r *runner) run() int {
 	return r.release(r.supervise(p))
 }
 
+// closeClient closes the Client, waiting for it at most -node-timeout. Close ends the
+// nodes' subscriptions, which can take go-redis seconds (its read timeouts) against a node
+// that does not answer; redlock exits next, which closes every connection anyway.
+func (r *runner) closeClient() {
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		_ = r.client.Close() // nothing to do about an error on the way out
+	}()
+	t := time.NewTimer(r.nodeTimeout)
+	defer t.Stop()
+	select {
+	case <-done:
+	case <-t.C:
+	}
+}
+
 // warnLogger returns the logger for what the library reports but cannot return, such as a
 // wait for the lock that keeps failing: warnings, to w, without a time (cron and journald
-// add their own).
-func warnLogger(w io.Writer) *slog.Logger {
+// add their own), with each error written as cause gives it.
+func warnLogger(w io.Writer, cause func(error) string) *slog.Logger {
 	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{
 		Level: slog.LevelWarn,
 		ReplaceAttr: func(groups []string, a slog.Attr) slog.Attr {
 			if len(groups) == 0 && a.Key == slog.TimeKey {
 				return slog.Attr{}
+			}
+			if err, ok := a.Value.Any().(error); ok && a.Value.Kind() == slog.KindAny {
+				return slog.String(a.Key, cause(err))
 			}
 			return a
 		},
@@ -101,6 +123,47 @@ func warnLogger(w io.Writer) *slog.Logger {
 // trim returns err's message without the library's "redlock: " prefix, which redlock's own
 // messages have already.
 func trim(err error) string { return strings.TrimPrefix(err.Error(), "redlock: ") }
+
+// cause returns the message of err, an error of the library about the lock, for a line
+// that names the lock already: without the operation and the lock (by its name or its
+// Redis key) that the library puts before the cause, nor its "redlock: " prefixes.
+func (r *runner) cause(err error) string {
+	msg := err.Error()
+	key := core.NewKeys(r.prefix, r.name).Lock
+	for _, lock := range []string{strconv.Quote(key), quoted(r.name)} {
+		msg = opLock(lock).ReplaceAllString(msg, "")
+	}
+	return strings.ReplaceAll(msg, "redlock: ", "")
+}
+
+// opLock matches what the library writes before an error about the lock that lock quotes:
+// "redlock: ", an operation ("acquire", say), lock and ": ".
+func opLock(lock string) *regexp.Regexp {
+	return regexp.MustCompile(`(?:redlock: )?[a-z]+ ` + regexp.QuoteMeta(lock) + `: `)
+}
+
+// quoted returns name quoted as the library's errors quote a lock's name: cut short past 64
+// bytes.
+func quoted(name string) string {
+	const most = 64
+	if len(name) > most {
+		return fmt.Sprintf("%q... (%d bytes)", name[:most], len(name))
+	}
+	return strconv.Quote(name)
+}
+
+// usage reports err, an error of the library that matches redlock.ErrInvalid, as a usage
+// error. An error that names a node of -addrs (the same server twice, say) is about -addrs.
+func (r *runner) usage(err error) {
+	msg := strings.TrimPrefix(r.cause(err), "invalid argument: ")
+	for _, o := range r.addrs {
+		if strings.Contains(msg, o.Addr) {
+			msg = "-addrs: " + strings.ReplaceAll(msg, "one Node", "one address")
+			break
+		}
+	}
+	fmt.Fprintf(r.stderr, "redlock run: %s\nRun 'redlock run -h' for usage.\n", msg)
+}
 
 // say writes a message to redlock's standard error.
 func (r *runner) say(format string, args ...any) {
@@ -112,9 +175,10 @@ type interrupted struct{ sig os.Signal }
 
 func (i interrupted) Error() string { return "interrupted by " + signalName(i.sig) }
 
-// acquire takes the lock into r.lease, in one attempt (-nonblock) or waiting up to -wait,
-// and gives up if a forwarded signal arrives first. If it does not get the lock, it says
-// why and returns the exit status and false.
+// acquire connects to the nodes and takes the lock into r.lease, in one attempt
+// (-nonblock) or waiting until -wait has passed since the run began, and gives up if a
+// forwarded signal arrives first. If it does not get the lock, it says why and returns the
+// exit status and false.
 func (r *runner) acquire() (int, bool) {
 	ctx, cancel := context.WithCancelCause(context.Background())
 	defer cancel(nil)
@@ -135,17 +199,18 @@ func (r *runner) acquire() (int, bool) {
 			}
 		}
 	}()
+	budget := ctx // what remains of -wait
+	if !r.nonblock && r.wait > 0 {
+		var bcancel context.CancelFunc
+		budget, bcancel = context.WithDeadline(ctx, r.start.Add(r.wait))
+		defer bcancel()
+	}
+	r.nodes.connect(budget)
 	var err error
 	if r.nonblock {
 		r.lease, err = r.client.TryAcquire(ctx, r.name)
 	} else {
-		wctx := ctx
-		if r.wait > 0 {
-			var wcancel context.CancelFunc
-			wctx, wcancel = context.WithTimeout(ctx, r.wait)
-			defer wcancel()
-		}
-		r.lease, err = r.client.Acquire(wctx, r.name)
+		r.lease, err = r.client.Acquire(budget, r.name)
 	}
 	close(quit)
 	<-done
@@ -165,7 +230,7 @@ func (r *runner) acquire() (int, bool) {
 	case err == nil:
 		return 0, true
 	case errors.Is(err, redlock.ErrInvalid):
-		fmt.Fprintf(r.stderr, "redlock run: %s\n", trim(err))
+		r.usage(err)
 		return exitUsage, false
 	case errors.Is(err, redlock.ErrHeld):
 		if !r.quiet {
@@ -177,9 +242,13 @@ func (r *runner) acquire() (int, bool) {
 		}
 		return r.conflictCode, false
 	}
-	r.say("could not take lock %q, not running the command: %s", r.name, trim(err))
-	if r.connectErr != nil {
-		for _, line := range strings.Split(r.connectErr.Error(), "\n") {
+	within := ""
+	if !r.nonblock && r.wait > 0 && errors.Is(err, context.DeadlineExceeded) {
+		within = fmt.Sprintf(" within -wait %v", r.wait)
+	}
+	r.say("could not take lock %q%s, not running the command: %s", r.name, within, r.cause(err))
+	if err := r.nodes.failures(); err != nil {
+		for _, line := range strings.Split(err.Error(), "\n") {
 			r.say("%s", line)
 		}
 	}
@@ -219,7 +288,7 @@ func (r *runner) supervise(p *process) int {
 		select {
 		case <-p.exited:
 			if status != exitLost && r.lease.Err() != nil {
-				r.say("lost lock %q before the command exited: %s", r.name, lossReason(r.lease.Err()))
+				r.say("lost lock %q before the command exited: %s", r.name, r.lossReason(r.lease.Err()))
 				status = exitLost
 			}
 			if status >= 0 {
@@ -235,7 +304,7 @@ func (r *runner) supervise(p *process) int {
 		case <-ended:
 			ended = nil
 			r.say("lost lock %q while the command ran: %s; stopping the command (SIGTERM, then SIGKILL after %v)",
-				r.name, lossReason(r.lease.Err()), r.grace)
+				r.name, r.lossReason(r.lease.Err()), r.grace)
 			status = exitLost
 			terminate()
 		case <-deadline:
@@ -254,14 +323,14 @@ func (r *runner) supervise(p *process) int {
 }
 
 // lossReason explains why a lease ended, from Lease.Err.
-func lossReason(err error) string {
+func (r *runner) lossReason(err error) string {
 	switch {
 	case errors.Is(err, redlock.ErrLost):
 		return "the Redis nodes no longer hold it (its keys were deleted, or expired)"
 	case errors.Is(err, redlock.ErrExpired):
 		return "it could not be extended before its validity ran out (nodes unreachable or too slow)"
 	}
-	return err.Error()
+	return r.cause(err)
 }
 
 // release releases the lock, within releaseTimeout, and returns the exit status: code, or
@@ -277,6 +346,6 @@ func (r *runner) release(code int) int {
 		r.say("lock %q was no longer held when released: it was lost while the command ran", r.name)
 		return exitLost
 	}
-	r.say("could not release lock %q (it expires within -ttl %v): %s", r.name, r.ttl, trim(err))
+	r.say("could not release lock %q (it expires within -ttl %v): %s", r.name, r.ttl, r.cause(err))
 	return code
 }

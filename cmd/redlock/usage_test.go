@@ -3,6 +3,7 @@ package main
 import (
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 )
@@ -23,9 +24,19 @@ func TestUsageErrors(t *testing.T) {
 		{"no -name", nil, []string{"run", addrs, "--", "echo", "ran"}, "no lock name"},
 		{"no command", nil, []string{"run", addrs, "-name", "x"}, "no command to run"},
 		{"bad -ttl", nil, []string{"run", addrs, "-name", "x", "-ttl", "ten", "echo", "ran"}, `invalid value "ten" for flag -ttl`},
-		{"zero -ttl", nil, []string{"run", addrs, "-name", "x", "-ttl", "0", "echo", "ran"}, "TTL must be at least 1ms"},
+		{"zero -ttl", nil, []string{"run", addrs, "-name", "x", "-ttl", "0", "echo", "ran"}, "-ttl must be at least 1ms, got 0s"},
+		{"-ttl within the drift allowance", nil, []string{"run", addrs, "-name", "x", "-ttl", "2ms", "-node-timeout", "1ms", "echo", "ran"}, "-ttl 2ms leaves no validity"},
+		{"-node-timeout not below -ttl", nil, []string{"run", addrs, "-name", "x", "-ttl", "1s", "-node-timeout", "1s", "echo", "ran"}, "-node-timeout must be positive and shorter than -ttl 1s, got 1s"},
+		{"zero -node-timeout", nil, []string{"run", addrs, "-name", "x", "-node-timeout", "0", "echo", "ran"}, "-node-timeout must be positive"},
+		{"-drift-factor 1", nil, []string{"run", addrs, "-name", "x", "-drift-factor", "1", "echo", "ran"}, "-drift-factor must be in [0, 1), got 1"},
+		{"-retry-max below -retry-min", nil, []string{"run", addrs, "-name", "x", "-retry-min", "1s", "-retry-max", "10ms", "echo", "ran"}, "-retry-max 10ms is below -retry-min 1s"},
+		{"zero -retry-min", nil, []string{"run", addrs, "-name", "x", "-retry-min", "0", "echo", "ran"}, "-retry-min must be positive"},
+		{"negative -restart-guard", nil, []string{"run", addrs, "-name", "x", "-restart-guard", "-1s", "echo", "ran"}, "-restart-guard must not be negative"},
 		{"no addresses", nil, []string{"run", "-name", "x", "echo", "ran"}, "no Redis address"},
 		{"empty REDIS_ADDRS", []string{"REDIS_ADDRS= , "}, []string{"run", "-name", "x", "echo", "ran"}, "no Redis address"},
+		{"address without a port", nil, []string{"run", "-addrs", "foo", "-name", "x", "-nonblock", "echo", "ran"}, `-addrs: bad address "foo": want host:port`},
+		{"address without a host", nil, []string{"run", "-addrs", "127.0.0.1:1,:6379", "-name", "x", "-nonblock", "echo", "ran"}, `-addrs: bad address ":6379"`},
+		{"REDIS_ADDRS without a port", []string{"REDIS_ADDRS=foo"}, []string{"run", "-name", "x", "-nonblock", "echo", "ran"}, `$REDIS_ADDRS: bad address "foo"`},
 		{"address twice", nil, []string{"run", "-addrs", "127.0.0.1:1,127.0.0.1:1", "-name", "x", "echo", "ran"}, "given twice"},
 		{"bad URL", []string{"REDIS_ADDRS=redis://127.0.0.1:1/notadb"}, []string{"run", "-name", "x", "echo", "ran"}, "$REDIS_ADDRS: bad Redis URL"},
 		{"unknown flag", nil, []string{"run", addrs, "-name", "x", "-ttI", "1s", "echo", "ran"}, "flag provided but not defined: -ttI"},
@@ -33,13 +44,19 @@ func TestUsageErrors(t *testing.T) {
 		{"-nonblock with -retry-min", nil, []string{"run", addrs, "-name", "x", "-nonblock", "-retry-min", "1s", "echo", "ran"}, "not with -nonblock"},
 		{"negative -wait", nil, []string{"run", addrs, "-name", "x", "-wait", "-1s", "echo", "ran"}, "-wait must not be negative"},
 		{"-conflict-exit-code 256", nil, []string{"run", addrs, "-name", "x", "-conflict-exit-code", "256", "echo", "ran"}, "0-255"},
-		{"TTL above the restart guard", nil, []string{"run", "-addrs", "127.0.0.1:1,127.0.0.1:2,127.0.0.1:3", "-name", "x", "-ttl", "40s", "echo", "ran"}, "above the restart guard"},
-		{"bad prefix", nil, []string{"run", addrs, "-name", "x", "-prefix", strings.Repeat("p", 300), "echo", "ran"}, "key prefix of 300 bytes"},
-		{"name too long", nil, []string{"run", addrs, "-name", strings.Repeat("n", 2000), "-nonblock", "echo", "ran"}, "lock name of 2000 bytes"},
+		{"TTL above the default restart guard", nil, []string{"run", "-addrs", "127.0.0.1:1,127.0.0.1:2,127.0.0.1:3", "-name", "x", "-ttl", "40s", "echo", "ran"}, "-ttl 40s is above -restart-guard 30s"},
+		{"TTL above the default restart guard, one address", nil, []string{"run", addrs, "-name", "x", "-ttl", "40s", "echo", "ran"}, "-ttl 40s is above -restart-guard 30s"},
+		{"TTL above the restart guard", nil, []string{"run", addrs, "-name", "x", "-ttl", "2s", "-restart-guard", "1s", "echo", "ran"}, "-ttl 2s is above -restart-guard 1s"},
+		{"prefix too long", nil, []string{"run", addrs, "-name", "x", "-prefix", strings.Repeat("p", 300), "echo", "ran"}, "-prefix of 300 bytes: at most 256"},
+		{"bad prefix", nil, []string{"run", addrs, "-name", "x", "-prefix", "a{}", "echo", "ran"}, "-prefix: key prefix"},
+		{"name too long", nil, []string{"run", addrs, "-name", strings.Repeat("n", 2000), "-nonblock", "echo", "ran"}, "-name of 2000 bytes: at most 1024"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			code, stdout, stderr := runTool(t, tc.env, tc.args...)
 			wantCode(t, code, stderr, exitUsage, tc.msg)
+			if goName.MatchString(stderr) {
+				t.Errorf("the message names a Go option, not a flag:\n%s", stderr)
+			}
 			if stdout != "" {
 				t.Errorf("stdout %q: the command ran, or usage went to stdout", stdout)
 			}
@@ -47,8 +64,12 @@ func TestUsageErrors(t *testing.T) {
 	}
 }
 
+// goName matches the name of one of the library's Go options, such as WithRestartGuard.
+var goName = regexp.MustCompile(`With[A-Z]`)
+
 // TestHelp: -h and help print the usage to stdout and exit 0; run's usage has an example,
-// every flag, and every exit status; version prints one.
+// every flag, every exit status, and what connecting to the nodes costs; version prints
+// one.
 func TestHelp(t *testing.T) {
 	for _, args := range [][]string{{"-h"}, {"--help"}, {"help"}} {
 		code, stdout, stderr := runTool(t, nil, args...)
@@ -65,7 +86,7 @@ func TestHelp(t *testing.T) {
 			"Example", "REDIS_ADDRS=", "-addrs host:port", "-name NAME", "-nonblock", "-wait", "-ttl", "-grace", "-timeout",
 			"-restart-guard", "-node-timeout", "-drift-factor", "-prefix", "-retry-min", "-retry-max", "-conflict-exit-code", "-quiet",
 			"REDLOCK_TOKEN", "Exit status", "\n  1 ", "\n  2 ", "\n  69 ", "\n  75 ", "\n  124 ", "\n  126, 127 ", "\n  128+N ",
-			"process group", "SIGTSTP",
+			"process group", "SIGTSTP", "connects to every node", "at most 2s", "connecting to the nodes included",
 		} {
 			if !strings.Contains(stdout, want) {
 				t.Errorf("redlock %q: the usage lacks %q", args, want)
