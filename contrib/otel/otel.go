@@ -20,14 +20,16 @@
 //	redlock.lock.hold.duration      histogram  how long a lock was held, at its release; redlock.outcome ("ok", "not_held", "error")
 //	redlock.lock.extensions         counter    extensions that ended, successful or not; redlock.extension.auto (bool)
 //	redlock.lock.extension.failures counter    failed extensions; redlock.extension.auto, error.type ("lost", "no_quorum", "timeout", "other")
-//	redlock.lock.losses             counter    holdings that ended otherwise than by a release; redlock.loss.reason ("expired", "lost", "max_hold")
-//	redlock.node.errors             counter    a node's failures; redlock.node, redlock.op ("acquire", "extend", "release", "raise"), error.type ("timeout", "other")
+//	redlock.lock.losses             counter    holdings that ended otherwise than by a release; redlock.loss.reason ("expired", "lost", "max_hold", "other")
+//	redlock.node.errors             counter    failed calls to a node; redlock.node, redlock.op ("acquire", "extend", "release", "raise"), error.type ("timeout", "other")
 //	redlock.node.abstentions        counter    a node's abstentions under the restart guard; redlock.node, redlock.op
 //
 // What a count includes follows from redlock.Observer: node errors count every failed
 // call to a node, in operations that succeeded too and in the requests sent in the
 // background, so a node that is down shows while the lock still works. Hand-overs are
-// counted on the acquiring side (redlock.AcquireEvent.HandedOver).
+// counted on the acquiring side (redlock.AcquireEvent.HandedOver). The module's README
+// gives each instrument's unit and bucket boundaries, every attribute's values, and
+// queries for a dashboard.
 //
 // # Spans
 //
@@ -37,10 +39,16 @@
 // Unlock and RUnlock, which take no context). The Observer learns of an operation only when
 // it has ended, so the span is made then: it cannot be the parent of other spans, nor be
 // seen while the operation runs. Spans carry the lock's name (redlock.lock.name) whatever
-// WithLockName says, its kind, and for an acquisition its outcome, attempts and hand-over;
-// an acquisition that failed, or a release that did, has the status Error and the error as
-// an event. Extensions and losses make no spans (an automatic extension has no caller to
-// belong to); they are counted.
+// WithLockName says, its kind and its outcome (redlock.outcome, as on the metrics), and
+// for an acquisition its attempts and hand-over, for a release the hold time.
+//
+// A span's status is Error, with the error as an "exception" event, when its operation
+// returned an error, except for a refusal: an acquisition whose outcome is "timeout" (the
+// caller's context ended first) or "error", and a release whose outcome is "not_held" or
+// "error". A refusal, the outcome "held" (a TryAcquire, TryLock or TryRLock that found the
+// lock held), is an answer, not a failure: its span's status is Unset and it has no event,
+// as has a success. Extensions and losses make no spans (an automatic extension has no
+// caller to belong to); they are counted.
 package redlockotel
 
 import (
@@ -166,8 +174,8 @@ func New(opts ...Option) (*Observer, error) {
 	o.extensions = counter("redlock.lock.extensions", "{extension}", "Extensions that ended, successful or not.")
 	o.extensionFailures = counter("redlock.lock.extension.failures", "{extension}", "Extensions that failed.")
 	o.losses = counter("redlock.lock.losses", "{loss}", "Holdings that ended otherwise than by a release.")
-	o.nodeErrors = counter("redlock.node.errors", "{error}", "Node failures in operations that failed for lack of a quorum, and in failed attempts.")
-	o.abstentions = counter("redlock.node.abstentions", "{abstention}", "Nodes that abstained under the restart guard.")
+	o.nodeErrors = counter("redlock.node.errors", "{error}", "Failed calls to a node, in any operation, successful or not.")
+	o.abstentions = counter("redlock.node.abstentions", "{abstention}", "A node's abstentions under the restart guard.")
 	var err error
 	o.wait, err = m.Float64Histogram("redlock.lock.wait.duration", metric.WithUnit("s"),
 		metric.WithDescription("How long each acquisition took, by outcome."), metric.WithExplicitBucketBoundaries(waitBuckets...))
@@ -230,7 +238,7 @@ func (o *Observer) Acquired(e redlock.AcquireEvent) {
 			KeyAttempts.Int(e.Attempts),
 			KeyHandedOver.Bool(e.HandedOver),
 		))
-	if e.Outcome == redlock.OutcomeError || e.Outcome == redlock.OutcomeTimeout {
+	if e.Err != nil && e.Outcome != redlock.OutcomeHeld { // see the package doc: a refusal is no error
 		span.RecordError(e.Err, trace.WithTimestamp(end))
 		span.SetStatus(codes.Error, e.Outcome.String())
 	}

@@ -3,6 +3,7 @@ package redlockotel_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -427,3 +428,145 @@ func TestMain(m *testing.M) {
 type quietLogger struct{}
 
 func (quietLogger) Printf(context.Context, string, ...any) {}
+
+// TestSpanStatus: as the package doc says, an acquisition's span is an Error, with the error
+// as an event, when it returned an error other than a refusal ("timeout", "error", and an
+// outcome this package does not know); a refusal ("held") and a success are Unset and have
+// no event. A release's span is an Error when Release returned an error ("not_held",
+// "error").
+func TestSpanStatus(t *testing.T) {
+	e := newEnv(t)
+	now := time.Now()
+	failed := errors.New("failed")
+	for _, tc := range []struct {
+		outcome redlock.Outcome
+		err     error
+		want    codes.Code
+	}{
+		{redlock.OutcomeOK, nil, codes.Unset},
+		{redlock.OutcomeHeld, redlock.ErrHeld, codes.Unset},
+		{redlock.OutcomeTimeout, context.DeadlineExceeded, codes.Error},
+		{redlock.OutcomeError, redlock.ErrNoQuorum, codes.Error},
+		{redlock.Outcome(200), failed, codes.Error},
+	} {
+		e.spans.Reset()
+		e.obs.Acquired(redlock.AcquireEvent{Name: "n", Kind: redlock.KindLease, Start: now, Wait: time.Millisecond,
+			Attempts: 1, Outcome: tc.outcome, Err: tc.err})
+		spans := e.spans.GetSpans()
+		require.Len(t, spans, 1)
+		s := spans[0]
+		assert.Equal(t, tc.outcome.String(), attr(s, redlockotel.KeyOutcome).AsString())
+		assert.Equal(t, tc.want, s.Status.Code, "acquisition, outcome %v", tc.outcome)
+		if tc.want == codes.Error {
+			assert.Equal(t, tc.outcome.String(), s.Status.Description)
+			require.Len(t, s.Events, 1, "outcome %v: the error as an event", tc.outcome)
+			assert.Equal(t, "exception", s.Events[0].Name)
+		} else {
+			assert.Empty(t, s.Events, "outcome %v: no event", tc.outcome)
+		}
+	}
+	for _, tc := range []struct {
+		err     error
+		outcome string
+		want    codes.Code
+	}{
+		{nil, "ok", codes.Unset},
+		{fmt.Errorf("%w: %w", redlock.ErrNotHeld, redlock.ErrLost), "not_held", codes.Error},
+		{redlock.ErrNoQuorum, "error", codes.Error},
+	} {
+		e.spans.Reset()
+		e.obs.Released(redlock.ReleaseEvent{Name: "n", Kind: redlock.KindLease, Start: now, Err: tc.err})
+		spans := e.spans.GetSpans()
+		require.Len(t, spans, 1)
+		s := spans[0]
+		assert.Equal(t, tc.outcome, attr(s, redlockotel.KeyOutcome).AsString())
+		assert.Equal(t, tc.want, s.Status.Code, "release, outcome %s", tc.outcome)
+		if tc.want == codes.Error {
+			require.Len(t, s.Events, 1)
+		} else {
+			assert.Empty(t, s.Events)
+		}
+	}
+}
+
+// TestInstruments: every instrument, as the package doc and the README list them for a
+// dashboard: its name, type, unit, description, bucket boundaries and attribute keys, after
+// one event of each kind.
+func TestInstruments(t *testing.T) {
+	e := newEnv(t)
+	now := time.Now()
+	e.obs.Acquired(redlock.AcquireEvent{Name: "n", Kind: redlock.KindMutex, Start: now, Wait: time.Millisecond, Attempts: 2, HandedOver: true})
+	e.obs.Released(redlock.ReleaseEvent{Name: "n", Kind: redlock.KindMutex, Start: now, Hold: time.Second})
+	e.obs.Extended(redlock.ExtendEvent{Name: "n", Kind: redlock.KindMutex, Auto: true, Err: redlock.ErrNoQuorum})
+	e.obs.Lost(redlock.LostEvent{Name: "n", Kind: redlock.KindMutex, Reason: redlock.ErrExpired})
+	e.obs.NodeError(redlock.NodeEvent{Name: "n", Kind: redlock.KindMutex, Op: "acquire", Node: "a:1", Err: redlock.ErrNodeTimeout, TimedOut: true})
+	e.obs.NodeError(redlock.NodeEvent{Name: "n", Kind: redlock.KindMutex, Op: "acquire", Node: "a:1", Err: redlock.ErrRestarted, Abstained: true})
+
+	const (
+		counter   = "counter"
+		histogram = "histogram"
+		intHist   = "int histogram"
+	)
+	waits := []float64{0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60}
+	holds := []float64{0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1, 5, 10, 30, 60, 300, 600, 1800, 3600}
+	attempts := []float64{1, 2, 3, 5, 10, 20, 50, 100}
+	want := map[string]struct {
+		kind, unit, desc string
+		bounds           []float64
+		keys             []string
+	}{
+		"redlock.lock.acquisitions":       {counter, "{acquisition}", "Lock acquisitions that ended, by outcome.", nil, []string{"redlock.lock.kind", "redlock.outcome"}},
+		"redlock.lock.wait.duration":      {histogram, "s", "How long each acquisition took, by outcome.", waits, []string{"redlock.lock.kind", "redlock.outcome"}},
+		"redlock.lock.acquire.attempts":   {intHist, "{attempt}", "Attempts per acquisition, by outcome.", attempts, []string{"redlock.lock.kind", "redlock.outcome"}},
+		"redlock.lock.handovers":          {counter, "{handover}", "Acquisitions that a release handed the lock to.", nil, []string{"redlock.lock.kind"}},
+		"redlock.lock.hold.duration":      {histogram, "s", "How long a lock was held, at its release.", holds, []string{"redlock.lock.kind", "redlock.outcome"}},
+		"redlock.lock.extensions":         {counter, "{extension}", "Extensions that ended, successful or not.", nil, []string{"redlock.extension.auto", "redlock.lock.kind"}},
+		"redlock.lock.extension.failures": {counter, "{extension}", "Extensions that failed.", nil, []string{"error.type", "redlock.extension.auto", "redlock.lock.kind"}},
+		"redlock.lock.losses":             {counter, "{loss}", "Holdings that ended otherwise than by a release.", nil, []string{"redlock.lock.kind", "redlock.loss.reason"}},
+		"redlock.node.errors":             {counter, "{error}", "Failed calls to a node, in any operation, successful or not.", nil, []string{"error.type", "redlock.lock.kind", "redlock.node", "redlock.op"}},
+		"redlock.node.abstentions":        {counter, "{abstention}", "A node's abstentions under the restart guard.", nil, []string{"redlock.lock.kind", "redlock.node", "redlock.op"}},
+	}
+	ms := e.collect(t)
+	assert.Len(t, ms, len(want))
+	keysOf := func(set attribute.Set) []string {
+		var keys []string
+		for _, kv := range set.ToSlice() {
+			keys = append(keys, string(kv.Key))
+		}
+		slices.Sort(keys)
+		return keys
+	}
+	for name, w := range want {
+		m, ok := ms[name]
+		if !assert.True(t, ok, "no %s", name) {
+			continue
+		}
+		assert.Equal(t, w.unit, m.Unit, name)
+		assert.Equal(t, w.desc, m.Description, name)
+		var kind string
+		var sets []attribute.Set
+		var bounds []float64
+		switch d := m.Data.(type) {
+		case metricdata.Sum[int64]:
+			kind = counter
+			assert.True(t, d.IsMonotonic, name)
+			for _, p := range d.DataPoints {
+				sets = append(sets, p.Attributes)
+			}
+		case metricdata.Histogram[float64]:
+			kind = histogram
+			for _, p := range d.DataPoints {
+				sets, bounds = append(sets, p.Attributes), p.Bounds
+			}
+		case metricdata.Histogram[int64]:
+			kind = intHist
+			for _, p := range d.DataPoints {
+				sets, bounds = append(sets, p.Attributes), p.Bounds
+			}
+		}
+		assert.Equal(t, w.kind, kind, name)
+		assert.Equal(t, w.bounds, bounds, name)
+		require.Len(t, sets, 1, name)
+		assert.Equal(t, w.keys, keysOf(sets[0]), name)
+	}
+}
