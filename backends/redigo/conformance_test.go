@@ -2,6 +2,7 @@ package redigo_test
 
 import (
 	"context"
+	"sync"
 	"testing"
 
 	"github.com/go-redlock/redlock/backends/redigo"
@@ -13,7 +14,12 @@ import (
 // TestConformance runs the shared conformance suite on the redigo Node, on miniredis and on
 // real redis-server processes.
 func TestConformance(t *testing.T) {
+	var clients sync.Map // core.Node → the func that closes its driver client
 	conformance.Run(t, conformance.Harness{
+		CloseClient: func(_ testing.TB, n core.Node) {
+			close, _ := clients.Load(n)
+			close.(func())()
+		},
 		NewNode: func(t testing.TB, addr string) core.Node {
 			pool := &redis.Pool{
 				MaxIdle: 10,
@@ -24,6 +30,7 @@ func TestConformance(t *testing.T) {
 			t.Cleanup(func() { _ = pool.Close() })
 			node := redigo.New(pool, addr)
 			t.Cleanup(func() { _ = node.Close() }) // runs first: the Node before its pool
+			clients.Store(node, func() { _ = pool.Close() })
 			return node
 		},
 	})

@@ -1,6 +1,7 @@
 package rueidis_test
 
 import (
+	"sync"
 	"testing"
 
 	rlrueidis "github.com/go-redlock/redlock/backends/rueidis"
@@ -13,7 +14,12 @@ import (
 // real redis-server processes, and on a real 3-master Redis Cluster through its cluster
 // client.
 func TestConformance(t *testing.T) {
+	var clients sync.Map // core.Node → the func that closes its driver client
 	conformance.Run(t, conformance.Harness{
+		CloseClient: func(_ testing.TB, n core.Node) {
+			close, _ := clients.Load(n)
+			close.(func())()
+		},
 		NewNode: func(t testing.TB, addr string) core.Node {
 			// miniredis has neither client-side caching nor CLUSTER commands; a standalone
 			// redis-server needs neither, so the options suit both.
@@ -28,6 +34,7 @@ func TestConformance(t *testing.T) {
 			t.Cleanup(c.Close)
 			node := rlrueidis.New(c)
 			t.Cleanup(func() { _ = node.Close() }) // runs first: the Node before its client
+			clients.Store(node, c.Close)
 			return node
 		},
 		NewClusterNode: func(t testing.TB, addrs []string) core.Node {
@@ -38,6 +45,7 @@ func TestConformance(t *testing.T) {
 			t.Cleanup(c.Close)
 			node := rlrueidis.New(c)
 			t.Cleanup(func() { _ = node.Close() })
+			clients.Store(node, c.Close)
 			return node
 		},
 	})

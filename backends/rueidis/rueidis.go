@@ -82,7 +82,8 @@ func (n *Node) String() string { return n.name }
 // Eval runs s with EVALSHA, and with EVAL when the server does not have the script yet.
 // Concurrent calls share the client's pipelined connection; a call that the connection's
 // breaking (a reset, say) failed is sent once more, within ctx. Eval returns when ctx ends,
-// with ctx's error. A server error reply, such as WRONGTYPE, is a *rueidis.RedisError.
+// with ctx's error. A server error reply, such as WRONGTYPE, is an error that unwraps to a
+// *rueidis.RedisError and whose message is the server's (see serverError).
 func (n *Node) Eval(ctx context.Context, s *core.Script, keys []string, args ...string) ([]int64, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
@@ -119,7 +120,7 @@ func (n *Node) setNX(ctx context.Context, key, value string, ttl time.Duration) 
 	case ctx.Err() != nil:
 		return false, ctx.Err()
 	}
-	return false, closed(err)
+	return false, closed(serverError(err))
 }
 
 // closed returns err, made to match core.ErrClosed too if it says the client was closed.
@@ -159,7 +160,7 @@ func (n *Node) eval(ctx context.Context, s *core.Script, keys, args []string) ([
 		if cerr := ctx.Err(); cerr != nil {
 			return nil, cerr
 		}
-		return nil, closed(err)
+		return nil, closed(serverError(err))
 	}
 	arr, err := resp.ToArray()
 	if err != nil {
@@ -189,3 +190,31 @@ func exec(ctx context.Context, lua *rueidis.Lua, c rueidis.Client, keys, args []
 	}()
 	return lua.Exec(ctx, c, keys, args), nil
 }
+
+// serverError returns a server's error reply with the message the server sent: rueidis drops
+// the "ERR " that starts most replies (RedisError.Error gives "Error running script ..." for
+// "ERR Error running script ..."), and core.Permanent knows a reply by its start. A message
+// whose first word is not an upper-case error code (WRONGTYPE, NOSCRIPT, CROSSSLOT...) had
+// that "ERR " in front. The result unwraps to the *rueidis.RedisError; any other error, and a nil
+// reply, is returned as it is.
+func serverError(err error) error {
+	var re *rueidis.RedisError
+	if !errors.As(err, &re) || re.IsNil() {
+		return err
+	}
+	code, _, _ := strings.Cut(re.Error(), " ")
+	if code != "" && strings.ToUpper(code) == code {
+		return err
+	}
+	return &errReply{msg: "ERR " + re.Error(), err: err}
+}
+
+// errReply is a server's error reply whose "ERR " rueidis dropped, with it put back.
+type errReply struct {
+	msg string
+	err error // the driver's *rueidis.RedisError
+}
+
+func (e *errReply) Error() string { return e.msg }
+
+func (e *errReply) Unwrap() error { return e.err }

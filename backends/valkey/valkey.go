@@ -100,7 +100,8 @@ func (n *Node) String() string { return n.name }
 // have the script yet, and returns the script's integer array reply. Concurrent calls share
 // the client's pipelined connection; a call that the connection's breaking (a reset, say)
 // failed is sent once more, within ctx. Eval returns when ctx ends, with ctx's error. A server
-// error reply, such as WRONGTYPE, is a *valkey.ValkeyError; on a closed client the error
+// error reply, such as WRONGTYPE, is an error that unwraps to a *valkey.ValkeyError, with the
+// server's message (see serverError); on a closed client the error
 // matches core.ErrClosed; on a cluster client, keys of different slots are an error that
 // matches core.ErrInvalid (nothing is sent).
 func (n *Node) Eval(ctx context.Context, s *core.Script, keys []string, args ...string) ([]int64, error) {
@@ -141,7 +142,7 @@ func (n *Node) setNX(ctx context.Context, key, value string, ttl time.Duration) 
 	case ctx.Err() != nil:
 		return false, ctx.Err()
 	}
-	return false, closed(err)
+	return false, closed(serverError(err))
 }
 
 // bounded reports whether valkey-go ends a call by itself when ctx ends. It honours a
@@ -182,7 +183,7 @@ func (n *Node) eval(ctx context.Context, s *core.Script, keys, args []string) ([
 		if cerr := ctx.Err(); cerr != nil {
 			return nil, cerr
 		}
-		return nil, closed(err)
+		return nil, closed(serverError(err))
 	}
 	arr, err := resp.ToArray()
 	if err != nil {
@@ -213,3 +214,31 @@ func exec(ctx context.Context, lua *valkey.Lua, c valkey.Client, keys, args []st
 	}()
 	return lua.Exec(ctx, c, keys, args), nil
 }
+
+// serverError returns a server's error reply with the message the server sent: valkey-go drops
+// the "ERR " that starts most replies (ValkeyError.Error gives "Error running script ..." for
+// "ERR Error running script ..."), and core.Permanent knows a reply by its start. A message
+// whose first word is not an upper-case error code (WRONGTYPE, NOSCRIPT, CROSSSLOT...) had
+// that "ERR " in front. The result unwraps to the *valkey.ValkeyError; any other error, and a nil
+// reply, is returned as it is.
+func serverError(err error) error {
+	var re *valkey.ValkeyError
+	if !errors.As(err, &re) || re.IsNil() {
+		return err
+	}
+	code, _, _ := strings.Cut(re.Error(), " ")
+	if code != "" && strings.ToUpper(code) == code {
+		return err
+	}
+	return &errReply{msg: "ERR " + re.Error(), err: err}
+}
+
+// errReply is a server's error reply whose "ERR " valkey-go dropped, with it put back.
+type errReply struct {
+	msg string
+	err error // the driver's *valkey.ValkeyError
+}
+
+func (e *errReply) Error() string { return e.msg }
+
+func (e *errReply) Unwrap() error { return e.err }

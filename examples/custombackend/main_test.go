@@ -16,6 +16,8 @@ func TestConformance(t *testing.T) {
 			t.Cleanup(n.Close)
 			return n
 		},
+		// The Node is its own client: closing it closes its connections.
+		CloseClient: func(_ testing.TB, n core.Node) { n.(*Node).Close() },
 	})
 }
 

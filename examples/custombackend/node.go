@@ -8,6 +8,7 @@ import (
 	"net"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/go-redlock/redlock/core"
@@ -19,8 +20,9 @@ import (
 // honour ctx, return error replies as errors, and convert the reply to []int64. It holds no
 // lock logic: that lives in core. A Node is safe for concurrent use.
 type Node struct {
-	addr string
-	idle chan *conn // idle connections, ready for the next call
+	addr   string
+	idle   chan *conn // idle connections, ready for the next call
+	closed atomic.Bool
 }
 
 type conn struct {
@@ -39,8 +41,11 @@ func NewNode(addr string) *Node { return &Node{addr: addr, idle: make(chan *conn
 // String names the node in redlock's errors.
 func (n *Node) String() string { return n.addr }
 
-// Close closes the idle connections. Call it once the Node is no longer used.
+// Close closes the idle connections; every call after it fails with an error that matches
+// core.ErrClosed, which tells redlock to stop at once rather than retry the node. Call it
+// once the Node is no longer used.
 func (n *Node) Close() {
+	n.closed.Store(true)
 	for {
 		select {
 		case c := <-n.idle:
@@ -55,6 +60,9 @@ func (n *Node) Close() {
 func (n *Node) Eval(ctx context.Context, s *core.Script, keys []string, args ...string) ([]int64, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
+	}
+	if n.closed.Load() {
+		return nil, fmt.Errorf("%w: custombackend: the node is closed", core.ErrClosed)
 	}
 	c, err := n.get(ctx)
 	if err != nil {
@@ -99,8 +107,12 @@ func (n *Node) get(ctx context.Context) (*conn, error) {
 	return &conn{nc, bufio.NewReader(nc)}, nil
 }
 
-// put keeps c for the next call, or closes it if enough are idle.
+// put keeps c for the next call, or closes it if enough are idle or the Node is closed.
 func (n *Node) put(c *conn) {
+	if n.closed.Load() {
+		c.Close()
+		return
+	}
 	select {
 	case n.idle <- c:
 	default:
