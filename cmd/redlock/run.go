@@ -247,6 +247,9 @@ func (r *runner) acquire() (int, bool) {
 		within = fmt.Sprintf(" within -wait %v", r.wait)
 	}
 	r.say("could not take lock %q%s, not running the command: %s", r.name, within, r.cause(err))
+	if errors.Is(err, redlock.ErrRestarted) {
+		r.say("a node up for less than -restart-guard %v abstains: a restart may have made it forget its locks", r.guard)
+	}
 	if err := r.nodes.failures(); err != nil {
 		for _, line := range strings.Split(err.Error(), "\n") {
 			r.say("%s", line)

@@ -234,7 +234,7 @@ func TestUnavailable(t *testing.T) {
 	for _, n := range []int{1, 3} {
 		s := newSetup(t, n)
 		code, _, stderr := runTool(t, nil, "run", "-addrs", s.addrs, "-name", "guarded", "-wait", "1s", "--", "sh", "-c", ranScript, "sh", dir)
-		wantCode(t, code, stderr, exitUnavailable, "restart guard")
+		wantCode(t, code, stderr, exitUnavailable, "restart guard", "a node up for less than -restart-guard 30s abstains")
 		if exists(filepath.Join(dir, "ran")) {
 			t.Errorf("N=%d: the command ran", n)
 		}
