@@ -12,22 +12,21 @@
 //	redlock version
 //	redlock help [run]
 //
-// `redlock run` takes the lock NAME over the Redis masters of -addrs (default: $REDIS_ADDRS,
-// comma-separated host:port, or redis:// and rediss:// URLs). One address makes a
-// single-instance lock; several make a Redlock over independent masters, a majority of
-// which must grant it. It connects to every node at once and goes on as soon as a majority
-// has connected, or every node has connected or failed, giving each at most 2s. It waits
-// up to -wait (30s; 0 waits as long as it takes) while another owner holds the lock, or
-// makes one attempt with -nonblock: -wait bounds everything before COMMAND starts,
+// `redlock run` takes the lock NAME over the Redis masters of -addrs (default:
+// $REDIS_ADDRS, comma-separated host:port, or redis:// and rediss:// URLs). One address
+// makes a single-instance lock; several make a Redlock over independent masters, a majority
+// of which must grant it. It connects to every node at once and goes on as soon as a
+// majority has connected, or every node has connected or failed, giving each at most 2s. It
+// waits up to -wait (30s; 0 waits as long as it takes) while another owner holds the lock,
+// or makes one attempt with -nonblock: -wait bounds everything before COMMAND starts,
 // connecting included, and with -nonblock connecting takes up to 2s before the attempt
-// while no majority of the nodes answers. Then it runs COMMAND
-// with its standard input, output and error, and the lock's fencing token in the
-// environment variable REDLOCK_TOKEN (a decimal number that grows from one holder of NAME
-// to the next), extends the lock while COMMAND runs, releases it when COMMAND exits, and
-// exits with COMMAND's status. Its other flags set the library's options (-ttl,
-// -restart-guard, -node-timeout, -drift-factor, -prefix, -retry-min, -retry-max) and what
-// happens around COMMAND (-timeout, -grace, -conflict-exit-code, -quiet); `redlock run -h`
-// describes each, with an example.
+// while no majority of the nodes answers. Then it runs COMMAND with its standard input,
+// output and error, and the lock's fencing token in the environment variable REDLOCK_TOKEN
+// (a decimal number that grows from one holder of NAME to the next), extends the lock while
+// COMMAND runs, releases it when COMMAND exits, and exits with COMMAND's status. Its other
+// flags set the library's options (-ttl, -restart-guard, -node-timeout, -drift-factor,
+// -prefix, -retry-min, -retry-max) and what happens around COMMAND (-timeout, -grace,
+// -conflict-exit-code, -quiet); `redlock run -h` describes each, with an example.
 //
 // # Exit status
 //

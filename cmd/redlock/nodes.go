@@ -69,7 +69,7 @@ type connection struct {
 	done    bool
 	err     error         // nil if it connected
 	took    time.Duration // from connect's start to its end
-	dialErr error         // the client's last failed dial, which go-redis retries
+	dialErr error         // the error of the client's last dial, if it failed
 }
 
 // newNodes returns a Node per address. go-redis connects lazily: see connect.
@@ -84,13 +84,13 @@ func newNodes(addrs []*redis.Options) *nodeSet {
 	return s
 }
 
-// dialer returns dial, which records the failures of client i's dials: go-redis retries a
-// failed dial until the context ends, whose error then hides the cause (a refused
-// connection, an unknown host).
+// dialer returns client i's dialer: dial, and a record of its last error, for failures to
+// report. go-redis retries a failed dial until the context ends, whose error then hides
+// the cause (a refused connection, an unknown host).
 func (s *nodeSet) dialer(i int, dial func(context.Context, string, string) (net.Conn, error)) func(context.Context, string, string) (net.Conn, error) {
 	return func(ctx context.Context, network, addr string) (net.Conn, error) {
 		conn, err := dial(ctx, network, addr)
-		if err != nil && ctx.Err() == nil {
+		if err == nil || ctx.Err() == nil { // a dial that the context ended says nothing new
 			s.mu.Lock()
 			s.conns[i].dialErr = err
 			s.mu.Unlock()
