@@ -1,0 +1,159 @@
+package redlock_test
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/go-redlock/redlock"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// TestCloseWakesLocalWaiters: calls that wait behind a holder of the same Client (in its
+// local queue, where the nodes are never asked) end with ErrClosed at Close: a second
+// Lock (a panic), LockContext(Background), Acquire, a Semaphore's Acquire and an
+// Election's Campaign; and calls made after Close fail with it at once.
+func TestCloseWakesLocalWaiters(t *testing.T) {
+	nodes, _ := miniNodes(t, 3)
+	c := newClient(t, nodes, redlock.WithNodeTimeout(2*time.Second), redlock.WithTTL(3*time.Second))
+	ctx := ctxT(t, time.Minute)
+	m := c.NewMutex("local")
+	m.Lock()
+	permit, err := c.NewSemaphore("local-sem", 1).Acquire(ctx)
+	require.NoError(t, err)
+	leader, err := c.NewElection("local-vote").Campaign(ctx, "first")
+	require.NoError(t, err)
+
+	waits := map[string]func() error{
+		"Lock": func() (err error) {
+			defer func() {
+				if r := recover(); r != nil {
+					err = fmt.Errorf("%v", r)
+				}
+			}()
+			c.NewMutex("local").Lock()
+			return nil
+		},
+		"LockContext": func() error { return c.NewMutex("local").LockContext(context.Background()) },
+		"Acquire": func() error {
+			_, err := c.Acquire(context.Background(), "local")
+			return err
+		},
+		"Semaphore.Acquire": func() error {
+			_, err := c.NewSemaphore("local-sem", 1).Acquire(context.Background())
+			return err
+		},
+		"Campaign": func() error {
+			_, err := c.NewElection("local-vote").Campaign(context.Background(), "second")
+			return err
+		},
+	}
+	ended := make(chan error, len(waits))
+	for name, wait := range waits {
+		go func() { ended <- fmt.Errorf("%s: %w", name, wait()) }()
+	}
+	// Each waits in a local queue (the holder is this Client's).
+	for deadline := time.Now().Add(10 * time.Second); localWaiters() != len(waits); time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d of the %d calls wait in the local queue", localWaiters(), len(waits))
+		}
+	}
+	require.NoError(t, c.Close())
+	for range waits {
+		select {
+		case err := <-ended:
+			assert.ErrorContains(t, err, "client is closed") // Lock's panic carries the error too
+		case <-time.After(5 * time.Second):
+			t.Fatal("a waiting call did not end at Close")
+		}
+	}
+	for _, err := range []error{
+		c.NewMutex("local").LockContext(ctx),
+		func() error { _, err := c.Acquire(ctx, "local"); return err }(),
+		func() error { _, err := c.TryAcquire(ctx, "local"); return err }(),
+		func() error { _, err := c.NewSemaphore("local-sem", 1).TryAcquire(ctx); return err }(),
+		c.NewRWMutex("local").RLockContext(ctx),
+	} {
+		require.ErrorIs(t, err, redlock.ErrClosed)
+	}
+	// The holdings ended at Close (see TestCloseReleasesHoldings).
+	require.ErrorIs(t, m.UnlockContext(ctx), redlock.ErrClosed)
+	require.ErrorIs(t, permit.Err(), redlock.ErrClosed)
+	require.ErrorIs(t, leader.Err(), redlock.ErrClosed)
+}
+
+// TestCloseReleasesHoldings: Close releases every lock the Client holds (a Lease, a
+// Mutex's and an RWMutex's holdings, a permit, a leadership), so that no key is left on
+// the nodes and nothing extends them any longer; each holding ends with ErrClosed: its
+// Done and Lost channels close, the WithLostHandler function hears it, and its Release or
+// Unlock after Close reports that it was not held. Another Client takes each lock at once.
+func TestCloseReleasesHoldings(t *testing.T) {
+	nodes, servers := miniNodes(t, 3)
+	lost := make(chan error, 10)
+	opts := []redlock.Option{redlock.WithNodeTimeout(2 * time.Second), redlock.WithTTL(5 * time.Second),
+		redlock.WithLostHandler(func(err error) { lost <- err })}
+	c := newClient(t, nodes, opts...)
+	ctx := ctxT(t, time.Minute)
+	lease, err := c.Acquire(ctx, "held-lease", redlock.WithAutoExtend(true))
+	require.NoError(t, err)
+	m := c.NewMutex("held-mutex")
+	m.Lock()
+	rw := c.NewRWMutex("held-rw")
+	rw.RLock()
+	permit, err := c.NewSemaphore("held-sem", 1).Acquire(ctx)
+	require.NoError(t, err)
+	leader, err := c.NewElection("held-vote").Campaign(ctx, "me")
+	require.NoError(t, err)
+	mLost, rwLost := m.Lost(), rw.Lost()
+
+	require.NoError(t, c.Close())
+	for _, l := range []*redlock.Lease{lease, permit, leader} {
+		select {
+		case <-l.Done():
+		default:
+			t.Fatalf("lease %q still held after Close", l.Name())
+		}
+		require.ErrorIs(t, l.Err(), redlock.ErrClosed)
+		err := l.Release(ctx)
+		require.ErrorIs(t, err, redlock.ErrNotHeld)
+		require.ErrorIs(t, err, redlock.ErrClosed)
+		require.ErrorIs(t, l.Extend(ctx), redlock.ErrNotHeld)
+	}
+	for _, ch := range []<-chan struct{}{mLost, rwLost} {
+		select {
+		case <-ch:
+		default:
+			t.Fatal("a Mutex's Lost channel did not close at Close")
+		}
+	}
+	for range 5 {
+		select {
+		case err := <-lost:
+			require.ErrorIs(t, err, redlock.ErrNotHeld)
+			require.ErrorIs(t, err, redlock.ErrClosed)
+		case <-time.After(5 * time.Second):
+			t.Fatal("the lost handler was not called for every holding")
+		}
+	}
+	err = m.UnlockContext(ctx)
+	require.ErrorIs(t, err, redlock.ErrClosed, "Unlock after Close")
+	err = rw.RUnlockContext(ctx)
+	require.ErrorIs(t, err, redlock.ErrClosed, "RUnlock after Close")
+	for _, s := range servers {
+		for _, name := range []string{"held-lease", "held-mutex", "held-vote"} {
+			assert.False(t, s.Exists(lockKey(name)), "%s left on a node", name)
+		}
+	}
+	other := newClient(t, nodes, opts...)
+	for _, name := range []string{"held-lease", "held-mutex"} {
+		l, err := other.TryAcquire(ctx, name)
+		require.NoError(t, err, "%s still held after Close", name)
+		require.NoError(t, l.Release(ctx))
+	}
+	require.True(t, other.NewRWMutex("held-rw").TryLock(), "the read share was left after Close")
+	l, err := other.NewSemaphore("held-sem", 1).TryAcquire(ctx)
+	require.NoError(t, err, "the permit was left after Close")
+	require.NoError(t, l.Release(ctx))
+}
