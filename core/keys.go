@@ -6,6 +6,7 @@ import (
 	"encoding/base64"
 	"encoding/hex"
 	"fmt"
+	"strconv"
 	"strings"
 )
 
@@ -140,4 +141,30 @@ func (k Keys) extendKeys(read bool) []string {
 		return []string{k.Lock, k.Readers}
 	}
 	return []string{k.Lock}
+}
+
+// NewPartKeys returns the keys of a lock that a primitive keeps for itself beside the lock
+// called name (a semaphore's permit, say): those of NewKeys(prefix, name) with ":<part>"
+// after the lock key, the other keys following it as in NewKeys. They share the hash tag
+// of name's keys, so on Redis Cluster they fall in name's slot.
+//
+// They equal no key of any name's lock, nor of another part: every key ends with its
+// name's last '}' and then its suffixes, none of which holds '}', so a key tells its name;
+// and after the name a part's keys start with ":<part>", which no suffix of NewKeys does.
+// That holds as long as part is not empty, holds neither ':' nor '}', and is none of
+// fence, queue, alive, waiters, readers, leader, released and permits (the semaphore's
+// record, name's lock key + ":permits"); NewPartKeys panics otherwise.
+func NewPartKeys(prefix, name, part string) Keys {
+	switch part {
+	case "", "fence", "queue", "alive", "waiters", "readers", "leader", "released", "permits":
+		panic("core: NewPartKeys: part " + strconv.Quote(part) + " is one of the keys' suffixes")
+	}
+	if strings.ContainsAny(part, ":}") {
+		panic("core: NewPartKeys: part " + strconv.Quote(part) + " holds ':' or '}'")
+	}
+	base := NewKeys(prefix, name).Lock + ":" + part
+	k := Keys{Lock: base, Fence: base + ":fence", Queue: base + ":queue", Alive: base + ":alive", Waiters: base + ":waiters",
+		Readers: base + ":readers", Leader: base + ":leader", Channel: base + ":released"}
+	k.scriptKeys = &scriptKeys{acquire: k.AcquireKeys(), release: k.ReleaseKeys()}
+	return k
 }
