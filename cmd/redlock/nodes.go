@@ -17,7 +17,7 @@ import (
 // connectTimeout bounds the first connection to each node (dial and handshake), made
 // before the lock is attempted so that the node timeout bounds the lock's round trips, not
 // a connection's setup. A node that cannot connect in time is left to fail the attempt.
-// -wait, when shorter, bounds it too.
+// -wait, when shorter, bounds it too. The usage text, doc.go and the README say 2s.
 const connectTimeout = 2 * time.Second
 
 // parseAddrs parses a comma-separated list of Redis masters: host:port, or redis:// and
