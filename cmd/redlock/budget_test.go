@@ -81,13 +81,13 @@ func TestWaitBoundsConnecting(t *testing.T) {
 // TestMessagesNameTheLock: what redlock says about a lock it could not take names the lock
 // as the user gave it, never its Redis key, and says it once per line: its own messages,
 // and the library's errors and warnings that it prints (a wait that keeps failing is
-// logged after 5 s).
+// logged after 5 s; connecting to the closed port first takes up to 2 s).
 func TestMessagesNameTheLock(t *testing.T) {
 	const closed = "127.0.0.1:1" // see TestUnavailable
-	for _, flag := range []string{"-nonblock", "-wait=8s"} {
+	for _, flag := range []string{"-nonblock", "-wait=10s"} {
 		code, _, stderr := runTool(t, nil, "run", "-addrs", closed, "-restart-guard", "0", "-name", "named", flag, "--", "true")
 		wantCode(t, code, stderr, exitUnavailable, `could not take lock "named"`)
-		if flag == "-wait=8s" {
+		if flag == "-wait=10s" {
 			wantCode(t, code, stderr, exitUnavailable, "still waiting for the lock")
 		}
 		key := keys("named").Lock
