@@ -13,7 +13,8 @@ import (
 
 // Client grants locks over a fixed set of nodes. Create it with New; a Client is safe for
 // concurrent use by many goroutines and holds no connections of its own (the nodes' driver
-// clients do). Close it when done.
+// clients do). Close it when done. Every method of a nil *Client, or of a Client not made
+// by New, panics with a message that says so.
 type Client struct {
 	cluster *core.Cluster
 	nodes   []Node
@@ -21,9 +22,13 @@ type Client struct {
 
 	closeOnce sync.Once
 	closeErr  error
+	closed    chan struct{} // closed by Close: wakes the calls that wait in a local queue
 
 	qmu    sync.Mutex
 	queues map[string]weak.Pointer[queue] // per lock key: its local queue (see queueOf)
+
+	hmu      sync.Mutex
+	holdings map[*Lease]struct{} // the held locks, which Close releases; nil after Close
 }
 
 // New returns a Client over nodes, one per independent Redis master. A lock needs a quorum
@@ -54,21 +59,56 @@ func New(nodes []Node, opts ...Option) (*Client, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Client{cluster: cluster, nodes: append([]Node(nil), nodes...), opts: s}, nil
+	return &Client{cluster: cluster, nodes: append([]Node(nil), nodes...), opts: s, closed: make(chan struct{}),
+		holdings: make(map[*Lease]struct{})}, nil
 }
 
-// Close makes every later acquisition through c (Acquire, TryAcquire, Do, and a Mutex's
-// Lock, LockContext and TryLock) fail with an error that matches ErrClosed, wakes the
-// calls that wait for a lock so that they fail with it too, and closes the nodes'
-// subscriptions: it calls Close on each node that has one (an io.Closer; the backends'
-// Nodes close their pub/sub connections, never the driver client they were given), and
-// returns their errors joined. A Mutex.Lock that meets a closed Client panics, as it has no
-// other way to say so. Close does not release held locks: Release and Unlock still work
-// after it, and a lock not released expires by its TTL. Later calls of Close return the
-// first one's error.
+// made panics, naming method, if c is nil or was not made by New: a bare nil dereference
+// would not say which.
+func (c *Client) made(method string) {
+	switch {
+	case c == nil:
+		panic("redlock: " + method + " called on a nil *Client (create it with New)")
+	case c.cluster == nil:
+		panic("redlock: " + method + " called on a Client not made by New (create it with New)")
+	}
+}
+
+// Close ends the Client. Every later acquisition through it (Acquire, TryAcquire, Do, a
+// Mutex's or an RWMutex's locking calls, a Semaphore's Acquire and TryAcquire, an
+// Election's Campaign) fails with an error that matches ErrClosed, and so, at once, does
+// every such call that is waiting: in Redis, or in the Client's local queue behind another
+// goroutine of this Client. A Mutex.Lock or RWMutex.RLock panics instead, as it has no
+// other way to say so; an Election's Observe channel closes.
+//
+// Close releases every lock the Client holds (each Lease, each holding of a Mutex or an
+// RWMutex, a Semaphore's permits, an Election's leadership), and returns once they are
+// released or their nodes timed out: nothing of the Client extends a lock after Close. Each
+// holding ends with ErrClosed, as if it were lost: a Lease's Done channel closes and its
+// Err is ErrClosed, a Mutex's or RWMutex's Lost channel closes, Do's function sees its
+// context cancelled, and the WithLostHandler function is called with an error that matches
+// ErrNotHeld and ErrClosed. A later Release, Unlock or RUnlock of such a holding lets it go
+// locally and returns that error too (Unlock and RUnlock pass it to the WithErrorHandler
+// function or the logger); Unlock still must be called only on a locked Mutex.
+//
+// Last, Close closes the nodes' subscriptions: it calls Close on each node that has one (an
+// io.Closer; the backends' Nodes close their pub/sub connections, never the driver client
+// they were given), and returns their errors joined. Close is safe to call more than once
+// and concurrently with every other call; later calls return the first one's error.
 func (c *Client) Close() error {
+	c.made("Close")
 	c.closeOnce.Do(func() {
 		c.cluster.Close()
+		close(c.closed)
+		c.hmu.Lock()
+		holdings := c.holdings
+		c.holdings = nil
+		c.hmu.Unlock()
+		var wg sync.WaitGroup
+		for l := range holdings {
+			wg.Go(func() { _ = l.finish(context.Background(), ErrClosed) })
+		}
+		wg.Wait()
 		var errs []error
 		for _, n := range c.nodes {
 			if closer, ok := n.(io.Closer); ok {
@@ -80,10 +120,42 @@ func (c *Client) Close() error {
 	return c.closeErr
 }
 
+// hold records l, which has just started, as a holding for Close to release. It reports
+// false, recording nothing, if c is closed.
+func (c *Client) hold(l *Lease) bool {
+	c.hmu.Lock()
+	defer c.hmu.Unlock()
+	if c.holdings == nil {
+		return false
+	}
+	c.holdings[l] = struct{}{}
+	return true
+}
+
+// drop forgets l, which has ended.
+func (c *Client) drop(l *Lease) {
+	c.hmu.Lock()
+	delete(c.holdings, l)
+	c.hmu.Unlock()
+}
+
+// isClosed reports whether Close was called.
+func (c *Client) isClosed() bool {
+	select {
+	case <-c.closed:
+		return true
+	default:
+		return false
+	}
+}
+
 // Unguarded returns the nodes that cannot apply the restart guard because they do not
 // report their uptime (miniredis does not, for one). They are found as locks are acquired
 // with the guard on, so the list starts empty. Such a node's vote counts without the guard.
-func (c *Client) Unguarded() []string { return c.cluster.Unguarded() }
+func (c *Client) Unguarded() []string {
+	c.made("Unguarded")
+	return c.cluster.Unguarded()
+}
 
 // TryAcquire makes one attempt to take the lock called name, and returns its Lease.
 //
@@ -94,14 +166,23 @@ func (c *Client) Unguarded() []string { return c.cluster.Unguarded() }
 // option; ctx's error (errors.Is(err, context.Canceled), say) if ctx ended. Every error
 // names the lock.
 func (c *Client) TryAcquire(ctx context.Context, name string, opts ...Option) (*Lease, error) {
+	c.made("TryAcquire")
 	l, err := c.newLease("TryAcquire", name, optRetry|optLogger|optErrorHandler, opts)
 	if err != nil {
 		return nil, err
 	}
-	a := observeAcquire(ctx, &l.opts, name, l.kind)
+	return c.tryAcquire(ctx, l)
+}
+
+// tryAcquire is TryAcquire of l, a Lease not yet held.
+func (c *Client) tryAcquire(ctx context.Context, l *Lease) (*Lease, error) {
+	a := observeAcquire(ctx, &l.opts, l.name, l.kind)
 	q := c.queueOf(l.lock.Keys.Lock)
 	if !q.tryJoin() {
-		err := &lockError{"acquire", name, errHeldHere}
+		err := &lockError{"acquire", l.name, errHeldHere}
+		if c.isClosed() {
+			err = &lockError{"acquire", l.name, ErrClosed}
+		}
 		a.queued(err)
 		return nil, err
 	}
@@ -124,6 +205,7 @@ func (c *Client) TryAcquire(ctx context.Context, name string, opts ...Option) (*
 // names the lock, and a node's error names the node. With WithLogger, a wait that keeps
 // failing for other reasons than a holder is logged (see WithLogger).
 func (c *Client) Acquire(ctx context.Context, name string, opts ...Option) (*Lease, error) {
+	c.made("Acquire")
 	l, err := c.newLease("Acquire", name, optErrorHandler, opts)
 	if err != nil {
 		return nil, err
@@ -135,7 +217,7 @@ func (c *Client) acquire(ctx context.Context, l *Lease) (*Lease, error) {
 	a := observeAcquire(ctx, &l.opts, l.name, l.kind)
 	q := c.queueOf(l.lock.Keys.Lock)
 	if err := q.join(ctx); err != nil {
-		err = &lockError{"acquire", l.name, fmt.Errorf("%w; last attempt: %w", err, errHeldHere)}
+		err = joinError("acquire", l.name, err)
 		a.queued(err)
 		return nil, err
 	}
@@ -153,7 +235,9 @@ func (l *Lease) took(q *queue, g *core.Held, err error) (*Lease, error) {
 		return nil, err
 	}
 	l.leaveQueue = q.leave
-	l.start(g)
+	if err := l.start(g); err != nil {
+		return nil, err
+	}
 	return l, nil
 }
 
@@ -174,6 +258,7 @@ func (l *Lease) took(q *queue, g *core.Held, err error) (*Lease, error) {
 // with fn's; or else Release's error. WithErrorHandler and WithAutoExtend(false) do not
 // apply to Do (an error that matches ErrInvalid).
 func (c *Client) Do(ctx context.Context, name string, fn func(ctx context.Context) error, opts ...Option) error {
+	c.made("Do")
 	if fn == nil {
 		return &lockError{"Do", name, fmt.Errorf("%w: nil function", ErrInvalid)}
 	}
@@ -224,13 +309,21 @@ func (c *Client) newLease(call, name string, not uint32, opts []Option) (*Lease,
 	if err != nil {
 		return nil, &lockError{call, name, err}
 	}
+	return c.leaseOf(name, core.NewKeys(s.prefix, name), s), nil
+}
+
+// leaseOf returns a Lease, not yet held, of the lock whose keys are keys, with settings s
+// (checked), named name in its errors and events: the lock called name, or one that a
+// primitive called name keeps for itself (see core.NewPartKeys).
+func (c *Client) leaseOf(name string, keys core.Keys, s settings) *Lease {
 	l := &Lease{
+		client:  c,
 		cluster: c.cluster,
 		name:    name,
 		kind:    KindLease,
 		opts:    s,
 		lock: core.Lock{
-			Keys:        core.NewKeys(s.prefix, name),
+			Keys:        keys,
 			TTL:         s.ttl,
 			NodeTimeout: s.nodeTimeout,
 			DriftFactor: s.driftFactor,
@@ -239,5 +332,14 @@ func (c *Client) newLease(call, name string, not uint32, opts []Option) (*Lease,
 		},
 	}
 	l.observeNodes()
-	return l, nil
+	return l
+}
+
+// joinError is the error of op on the lock called name whose local queue refused it with
+// err: ErrClosed, or ctx's error while another goroutine of this Client held the place.
+func joinError(op, name string, err error) error {
+	if errors.Is(err, ErrClosed) {
+		return &lockError{op, name, ErrClosed}
+	}
+	return &lockError{op, name, fmt.Errorf("%w; last attempt: %w", err, errHeldHere)}
 }

@@ -230,8 +230,8 @@ func TestOptionsTakeEffectOrAreRefused(t *testing.T) {
 }
 
 // TestClientClose: after Close, acquisitions fail with ErrClosed (Lock panics), a waiting
-// LockContext wakes and fails with it, held locks can still be released, and the nodes'
-// Close methods were called once.
+// LockContext wakes and fails with it, the Client's held locks were released (a later
+// Release says so), and the nodes' Close methods were called once.
 func TestClientClose(t *testing.T) {
 	nodes, servers := miniNodes(t, 3)
 	counted := make([]redlock.Node, len(nodes))
@@ -267,8 +267,12 @@ func TestClientClose(t *testing.T) {
 	require.ErrorIs(t, err, redlock.ErrClosed)
 	assert.False(t, c.NewMutex("after").TryLock())
 	assert.PanicsWithValue(t, `redlock: Lock: redlock: acquire "redlock:{after}": client is closed`, c.NewMutex("after").Lock)
-	require.NoError(t, mine.Release(ctx), "a held lock can be released after Close")
-	require.NoError(t, held.Release(ctx))
+	require.ErrorIs(t, mine.Err(), redlock.ErrClosed, "Close did not end a held lock")
+	assert.False(t, servers[0].Exists(lockKey("mine")), "Close did not release a held lock")
+	err = mine.Release(ctx)
+	require.ErrorIs(t, err, redlock.ErrNotHeld)
+	require.ErrorIs(t, err, redlock.ErrClosed)
+	require.NoError(t, held.Release(ctx), "another Client's lock")
 }
 
 // closeCounter is a Node whose Close is counted.

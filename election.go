@@ -26,20 +26,24 @@ var ErrNoLeader = errors.New("redlock: election has no leader")
 type Election struct {
 	client *Client
 	name   string
-	opts   []Option
 	set    settings
 	keys   core.Keys
 	err    error
 }
 
 // NewElection returns the Election called name. Options apply to the leader's Lease (TTL,
-// node timeout, restart guard...), which always extends itself; a bad name or option is
-// reported by Campaign, Leader and Observe's channel (closed at once), as an error that
-// matches ErrInvalid.
+// node timeout, restart guard, maximum hold time, lost handler...), which always extends
+// itself, and WithRetry and WithLogger to Campaign's wait (as to Client.Acquire's).
+// WithAutoExtend(false) and WithErrorHandler do not apply (the leader's Lease always
+// extends itself; Campaign returns its errors). A bad name or option (those two among
+// them) is reported by Campaign, Leader and Observe's channel (closed at once), as an
+// error that matches ErrInvalid and names the Election.
 func (c *Client) NewElection(name string, opts ...Option) *Election {
-	e := &Election{client: c, name: name, opts: append(append([]Option(nil), opts...), WithAutoExtend(true))}
+	c.made("NewElection")
+	e := &Election{client: c, name: name}
 	var err error
-	e.set, err = c.opts.forCall("NewElection", 0, e.opts)
+	e.set, err = c.opts.forCall("NewElection", optNoAutoExtend|optErrorHandler, opts)
+	e.set.autoExtend = true
 	if err == nil {
 		err = checkName(name)
 	}
@@ -65,7 +69,7 @@ func (e *Election) Campaign(ctx context.Context, value string) (*Lease, error) {
 	if len(value) > core.MaxValueLen {
 		return nil, &lockError{"campaign", e.name, fmt.Errorf("%w: a value of %d bytes: at most %d", ErrInvalid, len(value), core.MaxValueLen)}
 	}
-	l, err := e.client.Acquire(ctx, e.name, e.opts...)
+	l, err := e.client.acquire(ctx, e.client.leaseOf(e.name, e.keys, e.set))
 	if err != nil {
 		return nil, err
 	}
@@ -110,7 +114,7 @@ func (e *Election) Leader(ctx context.Context) (string, error) {
 
 // Observe returns a channel on which it sends the leader's value each time the leader
 // changes, starting with the current one ("" if none), and "" when the election is left
-// without a leader; it is closed when ctx ends. It learns of a new leader when the leader records
+// without a leader; it is closed when ctx ends or the Client is closed. It learns of a new leader when the leader records
 // its value (through the nodes that offer notifications), and checks every refresh
 // interval (2.5 node timeouts, at least 50 ms) besides, which is how it learns that a
 // leader is gone. A leader that comes and goes within one check may be missed where the
@@ -163,12 +167,16 @@ func (e *Election) Observe(ctx context.Context) <-chan string {
 					case out <- value:
 					case <-ctx.Done():
 						return
+					case <-e.client.closed:
+						return
 					}
 					last, first = value, false
 				}
 			}
 			select {
 			case <-ctx.Done():
+				return
+			case <-e.client.closed:
 				return
 			case <-wake:
 			case <-tick.C:

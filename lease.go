@@ -11,10 +11,11 @@ import (
 
 // Lease is a held lock, returned by Client.Acquire and Client.TryAcquire. It is held until
 // it ends: by Release, by running past Until without an extension, by losing the lock (an
-// extension found the nodes no longer hold it), or at its maximum hold time. Done and Err
-// report the end. A Lease is safe for concurrent use; Extend and Release calls on one Lease
+// extension found the nodes no longer hold it), at its maximum hold time, or when its
+// Client is closed (Close releases it). Done and Err report the end. A Lease is safe for concurrent use; Extend and Release calls on one Lease
 // run one at a time. The zero Lease holds nothing.
 type Lease struct {
+	client  *Client // releases it at Close
 	cluster *core.Cluster
 	name    string
 	kind    Kind // for the Observer's events
@@ -47,10 +48,10 @@ type Lease struct {
 
 // start makes l the holder of g, and starts its timers: one for the next extension (if
 // asked) or else the expiry at Until, and one for the end of the maximum hold time, if set.
-// Timers cost no goroutine until they fire.
-func (l *Lease) start(g *core.Held) {
+// Timers cost no goroutine until they fire. If l's Client was closed meanwhile, it lets go
+// of the lock instead and returns an error that matches ErrClosed.
+func (l *Lease) start(g *core.Held) error {
 	l.mu.Lock()
-	defer l.mu.Unlock()
 	l.held, l.until = g, g.Until
 	if l.opts.autoExtend {
 		l.extendAt = l.extensionDue(nil)
@@ -61,6 +62,28 @@ func (l *Lease) start(g *core.Held) {
 			_ = l.finish(context.Background(), ErrMaxHold)
 		})
 	}
+	l.mu.Unlock()
+	if l.client != nil && !l.client.hold(l) {
+		l.abandon()
+		return &lockError{"acquire", l.name, ErrClosed}
+	}
+	return nil
+}
+
+// abandon lets go of l, which has just started but whose Client was closed: it ends l,
+// which was never handed out, without a word (no lost handler, no event), and releases its
+// lock.
+func (l *Lease) abandon() {
+	l.mu.Lock()
+	l.released, l.err = true, ErrClosed
+	for _, t := range []*time.Timer{l.timer, l.holdEnd} {
+		if t != nil {
+			t.Stop()
+		}
+	}
+	l.mu.Unlock()
+	_ = l.cluster.Release(context.Background(), l.held)
+	l.leave()
 }
 
 // Name returns the lock's name.
@@ -122,7 +145,7 @@ func (l *Lease) lostCh() <-chan struct{} {
 
 // Err returns nil while the lease is held, and after it ended the reason: ErrReleased,
 // ErrExpired (validity ran out without an extension), ErrLost (the nodes no longer hold the
-// lock for it), or ErrMaxHold. The zero Lease reports ErrNotHeld. A lease that ends
+// lock for it), ErrMaxHold, or ErrClosed (its Client was closed, which released it). The zero Lease reports ErrNotHeld. A lease that ends
 // otherwise than by Release calls the WithLostHandler function, if set.
 func (l *Lease) Err() error {
 	if l.cluster == nil {
@@ -195,9 +218,9 @@ func (l *Lease) extended(until time.Time, err error) error {
 // Whatever it returns, the Lease no longer holds the lock.
 //
 // Errors: one matching ErrNotHeld if the lease had already ended, and the reason it ended
-// (ErrReleased for a second Release, ErrMaxHold, ErrLost, or ErrExpired, which means the
-// work it protected may have overlapped another holder's), or if the nodes no longer held
-// the lock; a *QuorumError if too few nodes answered: their copies expire by TTL. Every
+// (ErrReleased for a second Release, ErrMaxHold, ErrClosed, ErrLost, or ErrExpired, which
+// means the work it protected may have overlapped another holder's), or if the nodes no
+// longer held the lock; a *QuorumError if too few nodes answered: their copies expire by TTL. Every
 // error names the lock.
 func (l *Lease) Release(ctx context.Context) error {
 	return l.finish(ctx, ErrReleased)
@@ -294,6 +317,9 @@ func (l *Lease) end(reason error) {
 		if l.opts.observer != nil {
 			l.observeLost(reason)
 		}
+	}
+	if l.client != nil {
+		l.client.drop(l)
 	}
 	if !l.released { // finish leaves after its network release
 		l.leave()

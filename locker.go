@@ -11,7 +11,8 @@ import (
 
 // Mutex is a mutual exclusion lock shared by every process that uses the same name over the
 // same nodes: a sync.Locker that works across machines. Create it with Client.NewMutex; the
-// zero Mutex is not usable, and a Mutex must not be copied after first use.
+// zero Mutex is not usable, and a Mutex must not be copied after first use: a copy panics,
+// saying so, at its first call (as a copied strings.Builder does).
 //
 // One Mutex is safe for use by many goroutines. Goroutines of one Client that wait for the
 // same name, through one Mutex or several, queue locally in FIFO order, and only the first
@@ -47,6 +48,9 @@ type Mutex struct {
 
 	queue *queue // this name's local queue in the Client, kept for the Mutex's lifetime
 
+	// self is the Mutex's address, recorded at its first use, to tell a copy (see noCopy).
+	self atomic.Pointer[Mutex]
+
 	mu    sync.Mutex
 	lease *Lease // the current holding; nil when unlocked
 }
@@ -59,6 +63,7 @@ var _ sync.Locker = (*Mutex)(nil)
 // A bad name or option is reported by LockContext (an error matching ErrInvalid), TryLock
 // (false) and Lock (a panic: it has no other way to say it).
 func (c *Client) NewMutex(name string, opts ...Option) *Mutex {
+	c.made("NewMutex")
 	m := &Mutex{}
 	c.initMutex(m, "NewMutex", name, opts)
 	return m
@@ -86,6 +91,7 @@ func (c *Client) initMutex(m *Mutex, op, name string, opts []Option) {
 // WithLogger). It panics if the Mutex was created with a bad name or option, or if its
 // Client is closed (before or while it waits): it has no other way to say so.
 func (m *Mutex) Lock() {
+	m.noCopy("Mutex")
 	if err := m.lock(context.Background(), true); err != nil {
 		panic("redlock: Lock: " + err.Error())
 	}
@@ -96,7 +102,10 @@ func (m *Mutex) Lock() {
 // attempt's error, ErrHeld say), or at once an error that no retry can fix (as Acquire
 // does: ErrInvalid for a bad name or option, ErrClosed...). On error m is not locked by
 // this call. Every error names the lock.
-func (m *Mutex) LockContext(ctx context.Context) error { return m.lock(ctx, false) }
+func (m *Mutex) LockContext(ctx context.Context) error {
+	m.noCopy("Mutex")
+	return m.lock(ctx, false)
+}
 
 // lock is LockContext that, if persist, goes on through errors that no retry can fix, until
 // the Client is closed.
@@ -106,7 +115,7 @@ func (m *Mutex) lock(ctx context.Context, persist bool) error {
 	}
 	a := observeAcquire(ctx, &m.opts, m.name, m.kind)
 	if err := m.queue.join(ctx); err != nil {
-		err = &lockError{"lock", m.name, fmt.Errorf("%w; last attempt: %w", err, errHeldHere)}
+		err = joinError("lock", m.name, err)
 		a.queued(err)
 		return err
 	}
@@ -122,8 +131,7 @@ func (m *Mutex) lock(ctx context.Context, persist bool) error {
 		return err
 	}
 	m.contended.Store(g.Attempts > 1)
-	m.hold(l, g)
-	return nil
+	return m.hold(l, g)
 }
 
 // TryLock tries to lock m once, without waiting, and reports whether it succeeded. It fails
@@ -133,6 +141,7 @@ func (m *Mutex) lock(ctx context.Context, persist bool) error {
 // Note that while correct uses of TryLock do exist, they are rare, and use of TryLock is
 // often a sign of a deeper problem in a particular use of mutexes.
 func (m *Mutex) TryLock() bool {
+	m.noCopy("Mutex")
 	if m.usable() != nil {
 		return false
 	}
@@ -153,8 +162,7 @@ func (m *Mutex) TryLock() bool {
 		return false
 	}
 	m.contended.Store(false)
-	m.hold(l, g)
-	return true
+	return m.hold(l, g) == nil
 }
 
 // Unlock unlocks m. It is a run-time error, and panics with "redlock: unlock of unlocked
@@ -162,6 +170,9 @@ func (m *Mutex) TryLock() bool {
 // (they are down, or the lock was already lost) is not a panic: it goes to the
 // WithErrorHandler function, or else to the WithLogger logger, and the lock's keys expire by
 // their TTL. Either way m is unlocked when Unlock returns.
+//
+// After the Client's Close, which released the lock, Unlock passes on an error that matches
+// ErrNotHeld and ErrClosed.
 func (m *Mutex) Unlock() { m.report("unlock", m.UnlockContext(context.Background())) }
 
 // report sends err, from op, to the WithErrorHandler function, or else to the WithLogger
@@ -181,6 +192,7 @@ func (m *Mutex) report(op string, err error) {
 // TTL). The release is attempted even if ctx is already cancelled. m is unlocked when it
 // returns, whatever the error. Like Unlock, it panics if m is not locked.
 func (m *Mutex) UnlockContext(ctx context.Context) error {
+	m.noCopy("Mutex")
 	l := m.release()
 	if l == nil {
 		panic("redlock: unlock of unlocked mutex")
@@ -210,6 +222,7 @@ func (m *Mutex) unlock(ctx context.Context, l *Lease) error {
 // holding was lost then, and the WithLostHandler function is called too). When m is not
 // locked it returns a closed channel.
 func (m *Mutex) Lost() <-chan struct{} {
+	m.noCopy("Mutex")
 	m.mu.Lock()
 	l := m.lease
 	m.mu.Unlock()
@@ -228,8 +241,19 @@ func (m *Mutex) usable() error {
 	return m.err
 }
 
+// noCopy panics if m is a copy of a Mutex that was used, or of an RWMutex (kind
+// "RWMutex"): the copy shares the original's holding and its place in the local queue, and
+// would release one holding twice or leave the place another goroutine holds. The first
+// call of m records its address.
+func (m *Mutex) noCopy(kind string) {
+	if p := m.self.Load(); p == m || p == nil && m.self.CompareAndSwap(nil, m) || m.self.Load() == m {
+		return
+	}
+	panic("redlock: illegal use of a copied " + kind + " (it must not be copied after first use)")
+}
+
 func (m *Mutex) newLease() *Lease {
-	l := &Lease{cluster: m.client.cluster, name: m.name, kind: m.kind, opts: m.opts, lock: core.Lock{
+	l := &Lease{client: m.client, cluster: m.client.cluster, name: m.name, kind: m.kind, opts: m.opts, lock: core.Lock{
 		Keys:        m.keys,
 		TTL:         m.opts.ttl,
 		NodeTimeout: m.opts.nodeTimeout,
@@ -242,10 +266,16 @@ func (m *Mutex) newLease() *Lease {
 }
 
 // hold makes l, granted by g, m's current holding. A holding reports its own loss
-// (Lost's channel, the WithLostHandler function): the Mutex only keeps it until Unlock.
-func (m *Mutex) hold(l *Lease, g *core.Held) {
-	l.start(g)
+// (Lost's channel, the WithLostHandler function): the Mutex only keeps it until Unlock. If
+// the Client was closed meanwhile, it lets go of l and of m's place in the local queue, and
+// returns an error that matches ErrClosed.
+func (m *Mutex) hold(l *Lease, g *core.Held) error {
+	if err := l.start(g); err != nil {
+		m.queue.leave()
+		return err
+	}
 	m.mu.Lock()
 	m.lease = l
 	m.mu.Unlock()
+	return nil
 }

@@ -12,10 +12,13 @@ import (
 // its lifetime; the Client finds a key's queue through a weak pointer, and forgets the key
 // once nothing uses its queue (see queueOf).
 type queue struct {
-	slot chan struct{}
+	slot   chan struct{}
+	closed <-chan struct{} // the Client's: closed by its Close
 }
 
 // join waits, in FIFO order, for the one place in q; the caller gives it back with leave.
+// It fails with ctx's error if ctx ends first, or with ErrClosed if the Client is closed
+// first.
 func (q *queue) join(ctx context.Context) error {
 	if q.tryJoin() {
 		return nil
@@ -25,6 +28,8 @@ func (q *queue) join(ctx context.Context) error {
 		return nil
 	case <-ctx.Done():
 		return ctx.Err()
+	case <-q.closed:
+		return ErrClosed
 	}
 }
 
@@ -54,7 +59,7 @@ func (c *Client) queueOf(key string) *queue {
 	if c.queues == nil {
 		c.queues = make(map[string]weak.Pointer[queue])
 	}
-	q := &queue{slot: make(chan struct{}, 1)}
+	q := &queue{slot: make(chan struct{}, 1), closed: c.closed}
 	c.queues[key] = weak.Make(q)
 	runtime.AddCleanup(q, c.forget, key)
 	return q

@@ -11,7 +11,8 @@ import (
 // same name over the same nodes: a sync.RWMutex that works across machines. Any number of
 // readers, in any processes, may hold it together, or one writer alone. Create it with
 // Client.NewRWMutex; the zero RWMutex is not usable, and an RWMutex must not be copied
-// after first use. One RWMutex is safe for use by many goroutines.
+// after first use (a copy panics, saying so, at its first call). One RWMutex is safe for
+// use by many goroutines.
 //
 // Over N nodes, a reader holds the lock when a quorum of nodes grant it a share, and a
 // writer when a quorum grant it the lock with no reader and no writer on it. Any two
@@ -49,6 +50,7 @@ var _ sync.Locker = (*RWMutex)(nil)
 // LockContext and RLockContext (an error matching ErrInvalid), TryLock and TryRLock
 // (false), and Lock and RLock (a panic).
 func (c *Client) NewRWMutex(name string, opts ...Option) *RWMutex {
+	c.made("NewRWMutex")
 	rw := &RWMutex{}
 	c.initMutex(&rw.w, "NewRWMutex", name, opts)
 	rw.w.fence, rw.w.kind = true, KindRWMutexWrite
@@ -57,18 +59,27 @@ func (c *Client) NewRWMutex(name string, opts ...Option) *RWMutex {
 
 // Lock locks rw for writing, waiting as long as it takes, as Mutex.Lock does; it panics
 // where Mutex.Lock would.
-func (rw *RWMutex) Lock() { rw.w.Lock() }
+func (rw *RWMutex) Lock() {
+	rw.w.noCopy("RWMutex")
+	rw.w.Lock()
+}
 
 // LockContext locks rw for writing, waiting until it is locked or ctx ends, as
 // Mutex.LockContext does, with the same errors.
-func (rw *RWMutex) LockContext(ctx context.Context) error { return rw.w.LockContext(ctx) }
+func (rw *RWMutex) LockContext(ctx context.Context) error {
+	rw.w.noCopy("RWMutex")
+	return rw.w.LockContext(ctx)
+}
 
 // TryLock tries once to lock rw for writing, without waiting, and reports whether it
 // succeeded. It fails if the lock is held (by readers or a writer) or waited for.
 //
 // Note that while correct uses of TryLock do exist, they are rare, and use of TryLock is
 // often a sign of a deeper problem in a particular use of mutexes.
-func (rw *RWMutex) TryLock() bool { return rw.w.TryLock() }
+func (rw *RWMutex) TryLock() bool {
+	rw.w.noCopy("RWMutex")
+	return rw.w.TryLock()
+}
 
 // Unlock unlocks rw for writing. It is a run-time error, and panics, if rw is not locked
 // for writing, as with sync.RWMutex. A failure to release the lock on the nodes goes to the
@@ -78,6 +89,7 @@ func (rw *RWMutex) Unlock() { rw.w.report("unlock", rw.UnlockContext(context.Bac
 // UnlockContext unlocks rw for writing and returns the release's error, as
 // Mutex.UnlockContext does. Like Unlock, it panics if rw is not locked for writing.
 func (rw *RWMutex) UnlockContext(ctx context.Context) error {
+	rw.w.noCopy("RWMutex")
 	l := rw.w.release()
 	if l == nil {
 		panic("redlock: Unlock of unlocked RWMutex")
@@ -88,6 +100,7 @@ func (rw *RWMutex) UnlockContext(ctx context.Context) error {
 // Token returns the fencing token of rw's write holding (see Lease.Token), or 0 if rw is
 // not locked for writing.
 func (rw *RWMutex) Token() uint64 {
+	rw.w.noCopy("RWMutex")
 	rw.w.mu.Lock()
 	defer rw.w.mu.Unlock()
 	if rw.w.lease == nil {
@@ -100,6 +113,7 @@ func (rw *RWMutex) Token() uint64 {
 // or waits for it, and through node failures and errors no retry can fix, as Mutex.Lock
 // does. It panics where Mutex.Lock would.
 func (rw *RWMutex) RLock() {
+	rw.w.noCopy("RWMutex")
 	if err := rw.rlock(context.Background(), true); err != nil {
 		panic("redlock: RLock: " + err.Error())
 	}
@@ -107,7 +121,10 @@ func (rw *RWMutex) RLock() {
 
 // RLockContext locks rw for reading, waiting until it is locked or ctx ends. Its errors
 // are LockContext's.
-func (rw *RWMutex) RLockContext(ctx context.Context) error { return rw.rlock(ctx, false) }
+func (rw *RWMutex) RLockContext(ctx context.Context) error {
+	rw.w.noCopy("RWMutex")
+	return rw.rlock(ctx, false)
+}
 
 // rlock is RLockContext that, if persist, goes on through errors that no retry can fix,
 // until the Client is closed.
@@ -124,14 +141,14 @@ func (rw *RWMutex) rlock(ctx context.Context, persist bool) error {
 	if err != nil {
 		return err
 	}
-	rw.holdRead(l, g)
-	return nil
+	return rw.holdRead(l, g)
 }
 
 // TryRLock tries once to lock rw for reading, without waiting, and reports whether it
 // succeeded. It fails if a writer holds the lock, if anyone waits for it, or if too few
 // nodes answer.
 func (rw *RWMutex) TryRLock() bool {
+	rw.w.noCopy("RWMutex")
 	if rw.w.usable() != nil {
 		return false
 	}
@@ -140,11 +157,7 @@ func (rw *RWMutex) TryRLock() bool {
 	l := rw.newReader()
 	g, err := rw.w.client.cluster.Acquire(ctx, &l.lock)
 	a.once(l, g, err)
-	if err != nil {
-		return false
-	}
-	rw.holdRead(l, g)
-	return true
+	return err == nil && rw.holdRead(l, g) == nil
 }
 
 // RUnlock undoes a single RLock call: it lets go of one of rw's read holdings. It is a
@@ -155,6 +168,7 @@ func (rw *RWMutex) RUnlock() { rw.w.report("runlock", rw.RUnlockContext(context.
 // RUnlockContext undoes a single RLock call and returns the release's error, as
 // UnlockContext does. Like RUnlock, it panics if rw is not locked for reading.
 func (rw *RWMutex) RUnlockContext(ctx context.Context) error {
+	rw.w.noCopy("RWMutex")
 	rw.mu.Lock()
 	n := len(rw.readers)
 	if n == 0 {
@@ -180,6 +194,7 @@ func (r *rlocker) Unlock() { (*RWMutex)(r).RUnlock() }
 // Mutex.Lost): its write holding, or any of its read holdings. Unlock and RUnlock do not
 // close it. When rw is not locked it returns a closed channel.
 func (rw *RWMutex) Lost() <-chan struct{} {
+	rw.w.noCopy("RWMutex")
 	rw.w.mu.Lock()
 	w := rw.w.lease
 	rw.w.mu.Unlock()
@@ -218,10 +233,14 @@ func (rw *RWMutex) newReader() *Lease {
 	return l
 }
 
-// holdRead adds l, granted by g, to rw's read holdings.
-func (rw *RWMutex) holdRead(l *Lease, g *core.Held) {
-	l.start(g)
+// holdRead adds l, granted by g, to rw's read holdings; if the Client was closed
+// meanwhile, it lets go of l and returns an error that matches ErrClosed.
+func (rw *RWMutex) holdRead(l *Lease, g *core.Held) error {
+	if err := l.start(g); err != nil {
+		return err
+	}
 	rw.mu.Lock()
 	rw.readers = append(rw.readers, l)
 	rw.mu.Unlock()
+	return nil
 }

@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"strconv"
 	"sync"
+	"time"
 
 	"github.com/go-redlock/redlock/core"
 )
@@ -19,38 +20,47 @@ const MaxPermits = 64
 // that uses the same name and K over the same nodes. Create it with Client.NewSemaphore;
 // the zero Semaphore is not usable. One Semaphore is safe for use by many goroutines.
 //
-// Each permit is a lock of its own, "<name>/permit/<i>" for i from 0 to K-1, and a holder
-// holds one: a Lease of that lock, with its fencing token (which increases from one holder
-// of the same permit to the next). So at most K hold at once, as each permit's lock is
-// exclusive, over N nodes as a Mutex is. An acquisition tries the permits one after
-// another, from a random one, and takes the first that is free. When all are held it
-// waits in turn: waiters queue on the lock "<name>/queue", in the order they started
-// waiting across processes, and the first waits on every permit at once, so that a
-// released permit is handed to it (see Mutex: no polling where the nodes offer
-// notifications) and no newcomer can take it first. It then lets the next waiter be first.
+// Each permit is a lock of its own, which the Semaphore keeps for itself: its keys are
+// those of the lock called name followed by ":permit/<i>", for i from 0 to K-1 (see
+// core.NewPartKeys), so that no lock, Mutex or other primitive that a user can name is one
+// of them, and every name that a Mutex may have a Semaphore may have. A holder holds one
+// permit: a Lease of that lock, named as the Semaphore, with its fencing token (which
+// increases from one holder of the same permit to the next). So at most K hold at once, as
+// each permit's lock is exclusive, over N nodes as a Mutex is. An acquisition tries the
+// permits one after another, from a random one, and takes the first that is free. When all
+// are held it waits in turn: waiters queue on the Semaphore's waiters' lock (its keys are
+// the name's followed by ":turn"), in the order they started waiting across processes, and
+// the first waits on every permit at once, so that a released permit is handed to it (see
+// Mutex: no polling where the nodes offer notifications) and no newcomer can take it
+// first. It then lets the next waiter be first.
 //
 // Every holder must count the same K: each acquisition checks it against a record on the
-// nodes ("<name>" with the key suffix ":permits", kept for an hour after the last
+// nodes (the name's lock key followed by ":permits", kept for an hour after the last
 // acquisition), and fails with an error that matches ErrInvalid if another holder
 // recorded another number.
 type Semaphore struct {
 	client  *Client
 	name    string
 	permits int
-	opts    []Option
-	keys    core.Keys // of name: the permits record is keys.Lock + ":permits"
-	set     settings  // the options applied, for the permits check
+	set     settings    // the options applied
+	keys    core.Keys   // of name: the permits record is keys.Lock + ":permits"
+	slots   []core.Keys // permit i's lock
+	turn    core.Keys   // the waiters' lock
 	err     error
 }
 
 // NewSemaphore returns the Semaphore called name with permits permits. Options apply to
-// each permit's Lease (TTL, node timeout, auto-extension, maximum hold time...) and to the
-// waiters' lock. A bad name, permits below 1 or above MaxPermits, or a bad option, is
-// reported by Acquire and TryAcquire, as an error that matches ErrInvalid.
+// each permit's Lease (TTL, node timeout, restart guard, auto-extension, maximum hold
+// time, lost handler, observer...) and to the waiters' lock, and WithRetry and WithLogger
+// to Acquire's waits (as to Client.Acquire's). WithErrorHandler does not apply: Acquire
+// and TryAcquire return their errors. A bad name, permits below 1 or above MaxPermits, or a
+// bad option (WithErrorHandler among them), is reported by Acquire and TryAcquire, as an
+// error that matches ErrInvalid and names the Semaphore.
 func (c *Client) NewSemaphore(name string, permits int, opts ...Option) *Semaphore {
-	s := &Semaphore{client: c, name: name, permits: permits, opts: opts}
+	c.made("NewSemaphore")
+	s := &Semaphore{client: c, name: name, permits: permits}
 	var err error
-	s.set, err = c.opts.forCall("NewSemaphore", 0, opts)
+	s.set, err = c.opts.forCall("NewSemaphore", optErrorHandler, opts)
 	switch {
 	case err != nil:
 	case checkName(name) != nil:
@@ -60,8 +70,14 @@ func (c *Client) NewSemaphore(name string, permits int, opts ...Option) *Semapho
 	}
 	if err != nil {
 		s.err = &lockError{"NewSemaphore", name, err}
+		return s
 	}
 	s.keys = core.NewKeys(s.set.prefix, name)
+	s.slots = make([]core.Keys, permits)
+	for i := range s.slots {
+		s.slots[i] = core.NewPartKeys(s.set.prefix, name, "permit/"+strconv.Itoa(i))
+	}
+	s.turn = core.NewPartKeys(s.set.prefix, name, "turn")
 	return s
 }
 
@@ -72,12 +88,12 @@ func (s *Semaphore) Name() string { return s.name }
 func (s *Semaphore) Permits() int { return s.permits }
 
 // TryAcquire makes one attempt to take a permit, trying each once, and returns its Lease,
-// whose Name is the permit's lock's.
+// whose Name is the Semaphore's.
 //
 // Errors: one matching ErrHeld if every permit is held (or waiters queue for them); one
 // matching ErrInvalid for a bad name, number of permits or option, or if another holder
-// counts another number of permits; otherwise the last permit's error (ErrNoQuorum, say),
-// or ctx's.
+// counts another number of permits; ErrClosed after the Client's Close; otherwise the last
+// permit's error (ErrNoQuorum, say), or ctx's. Every error names the Semaphore.
 func (s *Semaphore) TryAcquire(ctx context.Context) (*Lease, error) {
 	if s.err != nil {
 		return nil, s.err
@@ -94,21 +110,58 @@ func (s *Semaphore) TryAcquire(ctx context.Context) (*Lease, error) {
 	return l, err
 }
 
-// Acquire takes a permit, waiting while all are held, until it succeeds or ctx ends, and
+// Acquire takes a permit, waiting while all are held and retrying through node failures
+// (nodes down, or abstaining under the restart guard), until it succeeds or ctx ends, and
 // returns its Lease. Waiters take turns in the order they started waiting, across
-// processes. When ctx ends first the error matches ctx's error; errors that no retry can
-// fix end it at once, as for Client.Acquire.
+// processes.
+//
+// When ctx ends first the error matches ctx's error and the last attempt's (ErrHeld,
+// ErrNoQuorum...). An error that no retry can fix ends it at once, as for Client.Acquire:
+// ErrInvalid for a bad name, number of permits or option, or for another count of permits
+// on the nodes; ErrClosed after the Client's Close (also while it waits); a *QuorumError
+// in which too many nodes fail for good. Every error names the Semaphore.
 func (s *Semaphore) Acquire(ctx context.Context) (*Lease, error) {
 	l, err := s.TryAcquire(ctx)
-	if err == nil || !errors.Is(err, ErrHeld) {
+	if err == nil || s.final(ctx, err) {
 		return l, err
 	}
-	turn, err := s.client.Acquire(ctx, s.name+"/queue", s.turnOptions()...)
+	for attempt := 0; ; attempt++ {
+		l, err = s.wait(ctx)
+		if err == nil || s.final(ctx, err) {
+			return l, err
+		}
+		// The permits check failed, for a reason that may pass (too few nodes answered):
+		// the permit was let go; wait in turn again after a pause.
+		t := time.NewTimer(core.Backoff{Min: s.set.retryMin, Max: s.set.retryMax}.Delay(attempt, 0))
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+			return nil, &lockError{"acquire", s.name, fmt.Errorf("%w; last attempt: %w", ctx.Err(), err)}
+		case <-s.client.closed:
+			t.Stop()
+			return nil, &lockError{"acquire", s.name, ErrClosed}
+		}
+	}
+}
+
+// final reports whether err, from an attempt of Acquire, ends it: ctx ended, or no retry
+// can fix err.
+func (s *Semaphore) final(ctx context.Context, err error) bool {
+	return ctx.Err() != nil || core.Permanent(err)
+}
+
+// wait waits in turn on the waiters' lock, then for a permit (see await), and checks the
+// count of permits.
+func (s *Semaphore) wait(ctx context.Context) (*Lease, error) {
+	set := s.set
+	set.autoExtend, set.maxHold, set.onLost = true, 0, nil // the first waiter may wait long
+	turn, err := s.client.acquire(ctx, s.client.leaseOf(s.name, s.turn, set))
 	if err != nil {
-		return nil, &lockError{"acquire", s.name, err}
+		return nil, err
 	}
 	defer func() { _ = turn.Release(context.WithoutCancel(ctx)) }()
-	l, err = s.await(ctx)
+	l, err := s.await(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -117,12 +170,6 @@ func (s *Semaphore) Acquire(ctx context.Context) (*Lease, error) {
 		return nil, err
 	}
 	return l, nil
-}
-
-// turnOptions are the options of the waiters' lock: the semaphore's, extended while held
-// (the first waiter may wait long), and without a maximum hold time.
-func (s *Semaphore) turnOptions() []Option {
-	return append(append([]Option(nil), s.opts...), WithAutoExtend(true), WithMaxHold(0))
 }
 
 // check checks that the nodes record s's number of permits (see core.Cluster.Permits).
@@ -134,16 +181,15 @@ func (s *Semaphore) check(ctx context.Context) error {
 	return nil
 }
 
-// slot returns the name of permit i's lock.
-func (s *Semaphore) slot(i int) string { return s.name + "/permit/" + strconv.Itoa(i) }
+// permit returns a Lease, not yet held, of permit i.
+func (s *Semaphore) permit(i int) *Lease { return s.client.leaseOf(s.name, s.slots[i], s.set) }
 
 // try tries each permit once, from a random one, and returns the first it takes.
 func (s *Semaphore) try(ctx context.Context) (*Lease, error) {
 	first := rand.IntN(s.permits)
 	var last error
 	for k := range s.permits {
-		i := (first + k) % s.permits
-		l, err := s.client.TryAcquire(ctx, s.slot(i), s.opts...)
+		l, err := s.client.tryAcquire(ctx, s.permit((first+k)%s.permits))
 		if err == nil {
 			return l, nil
 		}
@@ -174,12 +220,10 @@ func (s *Semaphore) await(ctx context.Context) (*Lease, error) {
 	results := make(chan result, s.permits)
 	var wg sync.WaitGroup
 	for i := range s.permits {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			l, err := s.client.Acquire(wctx, s.slot(i), s.opts...)
+		wg.Go(func() {
+			l, err := s.client.acquire(wctx, s.permit(i))
 			results <- result{l, err}
-		}()
+		})
 	}
 	var won *Lease
 	var last error
@@ -203,5 +247,5 @@ func (s *Semaphore) await(ctx context.Context) (*Lease, error) {
 	if won != nil {
 		return won, nil
 	}
-	return nil, &lockError{"acquire", s.name, last}
+	return nil, last
 }

@@ -76,8 +76,8 @@ func TestSemaphoreTurns(t *testing.T) {
 	nodes := func() []redlock.Node { return nodesFor(t, servers) }
 	// queued reports whether want waiters wait for the lock called name on every server:
 	// queued, and not holding it (a waiter handed the lock keeps its place until it lets go).
-	queued := func(name string, want int) func() bool {
-		k := core.NewKeys("redlock:", name)
+	queued := func(part string, want int) func() bool {
+		k := core.NewPartKeys("redlock:", "turns", part)
 		return func() bool {
 			for _, s := range servers {
 				ids, err := s.Do("ZRANGE", k.Queue, "0", "-1")
@@ -119,11 +119,11 @@ func TestSemaphoreTurns(t *testing.T) {
 	}
 	go wait("first")
 	// The first waiter waits on both permits: it is queued on each.
-	require.Eventually(t, queued("turns/permit/0", 1), 5*time.Second, time.Millisecond)
-	require.Eventually(t, queued("turns/permit/1", 1), 5*time.Second, time.Millisecond)
+	require.Eventually(t, queued("permit/0", 1), 5*time.Second, time.Millisecond)
+	require.Eventually(t, queued("permit/1", 1), 5*time.Second, time.Millisecond)
 	go wait("second")
 	// The second waits for its turn, queued on the waiters' lock.
-	require.Eventually(t, queued("turns/queue", 1), 5*time.Second, time.Millisecond)
+	require.Eventually(t, queued("turn", 1), 5*time.Second, time.Millisecond)
 	_, err = newClient(t, nodes(), rwOptions...).NewSemaphore("turns", 2).TryAcquire(ctx)
 	require.ErrorIs(t, err, redlock.ErrHeld, "a newcomer was not refused while waiters wait")
 
@@ -135,8 +135,8 @@ func TestSemaphoreTurns(t *testing.T) {
 		t.Fatal("no waiter got the released permit")
 	}
 	// The second is now first, and waits on both permits.
-	require.Eventually(t, queued("turns/permit/0", 1), 5*time.Second, time.Millisecond)
-	require.Eventually(t, queued("turns/permit/1", 1), 5*time.Second, time.Millisecond)
+	require.Eventually(t, queued("permit/0", 1), 5*time.Second, time.Millisecond)
+	require.Eventually(t, queued("permit/1", 1), 5*time.Second, time.Millisecond)
 	_, err = newClient(t, nodes(), rwOptions...).NewSemaphore("turns", 2).TryAcquire(ctx)
 	require.ErrorIs(t, err, redlock.ErrHeld, "a newcomer took a permit while a waiter waits")
 	require.NoError(t, b.Release(ctx))
