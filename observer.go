@@ -18,7 +18,8 @@ import (
 //     or the end of the maximum hold time), once per holding.
 //   - Extended: an extension ended, automatic or by Lease.Extend, successful or not.
 //   - Lost: a holding ended otherwise than by a release: its validity ran out (ErrExpired),
-//     the nodes no longer held it (ErrLost), or its maximum hold time came (ErrMaxHold).
+//     the nodes no longer held it (ErrLost), its maximum hold time came (ErrMaxHold), or
+//     its Client was closed (ErrClosed; Close releases it).
 //   - NodeError: a call to a node failed, or the node abstained under the restart guard:
 //     in any operation, successful or not, and in the requests sent in the background
 //     (letting go of a failed attempt's keys, a waiter leaving the queue). An acquisition
@@ -26,9 +27,9 @@ import (
 //     under way, and reports nothing for it: while a node is down, a waiter's attempts
 //     report it about once per node timeout, not once per attempt.
 //
-// A Semaphore and an Election take their locks through Client.Acquire and TryAcquire, so
-// their events are those of Leases (KindLease), under the names of the locks they use
-// (a Semaphore's permits and its waiters' lock, say), including the attempts a Semaphore
+// A Semaphore and an Election take their locks as Client.Acquire and TryAcquire do, so
+// their events are those of Leases (KindLease), under the Semaphore's or Election's name
+// (a Semaphore's permits and its waiters' lock alike), including the attempts a Semaphore
 // makes and abandons while it waits.
 //
 // The library calls these methods synchronously, from the goroutine that made the call
@@ -242,7 +243,8 @@ type LostEvent struct {
 	Kind Kind
 	// Reason is why the holding ended: ErrExpired (its validity ran out without an
 	// extension; also when a Release came too late), ErrLost (an extension found that the
-	// nodes no longer hold it) or ErrMaxHold (WithMaxHold).
+	// nodes no longer hold it), ErrMaxHold (WithMaxHold) or ErrClosed (Client.Close
+	// released it).
 	Reason error
 	// Hold is how long the lock was held: from the end of its acquisition to its loss.
 	Hold time.Duration

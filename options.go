@@ -9,12 +9,14 @@ import (
 )
 
 // Option configures a Client (given to New, where it sets the default of every call) or
-// one call (given to Acquire, TryAcquire, Do, NewMutex or NewRWMutex, where it overrides
-// the Client's setting for that call or Mutex only). Every option takes effect wherever it
-// is accepted; the few that cannot take effect somewhere are refused there with an error
-// that matches ErrInvalid: WithRetry and WithLogger on TryAcquire (it makes one attempt and
-// returns its error), WithErrorHandler on Acquire, TryAcquire and Do (they return their
-// errors), and WithAutoExtend(false) on Do and NewMutex (they always extend).
+// one call or primitive (given to Acquire, TryAcquire, Do, NewMutex, NewRWMutex,
+// NewSemaphore or NewElection, where it overrides the Client's setting for that call or
+// primitive only). Every option takes effect wherever it is accepted; the few that cannot
+// take effect somewhere are refused there with an error that matches ErrInvalid: WithRetry
+// and WithLogger on TryAcquire (it makes one attempt and returns its error),
+// WithErrorHandler on Acquire, TryAcquire, Do, NewSemaphore and NewElection (they return
+// their errors), and WithAutoExtend(false) on Do, NewMutex, NewRWMutex and NewElection
+// (they always extend).
 type Option func(*settings)
 
 // The options, a bit each, to tell which ones a call was given.
@@ -145,8 +147,8 @@ func WithLogger(l *slog.Logger) Option {
 func WithLostHandler(f func(err error)) Option { return func(s *settings) { s.onLost = f } }
 
 // WithErrorHandler sets the function that receives Mutex.Unlock's release errors, which
-// Unlock cannot return. Default: the WithLogger logger, or nowhere. It applies to New and
-// NewMutex only.
+// Unlock cannot return. Default: the WithLogger logger, or nowhere. It applies to New,
+// NewMutex and NewRWMutex only.
 func WithErrorHandler(f func(err error)) Option {
 	return func(s *settings) { s.onError, s.given = f, s.given|optErrorHandler }
 }
