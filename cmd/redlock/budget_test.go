@@ -1,7 +1,9 @@
 package main
 
 import (
+	"context"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -116,5 +118,33 @@ func TestSameServerTwice(t *testing.T) {
 		if exists(filepath.Join(dir, "ran")) {
 			t.Fatalf("%s: the command ran over two addresses of one server; stdout %q", flag, stdout)
 		}
+	}
+}
+
+// TestConnectGoesOnAtAMajority: connect returns once two of three nodes have connected,
+// while the third (a listener that never answers) is still connecting: it does not wait
+// for that node's connection to end.
+func TestConnectGoesOnAtAMajority(t *testing.T) {
+	servers := redistest.StartN(t, 2)
+	addrs, err := parseAddrs(servers[0].Addr() + "," + servers[1].Addr() + "," + redistest.Hung(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := newNodes(addrs)
+	defer s.close()
+	s.connect(context.Background())
+	s.mu.Lock()
+	conns := slices.Clone(s.conns)
+	s.mu.Unlock()
+	for i, c := range conns[:2] {
+		if !c.done || c.err != nil {
+			t.Errorf("node %d: connected %v, error %v; want connected", i, c.done, c.err)
+		}
+	}
+	if conns[2].done {
+		t.Errorf("connect waited for the node that never answers (it ended with %v)", conns[2].err)
+	}
+	if err := s.failures(); err == nil || !strings.Contains(err.Error(), "no answer after") {
+		t.Errorf("failures: %v; want the node that has not answered yet", err)
 	}
 }
