@@ -63,9 +63,18 @@ func (l *Lease) start(g *core.Held) error {
 		})
 	}
 	l.mu.Unlock()
-	if l.client != nil && !l.client.hold(l) {
+	if l.client == nil {
+		return nil
+	}
+	if !l.client.hold(l) {
 		l.abandon()
 		return &lockError{"acquire", l.name, ErrClosed}
+	}
+	l.mu.Lock()
+	ended := l.err != nil // already (its timers run): end did not find it to drop
+	l.mu.Unlock()
+	if ended {
+		l.client.drop(l)
 	}
 	return nil
 }
