@@ -690,6 +690,7 @@ func newFirstUnconfirmed(t testing.TB, addr string) core.Node {
 		},
 	})
 	t.Cleanup(func() { _ = rdb.Close() })
+	onCloseClients(t, func() { _ = rdb.Close() })
 	n := goredis.New(rdb)
 	t.Cleanup(func() { _ = n.Close() })
 	return firstUnconfirmed{Node: n, written: written, first: new(atomic.Bool)}

@@ -24,10 +24,11 @@ type Node struct {
 	client   redis.UniversalClient
 	refused  error // why every call fails: the client cannot be a Node (see New)
 	name     string
-	deadline bool        // the client applies a context's deadline to all its I/O
-	ps       *pubsub     // Subscribe's state; see subscribe.go
-	shas     sync.Map    // *core.Script → its SHA1 as an any, boxed once (see command)
-	warming  atomic.Bool // a connection is being made in the background (see warm)
+	deadline bool          // the client applies a context's deadline to all its I/O
+	readTO   time.Duration // the client's ReadTimeout, if positive (see bound)
+	ps       *pubsub       // Subscribe's state; see subscribe.go
+	shas     sync.Map      // *core.Script → its SHA1 as an any, boxed once (see command)
+	warming  atomic.Bool   // a connection is being made in the background (see warm)
 
 	warmMu     sync.Mutex      // orders warm's start of a connection before Close's wait
 	warmStop   context.Context // ended by Close: no connection is made in the background after
@@ -56,7 +57,7 @@ func New(c redis.UniversalClient) *Node {
 	if c == nil || reflect.ValueOf(c).IsNil() {
 		return nil
 	}
-	n := &Node{client: c, name: name(c), deadline: honoursDeadline(c), ps: newPubSub(c)}
+	n := &Node{client: c, name: name(c), deadline: honoursDeadline(c), readTO: readTimeout(c), ps: newPubSub(c)}
 	n.warmStop, n.warmCancel = context.WithCancel(context.Background())
 	if _, ok := c.(*redis.Ring); ok {
 		n.refused = fmt.Errorf("%w: a *redis.Ring cannot be a node: it moves a shard's keys to the others when the shard is down, so one lock could be granted twice; give each master a Node of its own, over a *redis.Client", core.ErrInvalid)
@@ -74,6 +75,35 @@ func honoursDeadline(c redis.UniversalClient) bool {
 		return c.Options().ContextTimeoutEnabled
 	}
 	return false
+}
+
+// readTimeout returns c's ReadTimeout (go-redis's default is 3 s), or 0 if it has none.
+func readTimeout(c redis.UniversalClient) time.Duration {
+	var d time.Duration
+	switch c := c.(type) {
+	case *redis.Client:
+		d = c.Options().ReadTimeout
+	case *redis.ClusterClient:
+		d = c.Options().ReadTimeout
+	}
+	return max(d, 0)
+}
+
+// bound returns ctx with a deadline no later than the client's ReadTimeout from now (and
+// its cancel func), or ctx itself (and a no-op) if its deadline is that soon already or the
+// client has no ReadTimeout. go-redis sends a command again when its read times out while
+// the command's context is still live: a script queued behind a slow one would then run
+// twice, and a SET NX would find its own key and report false. Under the bound the context
+// ends with the read, so go-redis gives up instead.
+func (n *Node) bound(ctx context.Context) (context.Context, context.CancelFunc) {
+	if n.readTO <= 0 {
+		return ctx, func() {}
+	}
+	limit := time.Now().Add(n.readTO)
+	if d, ok := ctx.Deadline(); ok && !d.After(limit) {
+		return ctx, func() {}
+	}
+	return context.WithDeadline(ctx, limit)
 }
 
 func name(c redis.UniversalClient) string {
@@ -104,6 +134,12 @@ func (n *Node) String() string { return n.name }
 // had timed out. Otherwise the call runs in a goroutine of its own, Eval returns at ctx's
 // end, and the call goes on in the background until the client's own timeouts (seconds)
 // end it.
+//
+// A call gets at most the client's ReadTimeout (Options.ReadTimeout, 3 s by default) for
+// its reply, whatever ctx allows: go-redis sends a command again after a read timeout
+// while its context is live, and the script would run twice (see bound). Such a call fails
+// with context.DeadlineExceeded; a call whose connection broke under it is sent again by
+// go-redis (MaxRetries), which is the only resend.
 func (n *Node) Eval(ctx context.Context, s *core.Script, keys []string, args ...string) ([]int64, error) {
 	if n.refused != nil {
 		return nil, n.refused
@@ -112,6 +148,8 @@ func (n *Node) Eval(ctx context.Context, s *core.Script, keys []string, args ...
 		return nil, err
 	}
 	if n.direct(ctx) {
+		ctx, cancel := n.bound(ctx)
+		defer cancel()
 		start := time.Now()
 		v, err := n.eval(ctx, s, n.command(s, keys, args, true))
 		if err != nil && ctx.Err() != nil {
@@ -120,10 +158,16 @@ func (n *Node) Eval(ctx context.Context, s *core.Script, keys []string, args ...
 		return v, err
 	}
 	cmd := n.command(s, keys, args, false) // the call may outlive Eval: no pointers into keys or args
-	return ctxcall.Go(ctx, func() ([]int64, error) { return n.eval(ctx, s, cmd) })
+	return ctxcall.Go(ctx, func() ([]int64, error) {
+		ctx, cancel := n.bound(ctx)
+		defer cancel()
+		return n.eval(ctx, s, cmd)
+	})
 }
 
-// SetNX runs SET key value NX PX ttl (see core.Setter). It honours ctx as Eval does.
+// SetNX runs SET key value NX PX ttl (see core.Setter). It honours ctx, and bounds the wait
+// for the reply by the client's ReadTimeout, as Eval does: SET NX is never sent again after
+// a timeout (a second one would find the first's key and report false).
 func (n *Node) SetNX(ctx context.Context, key, value string, ttl time.Duration) (bool, error) {
 	if n.refused != nil {
 		return false, n.refused
@@ -135,6 +179,8 @@ func (n *Node) SetNX(ctx context.Context, key, value string, ttl time.Duration) 
 		return false, fmt.Errorf("redlock: SET NX with a TTL of %v: want at least 1ms", ttl)
 	}
 	if n.direct(ctx) {
+		ctx, cancel := n.bound(ctx)
+		defer cancel()
 		start := time.Now()
 		set, err := n.setNX(ctx, key, value, ttl)
 		if err != nil && ctx.Err() != nil {
@@ -142,7 +188,11 @@ func (n *Node) SetNX(ctx context.Context, key, value string, ttl time.Duration) 
 		}
 		return set, err
 	}
-	return ctxcall.Go(ctx, func() (bool, error) { return n.setNX(ctx, key, value, ttl) })
+	return ctxcall.Go(ctx, func() (bool, error) {
+		ctx, cancel := n.bound(ctx)
+		defer cancel()
+		return n.setNX(ctx, key, value, ttl)
+	})
 }
 
 func (n *Node) setNX(ctx context.Context, key, value string, ttl time.Duration) (bool, error) {
