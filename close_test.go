@@ -14,7 +14,8 @@ import (
 // TestCloseWakesLocalWaiters: calls that wait behind a holder of the same Client (in its
 // local queue, where the nodes are never asked) end with ErrClosed at Close: a second
 // Lock (a panic), LockContext(Background), Acquire, a Semaphore's Acquire and an
-// Election's Campaign; and calls made after Close fail with it at once.
+// Election's Campaign; an Election's Observe channel closes; and calls made after Close
+// fail with ErrClosed at once.
 func TestCloseWakesLocalWaiters(t *testing.T) {
 	nodes, _ := miniNodes(t, 3)
 	c := newClient(t, nodes, redlock.WithNodeTimeout(2*time.Second), redlock.WithTTL(3*time.Second))
@@ -50,6 +51,8 @@ func TestCloseWakesLocalWaiters(t *testing.T) {
 			return err
 		},
 	}
+	observed := c.NewElection("local-vote").Observe(ctx)
+	require.Equal(t, "first", <-observed)
 	ended := make(chan error, len(waits))
 	for name, wait := range waits {
 		go func() { ended <- fmt.Errorf("%s: %w", name, wait()) }()
@@ -67,6 +70,13 @@ func TestCloseWakesLocalWaiters(t *testing.T) {
 			assert.ErrorContains(t, err, "client is closed") // Lock's panic carries the error too
 		case <-time.After(5 * time.Second):
 			t.Fatal("a waiting call did not end at Close")
+		}
+	}
+	for open, deadline := true, time.After(5*time.Second); open; { // it may send "" once, as it closes
+		select {
+		case _, open = <-observed:
+		case <-deadline:
+			t.Fatal("Observe's channel did not close at Close")
 		}
 	}
 	for _, err := range []error{
