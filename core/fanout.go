@@ -92,27 +92,19 @@ type fanout struct {
 // its cancellation: a caller that stops waiting (its ctx ended) leaves its calls to run to
 // their answer or their deadline, so that what they did can still be undone (see abandon).
 //
-// A single node is called in the caller's goroutine, under ctx with the timeout (see
-// sharedDeadlines), and its reply is in f.one when fan returns, with no channel (see
-// receive): a goroutine and a detached context of its own would cost it a round of
-// scheduling.
+// A single node is called in the caller's goroutine, and its reply is in f.one when fan
+// returns, with no channel (see receive): a goroutine and a channel would cost it a round
+// of scheduling. That is done only where the caller cannot end the call half-way (a
+// detached request, or a ctx that never ends): a call that the caller's end cut short may
+// still land on the server, so what follows it (an abandoned attempt's release) must
+// wait for its answer, as it does for the calls of a fan-out of many nodes.
 func (c *Cluster) fan(ctx context.Context, timeout time.Duration, req request, skip uint64) *fanout {
 	f := &fanout{c: c, timeout: timeout, req: req, ctx: ctx, skip: skip}
 	if req.detached {
 		f.ctx = context.Background() // nothing the caller does ends these calls
 	}
-	if len(c.nodes) == 1 && skip == 0 {
-		var dctx context.Context
-		var cancel context.CancelFunc
-		if req.detached {
-			dctx = c.deadlines.detach(ctx, timeout)
-		} else {
-			dctx, cancel = c.deadlines.under(ctx, timeout)
-		}
-		f.one = c.eval(f.ctx, dctx, 0, timeout, &f.req)
-		if cancel != nil {
-			cancel()
-		}
+	if len(c.nodes) == 1 && skip == 0 && f.ctx.Done() == nil {
+		f.one = c.eval(f.ctx, c.deadlines.detach(ctx, timeout), 0, timeout, &f.req)
 		return f
 	}
 	f.out = make(chan reply, len(c.nodes))

@@ -10,19 +10,26 @@ import (
 // Permits checks that the nodes agree with permits as the number of permits of the
 // semaphore whose record is key, and keeps the record for FenceIdle from now: a node with
 // no record takes permits. A semaphore's holders must all count the same permits, and
-// each acquisition checks. It returns nil once a quorum agreed; an error that matches
-// ErrInvalid, and names the node and its number, as soon as any node records another
-// (a holder that counts otherwise must not go on); else a *QuorumError (too few nodes
-// answered), or ctx's error.
+// each acquisition checks. A node whose server started less than guard ago (rounded up to
+// whole seconds; 0: no guard) abstains, as from an acquisition: it may have lost another
+// count's record. Every node that is not suspected (see Cluster.suspects) is heard out,
+// within timeout, so that a dissent that comes late still counts: two counts that each
+// reached a quorum share a node, and the later check hears that node's record.
+//
+// It returns nil once a quorum agreed and no node dissented; an error that matches
+// ErrInvalid, and names the node and its number, if any node records another (a holder
+// that counts otherwise must not go on); else a *QuorumError (too few nodes answered, or
+// they abstained), or ctx's error.
 //
 // The record outlives the last acquisition by FenceIdle: holders that disagree are found
 // as long as one of them acquired within that time.
-func (c *Cluster) Permits(ctx context.Context, key string, permits int, timeout time.Duration) error {
+func (c *Cluster) Permits(ctx context.Context, key string, permits int, timeout, guard time.Duration) error {
 	if err := ctxError(ctx, "permits", key); err != nil {
 		return err
 	}
-	f := c.call(ctx, nil, "", timeout, permitsScript, []string{key}, strconv.Itoa(permits), millis(FenceIdle))
-	t := tally{c: c, op: "permits", key: key}
+	guardS := strconv.FormatInt(int64((guard+time.Second-1)/time.Second), 10)
+	f := c.call(ctx, nil, "", timeout, permitsScript, []string{key}, strconv.Itoa(permits), millis(FenceIdle), guardS)
+	t := tally{c: c, op: "permits", key: key, all: true, suspects: c.suspects()}
 	var other error
 	c.collect(ctx, f, &t, make([]bool, len(c.nodes)), func(r reply) {
 		if other == nil && r.err == nil && r.vals[0] == 0 && len(r.vals) > 1 {
@@ -38,5 +45,6 @@ func (c *Cluster) Permits(ctx context.Context, key string, permits int, timeout 
 	case t.won():
 		return nil
 	}
+	t.unheard()
 	return t.err()
 }

@@ -35,18 +35,22 @@ type server struct {
 func miniServers(t *testing.T, n int) []server {
 	s := make([]server, n)
 	for i := range s {
-		m := miniredis.RunT(t)
-		c := redis.NewClient(&redis.Options{Addr: m.Addr()})
-		t.Cleanup(func() { _ = c.Close() })
-		s[i] = server{addr: m.Addr(), mini: true, do: func(args ...string) (any, error) {
-			a := make([]any, len(args))
-			for i, v := range args {
-				a[i] = v
-			}
-			return c.Do(context.Background(), a...).Result()
-		}}
+		s[i] = miniServer(t, miniredis.RunT(t))
 	}
 	return s
+}
+
+// miniServer returns the server of m.
+func miniServer(t *testing.T, m *miniredis.Miniredis) server {
+	c := redis.NewClient(&redis.Options{Addr: m.Addr()})
+	t.Cleanup(func() { _ = c.Close() })
+	return server{addr: m.Addr(), mini: true, do: func(args ...string) (any, error) {
+		a := make([]any, len(args))
+		for i, v := range args {
+			a[i] = v
+		}
+		return c.Do(context.Background(), a...).Result()
+	}}
 }
 
 func realServers(t *testing.T, n int) []server {

@@ -26,8 +26,8 @@ var (
 	proclaimSource string
 	//go:embed lua/leader.lua
 	leaderSource string
-	// queue.lua is the prelude of acquire and release: the waiter queue's functions, the
-	// restart guard and the fence counter, which both use.
+	// queue.lua is the prelude of acquire, release, the readers' scripts and permits: the
+	// waiter queue's functions, the restart guard and the fence counter.
 	//go:embed lua/queue.lua
 	queueSource string
 
@@ -41,7 +41,7 @@ var (
 	rextendScript = NewScript("rextend", rextendSource)
 	runlockScript = NewScript("runlock", queueSource+runlockSource)
 	// A semaphore's record of its number of permits (see Permits).
-	permitsScript = NewScript("permits", permitsSource)
+	permitsScript = NewScript("permits", queueSource+permitsSource)
 	// An election's record of its leader's value (see Proclaim and Leader).
 	proclaimScript = NewScript("proclaim", proclaimSource)
 	leaderScript   = NewScript("leader", leaderSource)

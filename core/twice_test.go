@@ -205,8 +205,8 @@ func TestScriptsRunTwice(t *testing.T) {
 
 		each("permits", func(t *testing.T, name string) {
 			key := "q:{" + name + "}:permits"
-			require.NoError(t, tw.Permits(ctx, key, 2, 10*time.Second))
-			require.ErrorIs(t, tw.Permits(ctx, key, 3, 10*time.Second), core.ErrInvalid)
+			require.NoError(t, tw.Permits(ctx, key, 2, 10*time.Second, 0))
+			require.ErrorIs(t, tw.Permits(ctx, key, 3, 10*time.Second, 0), core.ErrInvalid)
 		})
 		each("proclaim and leader", func(t *testing.T, name string) {
 			l := patientLock(name, false)
@@ -221,5 +221,59 @@ func TestScriptsRunTwice(t *testing.T) {
 			require.NoError(t, plain.Release(ctx, h))
 		})
 		requireEveryKeyExpires(t, s)
+	})
+}
+
+// inFlight is a Node whose acquire calls reach the server only once open is closed, and
+// that, like a driver, gives up on a call when its context ends, though the request, sent,
+// still runs on the server: landed is closed once it did.
+type inFlight struct {
+	core.Node
+	sent   chan struct{} // closed when an acquire call starts
+	open   chan struct{}
+	landed chan struct{}
+}
+
+func (n *inFlight) Eval(ctx context.Context, s *core.Script, keys []string, args ...string) ([]int64, error) {
+	if s.Name() != "acquire" {
+		return n.Node.Eval(ctx, s, keys, args...)
+	}
+	type result struct {
+		vals []int64
+		err  error
+	}
+	out := make(chan result, 1)
+	close(n.sent)
+	go func() {
+		<-n.open
+		vals, err := n.Node.Eval(context.Background(), s, keys, args...)
+		close(n.landed)
+		out <- result{vals, err}
+	}()
+	select {
+	case r := <-out:
+		return r.vals, r.err
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+// TestCancelledAttemptIsReleasedAfterItLands: at N = 1, an acquisition whose caller gives up
+// while its request is on the way returns at once, and its release follows the request's
+// landing, as at N > 1: it never overtakes it and leaves the lock to its TTL.
+func TestCancelledAttemptIsReleasedAfterItLands(t *testing.T) {
+	onOneOfEach(t, func(t *testing.T, s server) {
+		n := &inFlight{Node: nodeOf(t, s.addr), sent: make(chan struct{}), open: make(chan struct{}), landed: make(chan struct{})}
+		cl, err := core.NewCluster([]core.Node{n})
+		require.NoError(t, err)
+		l := patientLock("cancelled", false)
+		ctx, cancel := context.WithCancel(context.Background())
+		go func() { <-n.sent; cancel() }()
+		_, err = cl.Acquire(ctx, l)
+		require.ErrorIs(t, err, context.Canceled)
+		close(n.open) // the request lands after the caller gave up
+		<-n.landed
+		require.Eventually(t, func() bool { return get(t, s, l.Keys.Lock) == "" }, 10*time.Second, time.Millisecond,
+			"the cancelled attempt's key stands: its release overtook it")
 	})
 }
