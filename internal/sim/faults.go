@@ -85,17 +85,17 @@ type plan struct {
 	kind     Kind
 	from, to time.Time // the fault window
 
-	callP    float64       // the chance that a call in the window meets a per-call fault
+	callP       float64       // the chance that a call in the window meets a per-call fault
 	delayMax    time.Duration // Delay, Slow: the largest delay of a request or a reply
 	delayWithin bool          // Delay: a request's and its reply's delays add up to at most delayMax
-	lost     bool          // LostReply
-	twice    bool          // Twice
+	lost        bool          // LostReply
+	twice       bool          // Twice
 
 	cuts    []cut
 	crashes []crash
 	clocks  []clock // per server
 	pause   time.Duration
-	deaths  []time.Time // per client: when it dies; zero: never
+	deaths  []time.Time // per client (and the observer, last, which never dies): when it dies; zero: never
 }
 
 // in reports whether t is inside the fault window.
@@ -115,7 +115,7 @@ func (p *plan) dead(client int, t time.Time) bool {
 // newPlan draws the faults of kind for a run of n servers and the given clients, starting
 // at start, with its fault window [from, to).
 func newPlan(kind Kind, rng *rand.Rand, start, from, to time.Time, n, clients int, ttl, nodeTimeout time.Duration) *plan {
-	p := &plan{kind: kind, from: from, to: to, deaths: make([]time.Time, clients), clocks: make([]clock, n)}
+	p := &plan{kind: kind, from: from, to: to, deaths: make([]time.Time, clients+1), clocks: make([]clock, n)}
 	for i := range p.clocks {
 		p.clocks[i] = clock{start: start, rate: 1}
 	}

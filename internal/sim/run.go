@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"math/rand/v2"
@@ -13,6 +14,7 @@ import (
 	"github.com/go-redlock/redlock/backends/goredis"
 	"github.com/go-redlock/redlock/core"
 	"github.com/redis/go-redis/v9"
+	"github.com/redis/go-redis/v9/maintnotifications"
 )
 
 // The run's timing, in virtual time.
@@ -29,6 +31,7 @@ type Config struct {
 	Seed     uint64
 	Kind     Kind   // "": Kinds()[Seed % len]
 	Workload string // "": Workloads()[Seed / len(Kinds()) % len]
+	Lines    int    // the most lines of trace to keep (the last ones); 0: 60
 }
 
 // Result is a run's outcome.
@@ -168,7 +171,7 @@ func Run(cfg Config) Result {
 	}
 	res.Held = heldShare(rec, from, to)
 	res.Grants = len(rec.holdings)
-	res.Trace = rec.trace(until, 60)
+	res.Trace = rec.trace(until, cmp.Or(cfg.Lines, 60))
 	return res
 }
 
@@ -191,11 +194,12 @@ func (e *env) client(seed uint64, i, n int) (*redlock.Client, func()) {
 		}
 		srv := e.servers[s]
 		rdb := redis.NewClient(&redis.Options{
-			Addr:                  fmt.Sprintf("n%d.%s:6379", j, srv.name),
-			Dialer:                func(context.Context, string, string) (net.Conn, error) { return srv.dial() },
-			ContextTimeoutEnabled: true,
-			DisableIdentity:       true,
-			Protocol:              2,
+			Addr:                     fmt.Sprintf("10.0.%d.%d:6379", s, j), // an IP: go-redis resolves a host name
+			Dialer:                   func(context.Context, string, string) (net.Conn, error) { return srv.dial() },
+			ContextTimeoutEnabled:    true,
+			DisableIdentity:          true,
+			Protocol:                 2,
+			MaintNotificationsConfig: &maintnotifications.Config{Mode: maintnotifications.ModeDisabled},
 		})
 		rdbs = append(rdbs, rdb)
 		l := &link{client: i, server: s, srv: srv, plan: e.plan, rec: e.rec, execTimeout: time.Second,

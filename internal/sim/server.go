@@ -43,20 +43,21 @@ type simServer struct {
 	runID   string
 }
 
-// newServer returns a running server called name.
+// newServer returns a running server called name, up for an hour.
 func newServer(name string, c clock, rng *rand.Rand) *simServer {
 	s := &simServer{name: name, clock: c, rng: rng}
-	s.boot()
+	s.boot(time.Hour)
 	return s
 }
 
-// boot starts a new, empty server process. Called with s.mu held, or before s is shared.
-func (s *simServer) boot() {
+// boot starts a new, empty server process that reports it has been up for up. Called with
+// s.mu held, or before s is shared.
+func (s *simServer) boot(up time.Duration) {
 	m := miniredis.NewMiniRedis()
 	now := s.clock.at(time.Now())
 	m.SetTime(now)
 	m.ClockTTL(true)
-	s.m, s.started = m, now
+	s.m, s.started = m, now.Add(-up)
 	s.runID = fmt.Sprintf("%016x%016x%08x", s.rng.Uint64(), s.rng.Uint64(), s.rng.Uint32())
 	id, started := s.runID, s.started
 	if c, err := m.Dial(); err == nil { // the first Dial starts the server that Server returns
@@ -72,7 +73,7 @@ func (s *simServer) boot() {
 	})
 }
 
-// dial returns a new connection to the server, over net.Pipe, or errDown.
+// dial returns a new connection to the server (see pipe), or errDown.
 func (s *simServer) dial() (net.Conn, error) {
 	s.mu.Lock()
 	m := s.m
@@ -80,7 +81,9 @@ func (s *simServer) dial() (net.Conn, error) {
 	if m == nil {
 		return nil, errDown
 	}
-	return m.Dial()
+	client, server := pipe()
+	m.Server().ServeConn(server)
+	return client, nil
 }
 
 // sync sets the server's clock to its time now and returns the server, or nil if it is
@@ -111,7 +114,7 @@ func (s *simServer) restart() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.m == nil {
-		s.boot()
+		s.boot(0)
 	}
 }
 

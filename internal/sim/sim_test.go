@@ -16,6 +16,7 @@ var (
 	firstFlag    = flag.Uint64("first", 0, "the first seed")
 	kindFlag     = flag.String("kind", "", "run this fault kind only (see Kinds; clock-unsafe is expected to fail)")
 	workloadFlag = flag.String("workload", "", "run this workload only (see Workloads)")
+	linesFlag    = flag.Int("lines", 60, "the most lines of a trace to print")
 )
 
 // defaultSeeds is how many seeds `go test` runs: a few hundred, every fault kind with
@@ -43,7 +44,7 @@ func TestSim(t *testing.T) {
 				t.Parallel()
 				var res Result
 				synctest.Test(t, func(t *testing.T) {
-					res = Run(Config{Seed: seed, Kind: Kind(*kindFlag), Workload: *workloadFlag})
+					res = Run(Config{Seed: seed, Kind: Kind(*kindFlag), Workload: *workloadFlag, Lines: *linesFlag})
 				})
 				mu.Lock()
 				results = append(results, res)
