@@ -44,7 +44,7 @@ type Client struct {
 // a run_id, such as miniredis, cannot be checked.)
 func New(nodes []Node, opts ...Option) (*Client, error) {
 	s := defaults().with(opts)
-	if !s.guardSet && len(nodes) > 1 {
+	if !s.guardSet {
 		s.guard = defaultGuard
 	}
 	if err := s.validate(); err != nil {

@@ -2,12 +2,16 @@ package redlock_test
 
 import (
 	"bytes"
+	"fmt"
 	"log/slog"
 	"math/rand/v2"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/alicebob/miniredis/v2"
+	miniserver "github.com/alicebob/miniredis/v2/server"
 	"github.com/go-redlock/redlock"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -120,8 +124,8 @@ func TestUnguardedNodesAreReported(t *testing.T) {
 	assert.Empty(t, off.Unguarded(), "with the guard off nothing is unguarded")
 }
 
-// TestRestartGuardDefaults: on by default for N > 1 (a TTL above 30s is refused), off for
-// N = 1; bad values are refused.
+// TestRestartGuardDefaults: on by default at every N (a TTL above 30s is refused); bad
+// values are refused.
 func TestRestartGuardDefaults(t *testing.T) {
 	nodes, _ := miniNodes(t, 3)
 	_, err := redlock.New(nodes, redlock.WithTTL(time.Minute))
@@ -130,7 +134,9 @@ func TestRestartGuardDefaults(t *testing.T) {
 	_, err = redlock.New(nodes, redlock.WithTTL(time.Minute), redlock.WithRestartGuard(time.Minute))
 	require.NoError(t, err)
 	_, err = redlock.New(nodes[:1], redlock.WithTTL(time.Minute))
-	require.NoError(t, err, "N=1: no guard by default")
+	require.ErrorIs(t, err, redlock.ErrInvalid, "N=1: the default guard of 30s must cover the TTL too")
+	_, err = redlock.New(nodes[:1], redlock.WithTTL(time.Minute), redlock.WithRestartGuard(0))
+	require.NoError(t, err, "the guard turned off")
 	_, err = redlock.New(nodes, redlock.WithRestartGuard(-time.Second))
 	require.ErrorIs(t, err, redlock.ErrInvalid)
 	assert.Contains(t, err.Error(), "must not be negative")
@@ -139,4 +145,34 @@ func TestRestartGuardDefaults(t *testing.T) {
 	require.NoError(t, err)
 	_, err = c.TryAcquire(ctxT(t, 5*time.Second), "job", redlock.WithTTL(31*time.Second))
 	require.ErrorIs(t, err, redlock.ErrInvalid, "a per-call TTL above the guard")
+}
+
+// TestRestartGuardIsOnAtOneNode: with the default options and a single node, a server
+// that restarted empty abstains: B does not get the lock that A holds, which the server
+// forgot.
+func TestRestartGuardIsOnAtOneNode(t *testing.T) {
+	m := miniredis.RunT(t)
+	var uptime atomic.Int64
+	uptime.Store(1000)
+	m.Server().SetPreHook(func(c *miniserver.Peer, cmd string, args ...string) bool {
+		if !strings.EqualFold(cmd, "INFO") {
+			return false
+		}
+		c.WriteBulk(fmt.Sprintf("# Server\r\nuptime_in_seconds:%d\r\n", uptime.Load()))
+		return true
+	})
+	client := func() *redlock.Client { // the default options, but a node timeout no load misses
+		c, err := redlock.New([]redlock.Node{goredisNode(t, m.Addr())}, redlock.WithNodeTimeout(5*time.Second))
+		require.NoError(t, err)
+		t.Cleanup(func() { _ = c.Close() })
+		return c
+	}
+	a, b := client(), client()
+	la, err := a.TryAcquire(ctxT(t, 10*time.Second), "one")
+	require.NoError(t, err)
+	m.FlushAll() // the server restarts without its data
+	uptime.Store(0)
+	_, err = b.TryAcquire(ctxT(t, 10*time.Second), "one")
+	require.ErrorIs(t, err, redlock.ErrRestarted, "a server that restarted empty let a second owner in while the first holds")
+	assert.NoError(t, la.Err())
 }

@@ -50,7 +50,7 @@ type settings struct {
 	warnAfter, warnEvery time.Duration
 }
 
-// defaultGuard is the restart guard when N > 1 and none is given.
+// defaultGuard is the restart guard when none is given, at every N.
 const defaultGuard = 30 * time.Second
 
 func defaults() settings {
@@ -96,13 +96,15 @@ func WithPrefix(p string) Option { return func(s *settings) { s.prefix = p } }
 // abstains from granting locks, because a server that restarted without persistence has
 // forgotten the locks it granted, and its vote could let a second owner in. d must be at
 // least the largest TTL that any client uses on these nodes (a TTL above it is an error),
-// and is rounded up to whole seconds. 0 turns the guard off: do that only if every node
-// persists each write before it answers (appendonly yes, appendfsync always). With fencing
+// and is rounded up to whole seconds. 0 turns the guard off, and accepts that a server
+// that restarts empty lets a second owner in while the first still holds (at N = 1 at
+// once): do that only if every node persists each write before it answers (appendonly
+// yes, appendfsync always). With fencing
 // tokens (Lease.Token), make it at least 2s too: a fenced acquisition can move a node's
 // counter up to 2 s ahead of that server's clock, from which a node that lost its data
 // starts again.
 //
-// Default: 30s when there is more than one node, off for a single node. A node that cannot
+// Default: 30s, at every N (a single node too). A node that cannot
 // report its uptime (miniredis, say) takes part unguarded; Client.Unguarded lists such
 // nodes, and WithLogger logs each once. Nodes abstaining under the guard fail with
 // ErrRestarted inside a QuorumError.

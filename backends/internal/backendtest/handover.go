@@ -18,7 +18,8 @@ import (
 func LockAndHandOver(t *testing.T, master *redistest.Server, newNode func() core.Node) {
 	t.Helper()
 	client := func() *redlock.Client {
-		c, err := redlock.New([]redlock.Node{newNode()}, redlock.WithNodeTimeout(time.Second))
+		// The server has just started: under the restart guard it would abstain for 30 s.
+		c, err := redlock.New([]redlock.Node{newNode()}, redlock.WithNodeTimeout(time.Second), redlock.WithRestartGuard(0))
 		require.NoError(t, err)
 		return c
 	}
