@@ -63,8 +63,8 @@ func (c *Client) NewElection(name string, opts ...Option) *Election {
 // long; and, if the value could not be recorded on a quorum, the error that says why (the
 // candidate then resigns).
 func (e *Election) Campaign(ctx context.Context, value string) (*Lease, error) {
-	if e.err != nil {
-		return nil, e.err
+	if err := e.usable(); err != nil {
+		return nil, err
 	}
 	if len(value) > core.MaxValueLen {
 		return nil, &lockError{"campaign", e.name, fmt.Errorf("%w: a value of %d bytes: at most %d", ErrInvalid, len(value), core.MaxValueLen)}
@@ -99,13 +99,13 @@ func (e *Election) keepRecord(l *Lease, value string) {
 // there is none (or it has not recorded its value yet); a *QuorumError when too few nodes
 // answered to tell; ctx's error.
 func (e *Election) Leader(ctx context.Context) (string, error) {
-	if e.err != nil {
-		return "", e.err
+	if err := e.usable(); err != nil {
+		return "", err
 	}
 	_, value, ok, err := e.client.cluster.Leader(ctx, e.keys, e.set.nodeTimeout)
 	switch {
 	case err != nil:
-		return "", &lockError{"leader", e.name, err}
+		return "", err // core's errors name the election
 	case !ok:
 		return "", &lockError{"leader", e.name, ErrNoLeader}
 	}
@@ -122,7 +122,7 @@ func (e *Election) Leader(ctx context.Context) (string, error) {
 // delays the next check, and then sees the leader as it is then.
 func (e *Election) Observe(ctx context.Context) <-chan string {
 	out := make(chan string)
-	if e.err != nil {
+	if e.usable() != nil {
 		close(out)
 		return out
 	}
@@ -184,4 +184,13 @@ func (e *Election) Observe(ctx context.Context) <-chan string {
 		}
 	}()
 	return out
+}
+
+// usable returns the error that Campaign, Leader and Observe report for a bad name or
+// option, or a zero Election.
+func (e *Election) usable() error {
+	if e.client == nil {
+		return &lockError{"campaign", e.name, fmt.Errorf("%w: zero Election (use Client.NewElection)", ErrInvalid)}
+	}
+	return e.err
 }

@@ -36,3 +36,21 @@ func TestNilClientPanicsClearly(t *testing.T) {
 		}
 	}
 }
+
+// TestZeroPrimitivesSaySo: a zero Semaphore or Election reports ErrInvalid, saying what to
+// use, rather than a nil dereference.
+func TestZeroPrimitivesSaySo(t *testing.T) {
+	ctx := context.Background()
+	var s redlock.Semaphore
+	_, err := s.TryAcquire(ctx)
+	assert.ErrorIs(t, err, redlock.ErrInvalid)
+	_, err = s.Acquire(ctx)
+	assert.ErrorContains(t, err, "zero Semaphore")
+	var e redlock.Election
+	_, err = e.Campaign(ctx, "v")
+	assert.ErrorContains(t, err, "zero Election")
+	_, err = e.Leader(ctx)
+	assert.ErrorIs(t, err, redlock.ErrInvalid)
+	_, open := <-e.Observe(ctx)
+	assert.False(t, open)
+}

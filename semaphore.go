@@ -95,6 +95,9 @@ func (s *Semaphore) Permits() int { return s.permits }
 // counts another number of permits; ErrClosed after the Client's Close; otherwise the last
 // permit's error (ErrNoQuorum, say), or ctx's. Every error names the Semaphore.
 func (s *Semaphore) TryAcquire(ctx context.Context) (*Lease, error) {
+	if s.client == nil {
+		return nil, &lockError{"acquire", s.name, fmt.Errorf("%w: zero Semaphore (use Client.NewSemaphore)", ErrInvalid)}
+	}
 	if s.err != nil {
 		return nil, s.err
 	}
