@@ -1,11 +1,26 @@
 // Package goredis is the redlock backend for go-redis v9: a core.Node over a
 // redis.UniversalClient (*redis.Client, *redis.ClusterClient, or a failover client).
+//
+// go-redis logs every failed connection attempt to standard error, through one logger for
+// the whole process ("redis: connection pool: failed to dial after 5 attempts: ..."), many
+// times a second while a server is down. A call of the Node reports that failure itself
+// (see New), so a program may silence go-redis: once, before its clients are used, give
+// redis.SetLogger a logger whose Printf drops the message:
+//
+//	type quiet struct{}
+//
+//	func (quiet) Printf(context.Context, string, ...any) {}
+//
+//	redis.SetLogger(quiet{})
+//
+// That silences every go-redis client of the process, not only redlock's.
 package goredis
 
 import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"reflect"
 	"strings"
 	"sync"
@@ -26,6 +41,7 @@ type Node struct {
 	name     string
 	deadline bool          // the client applies a context's deadline to all its I/O
 	readTO   time.Duration // the client's ReadTimeout, if positive (see bound)
+	dials    *dialRecord   // the client's last failed dial, if none succeeded since
 	ps       *pubsub       // Subscribe's state; see subscribe.go
 	shas     sync.Map      // *core.Script → its SHA1 as an any, boxed once (see command)
 	warming  atomic.Bool   // a connection is being made in the background (see warm)
@@ -50,6 +66,11 @@ var (
 // went down could be granted again on another: one vote that can change its mind. Give
 // each master a Node of its own instead, each over its own *redis.Client.
 //
+// New adds a hook to c (redis.Hook, for dials only) that records the client's failed
+// connection attempts: a call that fails while the server cannot be reached reports why
+// (a refused connection, say), where go-redis itself, which dials again until the context
+// ends, would report only the context's deadline.
+//
 // Each node's client should be its own: Redlock needs N independent masters, so do not
 // point two Nodes at one server. The client's own timeouts still apply; redlock bounds each
 // call with a shorter per-node timeout through the context.
@@ -57,7 +78,8 @@ func New(c redis.UniversalClient) *Node {
 	if c == nil || reflect.ValueOf(c).IsNil() {
 		return nil
 	}
-	n := &Node{client: c, name: name(c), deadline: honoursDeadline(c), readTO: readTimeout(c), ps: newPubSub(c)}
+	n := &Node{client: c, name: name(c), deadline: honoursDeadline(c), readTO: readTimeout(c), dials: new(dialRecord), ps: newPubSub(c)}
+	c.AddHook(n.dials)
 	n.warmStop, n.warmCancel = context.WithCancel(context.Background())
 	if _, ok := c.(*redis.Ring); ok {
 		n.refused = fmt.Errorf("%w: a *redis.Ring cannot be a node: it moves a shard's keys to the others when the shard is down, so one lock could be granted twice; give each master a Node of its own, over a *redis.Client", core.ErrInvalid)
@@ -155,14 +177,15 @@ func (n *Node) Eval(ctx context.Context, s *core.Script, keys []string, args ...
 		if err != nil && ctx.Err() != nil {
 			n.warm(ctx, start)
 		}
-		return v, err
+		return v, n.cause(err)
 	}
 	cmd := n.command(s, keys, args, false) // the call may outlive Eval: no pointers into keys or args
-	return ctxcall.Go(ctx, func() ([]int64, error) {
+	v, err := ctxcall.Go(ctx, func() ([]int64, error) {
 		ctx, cancel := n.bound(ctx)
 		defer cancel()
 		return n.eval(ctx, s, cmd)
 	})
+	return v, n.cause(err)
 }
 
 // SetNX runs SET key value NX PX ttl (see core.Setter). It honours ctx, and bounds the wait
@@ -186,13 +209,14 @@ func (n *Node) SetNX(ctx context.Context, key, value string, ttl time.Duration) 
 		if err != nil && ctx.Err() != nil {
 			n.warm(ctx, start)
 		}
-		return set, err
+		return set, n.cause(err)
 	}
-	return ctxcall.Go(ctx, func() (bool, error) {
+	set, err := ctxcall.Go(ctx, func() (bool, error) {
 		ctx, cancel := n.bound(ctx)
 		defer cancel()
 		return n.setNX(ctx, key, value, ttl)
 	})
+	return set, n.cause(err)
 }
 
 func (n *Node) setNX(ctx context.Context, key, value string, ttl time.Duration) (bool, error) {
@@ -231,6 +255,54 @@ func (n *Node) warm(ctx context.Context, start time.Time) {
 		defer cancel()
 		_ = c.Ping(ctx).Err()
 	})
+}
+
+// dialRecord is a redis.Hook that records the client's last failed dial, until a dial
+// succeeds. It is safe for concurrent use.
+type dialRecord struct{ failed atomic.Pointer[error] }
+
+// DialHook records the outcome of each dial of the client.
+func (d *dialRecord) DialHook(next redis.DialHook) redis.DialHook {
+	return func(ctx context.Context, network, addr string) (net.Conn, error) {
+		conn, err := next(ctx, network, addr)
+		if err != nil {
+			d.failed.Store(&err)
+		} else if d.failed.Load() != nil {
+			d.failed.Store(nil)
+		}
+		return conn, err
+	}
+}
+
+// ProcessHook leaves commands as they are.
+func (*dialRecord) ProcessHook(next redis.ProcessHook) redis.ProcessHook { return next }
+
+// ProcessPipelineHook leaves pipelines as they are.
+func (*dialRecord) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return next
+}
+
+// cause returns err with the client's last failed dial as its cause, if err says only that
+// a context ended while no dial has succeeded since that one: go-redis dials again until the
+// context ends, and then returns the context's error alone. A deadline's error becomes the
+// dial's ("redlock: 10.0.0.1:6379: no reply, and the last connection attempt failed: dial
+// tcp ...: connection refused"), so that core's "node timed out" gives the cause; a
+// cancellation stays context.Canceled, with the dial's error added.
+func (n *Node) cause(err error) error {
+	if err == nil {
+		return nil
+	}
+	failed := n.dials.failed.Load()
+	if failed == nil {
+		return err
+	}
+	switch {
+	case errors.Is(err, context.DeadlineExceeded):
+		return fmt.Errorf("redlock: %s: no reply, and the last connection attempt failed: %w", n.name, *failed)
+	case errors.Is(err, context.Canceled):
+		return fmt.Errorf("%w (redlock: %s: the last connection attempt failed: %w)", err, n.name, *failed)
+	}
+	return err
 }
 
 // closed returns err, made to match core.ErrClosed too if it says the client is closed.
