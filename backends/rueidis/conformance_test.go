@@ -50,3 +50,22 @@ func TestConformance(t *testing.T) {
 		},
 	})
 }
+
+// TestConformanceLazy runs the shared conformance suite on the Lazy node, which makes its
+// client on first use, on miniredis and on real redis-server processes (a Lazy refuses a
+// cluster).
+func TestConformanceLazy(t *testing.T) {
+	conformance.Run(t, conformance.Harness{
+		NewNode: func(t testing.TB, addr string) core.Node {
+			node := rlrueidis.NewLazy(rueidis.ClientOption{
+				InitAddress:       []string{addr},
+				DisableCache:      true,
+				ForceSingleClient: true,
+			})
+			t.Cleanup(func() { _ = node.Close() })
+			return node
+		},
+		// The Lazy owns its client: Close closes it.
+		CloseClient: func(_ testing.TB, n core.Node) { _ = n.(*rlrueidis.Lazy).Close() },
+	})
+}

@@ -47,6 +47,9 @@ var scripts = func() map[*core.Script]*rueidis.Lua {
 // detects Redis Cluster by itself) subscribes with SSUBSCRIBE. New of a nil client returns
 // nil, which redlock.New rejects.
 //
+// rueidis.NewClient fails while the server is down; to start all the same, make the node
+// with NewLazy, which makes its client on first use.
+//
 // Each Node's client should be its own: Redlock needs N independent masters. Give each
 // client a single Node: one Node's unsubscribe ends rueidis's subscription to that channel
 // for the whole client. miniredis needs ClientOption{AlwaysRESP2: true, DisableCache: true,

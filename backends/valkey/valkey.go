@@ -58,6 +58,9 @@ var scripts = func() map[*core.Script]*valkey.Lua {
 // itself; the Node of a cluster client subscribes with SSUBSCRIBE and has core publish
 // releases with SPUBLISH. New(nil) returns nil, which redlock.New rejects.
 //
+// valkey.NewClient fails while the server is down; to start all the same, make the node
+// with NewLazy, which makes its client on first use.
+//
 // Redlock needs N independent masters: give each its own client. Give each client a single
 // Node, too: valkey-go keeps one subscription per channel and client, so one Node's
 // unsubscribe would end another's. Lock scripts are writes: a standalone client with
