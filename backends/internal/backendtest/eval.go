@@ -55,7 +55,7 @@ func evalScripts(t *testing.T, newNode NewNode) {
 		},
 		"release": {
 			missing: run{releaseKeys(keys), releaseArgs(token, keys, "PUBLISH"), equals(0, 0, 1)}, // nothing of ours, no other owner
-			held:    run{releaseKeys(keys), releaseArgs(token, keys, "PUBLISH"), equals(1, 0)}, // no waiter woken
+			held:    run{releaseKeys(keys), releaseArgs(token, keys, "PUBLISH"), equals(1, 0)},    // no waiter woken
 		},
 		"raise": {
 			missing: run{[]string{keys.Lock, keys.Fence}, []string{token, "5"}, equals(0)},
