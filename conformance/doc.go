@@ -8,6 +8,7 @@
 //				t.Cleanup(func() { client.Close() })
 //				return mybackend.New(client)
 //			},
+//			CloseClient: func(t testing.TB, n core.Node) { /* close n's client */ },
 //		})
 //	}
 //
@@ -42,21 +43,32 @@
 //   - noscript: each script right after SCRIPT FLUSH, three times: Eval falls back from
 //     EVALSHA to EVAL, and the script replies as it must on an empty server.
 //   - errors: a server error (WRONGTYPE, redis.error_reply) is an error that keeps the
-//     server's message, with no reply; so is a reply that is not an array of integers. On a
-//     cluster, keys of different slots are an error that core.Permanent knows, never a panic.
+//     server's message, with no reply, and WRONGTYPE is one that core.Permanent knows (a
+//     backend that puts its own text in front of the server's hides it); so is a reply that
+//     is not an array of integers. On a cluster, keys of different slots are an error that
+//     core.Permanent knows, never a panic. closed-client: once Harness.CloseClient closed
+//     the driver client, Eval and SetNX fail with an error that matches core.ErrClosed
+//     (skipped, saying so, without CloseClient).
 //   - replies: integer replies keep their sign ({0, -1} for a lock held without expiry, the
-//     restart guard's {-1, wait} on a fresh redis-server); a reply is memory of its caller's
-//     own, unchanged by later calls.
+//     restart guard's {-1, wait} on a fresh redis-server); a nil reply is an error, not an
+//     empty array; a reply of 700 integers comes back whole; a reply is memory of its
+//     caller's own, unchanged by later calls.
 //   - arguments: every argument arrives, empty ones included, in order; every key arrives,
 //     in order (all six of acquire's and release's); the caller's keys and args slices are
 //     unchanged after later calls on the same Node (the Node keeps nothing of them).
 //   - evalsha: each Eval runs the script exactly once (a script that counts its runs); once
 //     the server has the script, Eval sends EVALSHA only (INFO commandstats, redis-server).
+//     Nothing sends a call again but a broken connection: a script that wrote and then
+//     replied with an error ran once, and so did one whose reply came 1.2 s late (held back
+//     by a proxy on the connection, which stays open; on a cluster, CLIENT PAUSE WRITE, where
+//     the server drops a paused command whose connection closed, so a backend that resends
+//     on a new connection is caught on the other servers only).
 //   - string: String() is non-empty, and differs for Nodes of different servers.
 //   - context: against a server that accepts and never replies, Eval returns within 1 s of
 //     a 50 ms deadline with an error, within 1 s of a cancellation with an error matching
 //     context.Canceled, and as soon for an already cancelled context; on a connection
-//     opened before the server stopped answering and on a new one.
+//     opened before the server stopped answering and on a new one. On a cluster the masters
+//     stop answering by CLIENT PAUSE WRITE, which lets a new connection's handshake through.
 //   - names: binary-safe lock names (spaces, unicode, braces, control bytes, invalid UTF-8,
 //     1 KiB) through acquire, extend and release over core.Cluster.
 //   - concurrency: 100 goroutines at once on one Node, each on its own lock (every reply
@@ -71,14 +83,23 @@
 //     SHARDNUMSUB); two subscriptions to one channel; one pub/sub connection for many
 //     channels (counted at a proxy, and by CLIENT LIST on redis-server: at most one per
 //     master of a cluster); recovery after the server kills the pub/sub connection
-//     (re-subscribe, one onMessage call, later messages delivered); Subscribe honours its
-//     context against a server that never replies.
+//     (re-subscribe, one onMessage call, later messages delivered), with every one of three
+//     channels woken, and only once subscribed again (no call while a proxy holds back the
+//     new SUBSCRIBE's confirmation; on a cluster, the server counts the subscription at
+//     each call); Subscribe honours its context's deadline and its cancellation against a
+//     server that never replies, and one that timed out while its confirmation was held
+//     back leaves nothing subscribed once the server answers; the channels of two waiters
+//     of one lock (one hash tag) get their own messages only.
+//   - setnx, for a Node that implements core.Setter: SET NX PX with the TTL in
+//     milliseconds, false (and no error) for a key that exists, an error for a TTL of 0, ctx
+//     honoured as Eval honours it, and true for a free key whose reply came 1.2 s late (a
+//     backend that sent SET NX again would find its own key).
 //   - independent-nodes: a whole lock life over 3 Nodes, each on a server of its own, through
 //     core.Cluster, with fencing tokens that increase from one holder to the next.
 //
-// On the Redis Cluster, the checks that put a proxy in front of a server (context,
-// subscribe deadlines, ready means confirmed) or need several independent servers skip,
-// saying so: a cluster client dials the addresses the cluster announces.
+// On the Redis Cluster, the checks that put a proxy in front of a server (subscribe
+// deadlines and cancellation, ready means confirmed) or need several independent servers
+// skip, saying so: a cluster client dials the addresses the cluster announces.
 //
 // A failure message names the part of the core.Node or core.Subscriber contract that was
 // broken. The whole suite takes a few seconds per server.
