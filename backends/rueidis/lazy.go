@@ -29,7 +29,7 @@ import (
 // with an error that matches core.ErrInvalid (give a cluster to New: its NewClient succeeds
 // while any seed address answers).
 //
-// The Lazy owns its client: Close closes it.
+// The Lazy owns its client: Close (which redlock.Client.Close calls) closes it.
 type Lazy struct {
 	opt  rueidis.ClientOption
 	name string
