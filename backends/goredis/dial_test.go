@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/go-redlock/redlock/backends/goredis"
+	"github.com/go-redlock/redlock/backends/internal/backendtest"
 	"github.com/go-redlock/redlock/core"
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/assert"
@@ -115,4 +116,15 @@ func TestSetLoggerTakesDialFailures(t *testing.T) {
 		require.Error(t, err)
 		return goredisLog.logged(addr)
 	}, 10*time.Second, 10*time.Millisecond, "go-redis logged no failed dial to %s to the logger given to redis.SetLogger", addr)
+}
+
+// TestStartsWithAServerDown: a go-redis client connects on first use, so its Node is made
+// while its server is down (see backendtest.StartsWithAServerDown).
+func TestStartsWithAServerDown(t *testing.T) {
+	backendtest.StartsWithAServerDown(t, func(t *testing.T, addr string) core.Node {
+		rdb := redis.NewClient(&redis.Options{Addr: addr, ContextTimeoutEnabled: true})
+		node := goredis.New(rdb)
+		t.Cleanup(func() { _ = node.Close(); _ = rdb.Close() })
+		return node
+	})
 }

@@ -127,3 +127,17 @@ func TestEvalSurvivesAReset(t *testing.T) {
 		return node
 	})
 }
+
+// TestStartsWithAServerDown: a redigo pool dials on first use, so its Node is made while
+// its server is down (see backendtest.StartsWithAServerDown).
+func TestStartsWithAServerDown(t *testing.T) {
+	backendtest.StartsWithAServerDown(t, func(t *testing.T, addr string) core.Node {
+		pool := &redis.Pool{
+			MaxIdle:     4,
+			DialContext: func(ctx context.Context) (redis.Conn, error) { return redis.DialContext(ctx, "tcp", addr) },
+		}
+		node := redigo.New(pool, addr)
+		t.Cleanup(func() { _ = node.Close(); _ = pool.Close() })
+		return node
+	})
+}

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-redlock/redlock/backends/internal/backendtest"
 	rlrueidis "github.com/go-redlock/redlock/backends/rueidis"
 	"github.com/go-redlock/redlock/core"
 	"github.com/go-redlock/redlock/internal/redistest"
@@ -105,4 +106,14 @@ func TestLazyRefusesACluster(t *testing.T) {
 	assert.True(t, core.Permanent(err), "%v", err)
 	_, again := lazy.Eval(ctx, core.NewScript("one", "return {1}"), []string{"k"})
 	assert.True(t, errors.Is(again, core.ErrInvalid))
+}
+
+// TestStartsWithAServerDown: the node of a master that is down at start is a Lazy (see
+// backendtest.StartsWithAServerDown).
+func TestStartsWithAServerDown(t *testing.T) {
+	backendtest.StartsWithAServerDown(t, func(t *testing.T, addr string) core.Node {
+		node := rlrueidis.NewLazy(rueidis.ClientOption{InitAddress: []string{addr}, DisableCache: true})
+		t.Cleanup(func() { _ = node.Close() })
+		return node
+	})
 }
