@@ -58,21 +58,27 @@ func (f fault) String() string {
 	return s
 }
 
-// decide draws the fault of a call sent at t.
-func (l *link) decide(t time.Time) fault {
-	var f fault
+// latency is the least time a message takes one way, and latencyJitter the most it adds:
+// without it, every round trip would take no time at all, and clients that split the
+// votes would retry at once, at the same instant, for ever.
+const (
+	latency       = 50 * time.Microsecond
+	latencyJitter = 450 * time.Microsecond
+)
+
+// decide draws the fault of a call sent at t, and the latency of its request and reply.
+func (l *link) decide(t time.Time) (f fault, reqLatency, replyLatency time.Duration) {
 	p := l.plan
 	if p.dead(l.client, t) || p.cut(l.client, l.server, true, t) {
 		f.dropRequest = true
-		return f
-	}
-	if !p.in(t) || p.callP == 0 {
-		return f
+		return f, 0, 0
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if l.rng.Float64() >= p.callP {
-		return f
+	reqLatency = latency + time.Duration(l.rng.Int64N(int64(latencyJitter)))
+	replyLatency = latency + time.Duration(l.rng.Int64N(int64(latencyJitter)))
+	if !p.in(t) || p.callP == 0 || l.rng.Float64() >= p.callP {
+		return f, reqLatency, replyLatency
 	}
 	var kinds []func()
 	if p.delayMax > 0 {
@@ -99,7 +105,7 @@ func (l *link) decide(t time.Time) fault {
 	if len(kinds) > 0 {
 		kinds[l.rng.IntN(len(kinds))]()
 	}
-	return f
+	return f, reqLatency, replyLatency
 }
 
 type result struct {
@@ -111,10 +117,12 @@ type result struct {
 // ctx ended. run is called with a context of its own: a request on its way goes on after
 // its caller gave up, as one on the network does.
 func (l *link) call(ctx context.Context, what string, run func(context.Context) (any, error)) (any, error) {
-	f := l.decide(time.Now())
+	f, reqLatency, replyLatency := l.decide(time.Now())
 	if f != (fault{}) {
 		l.rec.note(l.client, "c%d->s%d %s:%s", l.client, l.server, what, f)
 	}
+	f.reqDelay += reqLatency
+	f.replyDelay += replyLatency
 	done := make(chan result, 1)
 	go l.carry(f, run, done)
 	select {

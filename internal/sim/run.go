@@ -24,6 +24,7 @@ const (
 	guardN      = 2 * time.Second // the restart guard at N > 1 (at N = 1 the library's default)
 	warmUp      = 500 * time.Millisecond
 	window      = 4 * time.Second // the fault window, after the warm-up
+	settle      = 5 * time.Second // after the Clients closed, for what is under way to end
 )
 
 // Config says what a run does; its zero fields are drawn from the seed.
@@ -155,6 +156,10 @@ func Run(cfg Config) Result {
 	for _, s := range e.servers {
 		s.crash()
 	}
+	// Time stops in the bubble once Run returns, and the bubble fails if a goroutine is
+	// left: what is still under way (a call to its deadline, a dead client's lease to its
+	// validity's end) has this long to end.
+	time.Sleep(settle)
 	select {
 	case v := <-e.bad:
 		vs = append(vs, v)
