@@ -105,7 +105,7 @@ func (e *Election) Leader(ctx context.Context) (string, error) {
 	_, value, ok, err := e.client.cluster.Leader(ctx, e.keys, e.set.nodeTimeout)
 	switch {
 	case err != nil:
-		return "", &lockError{"leader", e.name, err}
+		return "", err // core's errors name the election
 	case !ok:
 		return "", &lockError{"leader", e.name, ErrNoLeader}
 	}

@@ -228,9 +228,13 @@ func (l *Lease) extended(until time.Time, err error) error {
 //
 // Errors: one matching ErrNotHeld if the lease had already ended, and the reason it ended
 // (ErrReleased for a second Release, ErrMaxHold, ErrClosed, ErrLost, or ErrExpired, which
-// means the work it protected may have overlapped another holder's), or if the nodes no
-// longer held the lock; a *QuorumError if too few nodes answered: their copies expire by TTL. Every
-// error names the lock.
+// means the work it protected may have overlapped another holder's), or if another owner
+// held the lock on too many nodes for a quorum to let go; a *QuorumError if too
+// few nodes answered: their copies expire by TTL. A node where, within the lease's
+// validity, neither the lease's key nor another owner's is found counts as one that let go:
+// the key can only have gone by this release, sent twice by a backend after a broken
+// connection, or with the server's data (a restart, an eviction). Every error names the
+// lock.
 func (l *Lease) Release(ctx context.Context) error {
 	return l.finish(ctx, ErrReleased)
 }

@@ -188,8 +188,9 @@ func (m *Mutex) report(op string, err error) {
 }
 
 // UnlockContext unlocks m and returns the release's error: one matching ErrNotHeld if the
-// lock had been lost, or a *QuorumError if too few nodes answered (their keys expire by
-// TTL). The release is attempted even if ctx is already cancelled. m is unlocked when it
+// lock had been lost (its validity ran out, or another owner held it on too many nodes),
+// or a *QuorumError if too few nodes answered (their keys expire by TTL); see
+// Lease.Release. The release is attempted even if ctx is already cancelled. m is unlocked when it
 // returns, whatever the error. Like Unlock, it panics if m is not locked.
 func (m *Mutex) UnlockContext(ctx context.Context) error {
 	m.noCopy("Mutex")

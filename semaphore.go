@@ -177,11 +177,7 @@ func (s *Semaphore) wait(ctx context.Context) (*Lease, error) {
 
 // check checks that the nodes record s's number of permits (see core.Cluster.Permits).
 func (s *Semaphore) check(ctx context.Context) error {
-	err := s.client.cluster.Permits(ctx, s.keys.Lock+":permits", s.permits, s.set.nodeTimeout, s.set.guard)
-	if err != nil {
-		return &lockError{"acquire", s.name, err}
-	}
-	return nil
+	return s.client.cluster.Permits(ctx, s.keys, s.permits, s.set.nodeTimeout, s.set.guard) // its errors name s
 }
 
 // permit returns a Lease, not yet held, of permit i.

@@ -72,14 +72,14 @@ type outcome struct {
 
 // acquire is Acquire that also says, on failure, what the next attempt should know.
 func (c *Cluster) acquire(ctx context.Context, l *claim) (Grant, outcome, error) {
-	if err := ctxError(ctx, "acquire", l.Keys.Lock); err != nil {
+	if err := ctxError(ctx, "acquire", l.Keys.named()); err != nil {
 		return Grant{}, outcome{}, err
 	}
 	if c.closed.Load() {
-		return Grant{}, outcome{}, opError("acquire", l.Keys.Lock, ErrClosed)
+		return Grant{}, outcome{}, opError("acquire", l.Keys.named(), ErrClosed)
 	}
 	if l.Read && l.Fence {
-		return Grant{}, outcome{}, opError("acquire", l.Keys.Lock, fmt.Errorf("%w: a reader takes no fencing token", ErrInvalid))
+		return Grant{}, outcome{}, opError("acquire", l.Keys.named(), fmt.Errorf("%w: a reader takes no fencing token", ErrInvalid))
 	}
 	start := time.Now()
 	plain := l.plain()
@@ -122,7 +122,7 @@ func (c *Cluster) acquire(ctx context.Context, l *claim) (Grant, outcome, error)
 		req.spare = suspects
 	}
 	f := c.fan(ctx, l.NodeTimeout, req, 0)
-	t := tally{c: c, op: "acquire", key: l.Keys.Lock}
+	t := tally{c: c, op: "acquire", key: l.Keys.named()}
 	if spared {
 		t.suspects = suspects
 	}
@@ -192,15 +192,15 @@ func (c *Cluster) acquire(ctx context.Context, l *claim) (Grant, outcome, error)
 	var err error
 	switch {
 	case ctx.Err() != nil:
-		err = ctxError(ctx, "acquire", l.Keys.Lock)
+		err = ctxError(ctx, "acquire", l.Keys.named())
 	case c.misconfigured() != nil:
-		err = opError("acquire", l.Keys.Lock, c.misconfigured())
+		err = opError("acquire", l.Keys.named(), c.misconfigured())
 	case !t.won() && t.refused():
-		err = &heldError{key: l.Keys.Lock, wait: time.Duration(wait) * time.Millisecond}
+		err = &heldError{key: l.Keys.named(), wait: time.Duration(wait) * time.Millisecond}
 	case !t.won():
 		err = t.err()
 	case !time.Now().Before(until):
-		err = opError("acquire", l.Keys.Lock, ErrExpired)
+		err = opError("acquire", l.Keys.named(), ErrExpired)
 	case l.Fence && len(c.nodes) > 1 && atTop < c.quorum:
 		err = c.raise(ctx, l, top, until)
 	}
@@ -259,15 +259,15 @@ const FenceIdle = time.Hour
 // hand-over usually skips it too.
 func (c *Cluster) raise(ctx context.Context, l *claim, fence int64, until time.Time) error {
 	f := c.call(ctx, &l.Lock, "raise", l.NodeTimeout, raiseScript, []string{l.Keys.Lock, l.Keys.Fence}, l.token, strconv.FormatInt(fence, 10))
-	t := tally{c: c, op: "raise", key: l.Keys.Lock}
+	t := tally{c: c, op: "raise", key: l.Keys.named()}
 	c.collect(ctx, f, &t, make([]bool, len(c.nodes)), nil)
 	switch {
 	case ctx.Err() != nil:
-		return ctxError(ctx, "acquire", l.Keys.Lock)
+		return ctxError(ctx, "acquire", l.Keys.named())
 	case !t.won():
 		return t.err()
 	case !time.Now().Before(until):
-		return opError("acquire", l.Keys.Lock, ErrExpired)
+		return opError("acquire", l.Keys.named(), ErrExpired)
 	}
 	return nil
 }

@@ -442,6 +442,7 @@ func TestBackoff(t *testing.T) {
 func TestKeysShareOneHashSlot(t *testing.T) {
 	k := NewKeys("redlock:", "jobs:nightly")
 	want := Keys{
+		Name:    "jobs:nightly",
 		Lock:    "redlock:{jobs:nightly}",
 		Fence:   "redlock:{jobs:nightly}:fence",
 		Queue:   "redlock:{jobs:nightly}:queue",

@@ -58,10 +58,11 @@
 //	            or the restart guard abstains
 //
 // A script forgets at most 64 lapsed waiters at the head of a queue per call. "Mark W left"
-// (only where the queue exists) adds "!<W>" to Keys.Alive, lapsing 10 s later, and drops
-// what has lapsed there: W's calls never come after its leave, but a call sent before it
-// can land after it (held up by a partition, or in a stopped server's socket), and would
-// otherwise queue a waiter that is gone, or take the free lock in its name.
+// (where the queue exists, or W is past its first attempt) adds "!<W>" to Keys.Alive,
+// lapsing 10 s later, and drops what has lapsed there: W's calls never come after its
+// leave, but a call sent before it can land after it (held up by a partition, or in a
+// stopped server's socket), and would otherwise queue a waiter that is gone, or take the
+// free lock in its name.
 //
 // # Readers, per node
 //

@@ -26,17 +26,17 @@ func (k Keys) LeaderChannel() string { return k.Channel + ":leader" }
 func (c *Cluster) Proclaim(ctx context.Context, h *Held, value string) error {
 	l := &h.claim
 	if len(value) > MaxValueLen {
-		return opError("proclaim", l.Keys.Lock, fmt.Errorf("%w: a value of %d bytes: at most %d", ErrInvalid, len(value), MaxValueLen))
+		return opError("proclaim", l.Keys.named(), fmt.Errorf("%w: a value of %d bytes: at most %d", ErrInvalid, len(value), MaxValueLen))
 	}
 	ctx = context.WithoutCancel(ctx)
 	f := c.call(ctx, nil, "", l.NodeTimeout, proclaimScript, []string{l.Keys.Lock, l.Keys.Leader}, l.token, l.Keys.LeaderChannel(), "PUBLISH", value, millis(FenceIdle))
-	t := tally{c: c, op: "proclaim", key: l.Keys.Lock, all: true}
+	t := tally{c: c, op: "proclaim", key: l.Keys.named(), all: true}
 	c.collect(ctx, f, &t, make([]bool, len(c.nodes)), nil)
 	switch {
 	case t.won():
 		return nil
 	case t.refused():
-		return opError("proclaim", l.Keys.Lock, ErrNotHeld)
+		return opError("proclaim", l.Keys.named(), ErrNotHeld)
 	}
 	return t.err()
 }
@@ -48,11 +48,11 @@ func (c *Cluster) Proclaim(ctx context.Context, h *Held, value string) error {
 //
 // Errors: a *QuorumError when too few nodes answered for either outcome, or ctx's error.
 func (c *Cluster) Leader(ctx context.Context, k Keys, timeout time.Duration) (token, value string, ok bool, err error) {
-	if err := ctxError(ctx, "leader", k.Lock); err != nil {
+	if err := ctxError(ctx, "leader", k.named()); err != nil {
 		return "", "", false, err
 	}
 	f := c.call(ctx, nil, "", timeout, leaderScript, []string{k.Lock, k.Leader})
-	t := tally{c: c, op: "leader", key: k.Lock}
+	t := tally{c: c, op: "leader", key: k.named()}
 	answered := make([]bool, len(c.nodes))
 	counts := map[string]int{} // per record: the nodes that hold it, its token holding the lock
 	var top string             // the record most nodes hold
@@ -84,7 +84,7 @@ func (c *Cluster) Leader(ctx context.Context, k Keys, timeout time.Duration) (to
 					continue
 				}
 			case <-ctx.Done():
-				return "", "", false, ctxError(ctx, "leader", k.Lock)
+				return "", "", false, ctxError(ctx, "leader", k.named())
 			}
 		}
 		answered[r.node] = true

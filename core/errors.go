@@ -86,6 +86,7 @@ type NodeError struct {
 	Err  error
 }
 
+// Error returns "<node>: <its error>".
 func (e NodeError) Error() string { return e.Node + ": " + e.Err.Error() }
 
 // Unwrap returns the node's error.
@@ -96,20 +97,35 @@ func (e NodeError) Unwrap() error { return e.Err }
 // node errors (errors.Is(err, ErrNodeTimeout), say). Nodes that answered "not ours" are
 // counted in Refused, not listed in Errs, so a QuorumError never matches ErrHeld.
 type QuorumError struct {
-	Op      string      // "acquire", "extend", "release" or "raise"
-	Key     string      // the lock key
+	Op      string      // "acquire", "extend", "release", "raise", "proclaim", "leader" or "permits"
+	Key     string      // the lock's name (Keys.Name), or its lock key if it has none
 	Quorum  int         // the yes-votes needed
 	Nodes   int         // the number of nodes
 	OK      int         // the yes-votes received
 	Refused int         // the nodes that answered no
 	Errs    []NodeError // the nodes that failed, in the order they failed
+	Yes     []string    // the nodes that said yes (of the first 64), in their order
+	No      []string    // the nodes that said no (of the first 64), in their order
+	Unheard []string    // the nodes not heard when the outcome was decided (of the first 64)
 }
 
+// Error says the operation, the lock, how many nodes said yes of how many, and how many
+// were needed, then every node's outcome: those that said yes, those that said no, those
+// not heard yet when the outcome was decided, and each node that failed with its error.
 func (e *QuorumError) Error() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "redlock: %s %q: no quorum: %d of %d nodes said yes, %d needed", e.Op, e.Key, e.OK, e.Nodes, e.Quorum)
 	if e.Refused > 0 {
 		fmt.Fprintf(&b, ", %d said no", e.Refused)
+	}
+	for _, n := range e.Yes {
+		fmt.Fprintf(&b, "; %s: yes", n)
+	}
+	for _, n := range e.No {
+		fmt.Fprintf(&b, "; %s: no", n)
+	}
+	for _, n := range e.Unheard {
+		fmt.Fprintf(&b, "; %s: not heard before the outcome was decided", n)
 	}
 	for _, ne := range e.Errs {
 		b.WriteString("; ")
@@ -166,10 +182,10 @@ func timeoutError(timeout time.Duration, err error) error {
 	return fmt.Errorf("%w after %v (%v)", ErrNodeTimeout, timeout, err)
 }
 
-// opError wraps err, for op on key.
+// opError wraps err, for op on the lock named key (see Keys.named).
 func opError(op, key string, err error) error { return &keyError{op, key, err} }
 
-// keyError is err, from op on the lock key key.
+// keyError is err, from op on the lock named key.
 type keyError struct {
 	op, key string
 	err     error

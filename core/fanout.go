@@ -299,6 +299,35 @@ type tally struct {
 	// the lease's and no other owner (a reply {0, woken, 1}: see release_uncontended.lua) as
 	// one that let go: its key can only have gone by this release, run twice.
 	gone bool
+	// yesNodes, noNodes and failedNodes are the nodes (a bit each, for N <= 64) that said
+	// yes, said no and failed, for the error.
+	yesNodes, noNodes, failedNodes uint64
+}
+
+// bit is node i's bit in a set of nodes, or 0 past the 64th.
+func bit(i int) uint64 {
+	if i >= 64 {
+		return 0
+	}
+	return 1 << i
+}
+
+// unheardNodes returns the nodes (of the first 64) that t has no answer of, nor an error.
+func (t *tally) unheardNodes() uint64 {
+	all := uint64(1)<<min(len(t.c.nodes), 64) - 1
+	if len(t.c.nodes) >= 64 {
+		all = ^uint64(0)
+	}
+	return all &^ (t.yesNodes | t.noNodes | t.failedNodes)
+}
+
+// names returns the names of the nodes in set.
+func (c *Cluster) names(set uint64) []string {
+	var names []string
+	for ; set != 0; set &= set - 1 {
+		names = append(names, c.nodes[bits.TrailingZeros64(set)].String())
+	}
+	return names
 }
 
 func (t *tally) add(r reply) {
@@ -309,10 +338,13 @@ func (t *tally) add(r reply) {
 	switch err := r.nodeErr(); {
 	case err != nil:
 		t.errs = append(t.errs, NodeError{Node: t.c.nodes[r.node].String(), Err: err})
+		t.failedNodes |= bit(r.node)
 	case r.vals[0] == 1, t.gone && len(r.vals) > 2 && r.vals[2] == 1:
 		t.yes++
+		t.yesNodes |= bit(r.node)
 	default:
 		t.no++
+		t.noNodes |= bit(r.node)
 	}
 }
 
@@ -347,7 +379,8 @@ func (t *tally) missing(answered []bool, err error) {
 }
 
 func (t *tally) err() error {
-	return &QuorumError{Op: t.op, Key: t.key, Quorum: t.c.quorum, Nodes: len(t.c.nodes), OK: t.yes, Refused: t.no, Errs: t.errs}
+	return &QuorumError{Op: t.op, Key: t.key, Quorum: t.c.quorum, Nodes: len(t.c.nodes), OK: t.yes, Refused: t.no, Errs: t.errs,
+		Yes: t.c.names(t.yesNodes), No: t.c.names(t.noNodes), Unheard: t.c.names(t.unheardNodes())}
 }
 
 // collect reads replies from f into t until the outcome is decided (with t.all: until a

@@ -15,6 +15,7 @@ import (
 // with NewKeys, and do not change a field afterwards: the scripts' KEYS are made from them
 // once.
 type Keys struct {
+	Name    string // the lock's name as given to NewKeys: errors name the lock by it
 	Lock    string // holds the owner's random token, with the lock's TTL
 	Fence   string // the fencing counter; it outlives every holder by FenceIdle
 	Queue   string // the waiters in turn order: a sorted set of waiter ids by ticket
@@ -64,10 +65,19 @@ func NewKeys(prefix, name string) Keys {
 	} else {
 		base = prefix + "{" + name + "}"
 	}
-	k := Keys{Lock: base, Fence: base + ":fence", Queue: base + ":queue", Alive: base + ":alive", Waiters: base + ":waiters",
+	k := Keys{Name: name, Lock: base, Fence: base + ":fence", Queue: base + ":queue", Alive: base + ":alive", Waiters: base + ":waiters",
 		Readers: base + ":readers", Leader: base + ":leader", Channel: base + ":released"}
 	k.scriptKeys = &scriptKeys{acquire: k.AcquireKeys(), release: k.ReleaseKeys()}
 	return k
+}
+
+// named returns the name that errors give the lock: its Name, or its lock key if it has
+// none (a Keys that NewKeys did not make).
+func (k *Keys) named() string {
+	if k.Name != "" {
+		return k.Name
+	}
+	return k.Lock
 }
 
 // tagBytes is how many bytes of the name's SHA-256 the second form of NewKeys's keys carries
@@ -163,7 +173,7 @@ func NewPartKeys(prefix, name, part string) Keys {
 		panic("core: NewPartKeys: part " + strconv.Quote(part) + " holds ':' or '}'")
 	}
 	base := NewKeys(prefix, name).Lock + ":" + part
-	k := Keys{Lock: base, Fence: base + ":fence", Queue: base + ":queue", Alive: base + ":alive", Waiters: base + ":waiters",
+	k := Keys{Name: name, Lock: base, Fence: base + ":fence", Queue: base + ":queue", Alive: base + ":alive", Waiters: base + ":waiters",
 		Readers: base + ":readers", Leader: base + ":leader", Channel: base + ":released"}
 	k.scriptKeys = &scriptKeys{acquire: k.AcquireKeys(), release: k.ReleaseKeys()}
 	return k

@@ -8,7 +8,7 @@ import (
 )
 
 // Permits checks that the nodes agree with permits as the number of permits of the
-// semaphore whose record is key, and keeps the record for FenceIdle from now: a node with
+// semaphore whose keys are k (its record is k.Lock + ":permits"), and keeps the record for FenceIdle from now: a node with
 // no record takes permits. A semaphore's holders must all count the same permits, and
 // each acquisition checks. A node whose server started less than guard ago (rounded up to
 // whole seconds; 0: no guard) abstains, as from an acquisition: it may have lost another
@@ -23,25 +23,25 @@ import (
 //
 // The record outlives the last acquisition by FenceIdle: holders that disagree are found
 // as long as one of them acquired within that time.
-func (c *Cluster) Permits(ctx context.Context, key string, permits int, timeout, guard time.Duration) error {
-	if err := ctxError(ctx, "permits", key); err != nil {
+func (c *Cluster) Permits(ctx context.Context, k Keys, permits int, timeout, guard time.Duration) error {
+	if err := ctxError(ctx, "permits", k.named()); err != nil {
 		return err
 	}
 	guardS := strconv.FormatInt(int64((guard+time.Second-1)/time.Second), 10)
-	f := c.call(ctx, nil, "", timeout, permitsScript, []string{key}, strconv.Itoa(permits), millis(FenceIdle), guardS)
-	t := tally{c: c, op: "permits", key: key, all: true, suspects: c.suspects()}
+	f := c.call(ctx, nil, "", timeout, permitsScript, []string{k.Lock + ":permits"}, strconv.Itoa(permits), millis(FenceIdle), guardS)
+	t := tally{c: c, op: "permits", key: k.named(), all: true, suspects: c.suspects()}
 	var other error
 	c.collect(ctx, f, &t, make([]bool, len(c.nodes)), func(r reply) {
 		if other == nil && r.err == nil && r.vals[0] == 0 && len(r.vals) > 1 {
 			other = fmt.Errorf("%w: semaphore %q has %d permits on node %s, not %d: every holder must count the same",
-				ErrInvalid, key, r.vals[1], c.nodes[r.node], permits)
+				ErrInvalid, k.named(), r.vals[1], c.nodes[r.node], permits)
 		}
 	})
 	switch {
 	case other != nil:
 		return other
 	case ctx.Err() != nil:
-		return ctxError(ctx, "permits", key)
+		return ctxError(ctx, "permits", k.named())
 	case t.won():
 		return nil
 	}

@@ -33,7 +33,8 @@ func upFor(t *testing.T, uptime int) server {
 // empty, and B never got Y's record. X, counting 2, must not pass: A abstains under the
 // restart guard, and C's dissent counts even when it comes after A's and B's answers.
 func TestPermitsAbstainAfterARestart(t *testing.T) {
-	const key = "p:{sem}:permits"
+	k := core.NewKeys("p:", "sem")
+	key := k.Lock + ":permits"
 	a, b, c := upFor(t, 0), upFor(t, 1000), upFor(t, 1000)
 	_, err := c.do("SET", key, "1", "PX", "60000") // Y's record; A's went with its restart
 	require.NoError(t, err)
@@ -50,7 +51,7 @@ func TestPermitsAbstainAfterARestart(t *testing.T) {
 		gated{nodeOf(t, c.addr), open}, // answers once A and B have
 	})
 	require.NoError(t, err)
-	err = cl.Permits(context.Background(), key, 2, 10*time.Second, 30*time.Second)
+	err = cl.Permits(context.Background(), k, 2, 10*time.Second, 30*time.Second)
 	require.ErrorIs(t, err, core.ErrInvalid, "X counted 2 permits while Y's record of 1 stands on C")
 	assert.ErrorContains(t, err, "has 1 permits")
 }

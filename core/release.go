@@ -41,7 +41,7 @@ func (c *Cluster) Release(ctx context.Context, h *Held) error {
 		f = c.fan(ctx, l.NodeTimeout, req, 0)
 	}
 	l.acquiring, l.pending, l.late = nil, 0, 0
-	t := tally{c: c, op: "release", key: l.Keys.Lock, gone: start.Before(h.Until)}
+	t := tally{c: c, op: "release", key: l.Keys.named(), gone: start.Before(h.Until)}
 	answered := make([]bool, len(c.nodes))
 	c.collect(f.ctx, f, &t, answered, nil)
 	if t.won() {
@@ -51,7 +51,7 @@ func (c *Cluster) Release(ctx context.Context, h *Held) error {
 	t.all = true // the outcome is a failure: hear every node out, for the error
 	c.collect(f.ctx, f, &t, answered, nil)
 	if t.refused() {
-		return opError("release", l.Keys.Lock, ErrNotHeld)
+		return opError("release", l.Keys.named(), ErrNotHeld)
 	}
 	return t.err()
 }

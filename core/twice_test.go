@@ -204,7 +204,7 @@ func TestScriptsRunTwice(t *testing.T) {
 		})
 
 		each("permits", func(t *testing.T, name string) {
-			key := "q:{" + name + "}:permits"
+			key := core.NewKeys("q:", name)
 			require.NoError(t, tw.Permits(ctx, key, 2, 10*time.Second, 0))
 			require.ErrorIs(t, tw.Permits(ctx, key, 3, 10*time.Second, 0), core.ErrInvalid)
 		})
@@ -275,5 +275,26 @@ func TestCancelledAttemptIsReleasedAfterItLands(t *testing.T) {
 		<-n.landed
 		require.Eventually(t, func() bool { return get(t, s, l.Keys.Lock) == "" }, 10*time.Second, time.Millisecond,
 			"the cancelled attempt's key stands: its release overtook it")
+	})
+}
+
+// TestLateCallAfterTheLastLeaveIsRefused: a waiter that retried (attempt 2) got the lock
+// where no queue existed, and let go of it, leaving; a call of its attempt 1, held up on the
+// way, lands after that leave: it neither takes the free lock nor queues the departed
+// waiter, whether it is an acquisition or the release of a failed attempt that keeps the
+// waiter's place.
+func TestLateCallAfterTheLastLeaveIsRefused(t *testing.T) {
+	onOneOfEach(t, func(t *testing.T, s server) {
+		ctx := context.Background()
+		cl := newCluster(t, []server{s})
+		l := patientLock("late", false)
+		h, err := cl.AcquireAs(ctx, l, "w.2", "w", 1)
+		require.NoError(t, err)
+		require.NoError(t, cl.Release(ctx, h))
+		_, err = cl.AcquireAs(ctx, l, "w.1", "w", 1)
+		require.Error(t, err, "a late call of a departed waiter took the free lock")
+		assert.Empty(t, get(t, s, l.Keys.Lock))
+		assert.Equal(t, []int64{0}, queued(t, []server{s}, l.Keys), "a late call queued a departed waiter")
+		requireEveryKeyExpires(t, s)
 	})
 }

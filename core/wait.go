@@ -91,7 +91,7 @@ func (c *Cluster) acquireWait(ctx context.Context, l *claim, b Backoff) (Grant, 
 				c.leave(l)
 			}
 			if c.closed.Load() && !errors.Is(err, ErrClosed) { // closed during the attempt
-				err = fmt.Errorf("%w; last attempt: %w", opError("acquire", l.Keys.Lock, ErrClosed), err)
+				err = fmt.Errorf("%w; last attempt: %w", opError("acquire", l.Keys.named(), ErrClosed), err)
 			}
 			return Grant{}, err
 		}
@@ -145,9 +145,9 @@ func (c *Cluster) acquireWait(ctx context.Context, l *claim, b Backoff) (Grant, 
 			c.leave(l)
 		}
 		if last == nil {
-			return Grant{}, ctxError(ctx, "acquire", l.Keys.Lock)
+			return Grant{}, ctxError(ctx, "acquire", l.Keys.named())
 		}
-		return Grant{}, fmt.Errorf("%w; last attempt: %w", ctxError(ctx, "acquire", l.Keys.Lock), last)
+		return Grant{}, fmt.Errorf("%w; last attempt: %w", ctxError(ctx, "acquire", l.Keys.named()), last)
 	}
 }
 

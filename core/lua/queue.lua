@@ -356,8 +356,9 @@ end
 -- released (0 or 1) says whether it let go of one, holder whether the lock is still held
 -- (by anyone), queued whether the queue exists, absent (when released is 0) whether
 -- nothing of ours is here and no other owner holds the lock either. It takes our waiter out
--- of the queue (ARGV[5] "leave") or keeps its place (queueing it if it let go of the lock),
--- and hands a free lock over. A release that hands the lock over remembers, as a leave
+-- of the queue (ARGV[5] "leave", remembered as left_kept says where the queue exists or
+-- the waiter is past its first attempt) or keeps its place (queueing it if it let go of
+-- the lock), and hands a free lock over. A release that hands the lock over remembers, as a leave
 -- does (see left_kept), that it let go (its waiter's, or else its token's, mark): so the
 -- same release run again finds the lock gone, not taken. It returns the script's reply.
 local function settle(released, holder, queued, absent)
@@ -369,6 +370,11 @@ local function settle(released, holder, queued, absent)
   if waiter ~= '' and leave then
     if queued then
       dequeue(KEYS[2], KEYS[3], KEYS[4], waiter)
+    end
+    -- Where no queue exists a leave is remembered only past the waiter's first attempt:
+    -- only then can an earlier attempt's call land after it.
+    local _, n = attempt(ARGV[1])
+    if queued or (n and n > 1) then
       forget(KEYS[3], waiter)
     end
   elseif waiter ~= '' and released == 1 and not gone(KEYS[3], waiter) then

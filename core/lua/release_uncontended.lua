@@ -31,8 +31,11 @@ local holder = redis.call('GET', KEYS[1])
 local queued = redis.call('EXISTS', KEYS[2]) == 1
 local waiter = ARGV[4]
 -- Without a queue, and if we do not join one, there is no one to hand over to: the common,
--- uncontended case ends here, before the prelude's definitions.
-if not queued and (waiter == '' or ARGV[5] == 'leave') then
+-- uncontended case ends here, before the prelude's definitions. Not for the leave of a
+-- waiter past its first attempt: an earlier attempt's call may still land here, and the
+-- leave must be remembered (see settle in queue.lua).
+local retried = waiter ~= '' and (tonumber(string.match(ARGV[1], '%.(%d+)$')) or 1) > 1
+if not queued and (waiter == '' or ARGV[5] == 'leave' and not retried) then
   if holder == ARGV[1] then
     redis.call('DEL', KEYS[1])
     return {1, 0}
