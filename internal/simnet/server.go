@@ -1,0 +1,201 @@
+package simnet
+
+import (
+	"context"
+	"crypto/sha1"
+	"encoding/hex"
+	"fmt"
+	"net"
+	"os"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/alicebob/miniredis/v2"
+	"github.com/alicebob/miniredis/v2/server"
+)
+
+// DefaultUptime is how long a new Server reports it has been up: long enough that no
+// restart guard waits for it, as for a server that was running before the test began.
+const DefaultUptime = time.Hour
+
+// Server is one Redis server in a synctest bubble: a miniredis whose keys expire on the
+// bubble's clock (plus an offset, see SetClockOffset), which answers INFO server with
+// uptime_in_seconds and run_id as redis-server does, and which can crash and restart.
+// Its methods are safe for concurrent use.
+type Server struct {
+	addr string
+
+	mu      sync.Mutex
+	m       *miniredis.Miniredis // nil while down
+	started time.Time            // the bubble's time when the process started
+	runID   string
+	boots   int           // the processes started so far
+	offset  time.Duration // the server's clock minus the bubble's
+	pinned  bool          // the clock was offset once: miniredis's time is set before each command
+}
+
+// NewServer starts a server at addr, which must be an IP address and port
+// ("10.0.0.1:6379", say): go-redis resolves a host name outside the bubble. The server
+// reports an uptime of DefaultUptime; it crashes (Crash) when t's test ends. NewServer must
+// be called inside the bubble.
+func NewServer(t testing.TB, addr string) *Server {
+	t.Helper()
+	if host, _, err := net.SplitHostPort(addr); err != nil || net.ParseIP(host) == nil {
+		t.Fatalf("simnet: address %q is not an IP address and port", addr)
+	}
+	s := &Server{addr: addr}
+	s.boot(DefaultUptime)
+	t.Cleanup(s.Crash)
+	return s
+}
+
+// NewServers starts n servers, at 10.0.0.1:6379, 10.0.0.2:6379 and so on (see NewServer).
+func NewServers(t testing.TB, n int) []*Server {
+	t.Helper()
+	out := make([]*Server, n)
+	for i := range out {
+		out[i] = NewServer(t, fmt.Sprintf("10.0.0.%d:6379", i+1))
+	}
+	return out
+}
+
+// boot starts a new, empty process that reports it has been up for up. Called with s.mu
+// held, or before s is shared.
+func (s *Server) boot(up time.Duration) {
+	s.boots++
+	m := miniredis.NewMiniRedis()
+	if s.pinned {
+		m.SetTime(time.Now().Add(s.offset))
+	}
+	m.ClockTTL(true)
+	sum := sha1.Sum(fmt.Appendf(nil, "%s#%d", s.addr, s.boots))
+	s.m, s.started, s.runID = m, time.Now().Add(-up), hex.EncodeToString(sum[:])
+	if c, err := m.Dial(); err == nil { // the first Dial makes the server that m.Server returns
+		_ = c.Close()
+	}
+	id, started := s.runID, s.started
+	m.Server().SetPreHook(func(p *server.Peer, cmd string, args ...string) bool {
+		if cmd != "INFO" {
+			return false
+		}
+		// Every section reads as the server section: the scripts ask for "server".
+		up := int64(time.Since(started) / time.Second)
+		p.WriteBulk(fmt.Sprintf("# Server\r\nredis_version:7.4.0\r\nrun_id:%s\r\nuptime_in_seconds:%d\r\n", id, up))
+		return true
+	})
+}
+
+// Addr returns the server's address, for go-redis's Options.Addr (see Dial).
+func (s *Server) Addr() string { return s.addr }
+
+// String returns the server's address.
+func (s *Server) String() string { return s.addr }
+
+// Dial returns a new connection to the server over a Pipe, or, while the server is down, an
+// error that matches syscall.ECONNREFUSED, as dialling a stopped redis-server does. Its
+// signature is go-redis's Options.Dialer; the network and address are ignored.
+func (s *Server) Dial(context.Context, string, string) (net.Conn, error) {
+	s.mu.Lock()
+	m := s.m
+	s.mu.Unlock()
+	if m == nil {
+		return nil, &net.OpError{Op: "dial", Net: "tcp", Err: os.NewSyscallError("connect", syscall.ECONNREFUSED)}
+	}
+	client, srv := Pipe()
+	m.Server().ServeConn(&serverEnd{Conn: srv, s: s})
+	return client, nil
+}
+
+// serverEnd is the server's end of a connection: it sets the server's clock before each
+// request is served, if the clock is offset.
+type serverEnd struct {
+	net.Conn
+	s *Server
+}
+
+func (c *serverEnd) Read(p []byte) (int, error) {
+	n, err := c.Conn.Read(p)
+	if n > 0 {
+		c.s.sync()
+	}
+	return n, err
+}
+
+// sync sets an offset clock's time on the running process and returns the process, or nil
+// if the server is down.
+func (s *Server) sync() *miniredis.Miniredis {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.m != nil && s.pinned {
+		s.m.SetTime(time.Now().Add(s.offset))
+	}
+	return s.m
+}
+
+// Miniredis returns the running process, to inspect or change its data, or nil while the
+// server is down. A crash and restart replace it: call Miniredis again after a Restart. With
+// the clock offset (SetClockOffset), the process's time is set as Miniredis returns it and
+// before each command a client sends, and does not move in between.
+func (s *Server) Miniredis() *miniredis.Miniredis { return s.sync() }
+
+// SetClockOffset sets the server's clock to the bubble's plus d (negative: behind), so that
+// keys expire by a clock that disagrees with the clients'. The offset holds across restarts.
+func (s *Server) SetClockOffset(d time.Duration) {
+	s.mu.Lock()
+	s.offset, s.pinned = d, true
+	s.mu.Unlock()
+	s.sync()
+}
+
+// RunID returns the run_id the running process reports (40 hex digits, a new one for each
+// process), or "" while the server is down.
+func (s *Server) RunID() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.m == nil {
+		return ""
+	}
+	return s.runID
+}
+
+// Uptime returns the uptime the running process reports, in whole seconds as
+// uptime_in_seconds does, or 0 while the server is down.
+func (s *Server) Uptime() time.Duration {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.m == nil {
+		return 0
+	}
+	return time.Since(s.started).Truncate(time.Second)
+}
+
+// Up reports whether the server is running.
+func (s *Server) Up() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.m != nil
+}
+
+// Crash stops the server as a killed process stops: its connections close, its data is
+// lost, and dials are refused until Restart. Crashing a server that is down does nothing.
+func (s *Server) Crash() {
+	s.mu.Lock()
+	m := s.m
+	s.m = nil
+	s.mu.Unlock()
+	if m != nil {
+		m.Close()
+	}
+}
+
+// Restart starts a crashed server again, empty, with uptime 0 and a new run_id. Restarting
+// a server that is up does nothing.
+func (s *Server) Restart() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.m == nil {
+		s.boot(0)
+	}
+}
