@@ -148,6 +148,8 @@ func TestSemaphoreAcquireWaitsThroughNodeFailures(t *testing.T) {
 	_, err := sem.Acquire(short)
 	require.ErrorIs(t, err, context.DeadlineExceeded)
 	require.ErrorIs(t, err, redlock.ErrNoQuorum)
+	assert.ErrorContains(t, err, `"outage"`)
+	assert.NotContains(t, err.Error(), "redlock:{", "an error names a Redis key")
 	down.Store(false)
 
 	closedNodes := make([]redlock.Node, len(raw))
