@@ -31,11 +31,10 @@ func get(t *testing.T, s server, key string) string {
 // listen subscribes to channel on s and returns the payloads it receives.
 func listen(t *testing.T, s server, channel string) <-chan string {
 	t.Helper()
-	c := redis.NewClient(&redis.Options{Addr: s.addr})
-	ps := c.Subscribe(context.Background(), channel)
+	ps := clientFor(t, s).Subscribe(context.Background(), channel)
 	_, err := ps.Receive(context.Background()) // the confirmation
 	require.NoError(t, err)
-	t.Cleanup(func() { _ = ps.Close(); _ = c.Close() })
+	t.Cleanup(func() { _ = ps.Close() })
 	out := make(chan string, 16)
 	go func() {
 		for m := range ps.Channel() {
@@ -156,8 +155,7 @@ func hold(t *testing.T, cl *core.Cluster, servers []server, name string) *core.H
 	l, err := cl.Acquire(context.Background(), lock(name))
 	require.NoError(t, err)
 	for i, s := range servers {
-		require.Eventually(t, func() bool { return get(t, s, l.Keys.Lock) == l.Token() }, time.Second, time.Millisecond,
-			"server %d does not hold the lock", i)
+		settle(t, servers, func() bool { return get(t, s, l.Keys.Lock) == l.Token() }, "server %d does not hold the lock", i)
 	}
 	return l
 }

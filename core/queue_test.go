@@ -2,7 +2,6 @@ package core_test
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net"
 	"strconv"
@@ -11,12 +10,14 @@ import (
 	"sync/atomic"
 	"syscall"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/alicebob/miniredis/v2"
 	"github.com/go-redlock/redlock/backends/goredis"
 	"github.com/go-redlock/redlock/core"
 	"github.com/go-redlock/redlock/internal/redistest"
+	"github.com/go-redlock/redlock/internal/simnet"
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -29,7 +30,8 @@ import (
 type server struct {
 	addr string
 	do   func(args ...string) (any, error)
-	mini bool // a miniredis server, which cannot report its uptime
+	mini bool           // a miniredis server, which cannot report its uptime
+	sim  *simnet.Server // a simulated server (see simServers), in a bubble; nil for the others
 }
 
 func miniServers(t *testing.T, n int) []server {
@@ -71,10 +73,7 @@ func realServers(t *testing.T, n int) []server {
 func newCluster(t *testing.T, servers []server) *core.Cluster {
 	nodes := make([]core.Node, len(servers))
 	for i, s := range servers {
-		c := redis.NewClient(&redis.Options{Addr: s.addr})
-		n := goredis.New(c)
-		t.Cleanup(func() { _ = n.Close(); _ = c.Close() })
-		nodes[i] = n
+		nodes[i] = nodeFor(t, s)
 	}
 	c, err := core.NewCluster(nodes)
 	require.NoError(t, err)
@@ -123,10 +122,7 @@ func countedCluster(t *testing.T, servers []server) (*core.Cluster, []*counted) 
 	nodes := make([]core.Node, len(servers))
 	counts := make([]*counted, len(servers))
 	for i, s := range servers {
-		c := redis.NewClient(&redis.Options{Addr: s.addr})
-		n := goredis.New(c)
-		t.Cleanup(func() { _ = n.Close(); _ = c.Close() })
-		counts[i] = &counted{Node: n}
+		counts[i] = &counted{Node: nodeFor(t, s)}
 		nodes[i] = counts[i]
 	}
 	cl, err := core.NewCluster(nodes)
@@ -204,143 +200,129 @@ func onOneOfEach(t *testing.T, f func(t *testing.T, s server)) {
 }
 
 // TestWaitersTakeTurnsInOrder: waiters that queued one after another get the lock in that
-// order, whatever the order in which their retries reach the nodes.
+// order, whatever the order in which their retries reach the nodes, each handed over at
+// the instant the one before lets go.
 func TestWaitersTakeTurnsInOrder(t *testing.T) {
-	for _, c := range setups {
-		t.Run(c.name, func(t *testing.T) {
-			servers := c.servers(t, c.n)
-			cl := newCluster(t, servers)
-			holder := hold(t, cl, servers, "order")
+	onEachSetup(t, func(t *testing.T, servers []server) {
+		cl := newCluster(t, servers)
+		holder := hold(t, cl, servers, "order")
 
-			const waiters = 5
-			order := make(chan int, waiters)
-			var wg sync.WaitGroup
-			for i := range waiters {
-				wg.Add(1)
-				go func() {
-					defer wg.Done()
-					l, err := cl.AcquireWait(context.Background(), lock("order"), patient)
-					if err != nil {
-						order <- -1
-						return
-					}
-					order <- i
-					assert.NoError(t, cl.Release(context.Background(), l))
-				}()
-				// The next waiter starts only once this one is queued everywhere.
-				require.Eventually(t, func() bool { return allEqual(queued(t, servers, holder.Keys), int64(i+1)) },
-					5*time.Second, time.Millisecond, "waiter %d is not queued: %v", i, queued(t, servers, holder.Keys))
-			}
-			require.NoError(t, cl.Release(context.Background(), holder))
-			for want := range waiters {
-				select {
-				case got := <-order:
-					require.Equal(t, want, got, "the waiters did not take turns in the order they queued")
-				case <-time.After(10 * time.Second):
-					t.Fatalf("waiter %d did not get the lock", want)
+		const waiters = 5
+		order := make(chan int, waiters)
+		var wg sync.WaitGroup
+		for i := range waiters {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				l, err := cl.AcquireWait(context.Background(), lock("order"), patient)
+				if err != nil {
+					order <- -1
+					return
 				}
+				order <- i
+				assert.NoError(t, cl.Release(context.Background(), l))
+			}()
+			// The next waiter starts only once this one is queued everywhere.
+			settle(t, servers, func() bool { return allEqual(queued(t, servers, holder.Keys), int64(i+1)) },
+				"waiter %d is not queued", i)
+			if simulated(servers) {
+				// A ticket is the call's time in microseconds, and equal tickets go by the
+				// waiters' random ids: the next waiter comes a microsecond later.
+				advance(time.Microsecond)
 			}
-			wg.Wait()
-			assert.True(t, allEqual(queued(t, servers, holder.Keys), 0), "the queue is not empty after every waiter had its turn")
-		})
-	}
+		}
+		released := time.Now()
+		require.NoError(t, cl.Release(context.Background(), holder))
+		for want := range waiters {
+			got := await(t, servers, order, fmt.Sprintf("waiter %d's turn", want))
+			require.Equal(t, want, got, "the waiters did not take turns in the order they queued")
+		}
+		if simulated(servers) {
+			assert.Equal(t, time.Duration(0), time.Since(released), "a turn waited for the clock")
+		}
+		wg.Wait()
+		assert.True(t, allEqual(queued(t, servers, holder.Keys), 0), "the queue is not empty after every waiter had its turn")
+	})
 }
 
 // TestNoBargingPastALiveWaiter: while a waiter that queued first keeps its place, a free lock
 // goes neither to a single attempt nor to a later waiter (whose attempts run the script:
 // see TestSetNXTakesAFreeLockPastTheQueue for a plain first attempt); once its place lapses
-// (it stopped calling: it crashed, say), the later waiter gets the lock.
+// (it stopped calling: it crashed, say), the later waiter gets the lock, at its first
+// attempt after the lapse.
 func TestNoBargingPastALiveWaiter(t *testing.T) {
-	servers := miniServers(t, 3)
-	cl := newCluster(t, servers)
-	k := core.NewKeys("q:", "barging")
-	// A waiter that queued long ago and then went silent: its place lapses in 500 ms.
-	lapse := time.Now().Add(500 * time.Millisecond)
-	for _, s := range servers {
-		_, err := s.do("ZADD", k.Queue, "1", "ghost")
-		require.NoError(t, err)
-		_, err = s.do("ZADD", k.Alive, strconv.FormatInt(lapse.UnixMilli(), 10), "ghost")
-		require.NoError(t, err)
-	}
+	inBubble(t, 3, func(t *testing.T, servers []server) {
+		cl := newCluster(t, servers)
+		k := core.NewKeys("q:", "barging")
+		// A waiter that queued long ago and then went silent: its place lapses in 500 ms.
+		lapse := time.Now().Add(500 * time.Millisecond)
+		for _, s := range servers {
+			_, err := s.do("ZADD", k.Queue, "1", "ghost")
+			require.NoError(t, err)
+			_, err = s.do("ZADD", k.Alive, strconv.FormatInt(lapse.UnixMilli(), 10), "ghost")
+			require.NoError(t, err)
+		}
 
-	_, err := cl.Acquire(context.Background(), lock("barging"))
-	require.ErrorIs(t, err, core.ErrHeld, "a single attempt took a free lock past a live waiter")
+		_, err := cl.Acquire(context.Background(), lock("barging"))
+		require.ErrorIs(t, err, core.ErrHeld, "a single attempt took a free lock past a live waiter")
 
-	l := lock("barging")
-	l.Fence = true // every attempt runs the script
-	_, err = cl.AcquireWait(context.Background(), l, patient)
-	require.NoError(t, err)
-	assert.False(t, time.Now().Before(lapse), "a later waiter took the lock before the first one's place lapsed")
-	// Acquire returns at a quorum: the last node may see the attempt a moment later.
-	for i, s := range servers {
-		assert.Eventually(t, func() bool {
+		l := lock("barging")
+		l.Fence = true // every attempt runs the script
+		_, err = cl.AcquireWait(context.Background(), l, patient)
+		require.NoError(t, err)
+		// Its attempts come a refresh interval (250 ms) apart: at 0, 250 and 500 ms, when
+		// the place is gone (a place lapses at its stamp).
+		assert.Equal(t, lapse, time.Now(), "the later waiter did not take the lock at its first attempt after the lapse")
+		// Acquire returns at a quorum: the last node sees the attempt when its call lands.
+		synctest.Wait()
+		for i, s := range servers {
 			_, err := s.do("ZSCORE", k.Queue, "ghost")
-			return errors.Is(err, redis.Nil)
-		}, 5*time.Second, time.Millisecond, "server %d still queues the lapsed waiter", i)
-	}
+			assert.ErrorIs(t, err, redis.Nil, "server %d still queues the lapsed waiter", i)
+		}
+	})
 }
 
 // TestWaiterThatGivesUpLeavesTheQueue: a waiter whose ctx ends leaves the queue on every
-// node at once, and a release wakes the next waiter by notification (its own refresh
-// interval is far longer than the test).
+// node at once, and a release wakes the next waiter by notification at once (its own
+// refresh interval is 25 s).
 func TestWaiterThatGivesUpLeavesTheQueue(t *testing.T) {
-	servers := miniServers(t, 3)
-	cl := newCluster(t, servers)
-	holder := hold(t, cl, servers, "leave")
+	inBubble(t, 3, func(t *testing.T, servers []server) {
+		cl := newCluster(t, servers)
+		holder := hold(t, cl, servers, "leave")
 
-	quitter := lock("leave")
-	// Its refresh interval (25 s) keeps it from calling again while it waits (a call under
-	// way when its ctx ends is TestLateCallOfAQuitterDoesNotQueueIt's subject).
-	quitter.NodeTimeout = 10 * time.Second
-	ctx, cancel := context.WithCancel(context.Background())
-	quit := make(chan error, 1)
-	go func() { _, err := cl.AcquireWait(ctx, quitter, patient); quit <- err }()
-	// Its second attempt (the one after it subscribed) has run on every node, so no call of
-	// its is under way when it gives up.
-	require.Eventually(t, func() bool {
-		for _, s := range servers {
-			v, err := s.do("HVALS", holder.Keys.Waiters)
-			if vals, _ := v.([]any); err != nil || len(vals) != 1 || !strings.Contains(vals[0].(string), ".2 ") {
-				return false
-			}
-		}
-		return true
-	}, 5*time.Second, time.Millisecond)
+		quitter := lock("leave")
+		// Its refresh interval (25 s) keeps it from calling again while it waits (a call under
+		// way when its ctx ends is TestLateCallOfAQuitterDoesNotQueueIt's subject).
+		quitter.NodeTimeout = 10 * time.Second
+		ctx, cancel := context.WithCancel(context.Background())
+		quit := make(chan error, 1)
+		go func() { _, err := cl.AcquireWait(ctx, quitter, patient); quit <- err }()
+		// Its second attempt (the one after it subscribed) has run on every node, so no call of
+		// its is under way when it gives up.
+		settle(t, servers, func() bool { return registeredAs(t, servers, holder.Keys, ".2") }, "the quitter is not queued under its second attempt")
 
-	stayer := lock("leave")
-	stayer.NodeTimeout = 10 * time.Second // a refresh every 25 s: only a notification wakes it in time
-	got := make(chan error, 1)
-	var stayed *core.Held
-	go func() {
-		var err error
-		stayed, err = cl.AcquireWait(context.Background(), stayer, patient)
-		got <- err
-	}()
-	require.Eventually(t, func() bool { return allEqual(queued(t, servers, holder.Keys), 2) }, 5*time.Second, time.Millisecond)
+		stayer := lock("leave")
+		stayer.NodeTimeout = 10 * time.Second // a refresh every 25 s: only a notification wakes it in time
+		got := make(chan error, 1)
+		var stayed *core.Held
+		go func() {
+			var err error
+			stayed, err = cl.AcquireWait(context.Background(), stayer, patient)
+			got <- err
+		}()
+		settle(t, servers, func() bool { return allEqual(queued(t, servers, holder.Keys), 2) }, "the stayer is not queued")
 
-	cancel()
-	require.ErrorIs(t, <-quit, context.Canceled)
-	if !assert.Eventually(t, func() bool { return allEqual(queued(t, servers, holder.Keys), 1) }, time.Second, time.Millisecond,
-		"the waiter that gave up is still queued") {
-		for i, s := range servers {
-			q, _ := s.do("ZRANGE", holder.Keys.Queue, "0", "-1")
-			w, _ := s.do("HGETALL", holder.Keys.Waiters)
-			t.Logf("server %d: queue %v, lock %q, attempts %v (holder %s)", i, q, get(t, s, holder.Keys.Lock), w, holder.Token())
-		}
-		t.FailNow()
-	}
+		cancel()
+		require.ErrorIs(t, <-quit, context.Canceled)
+		settle(t, servers, func() bool { return allEqual(queued(t, servers, holder.Keys), 1) }, "the waiter that gave up is still queued")
 
-	start := time.Now()
-	require.NoError(t, cl.Release(context.Background(), holder))
-	select {
-	case err := <-got:
-		require.NoError(t, err)
-		assert.Less(t, time.Since(start), 5*time.Second)
-	case <-time.After(10 * time.Second):
-		t.Fatal("the remaining waiter was not woken by the release")
-	}
-	require.NoError(t, cl.Release(context.Background(), stayed))
-	assert.True(t, allEqual(queued(t, servers, holder.Keys), 0), fmt.Sprint("queues: ", queued(t, servers, holder.Keys)))
+		start := time.Now()
+		require.NoError(t, cl.Release(context.Background(), holder))
+		require.NoError(t, <-got)
+		assert.Equal(t, time.Duration(0), time.Since(start), "the remaining waiter was not woken by the release")
+		require.NoError(t, cl.Release(context.Background(), stayed))
+		assert.True(t, allEqual(queued(t, servers, holder.Keys), 0), fmt.Sprint("queues: ", queued(t, servers, holder.Keys)))
+	})
 }
 
 // TestQueueKeepsTheLongestPlace: a node keeps a waiter's place a refresh interval and two
@@ -348,44 +330,40 @@ func TestWaiterThatGivesUpLeavesTheQueue(t *testing.T) {
 // expire with the places they keep (within two places' time): a shorter place never
 // shortens them below a longer one's.
 func TestQueueKeepsTheLongestPlace(t *testing.T) {
-	servers := miniServers(t, 1)
-	cl := newCluster(t, servers)
-	holder := hold(t, cl, servers, "keep")
-	pttl := func(key string) int64 {
-		v, err := servers[0].do("PTTL", key)
-		require.NoError(t, err)
-		return v.(int64)
-	}
-	const kept = 450 // ms: 250 ms refresh interval, and two node timeouts of 100 ms
+	inBubble(t, 1, func(t *testing.T, servers []server) {
+		cl := newCluster(t, servers)
+		holder := hold(t, cl, servers, "keep")
+		pttl := func(key string) int64 {
+			v, err := servers[0].do("PTTL", key)
+			require.NoError(t, err)
+			return v.(int64)
+		}
+		const kept = 450 // ms: 250 ms refresh interval, and two node timeouts of 100 ms
 
-	short, long := lock("keep"), lock("keep")
-	long.NodeTimeout = 10 * time.Second // 25 s + 10 s + 10 s; short's 450 ms
-	// The server stamps the place at some moment between these two (miniredis runs on
-	// this process's clock), so the bounds hold however slow the call is.
-	before := time.Now().UnixMilli()
-	_, err := cl.AcquireAs(context.Background(), short, "short.1", "short", 2)
-	require.ErrorIs(t, err, core.ErrHeld)
-	after := time.Now().UnixMilli()
-	v, err := servers[0].do("ZSCORE", holder.Keys.Alive, "short")
-	require.NoError(t, err)
-	lapses := int64(v.(float64)) // go-redis reads RESP3 doubles
-	assert.GreaterOrEqual(t, lapses, before+kept-1, "the place lapses %d ms after the call, want %d", lapses-before, kept)
-	assert.LessOrEqual(t, lapses, after+kept+1, "the place lapses %d ms after the call's reply, want %d", lapses-after, kept)
-	keys := []string{holder.Keys.Queue, holder.Keys.Alive, holder.Keys.Waiters}
-	for _, key := range keys {
+		short, long := lock("keep"), lock("keep")
+		long.NodeTimeout = 10 * time.Second // 25 s + 10 s + 10 s; short's 450 ms
 		now := time.Now().UnixMilli()
-		ms := pttl(key)
-		assert.GreaterOrEqual(t, now+ms, lapses-1, "%s expires %d ms before the place lapses", key, lapses-now-ms)
-		assert.LessOrEqual(t, ms, int64(2*kept), "%s expires in %d ms, want within two places' time", key, ms)
-	}
+		_, err := cl.AcquireAs(context.Background(), short, "short.1", "short", 2)
+		require.ErrorIs(t, err, core.ErrHeld)
+		v, err := servers[0].do("ZSCORE", holder.Keys.Alive, "short")
+		require.NoError(t, err)
+		lapses := int64(v.(float64)) // go-redis reads RESP3 doubles
+		assert.Equal(t, now+kept, lapses, "the place lapses %d ms after the call, want %d", lapses-now, kept)
+		keys := []string{holder.Keys.Queue, holder.Keys.Alive, holder.Keys.Waiters}
+		for _, key := range keys {
+			ms := pttl(key)
+			assert.GreaterOrEqual(t, now+ms, lapses, "%s expires %d ms before the place lapses", key, lapses-now-ms)
+			assert.LessOrEqual(t, ms, int64(2*kept), "%s expires in %d ms, want within two places' time", key, ms)
+		}
 
-	_, err = cl.AcquireAs(context.Background(), long, "long.1", "long", 1)
-	require.ErrorIs(t, err, core.ErrHeld)
-	_, err = cl.AcquireAs(context.Background(), short, "short.2", "short", 2)
-	require.ErrorIs(t, err, core.ErrHeld)
-	for _, key := range keys {
-		assert.Greater(t, pttl(key), int64(40_000), "%s expires before the longest-kept waiter's place (45 s) lapses", key)
-	}
+		_, err = cl.AcquireAs(context.Background(), long, "long.1", "long", 1)
+		require.ErrorIs(t, err, core.ErrHeld)
+		_, err = cl.AcquireAs(context.Background(), short, "short.2", "short", 2)
+		require.ErrorIs(t, err, core.ErrHeld)
+		for _, key := range keys {
+			assert.GreaterOrEqual(t, pttl(key), int64(45_000), "%s expires before the longest-kept waiter's place (45 s) lapses", key)
+		}
+	})
 }
 
 // landing is a Node that holds back every other acquire script call of the waiter it is
@@ -429,64 +407,55 @@ func (n *landing) Eval(ctx context.Context, s *core.Script, keys []string, args 
 
 // TestSlowWaiterKeepsItsPlace: a live waiter keeps its place on every node although its
 // calls take up to most of a node timeout, landing far apart (one at once, the next 150 ms
-// late, at a 200 ms node timeout: a call held back longer missed its deadline on a loaded
-// machine, and was never sent), and its attempts wait for one another: the place (a
+// late, at a 200 ms node timeout), and its attempts wait for one another: the place (a
 // refresh interval and two node timeouts) outlasts the longest gap between two of its
 // calls (a refresh interval and a node timeout).
 func TestSlowWaiterKeepsItsPlace(t *testing.T) {
-	servers := miniServers(t, 3)
-	cl := newCluster(t, servers)
-	holder := hold(t, cl, servers, "slow")
-	const nodeTimeout = 200 * time.Millisecond // refresh 500 ms, place 900 ms
-	nodes := make([]core.Node, len(servers))
-	lands := make([]*landing, len(servers))
-	for i, s := range servers {
-		c := redis.NewClient(&redis.Options{Addr: s.addr})
-		n := goredis.New(c)
-		t.Cleanup(func() { _ = n.Close(); _ = c.Close() })
-		lands[i] = &landing{Node: n, do: s.do, keys: holder.Keys, hold: nodeTimeout * 3 / 4}
-		nodes[i] = lands[i]
-	}
-	slow, err := core.NewCluster(nodes)
-	require.NoError(t, err)
+	inBubble(t, 3, func(t *testing.T, servers []server) {
+		cl := newCluster(t, servers)
+		holder := hold(t, cl, servers, "slow")
+		const nodeTimeout = 200 * time.Millisecond // refresh 500 ms, place 900 ms
+		nodes := make([]core.Node, len(servers))
+		lands := make([]*landing, len(servers))
+		for i, s := range servers {
+			lands[i] = &landing{Node: nodeFor(t, s), do: s.do, keys: holder.Keys, hold: nodeTimeout * 3 / 4}
+			nodes[i] = lands[i]
+		}
+		slow, err := core.NewCluster(nodes)
+		require.NoError(t, err)
 
-	// The waiter's id is the prefix of its tokens: the first attempt's token tells it.
-	l := lock("slow")
-	l.NodeTimeout = nodeTimeout
-	l.Contended = true // every attempt runs the script
-	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Second)
-	defer cancel()
-	id := make(chan string, 1)
-	l.Failed = func(error) {
-		select {
-		case id <- "":
-		default:
+		l := lock("slow")
+		l.NodeTimeout = nodeTimeout
+		l.Contended = true // every attempt runs the script
+		// Its end falls between two calls (two timers due at one instant fire in either order).
+		ctx, cancel := context.WithTimeout(context.Background(), 3750*time.Millisecond)
+		defer cancel()
+		done := make(chan error, 1)
+		go func() { _, err := slow.AcquireWait(ctx, l, patient); done <- err }()
+		// After its first attempt it is queued on every node: the queue tells its id, the
+		// prefix of its tokens.
+		var waiter string
+		settle(t, servers, func() bool {
+			v, err := servers[0].do("ZRANGE", holder.Keys.Queue, "0", "0")
+			if ids, _ := v.([]any); err == nil && len(ids) == 1 {
+				waiter = ids[0].(string)
+				return true
+			}
+			return false
+		}, "the waiter is not queued")
+		for _, n := range lands {
+			n.waiter.Store(&waiter)
 		}
-	}
-	done := make(chan error, 1)
-	go func() { _, err := slow.AcquireWait(ctx, l, patient); done <- err }()
-	<-id // after its first attempt: it is queued on every node
-	var waiter string
-	require.Eventually(t, func() bool {
-		v, err := servers[0].do("ZRANGE", holder.Keys.Queue, "0", "0")
-		if ids, _ := v.([]any); err == nil && len(ids) == 1 {
-			waiter = ids[0].(string)
-			return true
+		require.ErrorIs(t, <-done, context.DeadlineExceeded)
+		for i, n := range lands {
+			n.mu.Lock()
+			// A call every refresh interval (500 ms, from start to start) after the first,
+			// at 0.5, 1, ..., 3.5 s.
+			assert.Equal(t, 7, n.calls, "server %d: calls", i)
+			assert.Empty(t, n.lapsed, "server %d: the live waiter lost its place", i)
+			n.mu.Unlock()
 		}
-		return false
-	}, 5*time.Second, time.Millisecond)
-	for _, n := range lands {
-		n.waiter.Store(&waiter)
-	}
-	require.ErrorIs(t, <-done, context.DeadlineExceeded)
-	for i, n := range lands {
-		n.mu.Lock()
-		// About 7 calls in the 4 s after its first (a refresh interval, 500 ms, apart, from
-		// start to start).
-		assert.GreaterOrEqual(t, n.calls, 4, "server %d: too few calls to tell", i)
-		assert.Empty(t, n.lapsed, "server %d: the live waiter lost its place", i)
-		n.mu.Unlock()
-	}
+	})
 }
 
 // slowAcquire delays the acquire script on a Node (and is not a Setter: every attempt runs
@@ -512,31 +481,33 @@ func (n slowAcquire) Eval(ctx context.Context, s *core.Script, keys []string, ar
 // under way on a slow node is out of that node's queue once the attempt lands there (its
 // place would otherwise last a refresh interval and two node timeouts: 45 s here).
 func TestLateCallOfAQuitterDoesNotQueueIt(t *testing.T) {
-	servers := miniServers(t, 3)
-	cl := newCluster(t, servers)
-	holder := hold(t, cl, servers, "late")
-	nodes := make([]core.Node, len(servers))
-	for i, s := range servers {
-		c := redis.NewClient(&redis.Options{Addr: s.addr})
-		n := goredis.New(c)
-		t.Cleanup(func() { _ = n.Close(); _ = c.Close() })
-		nodes[i] = slowAcquire{Node: n, Subscriber: n}
-		if i == 2 {
-			nodes[i] = slowAcquire{Node: n, Subscriber: n, delay: 300 * time.Millisecond}
+	inBubble(t, 3, func(t *testing.T, servers []server) {
+		cl := newCluster(t, servers)
+		holder := hold(t, cl, servers, "late")
+		nodes := make([]core.Node, len(servers))
+		for i, s := range servers {
+			n := nodeFor(t, s)
+			nodes[i] = slowAcquire{Node: n, Subscriber: n}
+			if i == 2 {
+				nodes[i] = slowAcquire{Node: n, Subscriber: n, delay: 300 * time.Millisecond}
+			}
 		}
-	}
-	slow, err := core.NewCluster(nodes)
-	require.NoError(t, err)
+		slow, err := core.NewCluster(nodes)
+		require.NoError(t, err)
 
-	w := lock("late")
-	w.NodeTimeout = 10 * time.Second // refresh every 25 s: a place kept for 45 s
-	ctx, cancel := context.WithTimeout(context.Background(), 150*time.Millisecond)
-	defer cancel()
-	_, err = slow.AcquireWait(ctx, w, patient)
-	require.ErrorIs(t, err, context.DeadlineExceeded)
-	time.Sleep(300 * time.Millisecond) // the slow node's call lands
-	assert.Eventually(t, func() bool { return allEqual(queued(t, servers, holder.Keys), 0) },
-		3*time.Second, time.Millisecond, "the quitter is still queued: %v", queued(t, servers, holder.Keys))
+		w := lock("late")
+		w.NodeTimeout = 10 * time.Second // refresh every 25 s: a place kept for 45 s
+		start := time.Now()
+		ctx, cancel := context.WithTimeout(context.Background(), 150*time.Millisecond)
+		defer cancel()
+		_, err = slow.AcquireWait(ctx, w, patient)
+		require.ErrorIs(t, err, context.DeadlineExceeded)
+		assert.Equal(t, 150*time.Millisecond, time.Since(start))
+		synctest.Wait()
+		assert.Equal(t, []int64{0, 0, 0}, queued(t, servers, holder.Keys), "the quitter is still queued")
+		advance(start.Add(300 * time.Millisecond).Sub(time.Now())) // the slow node's call lands
+		assert.Equal(t, []int64{0, 0, 0}, queued(t, servers, holder.Keys), "the quitter's late call queued it")
+	})
 }
 
 // countedSlow is slowAcquire that counts the acquire calls it sends.
@@ -563,9 +534,7 @@ func slowNodes(t *testing.T, servers []server, base, delay time.Duration) (*core
 	var calls atomic.Int64
 	nodes := make([]core.Node, len(servers))
 	for i, s := range servers {
-		c := redis.NewClient(&redis.Options{Addr: s.addr})
-		n := goredis.New(c)
-		t.Cleanup(func() { _ = n.Close(); _ = c.Close() })
+		n := nodeFor(t, s)
 		slow := slowAcquire{Node: n, Subscriber: n, delay: base}
 		if i == 2 {
 			slow.delay = delay
@@ -581,18 +550,21 @@ func slowNodes(t *testing.T, servers []server, base, delay time.Duration) (*core
 // returns at once, without waiting for a slow node (1 s late here) to answer; the slow
 // node's call still lands, and queues the waiter there too.
 func TestWaiterRefusedByAQuorumDoesNotWaitForTheRest(t *testing.T) {
-	servers := miniServers(t, 3)
-	cl := newCluster(t, servers)
-	holder := hold(t, cl, servers, "quorum")
-	slow, _ := slowThird(t, servers, time.Second)
-	l := lock("quorum")
-	l.NodeTimeout = 10 * time.Second
-	start := time.Now()
-	_, err := slow.AcquireAs(context.Background(), l, "w.1", "w", 1)
-	require.ErrorIs(t, err, core.ErrHeld)
-	assert.Less(t, time.Since(start), 900*time.Millisecond, "the attempt waited for the slow node")
-	assert.Eventually(t, func() bool { return allEqual(queued(t, servers, holder.Keys), 1) }, 5*time.Second, time.Millisecond,
-		"the slow node's call did not land: %v", queued(t, servers, holder.Keys))
+	inBubble(t, 3, func(t *testing.T, servers []server) {
+		cl := newCluster(t, servers)
+		holder := hold(t, cl, servers, "quorum")
+		slow, _ := slowThird(t, servers, time.Second)
+		l := lock("quorum")
+		l.NodeTimeout = 10 * time.Second
+		start := time.Now()
+		_, err := slow.AcquireAs(context.Background(), l, "w.1", "w", 1)
+		require.ErrorIs(t, err, core.ErrHeld)
+		assert.Equal(t, time.Duration(0), time.Since(start), "the attempt waited for the slow node")
+		advance(time.Second - time.Nanosecond)
+		assert.Equal(t, []int64{1, 1, 0}, queued(t, servers, holder.Keys), "the slow node's call landed early")
+		advance(time.Nanosecond)
+		assert.Equal(t, []int64{1, 1, 1}, queued(t, servers, holder.Keys), "the slow node's call did not land")
+	})
 }
 
 // refusedNode fails every call as a server that refuses connections does.
@@ -606,92 +578,86 @@ func (refusedNode) Eval(context.Context, *core.Script, []string, ...string) ([]i
 // last call failed) put out of reach after two refusals hears the other nodes out only
 // until a third refuses: a slow node (1 s late here) does not hold it back.
 func TestWaiterStopsWaitingOnceAQuorumRefused(t *testing.T) {
-	servers := miniServers(t, 5)
-	holder := hold(t, newCluster(t, servers), servers, "quorum-refused")
-	nodes := make([]core.Node, len(servers))
-	for i, s := range servers {
-		c := redis.NewClient(&redis.Options{Addr: s.addr})
-		n := goredis.New(c)
-		t.Cleanup(func() { _ = n.Close(); _ = c.Close() })
-		switch i {
-		case 2:
-			nodes[i] = slowAcquire{Node: n, Subscriber: n, delay: time.Second}
-		case 4:
-			nodes[i] = refusedNode{n}
-		default:
-			nodes[i] = n
+	inBubble(t, 5, func(t *testing.T, servers []server) {
+		holder := hold(t, newCluster(t, servers), servers, "quorum-refused")
+		nodes := make([]core.Node, len(servers))
+		for i, s := range servers {
+			n := nodeFor(t, s)
+			switch i {
+			case 2:
+				nodes[i] = slowAcquire{Node: n, Subscriber: n, delay: time.Second}
+			case 4:
+				nodes[i] = refusedNode{n}
+			default:
+				nodes[i] = n
+			}
 		}
-	}
-	cl, err := core.NewCluster(nodes)
-	require.NoError(t, err)
-	l := lock("quorum-refused")
-	l.NodeTimeout = 10 * time.Second
-	// The first attempt finds node 4 down; the second does not wait for it.
-	_, err = cl.AcquireAs(context.Background(), l, "w.1", "w", 1)
-	require.ErrorIs(t, err, core.ErrHeld)
-	start := time.Now()
-	_, err = cl.AcquireAs(context.Background(), l, "w.2", "w", 1)
-	require.ErrorIs(t, err, core.ErrHeld, "three nodes refused")
-	assert.Less(t, time.Since(start), 900*time.Millisecond, "the attempt waited for the slow node")
-	require.NoError(t, cl.Release(context.Background(), holder))
+		cl, err := core.NewCluster(nodes)
+		require.NoError(t, err)
+		l := lock("quorum-refused")
+		l.NodeTimeout = 10 * time.Second
+		// The first attempt finds node 4 down; the second does not wait for it.
+		_, err = cl.AcquireAs(context.Background(), l, "w.1", "w", 1)
+		require.ErrorIs(t, err, core.ErrHeld)
+		start := time.Now()
+		_, err = cl.AcquireAs(context.Background(), l, "w.2", "w", 1)
+		require.ErrorIs(t, err, core.ErrHeld, "three nodes refused")
+		assert.Equal(t, time.Duration(0), time.Since(start), "the attempt waited for the slow node")
+		require.NoError(t, cl.Release(context.Background(), holder))
+	})
 }
 
 // TestLateRefusalCountsForAHandOver: a waiter whose attempt returned before a slow node
 // refused it takes a hand-over from that node once the refusal comes: here the release
 // hands the lock over on the slow node and one other only (the third no longer queues the
-// waiter), and the waiter holds it without calling again.
+// waiter), and the waiter holds it without calling again, at the instant of the release.
 func TestLateRefusalCountsForAHandOver(t *testing.T) {
-	servers := miniServers(t, 3)
-	cl := newCluster(t, servers)
-	holder := hold(t, cl, servers, "late-refusal")
-	// The other two answer 25 ms late too: a waiter takes hand-overs that reach it within
-	// about twice its attempt's time of each other, and an attempt of a millisecond would
-	// make that window too narrow for a loaded machine.
-	slow, calls := slowNodes(t, servers, 25*time.Millisecond, 300*time.Millisecond)
-	w := lock("late-refusal")
-	w.NodeTimeout = 10 * time.Second // a refresh every 25 s
-	type result struct {
-		g   *core.Held
-		err error
-	}
-	got := make(chan result, 1)
-	go func() { g, err := slow.AcquireWait(context.Background(), w, patient); got <- result{g, err} }()
-	// The waiter's second attempt (the one after it subscribed, with which it waits) has
-	// landed on every node, the slow one too; then it calls no more.
-	require.Eventually(t, func() bool { return registeredAs(t, servers, holder.Keys, ".2") && calls.Load() == 6 },
-		5*time.Second, time.Millisecond, "the waiter is not queued under its second attempt everywhere")
-	// And it is subscribed on every node: it goes on once a quorum confirmed, and a message
-	// a node sends before its own subscription is confirmed is lost.
-	require.Eventually(t, func() bool {
-		for _, s := range servers {
-			v, err := s.do("PUBSUB", "CHANNELS", holder.Keys.Channel+":*")
-			if err != nil || len(v.([]any)) == 0 {
-				return false
-			}
+	inBubble(t, 3, func(t *testing.T, servers []server) {
+		cl := newCluster(t, servers)
+		holder := hold(t, cl, servers, "late-refusal")
+		// The other two answer 25 ms late: a waiter takes hand-overs that reach it within
+		// about twice its attempt's time of each other.
+		slow, calls := slowNodes(t, servers, 25*time.Millisecond, 300*time.Millisecond)
+		w := lock("late-refusal")
+		w.NodeTimeout = 10 * time.Second // a refresh every 25 s
+		type result struct {
+			g   *core.Held
+			err error
 		}
-		return true
-	}, 5*time.Second, time.Millisecond, "the waiter is not subscribed everywhere")
-	var attempt string
-	{
-		v, err := servers[2].do("HVALS", holder.Keys.Waiters)
+		got := make(chan result, 1)
+		go func() { g, err := slow.AcquireWait(context.Background(), w, patient); got <- result{g, err} }()
+		// The waiter's second attempt (the one after it subscribed, with which it waits)
+		// lands on every node, the slow one last (its two calls each 300 ms late); then it
+		// calls no more.
+		took := until(t, servers, time.Second, func() bool { return registeredAs(t, servers, holder.Keys, ".2") && calls.Load() == 6 },
+			"the waiter is not queued under its second attempt everywhere")
+		assert.Equal(t, 325*time.Millisecond, took, "the second attempt's calls landed at %v", took)
+		// And it is subscribed on every node: a message a node sends before its own
+		// subscription is confirmed is lost.
+		for i, s := range servers {
+			v, err := s.do("PUBSUB", "CHANNELS", holder.Keys.Channel+":*")
+			require.NoError(t, err)
+			require.NotEmpty(t, v, "the waiter is not subscribed on server %d", i)
+		}
+		var attempt string
+		{
+			v, err := servers[2].do("HVALS", holder.Keys.Waiters)
+			require.NoError(t, err)
+			attempt, _, _ = strings.Cut(v.([]any)[0].(string), " ")
+		}
+		// The first node forgets the waiter: the release hands the lock over on the other two.
+		_, err := servers[0].do("DEL", holder.Keys.Queue, holder.Keys.Alive, holder.Keys.Waiters)
 		require.NoError(t, err)
-		attempt, _, _ = strings.Cut(v.([]any)[0].(string), " ")
-	}
-	// The first node forgets the waiter: the release hands the lock over on the other two.
-	_, err := servers[0].do("DEL", holder.Keys.Queue, holder.Keys.Alive, holder.Keys.Waiters)
-	require.NoError(t, err)
-	require.NoError(t, cl.Release(context.Background(), holder))
-	var r result
-	select {
-	case r = <-got:
-	case <-time.After(5 * time.Second):
-		t.Fatal("the waiter did not get the lock")
-	}
-	require.NoError(t, r.err)
-	assert.Equal(t, int64(6), calls.Load(), "the waiter called again instead of taking the hand-over")
-	assert.Equal(t, attempt, r.g.Token())
-	for i, s := range servers[1:] {
-		assert.Equal(t, attempt, get(t, s, holder.Keys.Lock), "server %d does not hold the lock for the waiter", i+1)
-	}
-	require.NoError(t, cl.Release(context.Background(), r.g))
+		released := time.Now()
+		require.NoError(t, cl.Release(context.Background(), holder))
+		r := <-got
+		require.NoError(t, r.err)
+		assert.Equal(t, time.Duration(0), time.Since(released), "the waiter did not take the hand-over at once")
+		assert.Equal(t, int64(6), calls.Load(), "the waiter called again instead of taking the hand-over")
+		assert.Equal(t, attempt, r.g.Token())
+		for i, s := range servers[1:] {
+			assert.Equal(t, attempt, get(t, s, holder.Keys.Lock), "server %d does not hold the lock for the waiter", i+1)
+		}
+		require.NoError(t, cl.Release(context.Background(), r.g))
+	})
 }
