@@ -38,6 +38,7 @@ func refusedAddr(t *testing.T) string {
 // the deadline and then returns only the context's error. SetNX too; with and without
 // ContextTimeoutEnabled; and through core, whose error then names the cause.
 func TestRefusedConnectionIsTheCause(t *testing.T) {
+	t.Parallel()
 	script := core.NewScript("one", "return {1}")
 	for _, ctxTimeouts := range []bool{true, false} {
 		t.Run(fmt.Sprintf("ContextTimeoutEnabled=%v", ctxTimeouts), func(t *testing.T) {
@@ -105,6 +106,7 @@ func TestMain(m *testing.M) {
 // TestSetLoggerTakesDialFailures: go-redis's failed dials go to the logger given to
 // redis.SetLogger (here, by TestMain), as the package doc says, and not to standard error.
 func TestSetLoggerTakesDialFailures(t *testing.T) {
+	t.Parallel()
 	addr := refusedAddr(t)
 	rdb := redis.NewClient(&redis.Options{Addr: addr, ContextTimeoutEnabled: true})
 	node := goredis.New(rdb)
@@ -121,6 +123,7 @@ func TestSetLoggerTakesDialFailures(t *testing.T) {
 // TestStartsWithAServerDown: a go-redis client connects on first use, so its Node is made
 // while its server is down (see backendtest.StartsWithAServerDown).
 func TestStartsWithAServerDown(t *testing.T) {
+	t.Parallel()
 	backendtest.StartsWithAServerDown(t, func(t *testing.T, addr string) core.Node {
 		rdb := redis.NewClient(&redis.Options{Addr: addr, ContextTimeoutEnabled: true})
 		node := goredis.New(rdb)

@@ -21,6 +21,7 @@ import (
 // connection, which ran the counting script again, and made SetNX report false for the key
 // its first send had set. With and without ContextTimeoutEnabled.
 func TestReadTimeoutNeverResends(t *testing.T) {
+	t.Parallel()
 	if !redistest.Available() {
 		t.Skip("redis-server not on PATH")
 	}

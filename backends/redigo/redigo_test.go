@@ -131,6 +131,7 @@ func TestEvalSurvivesAReset(t *testing.T) {
 // TestStartsWithAServerDown: a redigo pool dials on first use, so its Node is made while
 // its server is down (see backendtest.StartsWithAServerDown).
 func TestStartsWithAServerDown(t *testing.T) {
+	t.Parallel()
 	backendtest.StartsWithAServerDown(t, func(t *testing.T, addr string) core.Node {
 		pool := &redis.Pool{
 			MaxIdle:     4,

@@ -22,6 +22,7 @@ import (
 // back a later call makes the client and succeeds. After Close, calls fail with
 // core.ErrClosed.
 func TestLazyStartsWithAServerDown(t *testing.T) {
+	t.Parallel()
 	if !redistest.Available() {
 		t.Skip("redis-server not on PATH")
 	}
@@ -69,6 +70,7 @@ func TestLazyStartsWithAServerDown(t *testing.T) {
 // TestLazyTriesOnceASecond: calls to a Lazy whose server is down make at most one attempt
 // to connect per second; the calls in between fail at once with the last attempt's error.
 func TestLazyTriesOnceASecond(t *testing.T) {
+	t.Parallel()
 	if !redistest.Available() {
 		t.Skip("redis-server not on PATH")
 	}
@@ -93,6 +95,7 @@ func TestLazyTriesOnceASecond(t *testing.T) {
 // TestLazyRefusesACluster: a Lazy whose client rueidis finds to be a cluster client fails
 // every call with an error that matches core.ErrInvalid, and does not try again.
 func TestLazyRefusesACluster(t *testing.T) {
+	t.Parallel()
 	if !redistest.Available() {
 		t.Skip("redis-server not on PATH")
 	}
@@ -111,6 +114,7 @@ func TestLazyRefusesACluster(t *testing.T) {
 // TestStartsWithAServerDown: the node of a master that is down at start is a Lazy (see
 // backendtest.StartsWithAServerDown).
 func TestStartsWithAServerDown(t *testing.T) {
+	t.Parallel()
 	backendtest.StartsWithAServerDown(t, func(t *testing.T, addr string) core.Node {
 		node := rlrueidis.NewLazy(rueidis.ClientOption{InitAddress: []string{addr}, DisableCache: true})
 		t.Cleanup(func() { _ = node.Close() })
