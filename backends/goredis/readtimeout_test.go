@@ -25,7 +25,7 @@ func TestReadTimeoutNeverResends(t *testing.T) {
 	if !redistest.Available() {
 		t.Skip("redis-server not on PATH")
 	}
-	const readTimeout = 200 * time.Millisecond
+	const readTimeout = 300 * time.Millisecond
 	counting := core.NewScript("counting", "return {redis.call('INCR', KEYS[1])}")
 	for _, ctxTimeouts := range []bool{true, false} {
 		t.Run(fmt.Sprintf("ContextTimeoutEnabled=%v", ctxTimeouts), func(t *testing.T) {
@@ -41,7 +41,7 @@ func TestReadTimeoutNeverResends(t *testing.T) {
 			// warmPool leaves several idle connections in the pool, so that a resend needs no
 			// handshake (whose reply the proxy would hold back too).
 			warmPool := func() {
-				px.Hold(100 * time.Millisecond) // each call waits: each takes a connection of its own
+				px.Hold(50 * time.Millisecond) // each call waits: each takes a connection of its own
 				var wg sync.WaitGroup
 				for range 4 {
 					wg.Go(func() {
