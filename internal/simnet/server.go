@@ -34,6 +34,7 @@ type Server struct {
 	boots   int           // the processes started so far
 	offset  time.Duration // the server's clock minus the bubble's
 	pinned  bool          // the clock was offset once: miniredis's time is set before each command
+	noInfo  bool          // INFO is miniredis's own (see SetInfo)
 }
 
 // NewServer starts a server at addr, which must be an IP address and port
@@ -77,7 +78,7 @@ func (s *Server) boot(up time.Duration) {
 	}
 	id, started := s.runID, s.started
 	m.Server().SetPreHook(func(p *server.Peer, cmd string, args ...string) bool {
-		if cmd != "INFO" {
+		if cmd != "INFO" || !s.info() {
 			return false
 		}
 		// Every section reads as the server section: the scripts ask for "server".
@@ -85,6 +86,22 @@ func (s *Server) boot(up time.Duration) {
 		p.WriteBulk(fmt.Sprintf("# Server\r\nredis_version:7.4.0\r\nrun_id:%s\r\nuptime_in_seconds:%d\r\n", id, up))
 		return true
 	})
+}
+
+// info reports whether the server answers INFO as redis-server does.
+func (s *Server) info() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return !s.noInfo
+}
+
+// SetInfo sets whether the server answers INFO as redis-server does (true, the default),
+// or as miniredis does, which refuses the server section: then the scripts find neither
+// uptime nor run_id, as on a server that cannot report them.
+func (s *Server) SetInfo(on bool) {
+	s.mu.Lock()
+	s.noInfo = !on
+	s.mu.Unlock()
 }
 
 // Addr returns the server's address, for go-redis's Options.Addr (see Dial).

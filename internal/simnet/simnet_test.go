@@ -111,11 +111,16 @@ func TestInfoServerAnswersAsRedisServer(t *testing.T) {
 		assert.Equal(t, strconv.Itoa(int(simnet.DefaultUptime/time.Second)+1), field("uptime_in_seconds"))
 		assert.Equal(t, simnet.DefaultUptime+time.Second, s.Uptime())
 
+		s.SetInfo(false)
+		_, err := c.Eval(ctx, "return redis.call('INFO', 'server')", nil).Text()
+		assert.ErrorContains(t, err, "not supported", "miniredis's own INFO has no server section")
+		s.SetInfo(true)
+
 		require.NoError(t, c.Set(ctx, "k", "v", 0).Err())
 		s.Crash()
 		assert.False(t, s.Up())
 		assert.Empty(t, s.RunID())
-		_, err := s.Dial(ctx, "tcp", s.Addr())
+		_, err = s.Dial(ctx, "tcp", s.Addr())
 		assert.ErrorIs(t, err, syscall.ECONNREFUSED)
 		assert.Error(t, c.Get(ctx, "k").Err(), "a crashed server answers nothing")
 
