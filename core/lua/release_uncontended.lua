@@ -34,7 +34,8 @@ local waiter = ARGV[4]
 -- uncontended case ends here, before the prelude's definitions. Not for the leave of a
 -- waiter past its first attempt: an earlier attempt's call may still land here, and the
 -- leave must be remembered (see settle in queue.lua).
-local retried = waiter ~= '' and (tonumber(string.match(ARGV[1], '%.(%d+)$')) or 1) > 1
+local attempt_n = string.match(ARGV[1], '%.(%d+)$')
+local retried = waiter ~= '' and attempt_n ~= nil and tonumber(attempt_n) > 1
 if not queued and (waiter == '' or ARGV[5] == 'leave' and not retried) then
   if holder == ARGV[1] then
     redis.call('DEL', KEYS[1])
