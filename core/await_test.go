@@ -7,6 +7,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/stretchr/testify/assert"
@@ -64,36 +65,37 @@ func TestAwaitTakesOnlyFreshHandovers(t *testing.T) {
 		{"too little TTL left", 3 * time.Second, []step{{m: message{0, "w.2 5"}}, {m: message{1, "w.2 5"}}, {m: message{3, "w.2 5"}}}, true},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			cl, _ := cluster(t, grants(1), grants(1), grants(1), grants(1), grants(1))
-			l := claimOf(testLock()) // TTL 5 s
-			l.Fence, l.token, l.NodeTimeout = false, "w.2", time.Minute
-			w := activeWatch()
-			o := outcome{start: time.Now().Add(-c.age), refused: refused, handers: 4}
-			type result struct {
-				g  Grant
-				ok bool
-			}
-			done := make(chan result, 1)
-			go func() { g, ok := cl.await(context.Background(), l, w, o, time.Minute, true); done <- result{g, ok} }()
-			for i, s := range c.steps {
-				w.msgs <- s.m
-				last := i == len(c.steps)-1
-				if !s.taken && !last {
-					continue
+			synctest.Test(t, func(t *testing.T) {
+				cl, _ := cluster(t, grants(1), grants(1), grants(1), grants(1), grants(1))
+				l := claimOf(testLock()) // TTL 5 s
+				l.Fence, l.token, l.NodeTimeout = false, "w.2", time.Minute
+				w := activeWatch()
+				o := outcome{start: time.Now().Add(-c.age), refused: refused, handers: 4}
+				type result struct {
+					g  Grant
+					ok bool
 				}
-				select {
-				case r := <-done:
-					require.Equal(t, s.taken, r.ok, "after message %d", i)
-					if r.ok {
-						assert.Equal(t, uint64(9), r.g.Fence, "the fence is not the largest handed over")
-						assert.Equal(t, o.start, r.g.Start)
-						assert.Equal(t, o.start.Add(l.TTL-l.Drift()), r.g.Until)
+				done := make(chan result, 1)
+				go func() { g, ok := cl.await(context.Background(), l, w, o, time.Minute, true); done <- result{g, ok} }()
+				for i, s := range c.steps {
+					w.msgs <- s.m
+					synctest.Wait()
+					last := i == len(c.steps)-1
+					select {
+					case r := <-done:
+						require.True(t, s.taken || last, "the wait ended after message %d", i)
+						require.Equal(t, s.taken, r.ok, "after message %d", i)
+						if r.ok {
+							assert.Equal(t, uint64(9), r.g.Fence, "the fence is not the largest handed over")
+							assert.Equal(t, o.start, r.g.Start)
+							assert.Equal(t, o.start.Add(l.TTL-l.Drift()), r.g.Until)
+						}
+						return
+					default:
+						require.False(t, s.taken || last, "the wait did not end after message %d", i)
 					}
-					return
-				case <-time.After(5 * time.Second):
-					t.Fatalf("the wait did not end after message %d", i)
 				}
-			}
+			})
 		})
 	}
 }
@@ -107,24 +109,24 @@ func TestAwaitCallsAgainWhenAQuorumDoesNotFollow(t *testing.T) {
 		name        string
 		took        time.Duration // the attempt's time
 		nodeTimeout time.Duration
-		min, max    time.Duration // the wait after the lone hand-over
+		wait        time.Duration // the wait after the lone hand-over
 	}{
-		{"a fast attempt: 2ms", 100 * time.Microsecond, 5 * time.Second, 2 * time.Millisecond, time.Second},
-		{"twice the attempt", 300 * time.Millisecond, 5 * time.Second, 600 * time.Millisecond, 3 * time.Second},
-		{"at most a node timeout", 10 * time.Second, 200 * time.Millisecond, 200 * time.Millisecond, 3 * time.Second},
+		{"a fast attempt: 2ms", 100 * time.Microsecond, 5 * time.Second, 2 * time.Millisecond},
+		{"twice the attempt", 300 * time.Millisecond, 5 * time.Second, 600 * time.Millisecond},
+		{"at most a node timeout", 10 * time.Second, 200 * time.Millisecond, 200 * time.Millisecond},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			cl, _ := cluster(t, grants(1), grants(1), grants(1))
-			l := claimOf(testLock())
-			l.Fence, l.token, l.NodeTimeout = false, "w.2", c.nodeTimeout
-			w := activeWatch()
-			w.msgs <- message{0, "w.2 0"}
-			start := time.Now()
-			_, taken := cl.await(context.Background(), l, w, outcome{start: start, took: c.took, refused: []bool{true, true, true}, handers: 3}, time.Minute, true)
-			took := time.Since(start)
-			assert.False(t, taken)
-			assert.GreaterOrEqual(t, took, c.min, "it called again before the rest of the quorum could follow")
-			assert.Less(t, took, c.max, "it waited for the rest of the quorum too long")
+			synctest.Test(t, func(t *testing.T) {
+				cl, _ := cluster(t, grants(1), grants(1), grants(1))
+				l := claimOf(testLock())
+				l.Fence, l.token, l.NodeTimeout = false, "w.2", c.nodeTimeout
+				w := activeWatch()
+				w.msgs <- message{0, "w.2 0"}
+				start := time.Now()
+				_, taken := cl.await(context.Background(), l, w, outcome{start: start, took: c.took, refused: []bool{true, true, true}, handers: 3}, time.Minute, true)
+				assert.False(t, taken)
+				assert.Equal(t, c.wait, time.Since(start), "it did not wait for the rest of the quorum as long as it should")
+			})
 		})
 	}
 }
@@ -136,6 +138,10 @@ func TestAwaitCallsAgainWhenAQuorumDoesNotFollow(t *testing.T) {
 // wait about twice its attempt's time: under an asymmetric partition, where a release
 // reaches only some of a waiter's nodes, that wait came after most hand-overs).
 func TestHandOverThatNoQuorumCanFollowCallsAgainAtOnce(t *testing.T) {
+	bubble(t, handOverThatNoQuorumCanFollowCallsAgainAtOnce)
+}
+
+func handOverThatNoQuorumCanFollowCallsAgainAtOnce(t *testing.T) {
 	// The attempt's outcome counts as handers the refusals and the nodes not heard.
 	cl, _ := cluster(t, grants(1), held(60_000), failing)
 	l := claimOf(testLock())
@@ -166,7 +172,7 @@ func TestHandOverThatNoQuorumCanFollowCallsAgainAtOnce(t *testing.T) {
 	start := time.Now()
 	_, taken := cl.await(context.Background(), l, w, outcome{start: start, took: 300 * time.Millisecond, refused: []bool{false, true, false}, handers: 1}, time.Minute, true)
 	assert.False(t, taken)
-	assert.Less(t, time.Since(start), 300*time.Millisecond, "it waited for hand-overs that cannot come")
+	assert.Equal(t, time.Duration(0), time.Since(start), "it waited for hand-overs that cannot come")
 }
 
 // scriptedNode answers the acquire script's attempts in turn (then refuses), and is a
@@ -216,6 +222,10 @@ func (n *scriptedNode) say(payload string) {
 // that attempt's hand-over, which it then takes without calling again. It fails if
 // AcquireWait stops draining.
 func TestDrainForgetsEarlierMessages(t *testing.T) {
+	bubble(t, drainForgetsEarlierMessages)
+}
+
+func drainForgetsEarlierMessages(t *testing.T) {
 	held := func(string) ([]int64, error) { return []int64{0, 60_000}, nil }
 	n := &scriptedNode{}
 	n.replies = []func(string) ([]int64, error){
@@ -237,9 +247,14 @@ func TestDrainForgetsEarlierMessages(t *testing.T) {
 	defer cancel()
 	l := testLock()
 	l.TTL, l.NodeTimeout = time.Minute, 10*time.Second // refresh interval: 25 s
+	start := time.Now()
 	g, err := c.AcquireWait(ctx, l, Backoff{Min: 50 * time.Millisecond, Max: 50 * time.Millisecond})
 	require.NoError(t, err, "the hand-over was crowded out")
 	assert.Equal(t, 3, g.Attempts)
+	// The third attempt, after one backoff (jittered within its upper half), took the
+	// hand-over at once.
+	assert.GreaterOrEqual(t, time.Since(start), 25*time.Millisecond)
+	assert.LessOrEqual(t, time.Since(start), 50*time.Millisecond)
 
 	var none *watch
 	none.drain() // a no-op on a nil watch (before the waiter first subscribes)
@@ -283,6 +298,10 @@ func (n *slowSubscriber) Subscribe(ctx context.Context, _ string, onMessage func
 // when it returns; one that confirms later delivers its messages from then on; stop
 // unsubscribes everywhere, the late ones too.
 func TestWatchWaitsForAQuorumOfSubscriptions(t *testing.T) {
+	bubble(t, watchWaitsForAQuorumOfSubscriptions)
+}
+
+func watchWaitsForAQuorumOfSubscriptions(t *testing.T) {
 	nodes := make([]Node, 5)
 	subs := make([]*slowSubscriber, 5)
 	for i := range subs {
@@ -295,23 +314,22 @@ func TestWatchWaitsForAQuorumOfSubscriptions(t *testing.T) {
 		close(s.gate)
 	}
 	ctx := context.Background()
-	returned := make(chan *watch)
+	returned := make(chan *watch, 1)
+	start := time.Now()
 	go func() { returned <- c.watch(ctx, "ch", time.Minute) }()
+	time.Sleep(50 * time.Millisecond)
+	synctest.Wait()
 	select {
 	case <-returned:
 		t.Fatal("watch returned with 2 of 5 subscriptions confirmed")
-	case <-time.After(50 * time.Millisecond):
+	default:
 	}
-	// The third makes a quorum, after 50 ms or more: the rest get 100 ms or more, and the
-	// fourth confirms within them.
+	// The third makes a quorum, after 50 ms: the rest get 100 ms, and the fourth confirms
+	// within them; the watch returns when they are over.
 	close(subs[2].gate)
 	close(subs[3].gate)
-	var w *watch
-	select {
-	case w = <-returned:
-	case <-time.After(10 * time.Second):
-		t.Fatal("watch waited for the node that does not answer")
-	}
+	w := <-returned
+	assert.Equal(t, 150*time.Millisecond, time.Since(start), "watch did not give the rest twice the quorum's time")
 	assert.True(t, w.isActive())
 	subs[3].mu.Lock()
 	assert.NotNil(t, subs[3].say, "a node that confirmed within the grace was not waited for")
@@ -323,15 +341,16 @@ func TestWatchWaitsForAQuorumOfSubscriptions(t *testing.T) {
 	}
 
 	close(subs[4].gate) // a late confirmation delivers from then on
-	require.Eventually(t, func() bool { subs[4].mu.Lock(); defer subs[4].mu.Unlock(); return subs[4].say != nil },
-		10*time.Second, time.Millisecond)
+	synctest.Wait()
 	subs[4].mu.Lock()
+	require.NotNil(t, subs[4].say, "the late confirmation was not taken")
 	subs[4].say("late")
 	subs[4].mu.Unlock()
+	synctest.Wait()
 	select {
 	case m := <-w.msgs:
 		assert.Equal(t, message{node: 4, payload: "late"}, m)
-	case <-time.After(10 * time.Second):
+	default:
 		t.Fatal("no message from the node that confirmed late")
 	}
 
@@ -349,7 +368,9 @@ func TestWatchWaitsForAQuorumOfSubscriptions(t *testing.T) {
 		&slowSubscriber{fakeNode: fakeNode{name: "c"}, gate: make(chan struct{})},
 	})
 	require.NoError(t, err)
+	start = time.Now()
 	w = c2.watch(ctx, "ch", 20*time.Millisecond)
+	assert.Equal(t, 20*time.Millisecond, time.Since(start))
 	assert.False(t, w.isActive())
 }
 
@@ -358,6 +379,10 @@ func TestWatchWaitsForAQuorumOfSubscriptions(t *testing.T) {
 // pause: the lock is free there, and it is first in that node's queue. Each round fails
 // without it 3 times in 4.
 func TestSplitVotePauseEndsAtAWakeUp(t *testing.T) {
+	bubble(t, splitVotePauseEndsAtAWakeUp)
+}
+
+func splitVotePauseEndsAtAWakeUp(t *testing.T) {
 	held := func(string) ([]int64, error) { return []int64{0, 60_000}, nil }
 	yes := func(string) ([]int64, error) { return []int64{1, 0}, nil }
 	slow := func(vals []int64, err error) func(string) ([]int64, error) {
@@ -379,9 +404,12 @@ func TestSplitVotePauseEndsAtAWakeUp(t *testing.T) {
 		l.Fence, l.NodeTimeout = false, 2*time.Second // refresh interval: 5 s
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		g, err := c.AcquireWait(ctx, l, Backoff{Min: time.Second, Max: time.Second})
+		took := time.Now()
 		cancel()
 		require.NoError(t, err)
 		require.Equal(t, 3, g.Attempts, "round %d", round)
-		assert.Less(t, time.Since(<-woken), 150*time.Millisecond, "round %d: the pause went on after the wake-up", round)
+		// The wake-up comes 350 ms after the start; a pause that had not ended by then ends
+		// at that instant.
+		assert.False(t, took.After(<-woken), "round %d: the pause went on after the wake-up", round)
 	}
 }
