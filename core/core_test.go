@@ -5,11 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"slices"
+
 	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/stretchr/testify/assert"
@@ -136,285 +137,331 @@ func TestQuorum(t *testing.T) {
 }
 
 func TestAcquireDecidesWithoutWaitingForHungNodes(t *testing.T) {
-	c, _ := cluster(t, grants(1), hangs, grants(2), hangs, grants(3))
-	l := testLock()
-	l.NodeTimeout = 2 * time.Second
-	start := time.Now()
-	g, err := c.Acquire(context.Background(), l)
-	require.NoError(t, err)
-	assert.Less(t, time.Since(start), time.Second, "acquire waited for a hung node")
-	// Fence raise is a second round: it also must not wait for the hung nodes.
-	assert.Equal(t, uint64(3), g.Fence)
+	bubble(t, func(t *testing.T) {
+		c, _ := cluster(t, grants(1), hangs, grants(2), hangs, grants(3))
+		l := testLock()
+		l.NodeTimeout = 2 * time.Second
+		start := time.Now()
+		g, err := c.Acquire(context.Background(), l)
+		require.NoError(t, err)
+		assert.Equal(t, releaseGrace, time.Since(start), "acquire waited for a hung node longer than the grace of the others")
+		// Fence raise is a second round: it also must not wait for the hung nodes.
+		assert.Equal(t, uint64(3), g.Fence)
+	})
 }
 
 func TestNodeIgnoringContextIsBoundedByTimeout(t *testing.T) {
-	c, _ := cluster(t, grants(1), deaf(3*time.Second), deaf(3*time.Second))
-	l := testLock()
-	start := time.Now()
-	_, err := c.Acquire(context.Background(), l)
-	var qe *QuorumError
-	require.ErrorAs(t, err, &qe)
-	assert.True(t, errors.Is(err, ErrNodeTimeout))
-	assert.Less(t, time.Since(start), time.Second)
+	bubble(t, func(t *testing.T) {
+		c, _ := cluster(t, grants(1), deaf(3*time.Second), deaf(3*time.Second))
+		l := testLock()
+		start := time.Now()
+		_, err := c.Acquire(context.Background(), l)
+		var qe *QuorumError
+		require.ErrorAs(t, err, &qe)
+		assert.True(t, errors.Is(err, ErrNodeTimeout))
+		// Calls that start in one millisecond share a deadline: the node timeout after its end.
+		assert.Equal(t, l.NodeTimeout+time.Millisecond, time.Since(start), "the attempt did not end at its node timeout")
+	})
 }
 
 func TestFailedAcquireReleasesEveryNodeThatMayHoldIt(t *testing.T) {
-	late := make(chan struct{})
-	slow := func(ctx context.Context, s *Script) ([]int64, error) {
-		if s == acquireScript {
-			<-late // answers only after the attempt was decided
+	bubble(t, func(t *testing.T) {
+		late := make(chan struct{})
+		slow := func(ctx context.Context, s *Script) ([]int64, error) {
+			if s == acquireScript {
+				<-late // answers only after the attempt was decided
+			}
+			return []int64{1, 7}, nil
 		}
-		return []int64{1, 7}, nil
-	}
-	c, fakes := cluster(t, grants(1), held(500), held(500), failing, slow)
-	_, err := c.Acquire(context.Background(), testLock())
-	// 2 refused, 1 failed, 1 pending: a quorum of 3 is out of reach, but the no-votes alone
-	// do not make it impossible, so this is no quorum rather than held.
-	require.ErrorIs(t, err, ErrNoQuorum)
-	assert.NotErrorIs(t, err, ErrHeld)
-	released := func(i int) func() bool {
-		return func() bool { return len(fakes[i].scripts()) == 2 }
-	}
-	// Nodes that answered before the decision are released before Acquire returns; those
-	// that answered after it, in the background: either way, every one is released.
-	require.Eventually(t, released(0), time.Second, time.Millisecond, "granted node not released")
-	require.Eventually(t, released(3), time.Second, time.Millisecond, "a failed request may have landed: not released")
-	close(late)
-	require.Eventually(t, released(4), time.Second, time.Millisecond, "the straggler was not released after it answered")
-	for _, i := range []int{0, 3, 4} {
-		assert.Equal(t, []string{"acquire", "release"}, fakes[i].scripts())
-	}
-	assert.Equal(t, []string{"acquire"}, fakes[1].scripts(), "a node that refused needs no release")
+		c, fakes := cluster(t, grants(1), held(500), held(500), failing, slow)
+		_, err := c.Acquire(context.Background(), testLock())
+		// 2 refused, 1 failed, 1 pending: a quorum of 3 is out of reach, but the no-votes alone
+		// do not make it impossible, so this is no quorum rather than held.
+		require.ErrorIs(t, err, ErrNoQuorum)
+		assert.NotErrorIs(t, err, ErrHeld)
+		released := func(i int) func() bool {
+			return func() bool { return len(fakes[i].scripts()) == 2 }
+		}
+		// Nodes that answered before the decision are released before Acquire returns; those
+		// that answered after it, in the background: either way, every one is released.
+		synctest.Wait()
+		require.True(t, released(0)(), "granted node not released")
+		require.True(t, released(3)(), "a failed request may have landed: not released")
+		require.False(t, released(4)(), "the straggler was released before it answered")
+		close(late)
+		synctest.Wait()
+		require.True(t, released(4)(), "the straggler was not released after it answered")
+		for _, i := range []int{0, 3, 4} {
+			assert.Equal(t, []string{"acquire", "release"}, fakes[i].scripts())
+		}
+		assert.Equal(t, []string{"acquire"}, fakes[1].scripts(), "a node that refused needs no release")
+	})
 }
 
 func TestHeldReportsTheHoldersRemainingTime(t *testing.T) {
-	c, fakes := cluster(t, held(300), held(700), grants(1))
-	_, o, err := c.acquire(context.Background(), claimOf(testLock()))
-	require.ErrorIs(t, err, ErrHeld)
-	assert.NotErrorIs(t, err, ErrNoQuorum)
-	assert.Equal(t, 700*time.Millisecond, o.wait)
-	assert.Contains(t, err.Error(), "700ms")
-	require.Eventually(t, func() bool { return len(fakes[2].scripts()) == 2 }, time.Second, time.Millisecond,
-		"the node that granted was not released")
+	bubble(t, func(t *testing.T) {
+		c, fakes := cluster(t, held(300), held(700), grants(1))
+		_, o, err := c.acquire(context.Background(), claimOf(testLock()))
+		require.ErrorIs(t, err, ErrHeld)
+		assert.NotErrorIs(t, err, ErrNoQuorum)
+		assert.Equal(t, 700*time.Millisecond, o.wait)
+		assert.Contains(t, err.Error(), "700ms")
+		synctest.Wait()
+		require.Len(t, fakes[2].scripts(), 2, "the node that granted was not released")
+	})
 }
 
 // A split vote's pause, and the wait for the rest of a hand-over, follow the time the
 // attempt took to hear the nodes that answered: a node that timed out does not stretch them.
 func TestAttemptTimeLeavesOutNodesThatFailed(t *testing.T) {
-	c, _ := cluster(t, grants(1), held(300), hangs)
-	l := testLock()
-	l.NodeTimeout = 300 * time.Millisecond
-	start := time.Now()
-	_, o, err := c.acquire(context.Background(), claimOf(l))
-	require.ErrorIs(t, err, ErrNoQuorum)
-	require.True(t, o.split, "one yes and one refusal: a split vote")
-	require.GreaterOrEqual(t, time.Since(start), l.NodeTimeout, "the attempt did not wait for the node that could still decide it")
-	assert.Less(t, o.took, l.NodeTimeout/2, "the attempt's time counts the node that timed out")
+	bubble(t, func(t *testing.T) {
+		// The nodes that answer take 10 ms: the attempt's time is that, not the 300 ms
+		// node timeout. (At zero, the attempt's time would fall back to its whole length:
+		// acquire's took == 0 means that no node answered.)
+		rtt := func(f func(context.Context, *Script) ([]int64, error)) func(context.Context, *Script) ([]int64, error) {
+			return func(ctx context.Context, s *Script) ([]int64, error) {
+				time.Sleep(10 * time.Millisecond)
+				return f(ctx, s)
+			}
+		}
+		c, _ := cluster(t, rtt(grants(1)), rtt(held(300)), hangs)
+		l := testLock()
+		l.NodeTimeout = 300 * time.Millisecond
+		start := time.Now()
+		_, o, err := c.acquire(context.Background(), claimOf(l))
+		require.ErrorIs(t, err, ErrNoQuorum)
+		require.True(t, o.split, "one yes and one refusal: a split vote")
+		require.GreaterOrEqual(t, time.Since(start), l.NodeTimeout, "the attempt did not wait for the node that could still decide it")
+		assert.Equal(t, 10*time.Millisecond, o.took, "the attempt's time counts the node that timed out")
+	})
 }
 
 func TestFenceIsRaisedOnlyForFencedLocksOverManyNodes(t *testing.T) {
-	c, fakes := cluster(t, grants(5), grants(9), hangs)
-	l := testLock()
-	g, err := c.Acquire(context.Background(), l)
-	require.NoError(t, err)
-	assert.Equal(t, uint64(9), g.Fence)
-	require.Eventually(t, func() bool { return len(fakes[0].scripts()) == 2 }, time.Second, time.Millisecond)
-	assert.Equal(t, []string{"acquire", "raise"}, fakes[0].scripts())
+	bubble(t, func(t *testing.T) {
+		c, fakes := cluster(t, grants(5), grants(9), hangs)
+		l := testLock()
+		g, err := c.Acquire(context.Background(), l)
+		require.NoError(t, err)
+		assert.Equal(t, uint64(9), g.Fence)
+		synctest.Wait()
+		assert.Equal(t, []string{"acquire", "raise"}, fakes[0].scripts())
 
-	c, fakes = cluster(t, grants(5), grants(9), grants(7))
-	l.Fence = false
-	_, err = c.Acquire(context.Background(), l)
-	require.NoError(t, err)
-	time.Sleep(20 * time.Millisecond) // a raise, if any, would have been sent at once
-	assert.Equal(t, []string{"acquire"}, fakes[0].scripts())
+		c, fakes = cluster(t, grants(5), grants(9), grants(7))
+		l.Fence = false
+		_, err = c.Acquire(context.Background(), l)
+		require.NoError(t, err)
+		synctest.Wait() // a raise, if any, would have been sent at once
+		assert.Equal(t, []string{"acquire"}, fakes[0].scripts())
 
-	c, fakes = cluster(t, grants(5))
-	l.Fence = true
-	_, err = c.Acquire(context.Background(), l)
-	require.NoError(t, err)
-	assert.Equal(t, []string{"acquire"}, fakes[0].scripts(), "N=1 needs no raise")
+		c, fakes = cluster(t, grants(5))
+		l.Fence = true
+		_, err = c.Acquire(context.Background(), l)
+		require.NoError(t, err)
+		assert.Equal(t, []string{"acquire"}, fakes[0].scripts(), "N=1 needs no raise")
+	})
 }
 
 func TestFailedRaiseFailsTheAcquisition(t *testing.T) {
-	// Every node grants a different counter, so that no two agree and the raise is needed
-	// whichever replies come first.
-	raiseRefused := func(fence int64) func(context.Context, *Script) ([]int64, error) {
-		return func(_ context.Context, s *Script) ([]int64, error) {
-			if s == raiseScript {
-				return []int64{0}, nil
+	bubble(t, func(t *testing.T) {
+		// Every node grants a different counter, so that no two agree and the raise is needed
+		// whichever replies come first.
+		raiseRefused := func(fence int64) func(context.Context, *Script) ([]int64, error) {
+			return func(_ context.Context, s *Script) ([]int64, error) {
+				if s == raiseScript {
+					return []int64{0}, nil
+				}
+				return []int64{1, fence}, nil
 			}
-			return []int64{1, fence}, nil
 		}
-	}
-	c, fakes := cluster(t, grants(1), raiseRefused(3), raiseRefused(4))
-	_, err := c.Acquire(context.Background(), testLock())
-	var qe *QuorumError
-	require.ErrorAs(t, err, &qe)
-	assert.Equal(t, "raise", qe.Op)
-	for _, n := range fakes[1:] {
-		require.Eventually(t, func() bool { return len(n.scripts()) == 3 }, time.Second, time.Millisecond)
-		// A straggler's acquire and the raise race on their way to a node; the release follows both.
-		assert.ElementsMatch(t, []string{"acquire", "raise", "release"}, n.scripts())
-	}
+		c, fakes := cluster(t, grants(1), raiseRefused(3), raiseRefused(4))
+		_, err := c.Acquire(context.Background(), testLock())
+		var qe *QuorumError
+		require.ErrorAs(t, err, &qe)
+		assert.Equal(t, "raise", qe.Op)
+		for _, n := range fakes[1:] {
+			synctest.Wait()
+			// A straggler's acquire and the raise race on their way to a node; the release follows both.
+			assert.ElementsMatch(t, []string{"acquire", "raise", "release"}, n.scripts())
+		}
+	})
 }
 
 func TestValidity(t *testing.T) {
-	c, _ := cluster(t, grants(1))
-	l := testLock()
-	before := time.Now()
-	g, err := c.Acquire(context.Background(), l)
-	require.NoError(t, err)
-	drift := time.Duration(float64(l.TTL)*0.01) + 2*time.Millisecond
-	assert.False(t, g.Start.Before(before))
-	assert.Equal(t, g.Start.Add(l.TTL-drift), g.Until)
+	bubble(t, func(t *testing.T) {
+		c, _ := cluster(t, grants(1))
+		l := testLock()
+		before := time.Now()
+		g, err := c.Acquire(context.Background(), l)
+		require.NoError(t, err)
+		drift := time.Duration(float64(l.TTL)*0.01) + 2*time.Millisecond
+		assert.Equal(t, before, g.Start)
+		assert.Equal(t, g.Start.Add(l.TTL-drift), g.Until)
 
-	slowYes := func(context.Context, *Script) ([]int64, error) {
-		time.Sleep(60 * time.Millisecond)
-		return []int64{1, 1}, nil
-	}
-	c, fakes := cluster(t, slowYes)
-	l.TTL, l.NodeTimeout = 50*time.Millisecond, 200*time.Millisecond
-	_, err = c.Acquire(context.Background(), l)
-	require.ErrorIs(t, err, ErrExpired, "an attempt slower than the TTL was granted")
-	assert.Equal(t, []string{"acquire", "release"}, fakes[0].scripts())
+		slowYes := func(context.Context, *Script) ([]int64, error) {
+			time.Sleep(60 * time.Millisecond)
+			return []int64{1, 1}, nil
+		}
+		c, fakes := cluster(t, slowYes)
+		l.TTL, l.NodeTimeout = 50*time.Millisecond, 200*time.Millisecond
+		_, err = c.Acquire(context.Background(), l)
+		require.ErrorIs(t, err, ErrExpired, "an attempt slower than the TTL was granted")
+		assert.Equal(t, []string{"acquire", "release"}, fakes[0].scripts())
+	})
 }
 
 func TestCancelledContext(t *testing.T) {
-	c, fakes := cluster(t, grants(1))
-	ctx, cancel := context.WithCancel(context.Background())
-	cancel()
-	_, err := c.Acquire(ctx, testLock())
-	require.ErrorIs(t, err, context.Canceled)
-	assert.Empty(t, fakes[0].scripts())
+	bubble(t, func(t *testing.T) {
+		c, fakes := cluster(t, grants(1))
+		ctx, cancel := context.WithCancel(context.Background())
+		cancel()
+		_, err := c.Acquire(ctx, testLock())
+		require.ErrorIs(t, err, context.Canceled)
+		assert.Empty(t, fakes[0].scripts())
 
-	c, _ = cluster(t, hangs, hangs, hangs)
-	ctx, cancel = context.WithTimeout(context.Background(), 30*time.Millisecond)
-	defer cancel()
-	l := testLock()
-	l.NodeTimeout = time.Second
-	_, err = c.Acquire(ctx, l)
-	require.ErrorIs(t, err, context.DeadlineExceeded)
-	assert.NotErrorIs(t, err, ErrNodeTimeout)
+		c, _ = cluster(t, hangs, hangs, hangs)
+		ctx, cancel = context.WithTimeout(context.Background(), 30*time.Millisecond)
+		defer cancel()
+		l := testLock()
+		l.NodeTimeout = time.Second
+		start := time.Now()
+		_, err = c.Acquire(ctx, l)
+		require.ErrorIs(t, err, context.DeadlineExceeded)
+		assert.NotErrorIs(t, err, ErrNodeTimeout)
+		assert.Equal(t, 30*time.Millisecond, time.Since(start), "the attempt did not end with its context")
+	})
 }
 
 func TestAcquireWaitRetriesUntilFree(t *testing.T) {
-	var calls atomic.Int32
-	c, _ := cluster(t, func(_ context.Context, s *Script) ([]int64, error) {
-		if s == acquireScript && calls.Add(1) < 3 {
-			return []int64{0, 20}, nil
-		}
-		return []int64{1, 4}, nil
+	bubble(t, func(t *testing.T) {
+		var calls atomic.Int32
+		c, _ := cluster(t, func(_ context.Context, s *Script) ([]int64, error) {
+			if s == acquireScript && calls.Add(1) < 3 {
+				return []int64{0, 20}, nil
+			}
+			return []int64{1, 4}, nil
+		})
+		h, err := c.AcquireWait(context.Background(), testLock(), Backoff{Min: time.Millisecond, Max: time.Second})
+		require.NoError(t, err)
+		assert.Equal(t, uint64(4), h.Fence)
+		assert.Equal(t, int32(3), calls.Load())
+		assert.True(t, strings.HasSuffix(h.Token(), ".3"), "each attempt uses a token of its own: %s", h.Token())
 	})
-	h, err := c.AcquireWait(context.Background(), testLock(), Backoff{Min: time.Millisecond, Max: time.Second})
-	require.NoError(t, err)
-	assert.Equal(t, uint64(4), h.Fence)
-	assert.Equal(t, int32(3), calls.Load())
-	assert.True(t, strings.HasSuffix(h.Token(), ".3"), "each attempt uses a token of its own: %s", h.Token())
 }
 
 // TestStragglerIsReleasedWithItsOwnToken: a straggler of a failed attempt is released with
 // that attempt's token, not the token of the attempt that follows.
 func TestStragglerIsReleasedWithItsOwnToken(t *testing.T) {
-	var first atomic.Bool
-	slowFirst := func(_ context.Context, s *Script) ([]int64, error) {
-		if s == acquireScript && !first.Swap(true) {
-			time.Sleep(50 * time.Millisecond)
-		}
-		return []int64{1, 1}, nil
-	}
-	var refusals atomic.Int32
-	refuseTwice := func(_ context.Context, s *Script) ([]int64, error) {
-		if s == acquireScript && refusals.Add(1) <= 2 {
-			return []int64{0, 5}, nil
-		}
-		return []int64{1, 1}, nil
-	}
-	c, fakes := cluster(t, refuseTwice, refuseTwice, slowFirst)
-	_, err := c.AcquireWait(context.Background(), testLock(), Backoff{Min: time.Millisecond, Max: time.Millisecond})
-	require.NoError(t, err)
-	require.Eventually(t, func() bool {
-		fakes[2].mu.Lock()
-		defer fakes[2].mu.Unlock()
-		for i, name := range fakes[2].ran {
-			if name == "release" {
-				return fakes[2].tokens[i] == fakes[2].tokens[0]
+	bubble(t, func(t *testing.T) {
+		var first atomic.Bool
+		slowFirst := func(_ context.Context, s *Script) ([]int64, error) {
+			if s == acquireScript && !first.Swap(true) {
+				time.Sleep(50 * time.Millisecond)
 			}
+			return []int64{1, 1}, nil
 		}
-		return false
-	}, time.Second, time.Millisecond, "the straggler was not released with its own token")
+		var refusals atomic.Int32
+		refuseTwice := func(_ context.Context, s *Script) ([]int64, error) {
+			if s == acquireScript && refusals.Add(1) <= 2 {
+				return []int64{0, 5}, nil
+			}
+			return []int64{1, 1}, nil
+		}
+		c, fakes := cluster(t, refuseTwice, refuseTwice, slowFirst)
+		_, err := c.AcquireWait(context.Background(), testLock(), Backoff{Min: time.Millisecond, Max: time.Millisecond})
+		require.NoError(t, err)
+		time.Sleep(50 * time.Millisecond) // the straggler answers
+		synctest.Wait()
+		require.True(t, func() bool {
+			fakes[2].mu.Lock()
+			defer fakes[2].mu.Unlock()
+			for i, name := range fakes[2].ran {
+				if name == "release" {
+					return fakes[2].tokens[i] == fakes[2].tokens[0]
+				}
+			}
+			return false
+		}(), "the straggler was not released with its own token")
+	})
 }
 
 // Release returns once a quorum let go and the other nodes had twice as long as that took:
 // it waits for a node about as fast as the quorum, not for one that does not answer.
 func TestReleaseWaitsForNodesAboutAsFastAsTheQuorum(t *testing.T) {
-	var late atomic.Bool // the node slower than the quorum answered the release
-	answers := func(d time.Duration, done *atomic.Bool) func(context.Context, *Script) ([]int64, error) {
-		return func(ctx context.Context, s *Script) ([]int64, error) {
-			if s == acquireScript {
-				return []int64{1, 1}, nil
+	bubble(t, func(t *testing.T) {
+		var late atomic.Bool // the node slower than the quorum answered the release
+		answers := func(d time.Duration, done *atomic.Bool) func(context.Context, *Script) ([]int64, error) {
+			return func(ctx context.Context, s *Script) ([]int64, error) {
+				if s == acquireScript {
+					return []int64{1, 1}, nil
+				}
+				time.Sleep(d)
+				if done != nil {
+					done.Store(true)
+				}
+				return []int64{1, 0}, nil
 			}
-			time.Sleep(d)
-			if done != nil {
-				done.Store(true)
-			}
-			return []int64{1, 0}, nil
 		}
-	}
-	c, _ := cluster(t, answers(50*time.Millisecond, nil), answers(50*time.Millisecond, nil), answers(50*time.Millisecond, nil),
-		answers(60*time.Millisecond, &late), hangs)
-	l := testLock()
-	l.NodeTimeout = 2 * time.Second
-	h := testHeld(l)
-	start := time.Now()
-	require.NoError(t, c.Release(context.Background(), h))
-	assert.True(t, late.Load(), "release did not wait for a node 10ms slower than the quorum")
-	assert.Less(t, time.Since(start), time.Second, "release waited for the node that does not answer")
+		c, _ := cluster(t, answers(50*time.Millisecond, nil), answers(50*time.Millisecond, nil), answers(50*time.Millisecond, nil),
+			answers(60*time.Millisecond, &late), hangs)
+		l := testLock()
+		l.NodeTimeout = 2 * time.Second
+		h := testHeld(l)
+		start := time.Now()
+		require.NoError(t, c.Release(context.Background(), h))
+		assert.True(t, late.Load(), "release did not wait for a node 10ms slower than the quorum")
+		// The quorum let go at 50 ms; the rest had until 150 ms.
+		assert.Equal(t, 150*time.Millisecond, time.Since(start), "release waited for the node that does not answer")
+	})
 }
 
 func TestAcquireWaitStopsWithContext(t *testing.T) {
-	c, _ := cluster(t, held(10_000))
-	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
-	defer cancel()
-	start := time.Now()
-	_, err := c.AcquireWait(ctx, testLock(), Backoff{Min: time.Millisecond, Max: 5 * time.Millisecond})
-	require.ErrorIs(t, err, context.DeadlineExceeded)
-	require.ErrorIs(t, err, ErrHeld)
-	assert.Less(t, time.Since(start), time.Second)
+	bubble(t, func(t *testing.T) {
+		c, _ := cluster(t, held(10_000))
+		ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+		defer cancel()
+		start := time.Now()
+		_, err := c.AcquireWait(ctx, testLock(), Backoff{Min: time.Millisecond, Max: 5 * time.Millisecond})
+		require.ErrorIs(t, err, context.DeadlineExceeded)
+		require.ErrorIs(t, err, ErrHeld)
+		assert.Equal(t, 50*time.Millisecond, time.Since(start), "the wait did not end with its context")
+	})
 }
 
 func TestExtendAndRelease(t *testing.T) {
-	c, fakes := cluster(t, grants(1), hangs, grants(1))
-	l := testLock()
-	l.NodeTimeout = 400 * time.Millisecond
-	h := testHeld(l)
-	start := time.Now()
-	until, err := c.Extend(context.Background(), h)
-	require.NoError(t, err)
-	assert.True(t, until.After(start))
-	assert.Less(t, time.Since(start), l.NodeTimeout/2, "extend waited for a hung node")
-	// Release returns once a quorum let go, without waiting for the hung node, whose call
-	// goes on in the background.
-	start = time.Now()
-	require.NoError(t, c.Release(context.Background(), h))
-	assert.Less(t, time.Since(start), l.NodeTimeout/2, "release waited for a hung node")
-	for _, i := range []int{0, 2} {
-		assert.Equal(t, []string{"extend", "release"}, fakes[i].scripts(), "node %d was not released by the time Release returned", i)
-	}
-	require.Eventually(t, func() bool { return slices.Equal(fakes[1].scripts(), []string{"extend", "release"}) },
-		time.Second, time.Millisecond, "the hung node was not called")
+	bubble(t, func(t *testing.T) {
+		c, fakes := cluster(t, grants(1), hangs, grants(1))
+		l := testLock()
+		l.NodeTimeout = 400 * time.Millisecond
+		h := testHeld(l)
+		start := time.Now()
+		until, err := c.Extend(context.Background(), h)
+		require.NoError(t, err)
+		assert.True(t, until.After(start))
+		assert.Equal(t, time.Duration(0), time.Since(start), "extend waited for a hung node")
+		// Release returns once a quorum let go, without waiting for the hung node, whose call
+		// goes on in the background.
+		start = time.Now()
+		require.NoError(t, c.Release(context.Background(), h))
+		assert.Equal(t, releaseGrace, time.Since(start), "release waited for a hung node longer than the grace of the others")
+		for _, i := range []int{0, 2} {
+			assert.Equal(t, []string{"extend", "release"}, fakes[i].scripts(), "node %d was not released by the time Release returned", i)
+		}
+		synctest.Wait()
+		require.Equal(t, []string{"extend", "release"}, fakes[1].scripts(), "the hung node was not called")
 
-	c, _ = cluster(t, held(1), held(1), grants(1))
-	_, err = c.Extend(context.Background(), h)
-	require.ErrorIs(t, err, ErrNotHeld)
-	require.ErrorIs(t, c.Release(context.Background(), h), ErrNotHeld)
+		c, _ = cluster(t, held(1), held(1), grants(1))
+		_, err = c.Extend(context.Background(), h)
+		require.ErrorIs(t, err, ErrNotHeld)
+		require.ErrorIs(t, c.Release(context.Background(), h), ErrNotHeld)
 
-	c, _ = cluster(t, failing, failing, grants(1))
-	_, err = c.Extend(context.Background(), h)
-	require.ErrorIs(t, err, ErrNoQuorum)
-	err = c.Release(context.Background(), h)
-	require.ErrorIs(t, err, ErrNoQuorum)
-	assert.Contains(t, err.Error(), "node0: connection refused")
-	assert.Contains(t, err.Error(), "node1: connection refused")
+		c, _ = cluster(t, failing, failing, grants(1))
+		_, err = c.Extend(context.Background(), h)
+		require.ErrorIs(t, err, ErrNoQuorum)
+		err = c.Release(context.Background(), h)
+		require.ErrorIs(t, err, ErrNoQuorum)
+		assert.Contains(t, err.Error(), "node0: connection refused")
+		assert.Contains(t, err.Error(), "node1: connection refused")
+	})
 }
 
 func TestReleaseSurvivesCancelledContext(t *testing.T) {
@@ -537,66 +584,66 @@ func (n *lateNode) Eval(ctx context.Context, s *Script, keys []string, args ...s
 // lock does not overtake a slower node's SET, which would leave that node's key behind;
 // also past 64 nodes, where Release waits for the stragglers before calling any node.
 func TestReleaseWaitsForTheAcquisitionsStragglers(t *testing.T) {
-	for _, n := range []int{3, 65} {
-		late := &lateNode{delay: 50 * time.Millisecond}
-		nodes := []Node{late}
-		for range n - 1 {
-			nodes = append(nodes, &lateNode{})
+	bubble(t, func(t *testing.T) {
+		for _, n := range []int{3, 65} {
+			late := &lateNode{delay: 50 * time.Millisecond}
+			nodes := []Node{late}
+			for range n - 1 {
+				nodes = append(nodes, &lateNode{})
+			}
+			c, err := NewCluster(nodes)
+			require.NoError(t, err)
+			l := testLock()
+			l.Fence = false
+			h, err := c.Acquire(context.Background(), l)
+			require.NoError(t, err)
+			require.NoError(t, c.Release(context.Background(), h))
+			time.Sleep(late.delay) // an overtaken SET would land by now
+			synctest.Wait()
+			late.mu.Lock()
+			assert.False(t, late.held, "N=%d: the straggler's key outlived the release", n)
+			late.mu.Unlock()
 		}
-		c, err := NewCluster(nodes)
-		require.NoError(t, err)
-		l := testLock()
-		l.Fence = false
-		h, err := c.Acquire(context.Background(), l)
-		require.NoError(t, err)
-		require.NoError(t, c.Release(context.Background(), h))
-		time.Sleep(2 * late.delay) // long enough for an overtaken SET to land
-		late.mu.Lock()
-		assert.False(t, late.held, "N=%d: the straggler's key outlived the release", n)
-		late.mu.Unlock()
-	}
+	})
 }
 
 // TestReleaseDoesNotWaitForStragglersElsewhere: a release right after a quorum granted the
 // lock lets go of it at once on the nodes that answered, and on a slower node only once
 // its SET answered; each of two slow nodes is released as it answers.
 func TestReleaseDoesNotWaitForStragglersElsewhere(t *testing.T) {
-	const delay = 300 * time.Millisecond
-	nodes := []*lateNode{{}, {}, {}, {delay: delay}, {delay: delay / 2}}
-	c, err := NewCluster([]Node{nodes[0], nodes[1], nodes[2], nodes[3], nodes[4]})
-	require.NoError(t, err)
-	l := testLock()
-	l.Fence = false
-	l.NodeTimeout = 2 * delay
-	h, err := c.Acquire(context.Background(), l)
-	require.NoError(t, err)
-	start := time.Now()
-	released := make(chan error, 1)
-	go func() { released <- c.Release(context.Background(), h) }()
-	held := func(n *lateNode) bool {
-		n.mu.Lock()
-		defer n.mu.Unlock()
-		return n.held
-	}
-	require.Eventually(t, func() bool { return !held(nodes[0]) && !held(nodes[1]) && !held(nodes[2]) }, delay/3, time.Millisecond,
-		"the nodes that answered were not released at once")
-	select {
-	case err := <-released:
+	bubble(t, func(t *testing.T) {
+		const delay = 300 * time.Millisecond
+		nodes := []*lateNode{{}, {}, {}, {delay: delay}, {delay: delay / 2}}
+		c, err := NewCluster([]Node{nodes[0], nodes[1], nodes[2], nodes[3], nodes[4]})
 		require.NoError(t, err)
-	case <-time.After(5 * delay):
-		t.Fatal("the release did not return")
-	}
-	assert.GreaterOrEqual(t, time.Since(start), delay*9/10, "the release returned before the slowest node answered")
-	time.Sleep(delay / 2) // long enough for an overtaken SET to land
-	for i, n := range nodes {
-		assert.False(t, held(n), "node %d: the key outlived the release", i)
-	}
-	nodes[3].mu.Lock()
-	nodes[4].mu.Lock()
-	defer nodes[3].mu.Unlock()
-	defer nodes[4].mu.Unlock()
-	assert.Less(t, nodes[4].released.Sub(start), delay*8/10, "the faster straggler waited for the slower")
-	assert.True(t, nodes[4].released.Before(nodes[3].released), "the faster straggler waited for the slower")
+		l := testLock()
+		l.Fence = false
+		l.NodeTimeout = 2 * delay
+		start := time.Now() // the stragglers' SETs answer delay and delay/2 after it
+		h, err := c.Acquire(context.Background(), l)
+		require.NoError(t, err)
+		released := make(chan error, 1)
+		go func() { released <- c.Release(context.Background(), h) }()
+		held := func(n *lateNode) bool {
+			n.mu.Lock()
+			defer n.mu.Unlock()
+			return n.held
+		}
+		synctest.Wait()
+		require.True(t, !held(nodes[0]) && !held(nodes[1]) && !held(nodes[2]), "the nodes that answered were not released at once")
+		require.NoError(t, <-released)
+		assert.Equal(t, delay, time.Since(start), "the release did not return as the slowest node answered")
+		synctest.Wait() // an overtaken SET would land by now
+		for i, n := range nodes {
+			assert.False(t, held(n), "node %d: the key outlived the release", i)
+		}
+		nodes[3].mu.Lock()
+		nodes[4].mu.Lock()
+		defer nodes[3].mu.Unlock()
+		defer nodes[4].mu.Unlock()
+		assert.Equal(t, delay/2, nodes[4].released.Sub(start), "the faster straggler waited for the slower")
+		assert.Equal(t, delay, nodes[3].released.Sub(start), "the slower straggler was not released as it answered")
+	})
 }
 
 // pubsubNode is a lateNode-like fake that is a Subscriber: a release wakes its subscribers.
@@ -658,49 +705,45 @@ func (n *pubsubNode) Subscribe(_ context.Context, _ string, onMessage func(strin
 // it is released (the fake wakes every subscriber; the real release script wakes only the
 // first waiter), each on its own channel, and unsubscribe when done.
 func TestWaitersWakeOnRelease(t *testing.T) {
-	n := newPubsubNode()
-	c, err := NewCluster([]Node{n})
-	require.NoError(t, err)
-	l := testLock()
-	l.Fence = false
-	holder, err := c.Acquire(context.Background(), l)
-	require.NoError(t, err)
+	bubble(t, func(t *testing.T) {
+		n := newPubsubNode()
+		c, err := NewCluster([]Node{n})
+		require.NoError(t, err)
+		l := testLock()
+		l.Fence = false
+		holder, err := c.Acquire(context.Background(), l)
+		require.NoError(t, err)
 
-	const waiters = 3
-	got := make(chan *Held, waiters)
-	for range waiters {
-		go func() {
-			l := testLock()
-			// A backoff and a refresh interval (2.5 node timeouts) far longer than the test:
-			// only a notification can wake them in time.
-			l.Fence, l.NodeTimeout = false, time.Minute
-			if h, err := c.AcquireWait(context.Background(), l, Backoff{Min: time.Minute, Max: time.Minute}); err == nil {
-				got <- h
-			}
-		}()
-	}
-	require.Eventually(t, func() bool { // a waiter subscribed is woken by a release
-		n.mu.Lock()
-		defer n.mu.Unlock()
-		return n.subcall == waiters && len(n.subs) == waiters
-	}, time.Second, time.Millisecond, "the waiters are not all waiting, each on its own channel")
-
-	start := time.Now()
-	require.NoError(t, c.Release(context.Background(), holder))
-	for range waiters {
-		select {
-		case l := <-got:
-			assert.Less(t, time.Since(start), 2*time.Second)
-			require.NoError(t, c.Release(context.Background(), l)) // wakes the next
-		case <-time.After(5 * time.Second):
-			t.Fatal("a waiter did not wake on release")
+		const waiters = 3
+		got := make(chan *Held, waiters)
+		for range waiters {
+			go func() {
+				l := testLock()
+				// A backoff and a refresh interval (2.5 node timeouts) far longer than the test:
+				// only a notification can wake them in time.
+				l.Fence, l.NodeTimeout = false, time.Minute
+				if h, err := c.AcquireWait(context.Background(), l, Backoff{Min: time.Minute, Max: time.Minute}); err == nil {
+					got <- h
+				}
+			}()
 		}
-	}
-	assert.Eventually(t, func() bool { // a new owner unsubscribes in the background
+		synctest.Wait() // a waiter subscribed is woken by a release
 		n.mu.Lock()
-		defer n.mu.Unlock()
-		return len(n.subs) == 0 && n.subcall == n.unsubs
-	}, 5*time.Second, time.Millisecond, "a subscription outlived its waiter")
+		require.True(t, n.subcall == waiters && len(n.subs) == waiters, "the waiters are not all waiting, each on its own channel")
+		n.mu.Unlock()
+
+		start := time.Now()
+		require.NoError(t, c.Release(context.Background(), holder))
+		for range waiters {
+			l := <-got
+			assert.Equal(t, time.Duration(0), time.Since(start), "a waiter did not wake at the release")
+			require.NoError(t, c.Release(context.Background(), l)) // wakes the next
+		}
+		synctest.Wait() // a new owner unsubscribes in the background
+		n.mu.Lock()
+		assert.True(t, len(n.subs) == 0 && n.subcall == n.unsubs, "a subscription outlived its waiter")
+		n.mu.Unlock()
+	})
 }
 
 // TestWaitersCallAgainEveryRefreshInterval: a waiter whose backoff is a minute still calls
@@ -718,35 +761,47 @@ func TestWaitersCallAgainEveryRefreshInterval(t *testing.T) {
 	require.Equal(t, 50*time.Millisecond, short.refresh(), "the refresh interval is at least 50 ms")
 	require.Equal(t, 101*time.Millisecond, short.placeKept(), "the place's margin is at least 50 ms")
 
-	polling, fakes := cluster(t, held(30_000))
-	subscribed := newPubsubNode()
-	notified, err := NewCluster([]Node{subscribed})
-	require.NoError(t, err)
-	holder := testLock()
-	_, err = notified.Acquire(context.Background(), holder)
-	require.NoError(t, err)
-
 	for _, c := range []struct {
 		name  string
-		c     *Cluster
-		tries func() int
+		make  func(t *testing.T) (*Cluster, func() int)
+		tries int // in 950 ms
 	}{
-		{"polling", polling, func() int { return len(fakes[0].scripts()) }},
-		{"subscribed", notified, func() int { subscribed.mu.Lock(); defer subscribed.mu.Unlock(); return subscribed.tries }},
+		{"polling", func(t *testing.T) (*Cluster, func() int) {
+			polling, fakes := cluster(t, held(30_000))
+			return polling, func() int { // acquire calls (the waiter's leave at its end runs release)
+				n := 0
+				for _, name := range fakes[0].scripts() {
+					if name == "acquire" {
+						n++
+					}
+				}
+				return n
+			}
+		}, 10}, // at 0, 100, ..., 900 ms
+		{"subscribed", func(t *testing.T) (*Cluster, func() int) {
+			subscribed := newPubsubNode()
+			notified, err := NewCluster([]Node{subscribed})
+			require.NoError(t, err)
+			_, err = notified.Acquire(context.Background(), testLock())
+			require.NoError(t, err)
+			return notified, func() int { subscribed.mu.Lock(); defer subscribed.mu.Unlock(); return subscribed.tries }
+		}, 11}, // the same, and one right after subscribing
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			before := c.tries()
-			ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-			defer cancel()
-			w := testLock()
-			w.NodeTimeout = l.NodeTimeout
-			_, err := c.c.AcquireWait(ctx, w, Backoff{Min: time.Minute, Max: time.Minute})
-			require.ErrorIs(t, err, context.DeadlineExceeded)
-			// About 10 calls in a second (plus the one right after subscribing); a minute's
-			// backoff alone would allow 1 or 2, a busy loop hundreds.
-			tries := c.tries() - before
-			assert.GreaterOrEqual(t, tries, 5, "the waiter did not call again every refresh interval")
-			assert.LessOrEqual(t, tries, 15, "the waiter called far more often than every refresh interval")
+			bubble(t, func(t *testing.T) {
+				cl, tries := c.make(t)
+				before := tries()
+				// The end falls between two calls (two timers due at one instant fire in
+				// either order).
+				ctx, cancel := context.WithTimeout(context.Background(), 950*time.Millisecond)
+				defer cancel()
+				w := testLock()
+				w.NodeTimeout = l.NodeTimeout
+				_, err := cl.AcquireWait(ctx, w, Backoff{Min: time.Minute, Max: time.Minute})
+				require.ErrorIs(t, err, context.DeadlineExceeded)
+				// A minute's backoff alone would allow 1 or 2 calls, a busy loop hundreds.
+				assert.Equal(t, c.tries, tries()-before, "the waiter did not call every refresh interval")
+			})
 		})
 	}
 }
@@ -756,61 +811,65 @@ func TestWaitersCallAgainEveryRefreshInterval(t *testing.T) {
 // of at most two attempts' time, not after its backoff and refresh interval (a minute and
 // 25 s here).
 func TestSplitVoteRetriesAfterAShortPause(t *testing.T) {
-	var calls atomic.Int32
-	// Fails its first acquire call, after 20 ms, and grants the later ones.
-	flaky := func(context.Context, *Script) ([]int64, error) {
-		if calls.Add(1) <= 2 { // the first attempt's call on each flaky node
-			time.Sleep(20 * time.Millisecond)
-			return nil, errors.New("connection reset")
+	bubble(t, func(t *testing.T) {
+		var calls atomic.Int32
+		// Fails its first acquire call, after 20 ms, and grants the later ones.
+		flaky := func(context.Context, *Script) ([]int64, error) {
+			if calls.Add(1) <= 2 { // the first attempt's call on each flaky node
+				time.Sleep(20 * time.Millisecond)
+				return nil, errors.New("connection reset")
+			}
+			return []int64{1, 1}, nil
 		}
-		return []int64{1, 1}, nil
-	}
-	c, fakes := cluster(t, grants(1), flaky, flaky)
-	l := testLock()
-	l.Fence, l.NodeTimeout = false, 10*time.Second
-	start := time.Now()
-	_, err := c.AcquireWait(context.Background(), l, Backoff{Min: time.Minute, Max: time.Minute})
-	require.NoError(t, err)
-	assert.Less(t, time.Since(start), 5*time.Second, "the split vote waited for the backoff")
-	assert.GreaterOrEqual(t, len(fakes[1].scripts()), 2, "no second attempt")
+		c, fakes := cluster(t, grants(1), flaky, flaky)
+		l := testLock()
+		l.Fence, l.NodeTimeout = false, 10*time.Second
+		start := time.Now()
+		_, err := c.AcquireWait(context.Background(), l, Backoff{Min: time.Minute, Max: time.Minute})
+		require.NoError(t, err)
+		// The first attempt ends at 20 ms; the pause is at most twice that.
+		assert.GreaterOrEqual(t, time.Since(start), 20*time.Millisecond)
+		assert.LessOrEqual(t, time.Since(start), 60*time.Millisecond, "the split vote waited for the backoff")
+		assert.GreaterOrEqual(t, len(fakes[1].scripts()), 2, "no second attempt")
+	})
 }
 
 // TestCallsKeepValuesNotCancellation: a node's call runs under a context that carries the
 // caller's values but not its cancellation, with a deadline a node timeout away: a caller
 // that gives up leaves its calls to answer, so that what they did can be undone.
 func TestCallsKeepValuesNotCancellation(t *testing.T) {
-	type key struct{}
-	const timeout = 300 * time.Millisecond
-	calls := make(chan context.Context, 3)
-	hang := func(ctx context.Context, s *Script) ([]int64, error) {
-		if s != acquireScript {
-			return []int64{1, 0}, nil
+	bubble(t, func(t *testing.T) {
+		type key struct{}
+		const timeout = 300 * time.Millisecond
+		calls := make(chan context.Context, 3)
+		hang := func(ctx context.Context, s *Script) ([]int64, error) {
+			if s != acquireScript {
+				return []int64{1, 0}, nil
+			}
+			calls <- ctx
+			<-ctx.Done() // until its deadline
+			return nil, ctx.Err()
 		}
-		calls <- ctx
-		<-ctx.Done() // until its deadline
-		return nil, ctx.Err()
-	}
-	c, _ := cluster(t, hang, hang, hang) // (a single node is called under ctx itself)
-	caller, cancel := context.WithCancel(context.WithValue(context.Background(), key{}, "v"))
-	l := testLock()
-	l.NodeTimeout = timeout
-	start := time.Now()
-	time.AfterFunc(20*time.Millisecond, cancel)
-	_, err := c.Acquire(caller, l)
-	require.ErrorIs(t, err, context.Canceled)
-	assert.Less(t, time.Since(start), timeout, "the caller waited for its call's deadline")
-	ctx := <-calls
-	assert.Equal(t, "v", ctx.Value(key{}), "the caller's values are lost")
-	assert.NoError(t, ctx.Err(), "the caller's cancellation ended its call")
-	dl, ok := ctx.Deadline()
-	require.True(t, ok, "no deadline")
-	assert.False(t, dl.Before(start.Add(timeout)), "the deadline is less than the node timeout away")
-	select {
-	case <-ctx.Done():
+		c, _ := cluster(t, hang, hang, hang) // (a single node is called under ctx itself)
+		caller, cancel := context.WithCancel(context.WithValue(context.Background(), key{}, "v"))
+		l := testLock()
+		l.NodeTimeout = timeout
+		start := time.Now()
+		time.AfterFunc(20*time.Millisecond, cancel)
+		_, err := c.Acquire(caller, l)
+		require.ErrorIs(t, err, context.Canceled)
+		assert.Equal(t, 20*time.Millisecond, time.Since(start), "the caller waited for its call's deadline")
+		ctx := <-calls
+		assert.Equal(t, "v", ctx.Value(key{}), "the caller's values are lost")
+		assert.NoError(t, ctx.Err(), "the caller's cancellation ended its call")
+		dl, ok := ctx.Deadline()
+		require.True(t, ok, "no deadline")
+		assert.False(t, dl.Before(start.Add(timeout)), "the deadline is less than the node timeout away")
+		assert.False(t, dl.After(start.Add(timeout+time.Millisecond)), "the deadline is more than a millisecond past the node timeout")
+		<-ctx.Done()
 		assert.ErrorIs(t, ctx.Err(), context.DeadlineExceeded)
-	case <-time.After(5 * time.Second):
-		t.Fatal("the call's context did not end at its deadline")
-	}
+		assert.Equal(t, dl, time.Now(), "the call's context did not end at its deadline")
+	})
 }
 
 // funcCtx is a context whose type cannot be compared with ==.
@@ -823,30 +882,32 @@ type funcCtx struct {
 // whose node hangs still returns as soon as the caller's context is cancelled, long before
 // the node timeout.
 func TestSingleNodeCallEndsWithItsCaller(t *testing.T) {
-	var hang atomic.Bool
-	c, _ := cluster(t, func(ctx context.Context, s *Script) ([]int64, error) {
-		if hang.Load() && s == acquireScript { // the failed attempt's release answers
-			return hangs(ctx, s)
+	bubble(t, func(t *testing.T) {
+		var hang atomic.Bool
+		c, _ := cluster(t, func(ctx context.Context, s *Script) ([]int64, error) {
+			if hang.Load() && s == acquireScript { // the failed attempt's release answers
+				return hangs(ctx, s)
+			}
+			return []int64{1, 0}, nil
+		})
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		for range 3 {
+			l := testLock()
+			l.NodeTimeout = 10 * time.Second
+			h, err := c.Acquire(ctx, l)
+			require.NoError(t, err)
+			require.NoError(t, c.Release(context.Background(), h))
 		}
-		return []int64{1, 0}, nil
-	})
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	for range 3 {
+		hang.Store(true)
+		time.AfterFunc(50*time.Millisecond, cancel)
+		start := time.Now()
 		l := testLock()
 		l.NodeTimeout = 10 * time.Second
-		h, err := c.Acquire(ctx, l)
-		require.NoError(t, err)
-		require.NoError(t, c.Release(context.Background(), h))
-	}
-	hang.Store(true)
-	time.AfterFunc(50*time.Millisecond, cancel)
-	start := time.Now()
-	l := testLock()
-	l.NodeTimeout = 10 * time.Second
-	_, err := c.Acquire(ctx, l)
-	require.ErrorIs(t, err, context.Canceled)
-	assert.Less(t, time.Since(start), 5*time.Second, "the call waited for its node timeout")
+		_, err := c.Acquire(ctx, l)
+		require.ErrorIs(t, err, context.Canceled)
+		assert.Equal(t, 50*time.Millisecond, time.Since(start), "the call did not end with its caller")
+	})
 }
 
 // TestDetachedCallsShareADeadline: a detached call's context (see sharedDeadlines.detach)
@@ -854,56 +915,56 @@ func TestSingleNodeCallEndsWithItsCaller(t *testing.T) {
 // at most a millisecond more, ends at that deadline (a context derived from it too), and is
 // shared by the calls of one millisecond under one context.
 func TestDetachedCallsShareADeadline(t *testing.T) {
-	var c sharedDeadlines
-	const timeout = 100 * time.Millisecond
-	type key struct{}
-	caller, cancel := context.WithCancel(context.WithValue(context.Background(), key{}, "v"))
-	start := time.Now()
-	d := c.detach(caller, timeout)
-	end := time.Now()
-	dl, ok := d.Deadline()
-	require.True(t, ok, "no deadline")
-	assert.False(t, dl.Before(start.Add(timeout)), "the deadline is less than the timeout away")
-	assert.False(t, dl.After(end.Add(timeout+time.Millisecond)), "the deadline is more than a millisecond past the timeout")
-	assert.Equal(t, "v", d.Value(key{}), "the caller's values are lost")
-	child, cancelChild := context.WithCancel(d)
-	defer cancelChild()
+	bubble(t, func(t *testing.T) {
+		var c sharedDeadlines
+		const timeout = 100 * time.Millisecond
+		type key struct{}
+		caller, cancel := context.WithCancel(context.WithValue(context.Background(), key{}, "v"))
+		start := time.Now()
+		d := c.detach(caller, timeout)
+		end := time.Now()
+		dl, ok := d.Deadline()
+		require.True(t, ok, "no deadline")
+		assert.False(t, dl.Before(start.Add(timeout)), "the deadline is less than the timeout away")
+		assert.False(t, dl.After(end.Add(timeout+time.Millisecond)), "the deadline is more than a millisecond past the timeout")
+		assert.Equal(t, "v", d.Value(key{}), "the caller's values are lost")
+		child, cancelChild := context.WithCancel(d)
+		defer cancelChild()
 
-	cancel()
-	assert.NoError(t, d.Err(), "the caller's end ended a detached call")
-	select {
-	case <-d.Done():
+		cancel()
+		assert.NoError(t, d.Err(), "the caller's end ended a detached call")
+		<-d.Done()
+		assert.Equal(t, dl, time.Now(), "a detached context did not end at its deadline")
 		assert.ErrorIs(t, d.Err(), context.DeadlineExceeded)
 		assert.ErrorIs(t, context.Cause(d), context.DeadlineExceeded)
-	case <-time.After(5 * time.Second):
-		t.Fatal("a detached context did not end at its deadline")
-	}
-	select {
-	case <-child.Done(): // derived contexts end with it
-	case <-time.After(5 * time.Second):
-		t.Fatal("a context derived from a detached one did not end with it")
-	}
-
-	// Calls of one millisecond share: under one context, one detached context; under
-	// Background, the shared deadline itself; under another context, its own values.
-	shared := false
-	for range 10 {
-		a, b := c.detach(caller, timeout), c.detach(caller, timeout)
-		bg := c.detach(context.Background(), timeout)
-		other := c.detach(context.WithValue(context.Background(), key{}, "w"), timeout)
-		assert.Equal(t, "w", other.Value(key{}))
-		assert.Nil(t, bg.Value(key{}))
-		if a == b && a.Done() == bg.Done() && other.Done() == bg.Done() {
-			shared = true
-			break
+		synctest.Wait()
+		select {
+		case <-child.Done(): // derived contexts end with it
+		default:
+			t.Fatal("a context derived from a detached one did not end with it")
 		}
-	}
-	assert.True(t, shared, "calls of one millisecond do not share a deadline")
 
-	// A context that == cannot compare is not shared, and does not panic.
-	odd := funcCtx{Context: caller, f: func() {}}
-	assert.Equal(t, "v", c.detach(odd, timeout).Value(key{}))
-	assert.Equal(t, "v", c.detach(odd, timeout).Value(key{}))
+		// Calls of one millisecond share: under one context, one detached context; under
+		// Background, the shared deadline itself; under another context, its own values.
+		shared := false
+		for range 10 {
+			a, b := c.detach(caller, timeout), c.detach(caller, timeout)
+			bg := c.detach(context.Background(), timeout)
+			other := c.detach(context.WithValue(context.Background(), key{}, "w"), timeout)
+			assert.Equal(t, "w", other.Value(key{}))
+			assert.Nil(t, bg.Value(key{}))
+			if a == b && a.Done() == bg.Done() && other.Done() == bg.Done() {
+				shared = true
+				break
+			}
+		}
+		assert.True(t, shared, "calls of one millisecond do not share a deadline")
+
+		// A context that == cannot compare is not shared, and does not panic.
+		odd := funcCtx{Context: caller, f: func() {}}
+		assert.Equal(t, "v", c.detach(odd, timeout).Value(key{}))
+		assert.Equal(t, "v", c.detach(odd, timeout).Value(key{}))
+	})
 }
 
 // TestNodeFailedReportsEveryFailedCall: Lock.NodeFailed hears of each node's failure or
@@ -911,93 +972,101 @@ func TestDetachedCallsShareADeadline(t *testing.T) {
 // their quorum, for a node they did not wait for (after they returned), and in the
 // background releases of a failed attempt; never of a call that the caller's end ended.
 func TestNodeFailedReportsEveryFailedCall(t *testing.T) {
-	type event struct {
-		op, node string
-		err      error
-	}
-	var mu sync.Mutex
-	var events []event
-	seen := func(op, node string) int {
+	bubble(t, func(t *testing.T) {
+		type event struct {
+			op, node string
+			err      error
+		}
+		var mu sync.Mutex
+		var events []event
+		seen := func(op, node string) int {
+			mu.Lock()
+			defer mu.Unlock()
+			n := 0
+			for _, e := range events {
+				if e.op == op && e.node == node {
+					n++
+				}
+			}
+			return n
+		}
+		abstains := func(_ context.Context, s *Script) ([]int64, error) {
+			if s == acquireScript {
+				return []int64{-1, 1500}, nil
+			}
+			return []int64{0, 0}, nil
+		}
+		c, _ := cluster(t, grants(1), grants(1), grants(1), failing, hangs)
+		l := testLock()
+		l.Fence = false
+		l.NodeFailed = func(op string, e NodeError) {
+			mu.Lock()
+			defer mu.Unlock()
+			events = append(events, event{op, e.Node, e.Err})
+		}
+		ctx := context.Background()
+		h, err := c.Acquire(ctx, l)
+		require.NoError(t, err, "three of five grant")
+		// node3 refused at once; node4 hangs until the node timeout, after Acquire returned.
+		synctest.Wait()
+		require.Equal(t, 1, seen("acquire", "node3"))
+		require.Zero(t, seen("acquire", "node4"), "a node was reported before its call ended")
+		time.Sleep(l.NodeTimeout)
+		synctest.Wait()
+		require.Equal(t, 1, seen("acquire", "node4"))
+		_, err = c.Extend(ctx, h)
+		require.NoError(t, err)
+		require.NoError(t, c.Release(ctx, h))
+		time.Sleep(l.NodeTimeout) // node4's calls end
+		synctest.Wait()
+		require.True(t, seen("extend", "node3") == 1 && seen("extend", "node4") == 1 && seen("release", "node3") == 1 && seen("release", "node4") == 1)
 		mu.Lock()
-		defer mu.Unlock()
-		n := 0
 		for _, e := range events {
-			if e.op == op && e.node == node {
-				n++
+			assert.Contains(t, []string{"node3", "node4"}, e.node, "a node that answered was reported")
+			if e.node == "node4" {
+				assert.ErrorIs(t, e.err, ErrNodeTimeout)
+			} else {
+				assert.ErrorContains(t, e.err, "connection refused")
 			}
 		}
-		return n
-	}
-	abstains := func(_ context.Context, s *Script) ([]int64, error) {
-		if s == acquireScript {
-			return []int64{-1, 1500}, nil
-		}
-		return []int64{0, 0}, nil
-	}
-	c, _ := cluster(t, grants(1), grants(1), grants(1), failing, hangs)
-	l := testLock()
-	l.Fence = false
-	l.NodeFailed = func(op string, e NodeError) {
+		events = nil
+		mu.Unlock()
+
+		// Abstentions, and the background releases of a failed attempt's keys.
+		c, _ = cluster(t, grants(1), abstains, abstains)
+		_, err = c.Acquire(ctx, l)
+		require.ErrorIs(t, err, ErrRestarted)
+		synctest.Wait()
+		require.True(t, seen("acquire", "node1") == 1 && seen("acquire", "node2") == 1)
 		mu.Lock()
-		defer mu.Unlock()
-		events = append(events, event{op, e.Node, e.Err})
-	}
-	ctx := context.Background()
-	h, err := c.Acquire(ctx, l)
-	require.NoError(t, err, "three of five grant")
-	// node3 refused at once; node4 hangs until the node timeout, after Acquire returned.
-	require.Eventually(t, func() bool { return seen("acquire", "node3") == 1 && seen("acquire", "node4") == 1 },
-		5*time.Second, 5*time.Millisecond)
-	_, err = c.Extend(ctx, h)
-	require.NoError(t, err)
-	require.NoError(t, c.Release(ctx, h))
-	require.Eventually(t, func() bool {
-		return seen("extend", "node3") == 1 && seen("extend", "node4") == 1 && seen("release", "node3") == 1 && seen("release", "node4") == 1
-	}, 5*time.Second, 5*time.Millisecond)
-	mu.Lock()
-	for _, e := range events {
-		assert.Contains(t, []string{"node3", "node4"}, e.node, "a node that answered was reported")
-		if e.node == "node4" {
-			assert.ErrorIs(t, e.err, ErrNodeTimeout)
-		} else {
-			assert.ErrorContains(t, e.err, "connection refused")
+		for _, e := range events {
+			if e.op == "acquire" {
+				assert.ErrorIs(t, e.err, ErrRestarted)
+			}
 		}
-	}
-	events = nil
-	mu.Unlock()
+		events = nil
+		mu.Unlock()
+		c, _ = cluster(t, grants(1), failing, failing)
+		_, err = c.Acquire(ctx, l)
+		require.ErrorIs(t, err, ErrNoQuorum)
+		synctest.Wait()
+		require.True(t, seen("release", "node1") == 1 && seen("release", "node2") == 1, "the failed attempt's releases on the nodes that may hold it")
 
-	// Abstentions, and the background releases of a failed attempt's keys.
-	c, _ = cluster(t, grants(1), abstains, abstains)
-	_, err = c.Acquire(ctx, l)
-	require.ErrorIs(t, err, ErrRestarted)
-	require.Eventually(t, func() bool { return seen("acquire", "node1") == 1 && seen("acquire", "node2") == 1 },
-		5*time.Second, 5*time.Millisecond)
-	mu.Lock()
-	for _, e := range events {
-		if e.op == "acquire" {
-			assert.ErrorIs(t, e.err, ErrRestarted)
-		}
-	}
-	events = nil
-	mu.Unlock()
-	c, _ = cluster(t, grants(1), failing, failing)
-	_, err = c.Acquire(ctx, l)
-	require.ErrorIs(t, err, ErrNoQuorum)
-	require.Eventually(t, func() bool { return seen("release", "node1") == 1 && seen("release", "node2") == 1 },
-		5*time.Second, 5*time.Millisecond, "the failed attempt's releases on the nodes that may hold it")
-
-	// A call that the caller's end ended says nothing of its node.
-	mu.Lock()
-	events = nil
-	mu.Unlock()
-	c, _ = cluster(t, hangs)
-	cctx, cancel := context.WithCancel(ctx)
-	time.AfterFunc(20*time.Millisecond, cancel)
-	slow := *l
-	slow.NodeTimeout = time.Second
-	_, err = c.Acquire(cctx, &slow)
-	require.ErrorIs(t, err, context.Canceled)
-	assert.Zero(t, seen("acquire", "node0"), "a call ended by the caller's context was reported")
+		// A call that the caller's end ended says nothing of its node.
+		mu.Lock()
+		events = nil
+		mu.Unlock()
+		c, _ = cluster(t, hangs)
+		cctx, cancel := context.WithCancel(ctx)
+		time.AfterFunc(20*time.Millisecond, cancel)
+		slow := *l
+		slow.NodeTimeout = time.Second
+		_, err = c.Acquire(cctx, &slow)
+		require.ErrorIs(t, err, context.Canceled)
+		time.Sleep(slow.NodeTimeout) // the call's own deadline passes too
+		synctest.Wait()
+		assert.Zero(t, seen("acquire", "node0"), "a call ended by the caller's context was reported")
+	})
 }
 
 // TestSingleNodeFailureSaysWhy: at N = 1, an attempt on a node whose last call failed
