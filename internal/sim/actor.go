@@ -84,8 +84,8 @@ func (a *actor) hold(ctx context.Context, h *held) {
 // (Do's function stops when its context ends).
 func (a *actor) use(ctx context.Context, i int, h *held, live func() bool) {
 	ttl := a.env.ttl
-	for range 1 + a.rng.IntN(4) {
-		a.sleep(time.Duration(10+a.rng.Int64N(140)) * time.Millisecond)
+	for range 1 + a.rng.IntN(3) {
+		a.sleep(time.Duration(10+a.rng.Int64N(90)) * time.Millisecond)
 		if !a.alive(ctx) || !live() || a.lostNow(h) || (h.until != nil && !time.Now().Before(h.until())) {
 			return
 		}

@@ -21,11 +21,11 @@ func guardOf(n int) time.Duration {
 
 // livenessBound is how long after the faults healed (see scheduleNotes) a waiter that keeps
 // asking may wait at most: two TTLs for a lock left by a holder that died or lost its
-// release, and for each client ahead of it a holding (at most 4 steps of 150 ms), the
+// release, and for each client ahead of it a holding (at most 3 steps of 100 ms), the
 // gap before its next wait (50 ms) and four node timeouts for the hand-over and the
 // lapse of a place.
 func livenessBound(clients int) time.Duration {
-	return 2*ttl + time.Duration(clients)*(650*time.Millisecond+4*nodeTimeout)
+	return 2*ttl + time.Duration(clients)*(350*time.Millisecond+4*nodeTimeout)
 }
 
 // scheduleNotes adds the plan's scheduled faults to the trace, and returns when the last

@@ -68,11 +68,20 @@ type recorder struct {
 	writes   []write
 	maxToken uint64
 	events   []event
-	observed []event // Election: the leaders' values an observer saw
-	notes    []string
+	observed []event        // Election: the leaders' values an observer saw
+	calls    map[string]int // calls sent, per script (or "setnx")
 }
 
-func newRecorder(start time.Time) *recorder { return &recorder{start: start} }
+func newRecorder(start time.Time) *recorder {
+	return &recorder{start: start, calls: make(map[string]int)}
+}
+
+// called counts a call of what.
+func (r *recorder) called(what string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.calls[what]++
+}
 
 // note adds a line to the trace.
 func (r *recorder) note(client int, format string, args ...any) {
