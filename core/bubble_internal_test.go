@@ -16,3 +16,21 @@ func bubble(t *testing.T, f func(t *testing.T)) {
 		f(t)
 	})
 }
+
+// until waits in a bubble for cond, checking it each time every goroutine waits and moving
+// the clock a millisecond at a time, up to limit, and returns how long it took (so that the
+// test can assert the virtual time exactly).
+func until(t *testing.T, limit time.Duration, cond func() bool, msgAndArgs ...any) time.Duration {
+	t.Helper()
+	start := time.Now()
+	for {
+		synctest.Wait()
+		if cond() {
+			return time.Since(start)
+		}
+		if time.Since(start) >= limit {
+			t.Fatalf("not within %v: %v", limit, msgAndArgs)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
