@@ -2,8 +2,11 @@ package sim
 
 import (
 	"context"
+	"errors"
 	"math/rand/v2"
 	"time"
+
+	"github.com/go-redlock/redlock"
 )
 
 // held is a holding as an actor sees it.
@@ -43,6 +46,10 @@ func (a *actor) run(ctx context.Context) {
 		cancel()
 		a.env.rec.answered(w, err == nil)
 		if err != nil {
+			a.env.rec.note(a.id, "c%d not granted: %v", a.id, err)
+			if errors.Is(err, redlock.ErrInvalid) && a.env.stopOnInvalid {
+				return // twoaddrs: the configuration is refused, as it must be
+			}
 			continue
 		}
 		a.hold(ctx, h)

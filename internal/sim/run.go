@@ -46,18 +46,23 @@ type Result struct {
 	Held       float64        // the share of the fault window in which some client held the lock
 	Grants     int            // holdings granted
 	Calls      map[string]int // calls sent to the servers, per script
+	LongWait   time.Duration  // the longest wait after the faults healed (see longestWait)
+	Bound      time.Duration  // the liveness bound it is checked against
 	Virtual    time.Duration  // the run's length in virtual time
 }
 
 // env is what a run's actors share.
 type env struct {
-	plan    *plan
-	rec     *recorder
-	ttl     time.Duration
-	mixedK  bool         // Semaphore: client 0 counts 3 permits, the others 2
-	servers []*simServer // twoaddrs: checkServers looks at them
-	quorum  int
-	bad     chan violation // violations found during the run (twoaddrs)
+	plan   *plan
+	rec    *recorder
+	ttl    time.Duration
+	mixedK bool // Semaphore: client 0 counts 3 permits, the others 2
+	// stopOnInvalid: an actor stops at an error that matches ErrInvalid (twoaddrs, where
+	// the library must refuse the configuration)
+	stopOnInvalid bool
+	servers       []*simServer // twoaddrs: checkServers looks at them
+	quorum        int
+	bad           chan violation // violations found during the run (twoaddrs)
 }
 
 // checkServers records a violation if fewer than a quorum of distinct servers hold the lock
@@ -94,9 +99,6 @@ func Run(cfg Config) Result {
 	res := Result{Seed: cfg.Seed, Kind: cfg.Kind, Workload: cfg.Workload}
 	res.N = []int{1, 3, 3, 5}[rng.IntN(4)]
 	res.Clients = 3
-	if cfg.Workload == wSemaphore { // two permits: three clients would seldom wait
-		res.Clients = 4
-	}
 	servers := res.N
 	if cfg.Workload == wTwoAddrs {
 		res.N, servers = 3, 2
@@ -104,11 +106,12 @@ func Run(cfg Config) Result {
 	from, to := start.Add(warmUp), start.Add(warmUp+window)
 	p := newPlan(cfg.Kind, rng, start, from, to, servers, res.Clients, ttl, nodeTimeout)
 	if cfg.Workload == wTwoAddrs { // the second server out of reach: the first must not count twice
-		p.cuts = append(p.cuts, cut{client: -1, server: 1, toServer: true, toClient: true, from: from, to: from.Add(window / 2)})
+		p.cuts = append(p.cuts, cut{client: -1, server: 1, toServer: true, toClient: true, from: start, to: from.Add(window / 2)})
 	}
 	rec := newRecorder(start)
 	e := &env{plan: p, rec: rec, ttl: ttl, quorum: res.N/2 + 1, bad: make(chan violation, 1)}
 	e.mixedK = cfg.Workload == wSemaphore && rng.IntN(2) == 0
+	e.stopOnInvalid = cfg.Workload == wTwoAddrs
 	rec.noteAt(start, "seed %d: %s, N=%d, %d clients, %s%s", cfg.Seed, cfg.Workload, res.N, res.Clients, p, map[bool]string{true: ", client 0 counts K=3"}[e.mixedK])
 	healed := scheduleNotes(rec, p, to)
 
@@ -180,6 +183,7 @@ func Run(cfg Config) Result {
 	}
 	res.Held = heldShare(rec, from, to)
 	res.Grants, res.Calls = len(rec.holdings), rec.calls
+	res.LongWait, res.Bound = longestWait(rec, p, healed, end), bound
 	res.Trace = rec.trace(until, cmp.Or(cfg.Lines, 60))
 	return res
 }
