@@ -4,6 +4,7 @@ import (
 	"context"
 	"strings"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/go-redlock/redlock/core"
@@ -36,9 +37,8 @@ func readers(t *testing.T, servers []server, k core.Keys) []int64 {
 // refused while either does, and a reader while a writer does; once the readers let go the
 // lock key is gone, and a writer takes it.
 func TestReadersShareAndExcludeWriters(t *testing.T) {
-	for _, c := range setups {
-		t.Run(c.name, func(t *testing.T) {
-			servers := c.servers(t, c.n)
+	onEachSetup(t, func(t *testing.T, servers []server) {
+		{
 			cl := newCluster(t, servers)
 			ctx := context.Background()
 			// Nothing here waits for a timeout: a long node timeout keeps a loaded machine's
@@ -51,8 +51,7 @@ func TestReadersShareAndExcludeWriters(t *testing.T) {
 			r2, err := cl.Acquire(ctx, reader())
 			require.NoError(t, err, "a second reader was refused while a reader holds the lock")
 			// Acquire returns at a quorum: the last node may answer later.
-			require.Eventually(t, func() bool { return allEqual(readers(t, servers, r1.Keys), 2) }, 5*time.Second, time.Millisecond,
-				"each reader is an entry of its own")
+			settle(t, servers, func() bool { return allEqual(readers(t, servers, r1.Keys), 2) }, "each reader is an entry of its own")
 			for _, s := range servers {
 				assert.Equal(t, "(readers)", get(t, s, r1.Keys.Lock), "while readers hold it, the lock key holds the marker")
 				requireEveryKeyExpires(t, s)
@@ -67,8 +66,7 @@ func TestReadersShareAndExcludeWriters(t *testing.T) {
 			// A refused writer's request still on its way to a node is released once it
 			// lands (see Acquire): its key may show a moment.
 			for _, s := range servers {
-				assert.Eventually(t, func() bool { return get(t, s, r1.Keys.Lock) == "" }, 5*time.Second, time.Millisecond,
-					"the lock key outlived the last reader")
+				settle(t, servers, func() bool { return get(t, s, r1.Keys.Lock) == "" }, "the lock key outlived the last reader")
 			}
 
 			w, err := cl.Acquire(ctx, writer())
@@ -76,23 +74,22 @@ func TestReadersShareAndExcludeWriters(t *testing.T) {
 			_, err = cl.Acquire(ctx, reader())
 			require.ErrorIs(t, err, core.ErrHeld, "a reader took the lock from a writer")
 			require.NoError(t, cl.Release(ctx, w))
-		})
-	}
+		}
+	})
 }
 
 // TestWaitingWriterBlocksNewReaders: while a reader holds the lock and a writer waits for
 // it, a new reader is refused (an owner that does not wait) or queues behind the writer
 // (a waiter); the reader's release hands the lock to the writer, and the writer's to the
-// reader that queued behind it.
+// reader that queued behind it, each at the release's instant.
 func TestWaitingWriterBlocksNewReaders(t *testing.T) {
-	for _, c := range setups {
-		t.Run(c.name, func(t *testing.T) {
-			servers := c.servers(t, c.n)
+	onEachSetup(t, func(t *testing.T, servers []server) {
+		{
 			cl := newCluster(t, servers)
 			ctx := context.Background()
 			r1, err := cl.Acquire(ctx, readLock("wr"))
 			require.NoError(t, err)
-			require.Eventually(t, func() bool { return allEqual(readers(t, servers, r1.Keys), 1) }, 5*time.Second, time.Millisecond)
+			settle(t, servers, func() bool { return allEqual(readers(t, servers, r1.Keys), 1) }, "the reader holds no share")
 
 			writer := make(chan *core.Held, 1)
 			go func() {
@@ -100,46 +97,49 @@ func TestWaitingWriterBlocksNewReaders(t *testing.T) {
 				assert.NoError(t, err)
 				writer <- h
 			}()
-			require.Eventually(t, func() bool { return allEqual(queued(t, servers, r1.Keys), 1) }, 5*time.Second, time.Millisecond)
+			settle(t, servers, func() bool { return allEqual(queued(t, servers, r1.Keys), 1) }, "the writer is not queued")
 
 			_, err = cl.Acquire(ctx, readLock("wr"))
 			require.ErrorIs(t, err, core.ErrHeld, "a new reader took the lock while a writer waits for it")
+			if simulated(servers) {
+				advance(time.Microsecond) // a later ticket than the writer's (equal ones go by id)
+			}
 			reader := make(chan *core.Held, 1)
 			go func() {
 				h, err := cl.AcquireWait(ctx, readLock("wr"), patient)
 				assert.NoError(t, err)
 				reader <- h
 			}()
-			require.Eventually(t, func() bool { return allEqual(queued(t, servers, r1.Keys), 2) }, 5*time.Second, time.Millisecond)
+			settle(t, servers, func() bool { return allEqual(queued(t, servers, r1.Keys), 2) }, "the reader is not queued")
 			assert.True(t, allEqual(readers(t, servers, r1.Keys), 1), "a reader that came after a waiting writer holds the lock")
 
+			released := time.Now()
 			require.NoError(t, cl.Release(ctx, r1))
-			var w *core.Held
-			select {
-			case w = <-writer:
-			case <-time.After(5 * time.Second):
-				t.Fatal("the writer did not get the lock when the last reader let go")
+			w := await(t, servers, writer, "the writer's lock when the last reader let go")
+			if simulated(servers) {
+				assert.Equal(t, time.Duration(0), time.Since(released), "the writer did not get the lock at the release")
+				synctest.Wait()
 			}
 			select {
 			case <-reader:
 				t.Fatal("the reader got the lock while the writer holds it")
 			default:
 			}
+			released = time.Now()
 			require.NoError(t, cl.Release(ctx, w))
-			select {
-			case r := <-reader:
-				require.NoError(t, cl.Release(ctx, r))
-			case <-time.After(5 * time.Second):
-				t.Fatal("the reader did not get the lock when the writer let go")
+			r := await(t, servers, reader, "the reader's lock when the writer let go")
+			if simulated(servers) {
+				assert.Equal(t, time.Duration(0), time.Since(released), "the reader did not get the lock at the release")
 			}
-		})
-	}
+			require.NoError(t, cl.Release(ctx, r))
+		}
+	})
 }
 
 // TestReleaseHandsTheLockToQueuedReaders: a writer's release hands the lock to the readers
 // first in the queue, each told on its channel, up to the next writer, which stays queued.
 func TestReleaseHandsTheLockToQueuedReaders(t *testing.T) {
-	onOneOfEach(t, func(t *testing.T, s server) {
+	onOneOfEachTimed(t, func(t *testing.T, s server) {
 		cl := newCluster(t, []server{s})
 		ctx := context.Background()
 		holder := hold(t, cl, []server{s}, "group")
@@ -159,16 +159,21 @@ func TestReleaseHandsTheLockToQueuedReaders(t *testing.T) {
 
 		require.NoError(t, cl.Release(ctx, holder))
 		assert.Equal(t, "(readers)", get(t, s, holder.Keys.Lock))
-		assert.Equal(t, "r1.1 0", receive(t, msgs["r1"]))
-		assert.Equal(t, "r2.1 0", receive(t, msgs["r2"]))
+		assert.Equal(t, "r1.1 0", next(t, []server{s}, msgs["r1"]))
+		assert.Equal(t, "r2.1 0", next(t, []server{s}, msgs["r2"]))
 		assert.Equal(t, []int64{2}, readers(t, []server{s}, holder.Keys))
 		assert.Equal(t, []int64{2}, queued(t, []server{s}, holder.Keys), "the writer and the reader behind it stay queued")
+		quiet := time.After(100 * time.Millisecond) // on redis-server: a message would come by then
+		if s.sim != nil {
+			synctest.Wait() // a message would have come by now
+			quiet = time.After(0)
+		}
 		select {
 		case m := <-msgs["w3"]:
 			t.Fatalf("the writer behind the readers was told %q", m)
 		case m := <-msgs["r4"]:
 			t.Fatalf("the reader behind the writer was told %q", m)
-		case <-time.After(100 * time.Millisecond):
+		case <-quiet:
 		}
 
 		// The readers' releases: the last one hands the lock to the writer.
@@ -177,7 +182,7 @@ func TestReleaseHandsTheLockToQueuedReaders(t *testing.T) {
 		assert.Equal(t, "(readers)", get(t, s, holder.Keys.Lock), "the lock key went with a reader still holding")
 		require.NoError(t, cl.Release(ctx, core.HeldAs(l, "r2.1", "r2", 2)))
 		assert.Equal(t, "w3.1", get(t, s, holder.Keys.Lock))
-		token, _, _ := strings.Cut(receive(t, msgs["w3"]), " ")
+		token, _, _ := strings.Cut(next(t, []server{s}, msgs["w3"]), " ")
 		assert.Equal(t, "w3.1", token)
 		requireEveryKeyExpires(t, s)
 	})
@@ -187,7 +192,10 @@ func TestReleaseHandsTheLockToQueuedReaders(t *testing.T) {
 // earlier one's of the same waiter, never a later one's; an extension renews only a live
 // entry of its own, and never re-creates one.
 func TestReaderAttempts(t *testing.T) {
-	s := miniServers(t, 1)[0]
+	inBubble(t, 1, func(t *testing.T, servers []server) { readerAttempts(t, servers[0]) })
+}
+
+func readerAttempts(t *testing.T, s server) {
 	cl := newCluster(t, []server{s})
 	ctx := context.Background()
 	l := readLock("attempts")
@@ -212,52 +220,70 @@ func TestReaderAttempts(t *testing.T) {
 // TestReaderExtensionOutlastsItsTTL: a reader that extends holds past its first TTL, and the
 // lock key's TTL follows its entry, so a writer stays out.
 func TestReaderExtensionOutlastsItsTTL(t *testing.T) {
-	servers := realServers(t, 1)
-	cl := newCluster(t, servers)
-	ctx := context.Background()
-	l := readLock("extend")
-	l.TTL = time.Second
-	h, err := cl.Acquire(ctx, l)
-	require.NoError(t, err)
-	long := readLock("extend")
-	long.TTL = 5 * time.Second
-	_, err = cl.Extend(ctx, core.HeldAs(long, h.Token(), "", 0))
-	require.NoError(t, err)
-	pttl, err := servers[0].do("PTTL", l.Keys.Lock)
-	require.NoError(t, err)
-	assert.Greater(t, pttl.(int64), int64(1000), "the lock key's TTL did not follow the extended entry")
-	_, err = cl.Acquire(ctx, lock("extend"))
-	require.ErrorIs(t, err, core.ErrHeld)
+	onOneOfEachTimed(t, func(t *testing.T, s server) {
+		servers := []server{s}
+		cl := newCluster(t, servers)
+		ctx := context.Background()
+		l := readLock("extend")
+		l.TTL = time.Second
+		h, err := cl.Acquire(ctx, l)
+		require.NoError(t, err)
+		long := readLock("extend")
+		long.TTL = 5 * time.Second
+		_, err = cl.Extend(ctx, core.HeldAs(long, h.Token(), "", 0))
+		require.NoError(t, err)
+		pttl, err := s.do("PTTL", l.Keys.Lock)
+		require.NoError(t, err)
+		if s.sim != nil {
+			assert.Equal(t, int64(5000), pttl.(int64), "the lock key's TTL did not follow the extended entry")
+			time.Sleep(time.Second) // past the first TTL
+		} else {
+			assert.Greater(t, pttl.(int64), int64(1000), "the lock key's TTL did not follow the extended entry")
+		}
+		_, err = cl.Acquire(ctx, lock("extend"))
+		require.ErrorIs(t, err, core.ErrHeld)
+	})
 }
 
 // TestCrashedReaderFreesTheLockByTTL: a reader that never lets go (it crashed) keeps a
-// waiting writer out no longer than its TTL.
+// waiting writer out no longer than its TTL: the writer gets the lock as the TTL runs out.
 func TestCrashedReaderFreesTheLockByTTL(t *testing.T) {
-	servers := realServers(t, 3)
+	for _, c := range simSetups[1:] { // N = 3
+		c.run(t, crashedReaderFreesTheLockByTTL)
+	}
+}
+
+func crashedReaderFreesTheLockByTTL(t *testing.T, servers []server) {
 	cl := newCluster(t, servers)
 	ctx := context.Background()
 	const ttl = 300 * time.Millisecond
 	l := readLock("crash")
 	l.TTL = ttl
+	start := time.Now()
 	_, err := cl.Acquire(ctx, l) // never released
 	require.NoError(t, err)
-	start := time.Now()
 	w := lock("crash")
 	w.NodeTimeout = time.Second
 	h, err := cl.AcquireWait(ctx, w, core.Backoff{Min: 10 * time.Millisecond, Max: 50 * time.Millisecond})
 	require.NoError(t, err)
 	took := time.Since(start)
-	assert.Less(t, took, ttl+time.Second, "the writer waited %v for a crashed reader with TTL %v", took, ttl)
+	if simulated(servers) {
+		assert.Equal(t, ttl, took, "the writer waited %v for a crashed reader with TTL %v", took, ttl)
+	} else {
+		assert.Less(t, took, ttl+generous, "the writer waited %v for a crashed reader with TTL %v", took, ttl)
+	}
 	require.NoError(t, cl.Release(ctx, h))
 }
 
 // TestReaderTakesNoFence: a reader that asks for a fencing token is refused at once.
 func TestReaderTakesNoFence(t *testing.T) {
-	cl := newCluster(t, miniServers(t, 1))
-	l := readLock("fence")
-	l.Fence = true
-	_, err := cl.AcquireWait(context.Background(), l, patient)
-	require.ErrorIs(t, err, core.ErrInvalid)
+	inBubble(t, 1, func(t *testing.T, servers []server) {
+		cl := newCluster(t, servers)
+		l := readLock("fence")
+		l.Fence = true
+		_, err := cl.AcquireWait(context.Background(), l, patient)
+		require.ErrorIs(t, err, core.ErrInvalid)
+	})
 }
 
 // TestReaderTakesOverAHandedShare: a reader handed a share that calls again, after a writer
@@ -265,7 +291,10 @@ func TestReaderTakesNoFence(t *testing.T) {
 // (as a writer's later attempt takes a lock handed to an earlier one), rather than being
 // refused and leaving the handed share standing in the writer's way.
 func TestReaderTakesOverAHandedShare(t *testing.T) {
-	s := miniServers(t, 1)[0]
+	inBubble(t, 1, func(t *testing.T, servers []server) { readerTakesOverAHandedShare(t, servers[0]) })
+}
+
+func readerTakesOverAHandedShare(t *testing.T, s server) {
 	cl := newCluster(t, []server{s})
 	ctx := context.Background()
 	holder := hold(t, cl, []server{s}, "takeover")
@@ -274,7 +303,7 @@ func TestReaderTakesOverAHandedShare(t *testing.T) {
 	require.ErrorIs(t, err, core.ErrHeld)
 	msgs := listen(t, s, holder.Keys.Wake("r"))
 	require.NoError(t, cl.Release(ctx, holder))
-	assert.Equal(t, "r.1 0", receive(t, msgs), "the reader was not handed a share")
+	assert.Equal(t, "r.1 0", next(t, []server{s}, msgs), "the reader was not handed a share")
 
 	_, err = cl.AcquireAs(ctx, lock("takeover"), "w.1", "w", 1) // an earlier ticket than the reader's
 	require.ErrorIs(t, err, core.ErrHeld)
@@ -286,6 +315,6 @@ func TestReaderTakesOverAHandedShare(t *testing.T) {
 
 	wake := listen(t, s, holder.Keys.Wake("w"))
 	require.NoError(t, cl.Release(ctx, h))
-	token, _, _ := strings.Cut(receive(t, wake), " ")
+	token, _, _ := strings.Cut(next(t, []server{s}, wake), " ")
 	assert.Equal(t, "w.1", token, "the writer was not handed the lock when the reader let go")
 }
