@@ -47,16 +47,18 @@ type Result struct {
 	Grants     int            // holdings granted
 	Calls      map[string]int // calls sent to the servers, per script
 	LongWait   time.Duration  // the longest wait after the faults healed (see longestWait)
+	LongIdle   time.Duration  // the longest wait while the lock was free (see longestIdle)
 	Bound      time.Duration  // the liveness bound it is checked against
 	Virtual    time.Duration  // the run's length in virtual time
 }
 
 // env is what a run's actors share.
 type env struct {
-	plan   *plan
-	rec    *recorder
-	ttl    time.Duration
-	mixedK bool // Semaphore: client 0 counts 3 permits, the others 2
+	plan    *plan
+	rec     *recorder
+	ttl     time.Duration
+	mixedK  bool // Semaphore: client 0 counts 3 permits, the others 2
+	permits int  // Semaphore: the permits its waiters count (2); else 0
 	// stopOnInvalid: an actor stops at an error that matches ErrInvalid (twoaddrs, where
 	// the library must refuse the configuration)
 	stopOnInvalid bool
@@ -112,6 +114,9 @@ func Run(cfg Config) Result {
 	e := &env{plan: p, rec: rec, ttl: ttl, quorum: res.N/2 + 1, bad: make(chan violation, 1)}
 	e.mixedK = cfg.Workload == wSemaphore && rng.IntN(2) == 0
 	e.stopOnInvalid = cfg.Workload == wTwoAddrs
+	if cfg.Workload == wSemaphore {
+		e.permits = 2
+	}
 	rec.noteAt(start, "seed %d: %s, N=%d, %d clients, %s%s", cfg.Seed, cfg.Workload, res.N, res.Clients, p, map[bool]string{true: ", client 0 counts K=3"}[e.mixedK])
 	healed := scheduleNotes(rec, p, to)
 
@@ -172,7 +177,13 @@ func Run(cfg Config) Result {
 		vs = append(vs, v)
 	default:
 	}
-	vs = append(vs, check(rec, e, healed, end, bound)...)
+	hs := slices.Clone(rec.holdings) // each still held when the run ended, to its end
+	for i := range hs {
+		if hs[i].to.IsZero() {
+			hs[i].to = end
+		}
+	}
+	vs = append(vs, check(rec, e, hs, healed, end, bound)...)
 	slices.SortStableFunc(vs, func(a, b violation) int { return a.at.Compare(b.at) })
 	for _, v := range vs {
 		res.Violations = append(res.Violations, rec.since(v.at)+" "+v.text)
@@ -184,6 +195,9 @@ func Run(cfg Config) Result {
 	res.Held = heldShare(rec, from, to)
 	res.Grants, res.Calls = len(rec.holdings), rec.calls
 	res.LongWait, res.Bound = longestWait(rec, p, healed, end), bound
+	rec.mu.Lock()
+	res.LongIdle, _ = longestIdle(rec, p, hs, e.permits)
+	rec.mu.Unlock()
 	res.Trace = rec.trace(until, cmp.Or(cfg.Lines, 60))
 	return res
 }

@@ -58,8 +58,8 @@ func TestSim(t *testing.T) {
 				mu.Lock()
 				results = append(results, res)
 				mu.Unlock()
-				t.Logf("%s %s N=%d clients=%d: %d grants, held %.1f%% of the fault window, longest wait after healing %v of %v, %v virtual, calls %v",
-					res.Kind, res.Workload, res.N, res.Clients, res.Grants, 100*res.Held, res.LongWait.Round(time.Millisecond), res.Bound, res.Virtual.Round(time.Millisecond), res.Calls)
+				t.Logf("%s %s N=%d clients=%d: %d grants, held %.1f%% of the fault window, longest wait after healing %v of %v, longest idle wait %v, %v virtual, calls %v",
+					res.Kind, res.Workload, res.N, res.Clients, res.Grants, 100*res.Held, res.LongWait.Round(time.Millisecond), res.Bound, res.LongIdle.Round(time.Millisecond), res.Virtual.Round(time.Millisecond), res.Calls)
 				if len(res.Violations) > 0 {
 					t.Errorf("seed %d (%s, %s, N=%d, %d clients) broke %d invariant(s):\n%s\ntrace to the first:\n%s\nreplay: go test ./internal/sim -run Sim -seed %d -v",
 						seed, res.Kind, res.Workload, res.N, res.Clients, len(res.Violations), joinLines(res.Violations), res.Trace, seed)
