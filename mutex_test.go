@@ -9,8 +9,10 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 
+	"github.com/alicebob/miniredis/v2"
 	"github.com/go-redlock/redlock"
 	"github.com/go-redlock/redlock/core"
 	"github.com/stretchr/testify/assert"
@@ -83,157 +85,215 @@ func TestMutexExcludes(t *testing.T) {
 // withoutSubscriber hides a node's Subscriber, so waiters must poll.
 type withoutSubscriber struct{ redlock.Node }
 
-// TestMutexWakesOnRelease: a holder with a 30 s TTL unlocks after 50 ms; a waiter whose
-// polling backoff is 5 s or more, and whose refresh interval (2.5 node timeouts) is 5 s,
-// holds the lock within 1 s, because the release wakes it. A poller with only the holder's
-// TTL, its backoff and its refresh to go by would wait seconds.
+// TestMutexWakesOnRelease: a holder with a 30 s TTL unlocks; a waiter whose polling
+// backoff is 5 s or more, and whose refresh interval (2.5 node timeouts) is 5 s, holds the
+// lock at that instant (on redis-server: before its backoff could end), because the release
+// wakes it. A poller with only the holder's TTL, its backoff and its refresh to go by would
+// wait seconds.
 func TestMutexWakesOnRelease(t *testing.T) {
-	nodes, _ := realNodes(t, 3)
-	if _, ok := nodes[0].(core.Subscriber); !ok {
-		t.Fatalf("%T is not a core.Subscriber", nodes[0])
-	}
-	holderClient := newClient(t, nodes, redlock.WithTTL(30*time.Second))
-	waiterClient := newClient(t, nodes, redlock.WithTTL(30*time.Second), redlock.WithRetry(5*time.Second, 30*time.Second), redlock.WithNodeTimeout(2*time.Second))
-	holder := holderClient.NewMutex("wake")
-	holder.Lock()
+	for _, k := range timedKinds {
+		k.run(t, k.name, func(t *testing.T) {
+			nodes, stores := k.nodes(t, 3)
+			if _, ok := nodes[0].(core.Subscriber); !ok {
+				t.Fatalf("%T is not a core.Subscriber", nodes[0])
+			}
+			holderClient := closingClient(t, nodes, redlock.WithTTL(30*time.Second))
+			waiterClient := closingClient(t, nodes, redlock.WithTTL(30*time.Second), redlock.WithRetry(5*time.Second, 30*time.Second), redlock.WithNodeTimeout(2*time.Second))
+			holder := holderClient.NewMutex("wake")
+			holder.Lock()
 
-	locked := make(chan time.Time, 1)
-	go func() {
-		m := waiterClient.NewMutex("wake")
-		m.Lock()
-		locked <- time.Now()
-		m.Unlock()
-	}()
-	time.Sleep(50 * time.Millisecond) // the waiter finds it held and subscribes
-	unlocked := time.Now()
-	holder.Unlock()
-	select {
-	case at := <-locked:
-		assert.Less(t, at.Sub(unlocked), time.Second)
-	case <-time.After(5 * time.Second):
-		t.Fatal("the waiter did not wake on release")
+			locked := make(chan time.Time, 1)
+			go func() {
+				m := waiterClient.NewMutex("wake")
+				m.Lock()
+				locked <- time.Now()
+				m.Unlock()
+			}()
+			queue := core.NewKeys("redlock:", "wake").Queue
+			settle(t, k.sim, func() bool { return allExist(stores, queue) }, "the waiter is not queued")
+			unlocked := time.Now()
+			holder.Unlock()
+			at := within(t, k.sim, locked, "the waiter's lock")
+			if k.sim {
+				assert.Equal(t, time.Duration(0), at.Sub(unlocked), "the waiter did not wake on release")
+				return
+			}
+			assert.Less(t, at.Sub(unlocked), 5*time.Second, "the waiter did not wake on release")
+		})
 	}
+}
+
+// allExist reports whether every store has key.
+func allExist(stores []store, key string) bool {
+	for _, s := range stores {
+		if !s.exists(key) {
+			return false
+		}
+	}
+	return true
 }
 
 // TestMutexPollsWithoutSubscriber: without a Subscriber, a waiter finds the lock when the
 // holder's TTL runs out (the holder crashed without unlocking), not after its long backoff.
 func TestMutexPollsWithoutSubscriber(t *testing.T) {
-	nodes, _ := realNodes(t, 3)
-	plain := make([]redlock.Node, len(nodes))
-	for i, n := range nodes {
-		plain[i] = withoutSubscriber{n}
+	for _, k := range timedKinds {
+		k.run(t, k.name, func(t *testing.T) {
+			nodes, _ := k.nodes(t, 3)
+			plain := make([]redlock.Node, len(nodes))
+			for i, n := range nodes {
+				plain[i] = withoutSubscriber{n}
+			}
+			const ttl = 400 * time.Millisecond
+			start := time.Now()
+			crashed, err := closingClient(t, plain, redlock.WithTTL(ttl)).TryAcquire(ctxT(t, 5*time.Second), "poll")
+			require.NoError(t, err) // never released: its keys expire by TTL
+			waiter := closingClient(t, plain, redlock.WithRetry(5*time.Second, 30*time.Second), redlock.WithNodeTimeout(2*time.Second)).NewMutex("poll")
+			require.NoError(t, waiter.LockContext(ctxT(t, generous)))
+			elapsed := time.Since(start)
+			assert.False(t, time.Now().Before(crashed.Until()), "the waiter got in while the holder's lease was valid")
+			if k.sim {
+				assert.Equal(t, ttl, elapsed, "the waiter did not get the lock as the holder's TTL ran out")
+			} else {
+				assert.Less(t, elapsed, 5*time.Second, "the waiter slept its backoff instead of the holder's TTL")
+			}
+			waiter.Unlock()
+		})
 	}
-	crashed, err := newClient(t, plain, redlock.WithTTL(400*time.Millisecond)).TryAcquire(ctxT(t, 5*time.Second), "poll")
-	require.NoError(t, err) // never released: its keys expire by TTL
-	waiter := newClient(t, plain, redlock.WithRetry(5*time.Second, 30*time.Second), redlock.WithNodeTimeout(2*time.Second)).NewMutex("poll")
-	start := time.Now()
-	require.NoError(t, waiter.LockContext(ctxT(t, 10*time.Second)))
-	elapsed := time.Since(start)
-	assert.Less(t, elapsed, 2*time.Second, "the waiter slept its backoff instead of the holder's TTL")
-	assert.False(t, time.Now().Before(crashed.Until()), "the waiter got in while the holder's lease was valid")
-	waiter.Unlock()
+}
+
+// deleteKey deletes key on the server of st (a simulated or a real one).
+func deleteKey(t *testing.T, st store, key string) {
+	switch s := st.(type) {
+	case simStore:
+		s.s.Miniredis().Del(key)
+	case realStore:
+		_, err := s.s.Do("DEL", key)
+		require.NoError(t, err)
+	default:
+		t.Fatalf("cannot delete on %T", st)
+	}
 }
 
 // TestMutexExtendsItselfAndReportsLoss: a Mutex with a 500ms TTL is still locked after 5
-// TTLs; deleting its keys behind its back is reported within one extension interval.
+// TTLs; deleting its keys behind its back is reported at its next extension.
 func TestMutexExtendsItselfAndReportsLoss(t *testing.T) {
-	nodes, servers := realNodes(t, 3)
-	const ttl = 500 * time.Millisecond
-	lostErr, unlockErr := make(chan error, 1), make(chan error, 1)
-	c := newClient(t, nodes, redlock.WithTTL(ttl))
-	m := c.NewMutex("extended",
-		redlock.WithLostHandler(func(err error) { lostErr <- err }),
-		redlock.WithErrorHandler(func(err error) { unlockErr <- err }))
-	other := c.NewMutex("extended")
-	m.Lock()
-	time.Sleep(5 * ttl)
-	select {
-	case <-m.Lost():
-		t.Fatal("lost the lock while extending it")
-	default:
-	}
-	assert.False(t, newClient(t, nodes).NewMutex("extended").TryLock(), "another Client got the lock")
-	assert.False(t, other.TryLock(), "another Mutex of the same Client got the lock")
+	for _, k := range timedKinds {
+		k.run(t, k.name, func(t *testing.T) {
+			nodes, stores := k.nodes(t, 3)
+			const ttl = 500 * time.Millisecond
+			lostErr, unlockErr := make(chan error, 1), make(chan error, 1)
+			c := closingClient(t, nodes, redlock.WithTTL(ttl))
+			m := c.NewMutex("extended",
+				redlock.WithLostHandler(func(err error) { lostErr <- err }),
+				redlock.WithErrorHandler(func(err error) { unlockErr <- err }))
+			other := c.NewMutex("extended")
+			m.Lock()
+			time.Sleep(5 * ttl) // in a bubble, 2.5 s of virtual time
+			select {
+			case <-m.Lost():
+				t.Fatal("lost the lock while extending it")
+			default:
+			}
+			assert.False(t, closingClient(t, nodes).NewMutex("extended").TryLock(), "another Client got the lock")
+			assert.False(t, other.TryLock(), "another Mutex of the same Client got the lock")
 
-	deleted := time.Now()
-	for _, s := range servers {
-		_, err := s.Do("DEL", lockKey("extended"))
-		require.NoError(t, err)
-	}
-	select {
-	case <-m.Lost():
-		assert.Less(t, time.Since(deleted), ttl, "loss reported later than one extension interval")
-	case <-time.After(5 * ttl):
-		t.Fatal("the loss was not reported")
-	}
-	select {
-	case err := <-lostErr:
-		require.ErrorIs(t, err, redlock.ErrNotHeld)
-		require.ErrorIs(t, err, redlock.ErrLost)
-	case <-time.After(time.Second):
-		t.Fatal("the lost handler was not called")
-	}
-	m.Unlock() // the lock was lost: Unlock reports it to the handler, it does not panic
-	select {
-	case err := <-unlockErr:
-		require.ErrorIs(t, err, redlock.ErrLost)
-	default:
-		t.Fatal("Unlock of a lost lock reported nothing")
+			deleted := time.Now()
+			for _, s := range stores {
+				deleteKey(t, s, lockKey("extended"))
+			}
+			within(t, k.sim, m.Lost(), "the loss")
+			if k.sim {
+				// An extension comes two thirds into each validity (493 ms: 328.67 ms); the
+				// eighth, at 2.629333336 s, is the first after the deletion, and finds the keys
+				// gone.
+				assert.Equal(t, 129333336*time.Nanosecond, time.Since(deleted), "the loss was not reported at the next extension")
+			}
+			require.ErrorIs(t, within(t, k.sim, lostErr, "the lost handler's call"), redlock.ErrNotHeld)
+			m.Unlock() // the lock was lost: Unlock reports it to the handler, it does not panic
+			select {
+			case err := <-unlockErr:
+				require.ErrorIs(t, err, redlock.ErrLost)
+			default:
+				t.Fatal("Unlock of a lost lock reported nothing")
+			}
+		})
 	}
 }
 
 // TestMutexLostWhenAskedLate: Lost asked for only after the lock was lost returns a closed
 // channel; the next holding's is open again, and an unlocked Mutex's is closed.
 func TestMutexLostWhenAskedLate(t *testing.T) {
-	nodes, servers := miniNodes(t, 3)
-	lost := make(chan error, 1)
-	c := newClient(t, nodes, redlock.WithTTL(300*time.Millisecond))
-	m := c.NewMutex("late", redlock.WithLostHandler(func(err error) { lost <- err }))
-	assert.True(t, closesWithin(m.Lost(), 0), "an unlocked Mutex's Lost is open")
-	ctx := ctxT(t, 10*time.Second)
-	require.NoError(t, m.LockContext(ctx))
-	for _, s := range servers {
-		s.Del(lockKey("late"))
-	}
-	select {
-	case err := <-lost:
-		require.ErrorIs(t, err, redlock.ErrLost)
-	case <-time.After(5 * time.Second):
-		t.Fatal("the loss was not reported")
-	}
-	assert.True(t, closesWithin(m.Lost(), 0), "Lost is open after the loss")
-	assert.ErrorIs(t, m.UnlockContext(ctx), redlock.ErrLost)
-	require.NoError(t, m.LockContext(ctx))
-	assert.False(t, closesWithin(m.Lost(), 0), "the next holding's Lost is closed")
-	require.NoError(t, m.UnlockContext(ctx))
-	assert.True(t, closesWithin(m.Lost(), 0), "an unlocked Mutex's Lost is open")
+	bubble(t, func(t *testing.T) {
+		nodes, servers := simNodes(t, 3)
+		lost := make(chan error, 1)
+		c := closingClient(t, nodes, redlock.WithTTL(300*time.Millisecond))
+		m := c.NewMutex("late", redlock.WithLostHandler(func(err error) { lost <- err }))
+		assert.True(t, closesWithin(m.Lost(), 0), "an unlocked Mutex's Lost is open")
+		ctx := ctxT(t, 10*time.Second)
+		require.NoError(t, m.LockContext(ctx))
+		deleted := time.Now()
+		for _, s := range servers {
+			s.Miniredis().Del(lockKey("late"))
+		}
+		require.ErrorIs(t, <-lost, redlock.ErrLost)
+		// The first extension, two thirds into the 295 ms validity, finds the keys gone.
+		assert.Equal(t, 196666667*time.Nanosecond, time.Since(deleted), "the loss was not reported at the next extension")
+		assert.True(t, closesWithin(m.Lost(), 0), "Lost is open after the loss")
+		assert.ErrorIs(t, m.UnlockContext(ctx), redlock.ErrLost)
+		require.NoError(t, m.LockContext(ctx))
+		assert.False(t, closesWithin(m.Lost(), 0), "the next holding's Lost is closed")
+		require.NoError(t, m.UnlockContext(ctx))
+		assert.True(t, closesWithin(m.Lost(), 0), "an unlocked Mutex's Lost is open")
+	})
 }
 
 // TestMutexExtendsEveryHolding: each holding of a Mutex extends itself (its holdings share
 // one timer), a holding that follows an early Unlock too.
 func TestMutexExtendsEveryHolding(t *testing.T) {
-	nodes, _ := miniNodes(t, 3)
-	const ttl = 500 * time.Millisecond // an extension is due 165 ms before the validity ends
-	c := newClient(t, nodes, redlock.WithTTL(ttl))
-	m := c.NewMutex("every")
-	ctx := ctxT(t, 20*time.Second)
-	for range 3 {
-		require.NoError(t, m.LockContext(ctx))
-		lost := m.Lost()
-		assert.False(t, closesWithin(lost, 2*ttl), "a holding was not extended")
-		require.NoError(t, m.UnlockContext(ctx))
-		require.NoError(t, m.LockContext(ctx)) // and at once again, before the timer's next event
-		require.NoError(t, m.UnlockContext(ctx))
-	}
+	bubble(t, func(t *testing.T) {
+		nodes, _ := simNodes(t, 3)
+		const ttl = 500 * time.Millisecond // an extension is due two thirds into the validity
+		c := closingClient(t, nodes, redlock.WithTTL(ttl))
+		m := c.NewMutex("every")
+		ctx := ctxT(t, 20*time.Second)
+		for range 3 {
+			require.NoError(t, m.LockContext(ctx))
+			lost := m.Lost()
+			assert.False(t, closesWithin(lost, 2*ttl), "a holding was not extended")
+			require.NoError(t, m.UnlockContext(ctx))
+			require.NoError(t, m.LockContext(ctx)) // and at once again, before the timer's next event
+			require.NoError(t, m.UnlockContext(ctx))
+		}
+	})
 }
 
 // TestMutexUnlock: Unlock of an unlocked Mutex panics as sync.Mutex does; Unlock while the
 // servers are down does not, and reports the error to the handler.
 func TestMutexUnlock(t *testing.T) {
-	nodes, servers := realNodes(t, 3)
+	t.Run("sim", func(t *testing.T) {
+		bubble(t, func(t *testing.T) {
+			nodes, servers := simNodes(t, 3)
+			mutexUnlock(t, nodes, func() {
+				for _, s := range servers {
+					s.Crash()
+				}
+			})
+		})
+	})
+	t.Run("redis-server", func(t *testing.T) {
+		nodes, servers := realNodes(t, 3)
+		mutexUnlock(t, nodes, func() {
+			for _, s := range servers {
+				s.Kill()
+			}
+		})
+	})
+}
+
+func mutexUnlock(t *testing.T, nodes []redlock.Node, kill func()) {
 	var reported []error
 	var mu sync.Mutex
-	c := newClient(t, nodes, redlock.WithNodeTimeout(200*time.Millisecond))
+	c := closingClient(t, nodes, redlock.WithNodeTimeout(2*time.Second))
 	m := c.NewMutex("down", redlock.WithErrorHandler(func(err error) {
 		mu.Lock()
 		reported = append(reported, err)
@@ -246,9 +306,7 @@ func TestMutexUnlock(t *testing.T) {
 	assert.PanicsWithValue(t, "redlock: unlock of unlocked mutex", m.Unlock, "second Unlock")
 
 	m.Lock()
-	for _, s := range servers {
-		s.Kill()
-	}
+	kill()
 	assert.NotPanics(t, m.Unlock)
 	mu.Lock()
 	require.Len(t, reported, 1)
@@ -260,22 +318,30 @@ func TestMutexUnlock(t *testing.T) {
 // TestMutexContextAndTryLock: LockContext gives up with ctx and leaves the Mutex unlocked;
 // TryLock fails while another holds it; bad input is reported.
 func TestMutexContextAndTryLock(t *testing.T) {
-	nodes, _ := miniNodes(t, 3)
-	a, b := newClient(t, nodes), newClient(t, nodes)
+	bubble(t, mutexContextAndTryLock)
+}
+
+func mutexContextAndTryLock(t *testing.T) {
+	nodes, _ := simNodes(t, 3)
+	a, b := closingClient(t, nodes), closingClient(t, nodes)
 	ma, mb := a.NewMutex("ctx"), b.NewMutex("ctx")
 	ma.Lock()
 	assert.False(t, mb.TryLock())
 	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
 	defer cancel()
+	start := time.Now()
 	err := mb.LockContext(ctx)
 	require.ErrorIs(t, err, context.DeadlineExceeded)
 	require.ErrorIs(t, err, redlock.ErrHeld)
+	assert.Equal(t, 100*time.Millisecond, time.Since(start), "LockContext did not give up with its ctx")
 	assert.PanicsWithValue(t, "redlock: unlock of unlocked mutex", mb.Unlock, "a failed LockContext must not lock")
 
 	// A second goroutine of the same Client queues locally and gives up with its ctx.
 	ctx2, cancel2 := context.WithTimeout(context.Background(), 50*time.Millisecond)
 	defer cancel2()
+	start = time.Now()
 	require.ErrorIs(t, a.NewMutex("ctx").LockContext(ctx2), context.DeadlineExceeded)
+	assert.Equal(t, 50*time.Millisecond, time.Since(start), "LockContext did not give up with its ctx")
 	ma.Unlock()
 	require.True(t, mb.TryLock())
 	mb.Unlock()
@@ -293,14 +359,18 @@ func TestMutexContextAndTryLock(t *testing.T) {
 // TestMutexUnlockErrorGoesToTheLogger: without an error handler, a failed release in Unlock
 // is logged through WithLogger.
 func TestMutexUnlockErrorGoesToTheLogger(t *testing.T) {
-	nodes, servers := miniNodes(t, 3)
+	bubble(t, mutexUnlockErrorGoesToTheLogger)
+}
+
+func mutexUnlockErrorGoesToTheLogger(t *testing.T) {
+	nodes, servers := simNodes(t, 3)
 	var logs syncBuffer
-	c := newClient(t, nodes, redlock.WithNodeTimeout(200*time.Millisecond),
+	c := closingClient(t, nodes, redlock.WithNodeTimeout(200*time.Millisecond),
 		redlock.WithLogger(slog.New(slog.NewTextHandler(&logs, nil))))
 	m := c.NewMutex("logged")
 	m.Lock()
 	for _, s := range servers {
-		s.Close()
+		s.Crash()
 	}
 	assert.NotPanics(t, m.Unlock)
 	assert.Contains(t, logs.String(), "redlock: unlock")
@@ -328,10 +398,13 @@ func (s *syncBuffer) String() string {
 // TestMutexDoesNotBargeAheadOfWaiters: a holder that unlocks and locks again at once, while
 // another process waits, goes after it: the waiter holds the lock first.
 func TestMutexDoesNotBargeAheadOfWaiters(t *testing.T) {
-	nodes, servers := miniNodes(t, 3)
-	// A node timeout no loaded machine runs past: the test is about turns, not timeouts.
-	holder := newClient(t, nodes, redlock.WithNodeTimeout(time.Second)).NewMutex("turns")
-	waiter := newClient(t, nodes, redlock.WithNodeTimeout(time.Second)).NewMutex("turns")
+	bubble(t, mutexDoesNotBargeAheadOfWaiters)
+}
+
+func mutexDoesNotBargeAheadOfWaiters(t *testing.T) {
+	nodes, servers := simNodes(t, 3)
+	holder := closingClient(t, nodes, redlock.WithNodeTimeout(time.Second)).NewMutex("turns")
+	waiter := closingClient(t, nodes, redlock.WithNodeTimeout(time.Second)).NewMutex("turns")
 	holder.Lock()
 
 	order := make(chan string, 2)
@@ -340,14 +413,11 @@ func TestMutexDoesNotBargeAheadOfWaiters(t *testing.T) {
 		order <- "waiter"
 		waiter.Unlock()
 	}()
-	require.Eventually(t, func() bool {
-		for _, s := range servers {
-			if n, _ := s.ZMembers(core.NewKeys("redlock:", "turns").Queue); len(n) != 1 {
-				return false
-			}
-		}
-		return true
-	}, 5*time.Second, time.Millisecond, "the waiter is not queued")
+	synctest.Wait()
+	for i, s := range servers {
+		n, _ := s.Miniredis().ZMembers(core.NewKeys("redlock:", "turns").Queue)
+		require.Len(t, n, 1, "the waiter is not queued on server %d", i)
+	}
 	holder.Unlock()
 	holder.Lock()
 	order <- "holder"
@@ -358,8 +428,16 @@ func TestMutexDoesNotBargeAheadOfWaiters(t *testing.T) {
 // TestMutexTryLockFailsWhileOthersWait: a free lock that another process waits for (it is
 // queued on the nodes) is not taken by TryLock; once the queue is empty, it is.
 func TestMutexTryLockFailsWhileOthersWait(t *testing.T) {
-	nodes, servers := miniNodes(t, 3)
-	m := newClient(t, nodes).NewMutex("try")
+	bubble(t, mutexTryLockFailsWhileOthersWait)
+}
+
+func mutexTryLockFailsWhileOthersWait(t *testing.T) {
+	nodes, sims := simNodes(t, 3)
+	servers := make([]*miniredis.Miniredis, len(sims))
+	for i, s := range sims {
+		servers[i] = s.Miniredis()
+	}
+	m := closingClient(t, nodes).NewMutex("try")
 	k := core.NewKeys("redlock:", "try")
 	for _, s := range servers {
 		_, err := s.ZAdd(k.Queue, 1, "other")

@@ -1,0 +1,111 @@
+package redlock_test
+
+import (
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/go-redlock/redlock"
+	"github.com/go-redlock/redlock/internal/simnet"
+	"github.com/stretchr/testify/require"
+)
+
+// The timed tests run on simulated servers (internal/simnet) in a synctest bubble, where
+// the clock moves only when every goroutine waits: their timing is exact. Their
+// redis-server variants time nothing tightly: they wait for observable state, generously.
+
+// generous bounds a real-server test's wait for something that takes milliseconds.
+const generous = 10 * time.Second
+
+// bubble runs f in a synctest bubble. Once f and the cleanups it registered are done (the
+// clients closed, the servers down), the clock runs on for a minute, for the calls still
+// under way to end: a bubble ends only once each of its goroutines has.
+func bubble(t *testing.T, f func(t *testing.T)) {
+	synctest.Test(t, func(t *testing.T) {
+		t.Cleanup(func() { time.Sleep(time.Minute) })
+		f(t)
+	})
+}
+
+// simNodes starts n simulated servers, inside a bubble, and returns a Node for each.
+func simNodes(t testing.TB, n int) ([]redlock.Node, []*simnet.Server) {
+	servers := simnet.NewServers(t, n)
+	return simnet.Nodes(t, servers), servers
+}
+
+// simStore is the store of a simulated server.
+type simStore struct{ s *simnet.Server }
+
+func (s simStore) exists(key string) bool {
+	m := s.s.Miniredis()
+	return m != nil && m.Exists(key)
+}
+
+// timedKind is a way to run a timed test: on simulated servers in a bubble, or on
+// redis-server processes.
+type timedKind struct {
+	name  string
+	sim   bool
+	nodes func(t testing.TB, n int) ([]redlock.Node, []store)
+}
+
+// timedKinds are the ways to run a timed test.
+var timedKinds = []timedKind{
+	{"sim", true, func(t testing.TB, n int) ([]redlock.Node, []store) {
+		nodes, servers := simNodes(t, n)
+		stores := make([]store, n)
+		for i, s := range servers {
+			stores[i] = simStore{s}
+		}
+		return nodes, stores
+	}},
+	{"redis-server", false, kinds[1].nodes},
+}
+
+// run runs f as a subtest called name, in a bubble if k is simulated.
+func (k timedKind) run(t *testing.T, name string, f func(t *testing.T)) {
+	t.Run(name, func(t *testing.T) {
+		if k.sim {
+			bubble(t, f)
+			return
+		}
+		f(t)
+	})
+}
+
+// closingClient is newClient, closed when the test ends (a bubble ends only once the
+// Client's goroutines have).
+func closingClient(t testing.TB, nodes []redlock.Node, opts ...redlock.Option) *redlock.Client {
+	c := newClient(t, nodes, opts...)
+	t.Cleanup(func() { _ = c.Close() })
+	return c
+}
+
+// within returns what ch delivers: in a bubble whenever it comes (the test asserts the
+// virtual time it took), on real servers within a generous time.
+func within[T any](t *testing.T, sim bool, ch <-chan T, what string) T {
+	t.Helper()
+	if sim {
+		return <-ch
+	}
+	select {
+	case v := <-ch:
+		return v
+	case <-time.After(generous):
+		t.Fatalf("%s: nothing within %v", what, generous)
+		var zero T
+		return zero
+	}
+}
+
+// settle requires cond to hold once everything has done what it can without the clock
+// moving: in a bubble at once after synctest.Wait, on real servers within a generous time.
+func settle(t *testing.T, sim bool, cond func() bool, msgAndArgs ...any) {
+	t.Helper()
+	if sim {
+		synctest.Wait()
+		require.True(t, cond(), msgAndArgs...)
+		return
+	}
+	require.Eventually(t, cond, generous, time.Millisecond, msgAndArgs...)
+}
