@@ -1,4 +1,4 @@
-# Targets: test (default), lint, bench, example, chaos. CI runs .ci/run, which calls lint, test and chaos-smoke.
+# Targets: test (default), lint, bench, example, chaos, sim. CI runs .ci/run, which calls lint, test and chaos-smoke.
 
 GO ?= go
 
@@ -9,7 +9,7 @@ GOBIN_DIR := $(firstword $(subst :, ,$(shell $(GO) env GOPATH)))/bin
 STATICCHECK := $(GOBIN_DIR)/staticcheck
 
 .DEFAULT_GOAL := test
-.PHONY: test lint bench bench-compare example staticcheck-install chaos chaos-smoke
+.PHONY: test lint bench bench-compare example staticcheck-install chaos chaos-smoke sim
 
 # The adapters under contrib/ are modules of their own, so that their dependencies never
 # enter go.mod: test and lint run in each too.
@@ -78,3 +78,11 @@ chaos-smoke:
 		fi; \
 		sed -n '/^## summary/,$$p' bench/bin/chaos-$$b.log; \
 	done
+
+# The deterministic simulation (internal/sim) over SEEDS seeds from FIRST, each a seeded
+# fault schedule in virtual time: `make sim SEEDS=100000` soaks. A failing seed prints its
+# trace and the command that replays it.
+SEEDS ?= 10000
+FIRST ?= 0
+sim:
+	$(GO) test ./internal/sim -run Sim -count=1 -timeout 0 -seeds $(SEEDS) -first $(FIRST)

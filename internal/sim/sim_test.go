@@ -44,33 +44,42 @@ func TestSim(t *testing.T) {
 			seeds = append(seeds, *firstFlag+uint64(i))
 		}
 	}
-	var mu sync.Mutex
-	var results []Result
+	var held availability
 	began := time.Now()
-	t.Run("seeds", func(t *testing.T) {
-		for _, seed := range seeds {
-			t.Run(fmt.Sprint(seed), func(t *testing.T) {
-				t.Parallel()
-				var res Result
-				synctest.Test(t, func(t *testing.T) {
-					res = Run(Config{Seed: seed, Kind: Kind(*kindFlag), Workload: *workloadFlag, Lines: *linesFlag})
+	// In batches, so that a soak of many seeds keeps few paused subtests at a time.
+	for batch := range slices.Chunk(seeds, 64) {
+		t.Run(fmt.Sprintf("seeds-%d-%d", batch[0], batch[len(batch)-1]), func(t *testing.T) {
+			for _, seed := range batch {
+				t.Run(fmt.Sprint(seed), func(t *testing.T) {
+					t.Parallel()
+					var res Result
+					synctest.Test(t, func(t *testing.T) {
+						res = Run(Config{Seed: seed, Kind: Kind(*kindFlag), Workload: *workloadFlag, Lines: *linesFlag})
+					})
+					held.add(res)
+					report(t, res, *seedFlag >= 0)
 				})
-				mu.Lock()
-				results = append(results, res)
-				mu.Unlock()
-				t.Logf("%s %s N=%d clients=%d: %d grants, held %.1f%% of the fault window, longest wait after healing %v of %v, longest idle wait %v, %v virtual, calls %v",
-					res.Kind, res.Workload, res.N, res.Clients, res.Grants, 100*res.Held, res.LongWait.Round(time.Millisecond), res.Bound, res.LongIdle.Round(time.Millisecond), res.Virtual.Round(time.Millisecond), res.Calls)
-				if len(res.Violations) > 0 {
-					t.Errorf("seed %d (%s, %s, N=%d, %d clients) broke %d invariant(s):\n%s\ntrace to the first:\n%s\nreplay: go test ./internal/sim -run Sim -seed %d -v",
-						seed, res.Kind, res.Workload, res.N, res.Clients, len(res.Violations), joinLines(res.Violations), res.Trace, seed)
-				} else if *seedFlag >= 0 {
-					t.Logf("trace:\n%s", res.Trace)
-				}
-			})
-		}
-	})
-	t.Logf("%d seeds in %v real time (%.1f seeds/s)", len(results), time.Since(began).Round(time.Millisecond), float64(len(results))/time.Since(began).Seconds())
-	t.Logf("held share of the fault window, per fault kind (mean over runs):\n%s", availability(results))
+			}
+		})
+	}
+	elapsed := time.Since(began)
+	t.Logf("%d seeds in %v real time (%.1f seeds/s)", len(seeds), elapsed.Round(time.Millisecond), float64(len(seeds))/elapsed.Seconds())
+	t.Logf("held share of the fault window, per fault kind (mean over runs):\n%s", held.String())
+}
+
+// report logs run res and fails t with its violations and trace; trace says whether to log
+// the trace of a run that passed too.
+func report(t *testing.T, res Result, trace bool) {
+	t.Logf("%s %s N=%d clients=%d: %d grants, held %.1f%% of the fault window, longest wait after healing %v of %v, longest idle wait %v, %v virtual, calls %v",
+		res.Kind, res.Workload, res.N, res.Clients, res.Grants, 100*res.Held, res.LongWait.Round(time.Millisecond), res.Bound,
+		res.LongIdle.Round(time.Millisecond), res.Virtual.Round(time.Millisecond), res.Calls)
+	switch {
+	case len(res.Violations) > 0:
+		t.Errorf("seed %d (%s, %s, N=%d, %d clients) broke %d invariant(s):\n%s\ntrace to the first:\n%s\nreplay: go test ./internal/sim -run Sim -seed %d -v",
+			res.Seed, res.Kind, res.Workload, res.N, res.Clients, len(res.Violations), joinLines(res.Violations), res.Trace, res.Seed)
+	case trace:
+		t.Logf("trace:\n%s", res.Trace)
+	}
 }
 
 func joinLines(lines []string) string {
@@ -81,22 +90,36 @@ func joinLines(lines []string) string {
 	return s
 }
 
-// availability formats the mean held share per fault kind, over every workload but
-// twoaddrs and election (which hold by other rules).
-func availability(results []Result) string {
-	sum := map[Kind]float64{}
-	n := map[Kind]int{}
-	for _, r := range results {
-		sum[r.Kind] += r.Held
-		n[r.Kind]++
+// availability sums the held share of the fault window per fault kind, over every workload
+// but twoaddrs; safe for concurrent use.
+type availability struct {
+	mu   sync.Mutex
+	sum  map[Kind]float64
+	runs map[Kind]int
+}
+
+func (a *availability) add(r Result) {
+	if r.Workload == wTwoAddrs { // it grants nothing, by design
+		return
 	}
-	kinds := append(Kinds(), ClockUnsafe)
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.sum == nil {
+		a.sum, a.runs = make(map[Kind]float64), make(map[Kind]int)
+	}
+	a.sum[r.Kind] += r.Held
+	a.runs[r.Kind]++
+}
+
+// String formats the mean per kind, in the order of Kinds.
+func (a *availability) String() string {
+	a.mu.Lock()
+	defer a.mu.Unlock()
 	s := ""
-	for _, k := range kinds {
-		if n[k] > 0 {
-			s += fmt.Sprintf("  %-12s %5.1f%% (%d runs)\n", k, 100*sum[k]/float64(n[k]), n[k])
+	for _, k := range append(Kinds(), ClockUnsafe) {
+		if n := a.runs[k]; n > 0 {
+			s += fmt.Sprintf("  %-12s %5.1f%% (%d runs)\n", k, 100*a.sum[k]/float64(n), n)
 		}
 	}
-	_ = slices.Contains[[]Kind]
 	return s
 }
