@@ -35,6 +35,7 @@ type Server struct {
 	offset  time.Duration // the server's clock minus the bubble's
 	pinned  bool          // the clock was offset once: miniredis's time is set before each command
 	noInfo  bool          // INFO is miniredis's own (see SetInfo)
+	hung    chan struct{} // non-nil while hung (see Hang): closed when that ends
 }
 
 // NewServer starts a server at addr, which must be an IP address and port
@@ -121,23 +122,66 @@ func (s *Server) Dial(context.Context, string, string) (net.Conn, error) {
 		return nil, &net.OpError{Op: "dial", Net: "tcp", Err: os.NewSyscallError("connect", syscall.ECONNREFUSED)}
 	}
 	client, srv := Pipe()
-	m.Server().ServeConn(&serverEnd{Conn: srv, s: s})
+	m.Server().ServeConn(&serverEnd{Conn: srv, s: s, closed: make(chan struct{})})
 	return client, nil
 }
 
-// serverEnd is the server's end of a connection: it sets the server's clock before each
-// request is served, if the clock is offset.
+// serverEnd is the server's end of a connection: it holds each request back while the
+// server is hung, and sets the server's clock before the request is served, if the clock
+// is offset.
 type serverEnd struct {
 	net.Conn
-	s *Server
+	s      *Server
+	once   sync.Once
+	closed chan struct{} // closed by Close
 }
 
 func (c *serverEnd) Read(p []byte) (int, error) {
 	n, err := c.Conn.Read(p)
 	if n > 0 {
+		for {
+			c.s.mu.Lock()
+			hung := c.s.hung
+			c.s.mu.Unlock()
+			if hung == nil {
+				break
+			}
+			select {
+			case <-hung:
+			case <-c.closed:
+				return 0, net.ErrClosed
+			}
+		}
 		c.s.sync()
 	}
 	return n, err
+}
+
+func (c *serverEnd) Close() error {
+	c.once.Do(func() { close(c.closed) })
+	return c.Conn.Close()
+}
+
+// Hang makes the server stop answering, as a process stopped with SIGSTOP whose kernel
+// still accepts connections: dials succeed, and requests, on connections old and new, are
+// read and held back, unanswered, until Resume (or a Crash, which closes the connections).
+// Hanging a hung server does nothing.
+func (s *Server) Hang() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.hung == nil {
+		s.hung = make(chan struct{})
+	}
+}
+
+// Resume ends a Hang: the requests held back are served, in order.
+func (s *Server) Resume() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.hung != nil {
+		close(s.hung)
+		s.hung = nil
+	}
 }
 
 // sync sets an offset clock's time on the running process and returns the process, or nil

@@ -184,3 +184,29 @@ func TestPubSubOverTheNode(t *testing.T) {
 		}
 	})
 }
+
+func TestHangHoldsRequestsBackUntilResume(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s := simnet.NewServer(t, "10.0.0.1:6379")
+		c := simnet.Client(t, s, func(o *redis.Options) { o.ContextTimeoutEnabled = true })
+		ctx := context.Background()
+		require.NoError(t, c.Set(ctx, "k", "v", 0).Err()) // a connection made before
+		s.Hang()
+		short, cancel := context.WithTimeout(ctx, time.Second)
+		defer cancel()
+		start := time.Now()
+		assert.Error(t, c.Get(short, "k").Err(), "a hung server answered")
+		assert.Equal(t, time.Second, time.Since(start))
+
+		// Held back for 2 s (within go-redis's 3 s read timeout), then answered.
+		got := make(chan string, 1)
+		start = time.Now()
+		go func() { got <- c.Get(ctx, "k").Val() }()
+		time.Sleep(2 * time.Second)
+		synctest.Wait()
+		assert.Empty(t, got, "a hung server answered")
+		s.Resume()
+		assert.Equal(t, "v", <-got)
+		assert.Equal(t, 2*time.Second, time.Since(start))
+	})
+}
