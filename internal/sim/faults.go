@@ -24,9 +24,9 @@ const (
 	// LostReply runs the script and loses its reply: the connection resets (the caller
 	// sees an error at once) or the reply never comes (the caller times out).
 	LostReply Kind = "lostreply"
-	// Twice runs the request, loses its reply with the connection, and runs it again, as
-	// a backend that resends a call after a broken connection does; the caller gets the
-	// second reply.
+	// Twice runs the request, loses its reply with the connection, and runs it again up
+	// to half a node timeout later, as a backend that resends a call on a new connection
+	// does; the caller gets the second reply.
 	Twice Kind = "twice"
 	// Partition cuts links in both directions for a while: a minority of servers from
 	// every client, or one client from every server, or one client from one server.

@@ -31,11 +31,12 @@ type link struct {
 // fault is what the fault layer does to one call.
 type fault struct {
 	reqDelay, replyDelay time.Duration
-	dropRequest          bool // never arrives
-	dropReply            bool // runs, and its reply never comes
-	reset                bool // runs, and the connection resets before the reply
-	twice                bool // runs, the connection resets, the call is sent again
-	instant              bool // takes no time: what would be lost fails at once (see instant)
+	dropRequest          bool          // never arrives
+	dropReply            bool          // runs, and its reply never comes
+	reset                bool          // runs, and the connection resets before the reply
+	twice                bool          // runs, the connection resets, the call is sent again
+	resendAfter          time.Duration // twice: the time between the two runs (a new connection)
+	instant              bool          // takes no time: what would be lost fails at once (see instant)
 }
 
 // instant reports whether calls of the script called what take no virtual time: a request
@@ -68,7 +69,7 @@ func (f fault) String() string {
 	case f.reset:
 		s += " reset-after-run"
 	case f.twice:
-		s += " run-twice"
+		s += fmt.Sprintf(" run-twice(+%v)", f.resendAfter)
 	}
 	if f.instant && (f.dropRequest || f.dropReply) {
 		s += " (fails at once)"
@@ -118,7 +119,9 @@ func (l *link) decide(t time.Time) (f fault, reqLatency, replyLatency time.Durat
 		})
 	}
 	if p.twice {
-		kinds = append(kinds, func() { f.twice = true })
+		kinds = append(kinds, func() {
+			f.twice, f.resendAfter = true, time.Duration(l.rng.Int64N(int64(nodeTimeout/2)))
+		})
 	}
 	if len(kinds) > 0 {
 		kinds[l.rng.IntN(len(kinds))]()
@@ -138,7 +141,7 @@ func (l *link) call(ctx context.Context, what string, run func(context.Context) 
 	l.rec.called(what)
 	f, reqLatency, replyLatency := l.decide(time.Now())
 	if instant(what) {
-		f.reqDelay, f.replyDelay, f.instant = 0, 0, true
+		f.reqDelay, f.replyDelay, f.resendAfter, f.instant = 0, 0, 0, true
 	} else {
 		f.reqDelay += reqLatency
 		f.replyDelay += replyLatency
@@ -174,6 +177,7 @@ func (l *link) carry(f fault, run func(context.Context) (any, error), done chan<
 	}
 	r := l.exec(run)
 	if f.twice {
+		time.Sleep(f.resendAfter)
 		r = l.exec(run)
 	}
 	switch {
