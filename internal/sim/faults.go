@@ -26,7 +26,8 @@ const (
 	LostReply Kind = "lostreply"
 	// Twice runs the request, loses its reply with the connection, and runs it again up
 	// to half a node timeout later, as a backend that resends a call on a new connection
-	// does; the caller gets the second reply.
+	// does; the caller gets the second reply. Other calls are held up as by Delay, so
+	// that one sent earlier can land between the two runs.
 	Twice Kind = "twice"
 	// Partition cuts links in both directions for a while: a minority of servers from
 	// every client, or one client from every server, or one client from one server.
@@ -131,6 +132,7 @@ func newPlan(kind Kind, rng *rand.Rand, start, from, to time.Time, n, clients in
 			p.callP, p.lost = 0.05+0.25*rng.Float64(), true
 		case Twice:
 			p.callP, p.twice = 0.1+0.5*rng.Float64(), true
+			p.delayMax, p.delayWithin = nodeTimeout*9/10, true // so that a late call can land between the runs
 		case Partition, Asym:
 			for range 1 + rng.IntN(3) {
 				c := cut{client: -1, server: -1, toServer: true, toClient: true}
