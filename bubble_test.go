@@ -109,3 +109,29 @@ func settle(t *testing.T, sim bool, cond func() bool, msgAndArgs ...any) {
 	}
 	require.Eventually(t, cond, generous, time.Millisecond, msgAndArgs...)
 }
+
+// until waits in a bubble for cond, checking it each time every goroutine waits and moving
+// the clock a millisecond at a time, up to limit, and returns how long it took (so that the
+// test can assert the virtual time exactly).
+func until(t *testing.T, limit time.Duration, what string, cond func() bool) time.Duration {
+	t.Helper()
+	start := time.Now()
+	for {
+		synctest.Wait()
+		if cond() {
+			return time.Since(start)
+		}
+		if time.Since(start) >= limit {
+			t.Fatalf("no %s within %v", what, limit)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// simAwait is until for a condition on r's record: it returns the record and how long the
+// condition took to hold.
+func (r *recorder) simAwait(t *testing.T, limit time.Duration, what string, cond func(s record) bool) (record, time.Duration) {
+	t.Helper()
+	took := until(t, limit, what, func() bool { return cond(r.snapshot()) })
+	return r.snapshot(), took
+}

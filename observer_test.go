@@ -117,19 +117,25 @@ func (s record) index(kind string, n int) int {
 	return -1
 }
 
-// TestObserverLeaseWaitAndHandOver: on one miniredis node, A's Acquire, B's TryAcquire
-// refused (held), B's Acquire given up at its deadline (timeout), and B's Acquire that
-// waits while A holds the lock for 300 ms and is handed it by A's Release: its wait covers
-// the 300 ms, it made two attempts (the first finds the lock held; once subscribed, the
-// second queues it) and came by hand-over; A's release reports the hold time.
+// TestObserverLeaseWaitAndHandOver: on one simulated node, A's Acquire (its round trips
+// take 1 ms), B's TryAcquire refused (held), B's Acquire given up at its deadline (timeout),
+// and B's Acquire that waits while A holds the lock for 300 ms and is handed it by A's
+// Release: its wait is the 300 ms and the release's way to the node, it made two attempts (the first finds the lock held;
+// once subscribed, the second queues it) and came by hand-over; A's release reports the
+// hold time.
 func TestObserverLeaseWaitAndHandOver(t *testing.T) {
-	nodes, servers := miniNodes(t, 1)
+	bubble(t, observerLeaseWaitAndHandOver)
+}
+
+func observerLeaseWaitAndHandOver(t *testing.T) {
+	nodes, sims := simNodes(t, 1)
+	server := sims[0].Miniredis()
 	ra, rb := &recorder{}, &recorder{}
 	// A node timeout of 2 s makes the waiter's refresh interval 5 s: it waits for the
 	// hand-over rather than calling again.
 	opts := []redlock.Option{redlock.WithNodeTimeout(2 * time.Second), redlock.WithRetry(time.Second, 5*time.Second)}
-	a := newClient(t, nodes, append(opts, redlock.WithObserver(ra))...)
-	b := newClient(t, nodes, append(opts, redlock.WithObserver(rb))...)
+	a := closingClient(t, []redlock.Node{slowNode{Node: nodes[0], delay: time.Millisecond}}, append(opts, redlock.WithObserver(ra))...)
+	b := closingClient(t, nodes, append(opts, redlock.WithObserver(rb))...)
 	ctx := ctxT(t, 20*time.Second)
 
 	before := time.Now()
@@ -145,8 +151,8 @@ func TestObserverLeaseWaitAndHandOver(t *testing.T) {
 	assert.Equal(t, 1, e.Attempts)
 	assert.False(t, e.HandedOver)
 	assert.Equal(t, ctx, e.Context)
-	assert.False(t, e.Start.Before(before))
-	assert.Positive(t, e.Wait)
+	assert.Equal(t, before, e.Start)
+	assert.Equal(t, time.Millisecond, e.Wait, "the acquisition's round trip")
 
 	_, err = b.TryAcquire(ctx, "job")
 	require.ErrorIs(t, err, redlock.ErrHeld)
@@ -163,7 +169,7 @@ func TestObserverLeaseWaitAndHandOver(t *testing.T) {
 	assert.Equal(t, redlock.OutcomeTimeout, gaveUp.Outcome)
 	assert.ErrorIs(t, gaveUp.Err, context.DeadlineExceeded)
 	assert.GreaterOrEqual(t, gaveUp.Attempts, 1)
-	assert.GreaterOrEqual(t, gaveUp.Wait, 150*time.Millisecond)
+	assert.Equal(t, 150*time.Millisecond, gaveUp.Wait)
 	assert.Empty(t, s.nodes, "a held lock is no node's error")
 	rb.reset()
 
@@ -177,15 +183,14 @@ func TestObserverLeaseWaitAndHandOver(t *testing.T) {
 	time.Sleep(hold)
 	// B waits for the hand-over once its second attempt (the one after it subscribed) is
 	// recorded in the queue: release before that, and B would take the lock by calling.
-	require.Eventually(t, func() bool {
-		waiters, _ := servers[0].HKeys(lockKey("job") + ":waiters")
-		for _, w := range waiters {
-			if token, _, _ := strings.Cut(servers[0].HGet(lockKey("job")+":waiters", w), " "); strings.HasSuffix(token, ".2") {
-				return true
-			}
+	queued := false
+	waiters, _ := server.HKeys(lockKey("job") + ":waiters")
+	for _, w := range waiters {
+		if token, _, _ := strings.Cut(server.HGet(lockKey("job")+":waiters", w), " "); strings.HasSuffix(token, ".2") {
+			queued = true
 		}
-		return false
-	}, 10*time.Second, time.Millisecond)
+	}
+	require.True(t, queued, "B's second attempt is not queued")
 	require.NoError(t, la.Release(ctx))
 	lb := <-got
 	require.NotNil(t, lb)
@@ -197,15 +202,15 @@ func TestObserverLeaseWaitAndHandOver(t *testing.T) {
 	assert.Equal(t, "job", r.Name)
 	assert.Equal(t, redlock.KindLease, r.Kind)
 	assert.NoError(t, r.Err)
-	assert.GreaterOrEqual(t, r.Hold, hold+150*time.Millisecond, "A held it through B's two calls and the sleep")
-	assert.Positive(t, r.Duration)
-	assert.False(t, r.Start.Before(s.acquired[0].Start.Add(s.acquired[0].Wait)))
+	assert.Equal(t, hold+150*time.Millisecond, r.Hold, "A held it through B's two calls and the sleep")
+	assert.Equal(t, time.Millisecond, r.Duration, "the release's round trip")
+	assert.Equal(t, s.acquired[0].Start.Add(s.acquired[0].Wait).Add(r.Hold), r.Start)
 
 	s = rb.snapshot()
 	require.Len(t, s.acquired, 1)
 	e = s.acquired[0]
 	assert.Equal(t, redlock.OutcomeOK, e.Outcome)
-	assert.GreaterOrEqual(t, e.Wait, hold)
+	assert.Equal(t, hold+time.Millisecond, e.Wait, "the hold, and A's release on its way")
 	assert.Equal(t, 2, e.Attempts)
 	assert.True(t, e.HandedOver, "the release handed the lock to B")
 }
@@ -215,11 +220,16 @@ func TestObserverLeaseWaitAndHandOver(t *testing.T) {
 // reports held, after no attempt; per-lock WithObserver replaces the Client's, and
 // WithObserver(nil) turns it off.
 func TestObserverKinds(t *testing.T) {
-	nodes, _ := miniNodes(t, 3)
+	bubble(t, observerKinds)
+}
+
+func observerKinds(t *testing.T) {
+	nodes, _ := simNodes(t, 3)
+	for i, n := range nodes {
+		nodes[i] = slowNode{Node: n, delay: time.Millisecond} // waits and durations of 1 ms
+	}
 	rec, own := &recorder{}, &recorder{}
-	// Nothing here waits for a node timeout: a long one keeps a loaded machine's slow reply
-	// from failing a call (and from being reported).
-	c := newClient(t, nodes, redlock.WithObserver(rec), redlock.WithNodeTimeout(2*time.Second))
+	c := closingClient(t, nodes, redlock.WithObserver(rec), redlock.WithNodeTimeout(2*time.Second))
 	ctx := ctxT(t, 20*time.Second)
 	const hold = 30 * time.Millisecond
 
@@ -310,23 +320,29 @@ func TestObserverKinds(t *testing.T) {
 // automatic extensions, each with its new Until; an Extend call reports one that is not
 // automatic; and a Mutex's extensions report its kind.
 func TestObserverExtensions(t *testing.T) {
-	nodes, _ := miniNodes(t, 3)
+	bubble(t, observerExtensions)
+}
+
+func observerExtensions(t *testing.T) {
+	nodes, _ := simNodes(t, 3)
+	for i, n := range nodes {
+		nodes[i] = slowNode{Node: n, delay: time.Millisecond} // durations of 1 ms
+	}
 	rec := &recorder{}
 	const ttl = 300 * time.Millisecond
-	c := newClient(t, nodes, redlock.WithTTL(ttl), redlock.WithObserver(rec))
+	c := closingClient(t, nodes, redlock.WithTTL(ttl), redlock.WithObserver(rec))
 	ctx := ctxT(t, 20*time.Second)
 
 	l, err := c.Acquire(ctx, "ext", redlock.WithAutoExtend(true))
 	require.NoError(t, err)
-	s := rec.await(t, 5*ttl, "two automatic extensions", func(s record) bool { return len(s.extended) >= 2 })
+	s, _ := rec.simAwait(t, 5*ttl, "two automatic extensions", func(s record) bool { return len(s.extended) >= 2 })
 	for _, e := range s.extended[:2] {
 		assert.Equal(t, "ext", e.Name)
 		assert.Equal(t, redlock.KindLease, e.Kind)
 		assert.True(t, e.Auto)
 		assert.NoError(t, e.Err)
-		assert.Positive(t, e.Duration)
-		assert.True(t, e.Until.After(e.Start), "Until %v is not after Start %v", e.Until, e.Start)
-		assert.WithinDuration(t, e.Start.Add(ttl), e.Until, ttl/10, "Until is about Start + TTL - drift")
+		assert.Equal(t, time.Millisecond, e.Duration)
+		assert.Equal(t, e.Start.Add(ttl-(ttl/100+2*time.Millisecond)), e.Until, "Until is not Start + TTL - drift")
 		_, hasDeadline := e.Context.Deadline()
 		assert.True(t, hasDeadline, "an automatic extension's context ends at the validity")
 	}
@@ -349,7 +365,7 @@ func TestObserverExtensions(t *testing.T) {
 	rec.reset()
 	m := c.NewMutex("ext-mutex")
 	m.Lock()
-	s = rec.await(t, 5*ttl, "a Mutex's automatic extension", func(s record) bool { return len(s.extended) >= 1 })
+	s, _ = rec.simAwait(t, 5*ttl, "a Mutex's automatic extension", func(s record) bool { return len(s.extended) >= 1 })
 	assert.Equal(t, redlock.KindMutex, s.extended[0].Kind)
 	assert.True(t, s.extended[0].Auto)
 	m.Unlock()
@@ -361,24 +377,29 @@ func TestObserverExtensions(t *testing.T) {
 // reports the loss; a lease that is not extended expires (ErrExpired); one that reaches its
 // maximum hold time is lost (ErrMaxHold) and released by the library, once.
 func TestObserverLosses(t *testing.T) {
-	nodes, servers := miniNodes(t, 3)
+	bubble(t, observerLosses)
+}
+
+func observerLosses(t *testing.T) {
+	nodes, servers := simNodes(t, 3)
 	rec := &recorder{}
 	const ttl = 300 * time.Millisecond
-	c := newClient(t, nodes, redlock.WithTTL(ttl), redlock.WithObserver(rec))
+	c := closingClient(t, nodes, redlock.WithTTL(ttl), redlock.WithObserver(rec))
 	ctx := ctxT(t, 20*time.Second)
 
 	l, err := c.Acquire(ctx, "lost", redlock.WithAutoExtend(true))
 	require.NoError(t, err)
 	time.Sleep(ttl / 3)
 	for _, s := range servers {
-		s.Del(lockKey("lost"))
+		s.Miniredis().Del(lockKey("lost"))
 	}
-	s := rec.await(t, 5*ttl, "the loss", func(s record) bool { return len(s.lost) == 1 && s.index("extended", 0) >= 0 })
+	s, _ := rec.simAwait(t, 5*ttl, "the loss", func(s record) bool { return len(s.lost) == 1 && s.index("extended", 0) >= 0 })
 	lost := s.lost[0]
 	assert.Equal(t, "lost", lost.Name)
 	assert.Equal(t, redlock.KindLease, lost.Kind)
 	assert.ErrorIs(t, lost.Reason, redlock.ErrLost)
-	assert.GreaterOrEqual(t, lost.Hold, ttl/3)
+	// At the first extension, two thirds into the 295 ms validity.
+	assert.Equal(t, 196666667*time.Nanosecond, lost.Hold)
 	failed := s.extended[len(s.extended)-1]
 	assert.ErrorIs(t, failed.Err, redlock.ErrNotHeld)
 	assert.ErrorIs(t, failed.Err, redlock.ErrLost)
@@ -394,20 +415,20 @@ func TestObserverLosses(t *testing.T) {
 	rec.reset()
 	_, err = c.TryAcquire(ctx, "expires") // neither extended nor released
 	require.NoError(t, err)
-	s = rec.await(t, 5*ttl, "the expiry", func(s record) bool { return len(s.lost) == 1 })
+	s, _ = rec.simAwait(t, 5*ttl, "the expiry", func(s record) bool { return len(s.lost) == 1 })
 	assert.ErrorIs(t, s.lost[0].Reason, redlock.ErrExpired)
-	assert.GreaterOrEqual(t, s.lost[0].Hold, ttl-ttl/10, "expired before its validity ran out")
+	assert.Equal(t, ttl-(ttl/100+2*time.Millisecond), s.lost[0].Hold, "did not expire as its validity ran out")
 	assert.Empty(t, s.extended)
 
 	rec.reset()
 	const maxHold = 100 * time.Millisecond
 	l, err = c.Acquire(ctx, "bounded", redlock.WithMaxHold(maxHold), redlock.WithTTL(time.Second))
 	require.NoError(t, err)
-	s = rec.await(t, 10*maxHold, "the release at the maximum hold time", func(s record) bool { return len(s.released) == 1 })
+	s, _ = rec.simAwait(t, 10*maxHold, "the release at the maximum hold time", func(s record) bool { return len(s.released) == 1 })
 	require.Len(t, s.lost, 1)
 	assert.ErrorIs(t, s.lost[0].Reason, redlock.ErrMaxHold)
 	assert.NoError(t, s.released[0].Err, "the library's own release")
-	assert.GreaterOrEqual(t, s.released[0].Hold, maxHold-maxHold/5)
+	assert.Equal(t, maxHold, s.released[0].Hold)
 	assert.Equal(t, []string{"acquired", "lost", "released"}, s.order)
 	require.ErrorIs(t, l.Release(ctx), redlock.ErrMaxHold)
 	assert.Len(t, rec.snapshot().released, 1, "a Release that reaches no node reports nothing")
