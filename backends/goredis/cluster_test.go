@@ -31,6 +31,7 @@ func TestClusterLocks(t *testing.T) { backendtest.ClusterLocks(t, newClusterClie
 // Redis Cluster, whatever the number of channels and waiters (see
 // backendtest.ClusterSharesConnections).
 func TestClusterSharesConnections(t *testing.T) {
+	t.Parallel() // beside the other tests: the package stays within a minute
 	backendtest.ClusterSharesConnections(t, func(t *testing.T, c *redistest.Cluster) core.Node {
 		rdb := redis.NewClusterClient(&redis.ClusterOptions{Addrs: c.Addrs(), ContextTimeoutEnabled: true})
 		t.Cleanup(func() { _ = rdb.Close() })

@@ -13,6 +13,7 @@ import (
 // TestConformance runs the shared conformance suite on the go-redis Node, on miniredis, on
 // real redis-server processes, and on a real 3-master Redis Cluster through a ClusterClient.
 func TestConformance(t *testing.T) {
+	t.Parallel()         // beside the other tests: the package stays within a minute
 	var clients sync.Map // core.Node → the func that closes its driver client
 	conformance.Run(t, conformance.Harness{
 		CloseClient: func(_ testing.TB, n core.Node) {

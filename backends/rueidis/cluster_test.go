@@ -35,6 +35,7 @@ func TestClusterLocks(t *testing.T) { backendtest.ClusterLocks(t, newClusterClie
 // carries the shard subscriptions, whatever the number of channels and waiters (see
 // backendtest.ClusterSharesConnections): rueidis multiplexes them per node.
 func TestClusterSharesConnections(t *testing.T) {
+	t.Parallel() // beside the other tests: the package stays within a minute
 	backendtest.ClusterSharesConnections(t, func(t *testing.T, c *redistest.Cluster) core.Node {
 		rc, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: c.Addrs(), DisableCache: true})
 		require.NoError(t, err)

@@ -40,6 +40,7 @@ func TestClusterLocks(t *testing.T) {
 // carries the shard subscriptions, whatever the number of channels and waiters (see
 // backendtest.ClusterSharesConnections): valkey-go multiplexes them per node.
 func TestClusterSharesConnections(t *testing.T) {
+	t.Parallel() // beside the other tests: the package stays within a minute
 	backendtest.ClusterSharesConnections(t, func(t *testing.T, c *redistest.Cluster) core.Node {
 		return newClusterNode(t, c)
 	})

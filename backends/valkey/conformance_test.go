@@ -14,6 +14,7 @@ import (
 // real redis-server processes, and on a real 3-master Redis Cluster through valkey-go's
 // cluster client (no Valkey server is packaged here; see the package doc).
 func TestConformance(t *testing.T) {
+	t.Parallel()         // beside the other tests: the package stays within a minute
 	var clients sync.Map // core.Node → the func that closes its driver client
 	conformance.Run(t, conformance.Harness{
 		CloseClient: func(_ testing.TB, n core.Node) {
@@ -52,10 +53,13 @@ func TestConformance(t *testing.T) {
 }
 
 // TestConformanceLazy runs the shared conformance suite on the Lazy node, which makes its
-// client on first use, on miniredis and on real redis-server processes (a Lazy refuses a
-// cluster).
+// client on first use, on miniredis: what a Lazy adds to the Node is the same on every
+// server, and TestConformance runs the Node on redis-server and a cluster (which a Lazy
+// refuses).
 func TestConformanceLazy(t *testing.T) {
+	t.Parallel() // beside the other tests: the package stays within a minute
 	conformance.Run(t, conformance.Harness{
+		Servers: []conformance.Server{conformance.Miniredis},
 		NewNode: func(t testing.TB, addr string) core.Node {
 			node := rlvalkey.NewLazy(valkey.ClientOption{
 				InitAddress:       []string{addr},
