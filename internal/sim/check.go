@@ -208,7 +208,7 @@ func liveness(rec *recorder, p *plan, healed, end time.Time, bound time.Duration
 // under faults of kind k, and whether that is checked at all: 50 ms where the faults lose
 // and hold up nothing (clocks within the drift allowance; the longest such wait over 168
 // seeds was 4 ms), and 7 node timeouts where they hold messages up within the node
-// timeout (delays, and a script run again up to half a node timeout later; the longest
+// timeout (delays, and a script run again up to a node timeout later; the longest
 // over 84 seeds of each was 181 and 377 ms). A lock left behind by no holder stands for a
 // TTL (1 s).
 func idleBound(k Kind) (time.Duration, bool) {

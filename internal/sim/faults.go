@@ -25,7 +25,7 @@ const (
 	// sees an error at once) or the reply never comes (the caller times out).
 	LostReply Kind = "lostreply"
 	// Twice runs the request, loses its reply with the connection, and runs it again up
-	// to half a node timeout later, as a backend that resends a call on a new connection
+	// to a node timeout later, as a backend that resends a call on a new connection
 	// does; the caller gets the second reply. Other calls are held up as by Delay, so
 	// that one sent earlier can land between the two runs.
 	Twice Kind = "twice"
@@ -156,6 +156,9 @@ func newPlan(kind Kind, rng *rand.Rand, start, from, to time.Time, n, clients in
 			for range 1 + rng.IntN(2) {
 				c := crash{server: rng.IntN(n), at: at()}
 				c.downFor = time.Duration(rng.Int64N(int64(2 * ttl)))
+				if rng.IntN(2) == 0 { // back before its holders' time is up
+					c.downFor /= 10
+				}
 				p.crashes = append(p.crashes, c)
 			}
 		case Clock, ClockUnsafe:

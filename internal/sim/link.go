@@ -120,7 +120,7 @@ func (l *link) decide(t time.Time) (f fault, reqLatency, replyLatency time.Durat
 	}
 	if p.twice {
 		kinds = append(kinds, func() {
-			f.twice, f.resendAfter = true, time.Duration(l.rng.Int64N(int64(nodeTimeout/2)))
+			f.twice, f.resendAfter = true, time.Duration(l.rng.Int64N(int64(nodeTimeout)))
 		})
 	}
 	if len(kinds) > 0 {

@@ -12,7 +12,7 @@ import (
 const (
 	wMutex     = "mutex"     // Mutex.LockContext, TryLock
 	wLease     = "lease"     // Acquire and TryAcquire, fenced, extended by hand or by itself
-	wRWMutex   = "rwmutex"   // readers and writers mixed
+	wRWMutex   = "rwmutex"   // readers and writers mixed; LockContext, RLockContext, TryLock, TryRLock
 	wSemaphore = "semaphore" // K = 2, or one client that counts 3
 	wElection  = "election"  // Campaign, resign, and an observer
 	wDo        = "do"        // Client.Do
@@ -66,14 +66,23 @@ func acquirer(w string, a *actor, c *redlock.Client) func(ctx context.Context, k
 	case wRWMutex:
 		rw := c.NewRWMutex(lockName)
 		return func(ctx context.Context, keeps bool) (*held, error) {
+			try := !keeps && a.rng.IntN(2) == 0 // one attempt: TryLock, TryRLock
 			if a.rng.IntN(2) == 0 {
-				if err := rw.LockContext(ctx); err != nil {
-					return nil, err
+				if try && !rw.TryLock() {
+					return nil, fmt.Errorf("TryLock failed")
+				} else if !try {
+					if err := rw.LockContext(ctx); err != nil {
+						return nil, err
+					}
 				}
 				return &held{h: holding{client: a.id, role: writer, token: rw.Token(), fenced: true}, lost: rw.Lost(), release: rw.UnlockContext}, nil
 			}
-			if err := rw.RLockContext(ctx); err != nil {
-				return nil, err
+			if try && !rw.TryRLock() {
+				return nil, fmt.Errorf("TryRLock failed")
+			} else if !try {
+				if err := rw.RLockContext(ctx); err != nil {
+					return nil, err
+				}
 			}
 			return &held{h: holding{client: a.id, role: reader}, lost: rw.Lost(), release: rw.RUnlockContext}, nil
 		}

@@ -33,6 +33,7 @@ type Config struct {
 	Kind     Kind   // "": Kinds()[Seed % len]
 	Workload string // "": Workloads()[Seed / len(Kinds()) % len]
 	Lines    int    // the most lines of trace to keep (the last ones); 0: 60
+	N        int    // the number of servers; 0: 1, 3, 3 or 5, drawn from the seed
 }
 
 // Result is a run's outcome.
@@ -100,6 +101,9 @@ func Run(cfg Config) Result {
 	start := time.Now()
 	res := Result{Seed: cfg.Seed, Kind: cfg.Kind, Workload: cfg.Workload}
 	res.N = []int{1, 3, 3, 5}[rng.IntN(4)]
+	if cfg.N > 0 {
+		res.N = cfg.N
+	}
 	res.Clients = 3
 	servers := res.N
 	if cfg.Workload == wTwoAddrs {

@@ -19,6 +19,7 @@ var (
 	kindFlag     = flag.String("kind", "", "run this fault kind only (see Kinds; clock-unsafe is expected to fail)")
 	workloadFlag = flag.String("workload", "", "run this workload only (see Workloads)")
 	linesFlag    = flag.Int("lines", 60, "the most lines of a trace to print")
+	nFlag        = flag.Int("servers", 0, "the number of servers (default: drawn from the seed)")
 )
 
 // TestMain runs the tests with less frequent garbage collection: miniredis makes a Lua
@@ -54,7 +55,7 @@ func TestSim(t *testing.T) {
 					t.Parallel()
 					var res Result
 					synctest.Test(t, func(t *testing.T) {
-						res = Run(Config{Seed: seed, Kind: Kind(*kindFlag), Workload: *workloadFlag, Lines: *linesFlag})
+						res = Run(Config{Seed: seed, Kind: Kind(*kindFlag), Workload: *workloadFlag, Lines: *linesFlag, N: *nFlag})
 					})
 					held.add(res)
 					report(t, res, *seedFlag >= 0)
