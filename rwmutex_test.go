@@ -6,38 +6,31 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/go-redlock/redlock"
 	"github.com/go-redlock/redlock/backends/goredis"
 	"github.com/go-redlock/redlock/internal/redistest"
+	"github.com/go-redlock/redlock/internal/simnet"
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
 
-// rwSetups are the node sets the RWMutex tests run on: miniredis, redis-server processes at
-// N = 1, 3 and 5, and a real 3-master Redis Cluster through one go-redis cluster client.
-// Each returns a function that makes one more Node set over the same servers (another
-// process's connections).
-var rwSetups = []struct {
-	name  string
-	nodes func(t *testing.T) func() []redlock.Node
-}{
-	{"miniredis/N=3", func(t *testing.T) func() []redlock.Node {
-		_, servers := miniNodes(t, 3)
-		return func() []redlock.Node {
-			nodes := make([]redlock.Node, len(servers))
-			for i, s := range servers {
-				nodes[i] = goredisNode(t, s.Addr())
-			}
-			return nodes
-		}
+// rwSetups are the node sets the RWMutex tests run on: three simulated servers (in a
+// bubble: see run), redis-server processes at N = 1, 3 and 5, and a real 3-master Redis
+// Cluster through one go-redis cluster client. Each returns a function that makes one more
+// Node set over the same servers (another process's connections).
+var rwSetups = []rwSetup{
+	{"sim/N=3", true, func(t *testing.T) func() []redlock.Node {
+		servers := simnet.NewServers(t, 3)
+		return func() []redlock.Node { return simnet.Nodes(t, servers) }
 	}},
-	{"redis-server/N=1", realSetup(1)},
-	{"redis-server/N=3", realSetup(3)},
-	{"redis-server/N=5", realSetup(5)},
-	{"cluster", func(t *testing.T) func() []redlock.Node {
+	{"redis-server/N=1", false, realSetup(1)},
+	{"redis-server/N=3", false, realSetup(3)},
+	{"redis-server/N=5", false, realSetup(5)},
+	{"cluster", false, func(t *testing.T) func() []redlock.Node {
 		addrs := redistest.StartCluster(t, 3).Addrs()
 		return func() []redlock.Node {
 			c := redis.NewClusterClient(&redis.ClusterOptions{Addrs: addrs})
@@ -47,6 +40,24 @@ var rwSetups = []struct {
 			return []redlock.Node{n}
 		}
 	}},
+}
+
+// rwSetup is a node set of the RWMutex tests.
+type rwSetup struct {
+	name  string
+	sim   bool // simulated servers: the test runs in a bubble
+	nodes func(t *testing.T) func() []redlock.Node
+}
+
+// run runs f as a subtest over s's node sets, in a bubble if s is simulated.
+func (s rwSetup) run(t *testing.T, f func(t *testing.T, nodes func() []redlock.Node)) {
+	t.Run(s.name, func(t *testing.T) {
+		if s.sim {
+			bubble(t, func(t *testing.T) { f(t, s.nodes(t)) })
+			return
+		}
+		f(t, s.nodes(t))
+	})
 }
 
 func realSetup(n int) func(t *testing.T) func() []redlock.Node {
@@ -64,10 +75,9 @@ var rwOptions = []redlock.Option{redlock.WithNodeTimeout(time.Second), redlock.W
 // in either then cannot take; once they unlock, it can, and readers then cannot.
 func TestRWMutexReadersShare(t *testing.T) {
 	for _, s := range rwSetups {
-		t.Run(s.name, func(t *testing.T) {
-			nodes := s.nodes(t)
-			a := newClient(t, nodes(), rwOptions...).NewRWMutex("shared")
-			b := newClient(t, nodes(), rwOptions...).NewRWMutex("shared")
+		s.run(t, func(t *testing.T, nodes func() []redlock.Node) {
+			a := closingClient(t, nodes(), rwOptions...).NewRWMutex("shared")
+			b := closingClient(t, nodes(), rwOptions...).NewRWMutex("shared")
 			ctx := ctxT(t, time.Minute)
 			require.NoError(t, a.RLockContext(ctx))
 			require.NoError(t, b.RLockContext(ctx), "a second reader was kept out by the first")
@@ -90,8 +100,7 @@ func TestRWMutexReadersShare(t *testing.T) {
 func TestRWMutexExcludes(t *testing.T) {
 	const clients, goroutines, rounds = 3, 8, 12
 	for _, s := range rwSetups {
-		t.Run(s.name, func(t *testing.T) {
-			nodes := s.nodes(t)
+		s.run(t, func(t *testing.T, nodes func() []redlock.Node) {
 			var (
 				readers, writers atomic.Int32
 				overlap          atomic.Int32 // a writer with anyone else
@@ -100,7 +109,7 @@ func TestRWMutexExcludes(t *testing.T) {
 			)
 			ctx := ctxT(t, 3*time.Minute)
 			for range clients {
-				rw := newClient(t, nodes(), rwOptions...).NewRWMutex("mixed")
+				rw := closingClient(t, nodes(), rwOptions...).NewRWMutex("mixed")
 				for g := range goroutines {
 					wg.Add(1)
 					go func() {
@@ -145,17 +154,23 @@ func TestRWMutexExcludes(t *testing.T) {
 // each before the last lets go, a writer gets it within a bound, and the readers get it
 // back after.
 func TestRWMutexWriterIsNotStarved(t *testing.T) {
-	nodes := realSetup(3)(t)
-	r := newClient(t, nodes(), rwOptions...).NewRWMutex("stream")
-	w := newClient(t, nodes(), rwOptions...).NewRWMutex("stream")
+	for _, s := range []rwSetup{rwSetups[0], rwSetups[2]} { // N = 3
+		s.run(t, func(t *testing.T, nodes func() []redlock.Node) { rwMutexWriterIsNotStarved(t, s.sim, nodes) })
+	}
+}
+
+func rwMutexWriterIsNotStarved(t *testing.T, sim bool, nodes func() []redlock.Node) {
+	r := closingClient(t, nodes(), rwOptions...).NewRWMutex("stream")
+	w := closingClient(t, nodes(), rwOptions...).NewRWMutex("stream")
 	ctx := ctxT(t, time.Minute)
 	stop := make(chan struct{})
 	var reads atomic.Int64
 	var wg sync.WaitGroup
-	for range 4 { // at least one reader holds at any time
+	for i := range 4 { // at least one reader holds at any time
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			time.Sleep(time.Duration(i) * 5 * time.Millisecond) // staggered
 			for {
 				select {
 				case <-stop:
@@ -171,7 +186,9 @@ func TestRWMutexWriterIsNotStarved(t *testing.T) {
 			}
 		}()
 	}
-	require.Eventually(t, func() bool { return reads.Load() >= 8 }, 10*time.Second, time.Millisecond)
+	for reads.Load() < 8 {
+		time.Sleep(time.Millisecond) // in a bubble, virtual: the readers' first rounds
+	}
 	start := time.Now()
 	require.NoError(t, w.LockContext(ctx))
 	waited := time.Since(start)
@@ -179,40 +196,68 @@ func TestRWMutexWriterIsNotStarved(t *testing.T) {
 	time.Sleep(50 * time.Millisecond)
 	assert.Equal(t, before, reads.Load(), "a reader took the lock while the writer holds it")
 	w.Unlock()
-	require.Eventually(t, func() bool { return reads.Load() > before }, 10*time.Second, time.Millisecond,
-		"the readers did not get the lock back")
+	for deadline := time.Now().Add(generous); reads.Load() == before; {
+		require.True(t, time.Now().Before(deadline), "the readers did not get the lock back")
+		time.Sleep(time.Millisecond)
+	}
 	close(stop)
 	wg.Wait()
-	// Readers hold 20 ms each: the writer waits for those holding when it came, and none after.
-	assert.Less(t, waited, 3*time.Second, "the writer waited %v behind a stream of readers", waited)
+	// Readers hold 20 ms each: the writer waits for those holding when it came, and none
+	// after (on redis-server, within a generous bound).
+	bound := 3 * time.Second
+	if sim {
+		bound = 20 * time.Millisecond
+	}
+	assert.LessOrEqual(t, waited, bound, "the writer waited %v behind a stream of readers", waited)
 }
 
 // TestRWMutexCrashedReaderExpires: a reader whose process stops (its client can no longer
-// reach the nodes, so its holding is not extended) keeps a writer out no longer than its TTL.
+// reach the nodes, so its holding is not extended) keeps a writer out no longer than its
+// TTL: the writer gets the lock as the share's TTL runs out.
 func TestRWMutexCrashedReaderExpires(t *testing.T) {
-	servers := realServers(t, 3)
 	const ttl = 1500 * time.Millisecond
-	var clients []*redis.Client
-	nodes := make([]redlock.Node, len(servers))
-	for i, s := range servers {
-		c := redis.NewClient(&redis.Options{Addr: s.Addr()})
-		clients = append(clients, c)
-		nodes[i] = goredis.New(c)
-	}
 	opts := append(append([]redlock.Option{}, rwOptions...), redlock.WithTTL(ttl), redlock.WithNodeTimeout(500*time.Millisecond))
-	crashed := newClient(t, nodes, opts...).NewRWMutex("crash")
-	ctx := ctxT(t, time.Minute)
-	require.NoError(t, crashed.RLockContext(ctx))
-	for _, c := range clients {
-		require.NoError(t, c.Close())
+	run := func(t *testing.T, sim bool, clients []*redis.Client, writerNodes []redlock.Node) {
+		nodes := make([]redlock.Node, len(clients))
+		for i, c := range clients {
+			nodes[i] = goredis.New(c)
+		}
+		crashed := newClient(t, nodes, opts...).NewRWMutex("crash")
+		ctx := ctxT(t, time.Minute)
+		start := time.Now()
+		require.NoError(t, crashed.RLockContext(ctx))
+		for _, c := range clients {
+			require.NoError(t, c.Close())
+		}
+		w := closingClient(t, writerNodes, opts...).NewRWMutex("crash")
+		require.NoError(t, w.LockContext(ctx))
+		waited := time.Since(start)
+		if sim {
+			assert.Equal(t, ttl, waited, "the writer did not take the lock as the reader's share ran out")
+		} else {
+			assert.Greater(t, waited, ttl/2, "the writer took the lock while the reader's share was still valid")
+			assert.Less(t, waited, ttl+generous, "a crashed reader kept the writer out past its TTL")
+		}
+		w.Unlock()
 	}
-	start := time.Now()
-	w := newClient(t, nodesFor(t, servers), opts...).NewRWMutex("crash")
-	require.NoError(t, w.LockContext(ctx))
-	waited := time.Since(start)
-	assert.Greater(t, waited, ttl/2, "the writer took the lock while the reader's share was still valid")
-	assert.Less(t, waited, ttl+2*time.Second, "a crashed reader kept the writer out past its TTL")
-	w.Unlock()
+	t.Run("sim", func(t *testing.T) {
+		bubble(t, func(t *testing.T) {
+			servers := simnet.NewServers(t, 3)
+			clients := make([]*redis.Client, len(servers))
+			for i, s := range servers {
+				clients[i] = redis.NewClient(simnet.Options(s))
+			}
+			run(t, true, clients, simnet.Nodes(t, servers))
+		})
+	})
+	t.Run("redis-server", func(t *testing.T) {
+		servers := realServers(t, 3)
+		clients := make([]*redis.Client, len(servers))
+		for i, s := range servers {
+			clients[i] = redis.NewClient(&redis.Options{Addr: s.Addr()})
+		}
+		run(t, false, clients, nodesFor(t, servers))
+	})
 }
 
 // TestRWMutexTokensIncrease: each write holding's token is larger than the last, across
@@ -245,9 +290,13 @@ func TestRWMutexTokensIncrease(t *testing.T) {
 
 // TestRWMutexAndMutexAreOneLock: a Mutex of the same name counts as a writer.
 func TestRWMutexAndMutexAreOneLock(t *testing.T) {
-	nodes, servers := miniNodes(t, 1)
-	rw := newClient(t, nodes).NewRWMutex("one")
-	m := newClient(t, []redlock.Node{goredisNode(t, servers[0].Addr())}).NewMutex("one")
+	bubble(t, rwMutexAndMutexAreOneLock)
+}
+
+func rwMutexAndMutexAreOneLock(t *testing.T) {
+	nodes, servers := simNodes(t, 1)
+	rw := closingClient(t, nodes).NewRWMutex("one")
+	m := closingClient(t, simnet.Nodes(t, servers)).NewMutex("one")
 	require.True(t, m.TryLock())
 	assert.False(t, rw.TryRLock(), "a reader took the lock from a Mutex")
 	assert.False(t, rw.TryLock())
@@ -262,8 +311,12 @@ func TestRWMutexAndMutexAreOneLock(t *testing.T) {
 // TestRWMutexMisuse: unlocking an RWMutex that is not locked (for that mode) panics, as
 // with sync.RWMutex; a bad name is an error that names the call, false, or a panic.
 func TestRWMutexMisuse(t *testing.T) {
-	nodes, _ := miniNodes(t, 1)
-	c := newClient(t, nodes)
+	bubble(t, rwMutexMisuse)
+}
+
+func rwMutexMisuse(t *testing.T) {
+	nodes, _ := simNodes(t, 1)
+	c := closingClient(t, nodes)
 	rw := c.NewRWMutex("misuse")
 	assert.PanicsWithValue(t, "redlock: Unlock of unlocked RWMutex", rw.Unlock)
 	assert.PanicsWithValue(t, "redlock: RUnlock of unlocked RWMutex", rw.RUnlock)
@@ -288,8 +341,12 @@ func TestRWMutexMisuse(t *testing.T) {
 
 // TestRWMutexRLocker: RLocker's Lock and Unlock take and give back a read holding.
 func TestRWMutexRLocker(t *testing.T) {
-	nodes, _ := miniNodes(t, 1)
-	rw := newClient(t, nodes).NewRWMutex("rlocker")
+	bubble(t, rwMutexRLocker)
+}
+
+func rwMutexRLocker(t *testing.T) {
+	nodes, _ := simNodes(t, 1)
+	rw := closingClient(t, nodes).NewRWMutex("rlocker")
 	var l sync.Locker = rw.RLocker()
 	l.Lock()
 	assert.True(t, rw.TryRLock(), "RLocker's Lock took more than a read holding")
@@ -303,8 +360,12 @@ func TestRWMutexRLocker(t *testing.T) {
 // TestRWMutexLost: Lost closes when a read holding is lost (its keys deleted behind its
 // back), whichever of several it is; not when the holdings are unlocked.
 func TestRWMutexLost(t *testing.T) {
-	nodes, servers := miniNodes(t, 1)
-	rw := newClient(t, nodes, redlock.WithTTL(300*time.Millisecond)).NewRWMutex("lost")
+	bubble(t, rwMutexLost)
+}
+
+func rwMutexLost(t *testing.T) {
+	nodes, servers := simNodes(t, 1)
+	rw := closingClient(t, nodes, redlock.WithTTL(300*time.Millisecond)).NewRWMutex("lost")
 	ctx := ctxT(t, time.Minute)
 	require.NoError(t, rw.RLockContext(ctx))
 	require.NoError(t, rw.RLockContext(ctx))
@@ -314,22 +375,23 @@ func TestRWMutexLost(t *testing.T) {
 		t.Fatal("Lost closed while the holdings are held")
 	case <-time.After(400 * time.Millisecond): // past the TTL: the holdings extend themselves
 	}
-	servers[0].Del(lockKey("lost") + ":readers")
-	servers[0].Del(lockKey("lost"))
-	select {
-	case <-lost:
-	case <-time.After(5 * time.Second):
-		t.Fatal("Lost did not close when the holdings were lost")
-	}
+	deleted := time.Now()
+	servers[0].Miniredis().Del(lockKey("lost") + ":readers")
+	servers[0].Miniredis().Del(lockKey("lost"))
+	<-lost
+	// The holdings extend themselves every two thirds of the 295 ms validity: the third
+	// extension, at 590 ms, finds the keys gone.
+	assert.Equal(t, 190000001*time.Nanosecond, time.Since(deleted), "Lost did not close at the next extension")
 	require.ErrorIs(t, rw.RUnlockContext(ctx), redlock.ErrNotHeld)
 	require.ErrorIs(t, rw.RUnlockContext(ctx), redlock.ErrNotHeld)
 
 	require.NoError(t, rw.RLockContext(ctx))
 	kept := rw.Lost()
 	rw.RUnlock()
+	synctest.Wait()
 	select {
 	case <-kept:
 		t.Fatal("Lost closed on RUnlock")
-	case <-time.After(100 * time.Millisecond):
+	default:
 	}
 }
