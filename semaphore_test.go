@@ -7,11 +7,13 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/go-redlock/redlock"
 	"github.com/go-redlock/redlock/backends/goredis"
 	"github.com/go-redlock/redlock/core"
+	"github.com/go-redlock/redlock/internal/simnet"
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -23,13 +25,12 @@ import (
 func TestSemaphoreBoundsHolders(t *testing.T) {
 	const clients, goroutines, rounds, permits = 3, 8, 6, 3
 	for _, s := range rwSetups {
-		t.Run(s.name, func(t *testing.T) {
-			nodes := s.nodes(t)
+		s.run(t, func(t *testing.T, nodes func() []redlock.Node) {
 			var holders, most atomic.Int32
 			var wg sync.WaitGroup
 			ctx := ctxT(t, 3*time.Minute)
 			for range clients {
-				sem := newClient(t, nodes(), rwOptions...).NewSemaphore("pool", permits)
+				sem := closingClient(t, nodes(), rwOptions...).NewSemaphore("pool", permits)
 				for range goroutines {
 					wg.Add(1)
 					go func() {
@@ -56,12 +57,18 @@ func TestSemaphoreBoundsHolders(t *testing.T) {
 
 			// All of them at once, taken one after another (once the waits above have left
 			// the permits' queues: a waiter that leaves does so in the background).
-			sem := newClient(t, nodes(), rwOptions...).NewSemaphore("pool", permits)
+			sem := closingClient(t, nodes(), rwOptions...).NewSemaphore("pool", permits)
 			for range permits {
-				require.Eventually(t, func() bool {
+				free := func() bool {
 					_, err := sem.TryAcquire(ctx)
 					return err == nil
-				}, 10*time.Second, 10*time.Millisecond, "a free permit was refused")
+				}
+				if s.sim {
+					synctest.Wait()
+					require.True(t, free(), "a free permit was refused")
+					continue
+				}
+				require.Eventually(t, free, generous, 10*time.Millisecond, "a free permit was refused")
 			}
 			_, err := sem.TryAcquire(ctx)
 			require.ErrorIs(t, err, redlock.ErrHeld, "a permit beyond the number")
@@ -72,23 +79,56 @@ func TestSemaphoreBoundsHolders(t *testing.T) {
 // TestSemaphoreTurns: with every permit held, a waiter that came first gets the next
 // permit released, before one that came later, and no newcomer takes it in between.
 func TestSemaphoreTurns(t *testing.T) {
-	servers := realServers(t, 3)
-	nodes := func() []redlock.Node { return nodesFor(t, servers) }
+	t.Run("sim", func(t *testing.T) {
+		bubble(t, func(t *testing.T) {
+			servers := simnet.NewServers(t, 3)
+			views := make([]serverView, len(servers))
+			for i, s := range servers {
+				views[i] = serverView{
+					zrange: func(key string) []string { m, _ := s.Miniredis().ZMembers(key); return m },
+					get:    func(key string) string { v, _ := s.Miniredis().Get(key); return v },
+				}
+			}
+			semaphoreTurns(t, true, func() []redlock.Node { return simnet.Nodes(t, servers) }, views)
+		})
+	})
+	t.Run("redis-server", func(t *testing.T) {
+		servers := realServers(t, 3)
+		views := make([]serverView, len(servers))
+		for i, s := range servers {
+			views[i] = serverView{
+				zrange: func(key string) []string {
+					ids, _ := s.Do("ZRANGE", key, "0", "-1")
+					var out []string
+					for _, id := range ids.([]any) {
+						out = append(out, id.(string))
+					}
+					return out
+				},
+				get: func(key string) string { v, _ := s.Do("GET", key); h, _ := v.(string); return h },
+			}
+		}
+		semaphoreTurns(t, false, func() []redlock.Node { return nodesFor(t, servers) }, views)
+	})
+}
+
+// serverView reads a server's keys: a sorted set's members in order, a string ("" if none).
+type serverView struct {
+	zrange func(key string) []string
+	get    func(key string) string
+}
+
+func semaphoreTurns(t *testing.T, sim bool, nodes func() []redlock.Node, servers []serverView) {
 	// queued reports whether want waiters wait for the lock called name on every server:
 	// queued, and not holding it (a waiter handed the lock keeps its place until it lets go).
 	queued := func(part string, want int) func() bool {
 		k := core.NewPartKeys("redlock:", "turns", part)
 		return func() bool {
 			for _, s := range servers {
-				ids, err := s.Do("ZRANGE", k.Queue, "0", "-1")
-				if err != nil {
-					return false
-				}
-				holder, _ := s.Do("GET", k.Lock)
-				h, _ := holder.(string)
+				h := s.get(k.Lock)
 				n := 0
-				for _, id := range ids.([]any) {
-					if !strings.HasPrefix(h, id.(string)+".") {
+				for _, id := range s.zrange(k.Queue) {
+					if !strings.HasPrefix(h, id+".") {
 						n++
 					}
 				}
@@ -100,7 +140,7 @@ func TestSemaphoreTurns(t *testing.T) {
 		}
 	}
 	ctx := ctxT(t, time.Minute)
-	holder := newClient(t, nodes(), rwOptions...).NewSemaphore("turns", 2)
+	holder := closingClient(t, nodes(), rwOptions...).NewSemaphore("turns", 2)
 	a, err := holder.Acquire(ctx)
 	require.NoError(t, err)
 	b, err := holder.TryAcquire(ctx)
@@ -109,78 +149,103 @@ func TestSemaphoreTurns(t *testing.T) {
 	require.ErrorIs(t, err, redlock.ErrHeld, "a third permit of two")
 
 	got := make(chan string, 2)
+	done := make(chan struct{})
+	defer close(done)
 	wait := func(who string) {
-		l, err := newClient(t, nodes(), rwOptions...).NewSemaphore("turns", 2).Acquire(ctx)
+		l, err := closingClient(t, nodes(), rwOptions...).NewSemaphore("turns", 2).Acquire(ctx)
 		if assert.NoError(t, err) {
 			got <- who
-			<-ctx.Done()
+			<-done
 			_ = l.Release(context.Background())
 		}
 	}
 	go wait("first")
 	// The first waiter waits on both permits: it is queued on each.
-	require.Eventually(t, queued("permit/0", 1), 5*time.Second, time.Millisecond)
-	require.Eventually(t, queued("permit/1", 1), 5*time.Second, time.Millisecond)
+	settle(t, sim, queued("permit/0", 1), "the first waiter is not queued on permit 0")
+	settle(t, sim, queued("permit/1", 1), "the first waiter is not queued on permit 1")
 	go wait("second")
 	// The second waits for its turn, queued on the waiters' lock.
-	require.Eventually(t, queued("turn", 1), 5*time.Second, time.Millisecond)
-	_, err = newClient(t, nodes(), rwOptions...).NewSemaphore("turns", 2).TryAcquire(ctx)
+	settle(t, sim, queued("turn", 1), "the second waiter is not queued for its turn")
+	_, err = closingClient(t, nodes(), rwOptions...).NewSemaphore("turns", 2).TryAcquire(ctx)
 	require.ErrorIs(t, err, redlock.ErrHeld, "a newcomer was not refused while waiters wait")
 
+	released := time.Now()
 	require.NoError(t, a.Release(ctx))
-	select {
-	case who := <-got:
-		assert.Equal(t, "first", who, "the released permit went to a later waiter")
-	case <-time.After(5 * time.Second):
-		t.Fatal("no waiter got the released permit")
+	assert.Equal(t, "first", within(t, sim, got, "the released permit"), "the released permit went to a later waiter")
+	if sim {
+		assert.Equal(t, time.Duration(0), time.Since(released), "the first waiter did not get the permit at its release")
 	}
 	// The second is now first, and waits on both permits.
-	require.Eventually(t, queued("permit/0", 1), 5*time.Second, time.Millisecond)
-	require.Eventually(t, queued("permit/1", 1), 5*time.Second, time.Millisecond)
-	_, err = newClient(t, nodes(), rwOptions...).NewSemaphore("turns", 2).TryAcquire(ctx)
+	settle(t, sim, queued("permit/0", 1), "the second waiter is not queued on permit 0")
+	settle(t, sim, queued("permit/1", 1), "the second waiter is not queued on permit 1")
+	_, err = closingClient(t, nodes(), rwOptions...).NewSemaphore("turns", 2).TryAcquire(ctx)
 	require.ErrorIs(t, err, redlock.ErrHeld, "a newcomer took a permit while a waiter waits")
+	released = time.Now()
 	require.NoError(t, b.Release(ctx))
-	select {
-	case who := <-got:
-		assert.Equal(t, "second", who)
-	case <-time.After(5 * time.Second):
-		t.Fatal("the second waiter did not get the next permit")
+	assert.Equal(t, "second", within(t, sim, got, "the next permit"))
+	if sim {
+		assert.Equal(t, time.Duration(0), time.Since(released), "the second waiter did not get the permit at its release")
 	}
 }
 
 // TestSemaphoreCrashedHolderFreesByTTL: a holder whose process stops (its client can no
-// longer reach the nodes) keeps its permit no longer than its TTL.
+// longer reach the nodes) keeps its permit no longer than its TTL: the next gets it as the
+// TTL runs out.
 func TestSemaphoreCrashedHolderFreesByTTL(t *testing.T) {
-	servers := realServers(t, 3)
 	const ttl = 1500 * time.Millisecond
 	opts := append(append([]redlock.Option{}, rwOptions...), redlock.WithTTL(ttl), redlock.WithNodeTimeout(500*time.Millisecond))
-	var clients []*redis.Client
-	nodes := make([]redlock.Node, len(servers))
-	for i, s := range servers {
-		c := redis.NewClient(&redis.Options{Addr: s.Addr()})
-		clients = append(clients, c)
-		nodes[i] = goredis.New(c)
+	run := func(t *testing.T, sim bool, clients []*redis.Client, nextNodes []redlock.Node) {
+		nodes := make([]redlock.Node, len(clients))
+		for i, c := range clients {
+			nodes[i] = goredis.New(c)
+		}
+		ctx := ctxT(t, time.Minute)
+		start := time.Now()
+		_, err := newClient(t, nodes, opts...).NewSemaphore("crash", 1).Acquire(ctx)
+		require.NoError(t, err)
+		for _, c := range clients {
+			require.NoError(t, c.Close())
+		}
+		l, err := closingClient(t, nextNodes, opts...).NewSemaphore("crash", 1).Acquire(ctx)
+		require.NoError(t, err)
+		waited := time.Since(start)
+		if sim {
+			assert.Equal(t, ttl, waited, "the permit was not taken as its holder's TTL ran out")
+		} else {
+			assert.Greater(t, waited, ttl/2, "a permit was taken while its holder's lease was valid")
+			assert.Less(t, waited, ttl+generous, "a crashed holder kept its permit past its TTL")
+		}
+		require.NoError(t, l.Release(ctx))
 	}
-	ctx := ctxT(t, time.Minute)
-	_, err := newClient(t, nodes, opts...).NewSemaphore("crash", 1).Acquire(ctx)
-	require.NoError(t, err)
-	for _, c := range clients {
-		require.NoError(t, c.Close())
-	}
-	start := time.Now()
-	l, err := newClient(t, nodesFor(t, servers), opts...).NewSemaphore("crash", 1).Acquire(ctx)
-	require.NoError(t, err)
-	waited := time.Since(start)
-	assert.Greater(t, waited, ttl/2, "a permit was taken while its holder's lease was valid")
-	assert.Less(t, waited, ttl+2*time.Second, "a crashed holder kept its permit past its TTL")
-	require.NoError(t, l.Release(ctx))
+	t.Run("sim", func(t *testing.T) {
+		bubble(t, func(t *testing.T) {
+			servers := simnet.NewServers(t, 3)
+			clients := make([]*redis.Client, len(servers))
+			for i, s := range servers {
+				clients[i] = redis.NewClient(simnet.Options(s))
+			}
+			run(t, true, clients, simnet.Nodes(t, servers))
+		})
+	})
+	t.Run("redis-server", func(t *testing.T) {
+		servers := realServers(t, 3)
+		clients := make([]*redis.Client, len(servers))
+		for i, s := range servers {
+			clients[i] = redis.NewClient(&redis.Options{Addr: s.Addr()})
+		}
+		run(t, false, clients, nodesFor(t, servers))
+	})
 }
 
 // TestSemaphorePermitsMustAgree: a holder that counts another number of permits than the
 // others gets an error that says so, and no permit.
 func TestSemaphorePermitsMustAgree(t *testing.T) {
-	nodes, _ := miniNodes(t, 3)
-	c := newClient(t, nodes)
+	bubble(t, semaphorePermitsMustAgree)
+}
+
+func semaphorePermitsMustAgree(t *testing.T) {
+	nodes, _ := simNodes(t, 3)
+	c := closingClient(t, nodes)
 	ctx := ctxT(t, time.Minute)
 	l, err := c.NewSemaphore("agree", 2).Acquire(ctx)
 	require.NoError(t, err)
@@ -212,8 +277,12 @@ func TestSemaphoreBadInput(t *testing.T) {
 // TestSemaphorePermitIsALease: a permit has a fencing token that increases from one holder
 // of it to the next, extends itself as its options say, and frees the permit on Release.
 func TestSemaphorePermitIsALease(t *testing.T) {
-	nodes, _ := miniNodes(t, 1)
-	c := newClient(t, nodes, redlock.WithTTL(300*time.Millisecond), redlock.WithAutoExtend(true))
+	bubble(t, semaphorePermitIsALease)
+}
+
+func semaphorePermitIsALease(t *testing.T) {
+	nodes, _ := simNodes(t, 1)
+	c := closingClient(t, nodes, redlock.WithTTL(300*time.Millisecond), redlock.WithAutoExtend(true))
 	ctx := ctxT(t, time.Minute)
 	sem := c.NewSemaphore("lease", 1)
 	l, err := sem.Acquire(ctx)
