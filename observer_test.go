@@ -88,22 +88,6 @@ func (r *recorder) reset() {
 	r.rec = record{}
 }
 
-// await waits up to d for cond to hold on r's record, and returns the record.
-func (r *recorder) await(t *testing.T, d time.Duration, what string, cond func(s record) bool) record {
-	t.Helper()
-	deadline := time.Now().Add(d)
-	for {
-		s := r.snapshot()
-		if cond(s) {
-			return s
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no %s within %v; recorded %v", what, d, s.order)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-}
-
 // index returns the position of the n-th (from 0) event called kind in s.order, or -1.
 func (s record) index(kind string, n int) int {
 	for i, k := range s.order {

@@ -43,17 +43,6 @@ func listen(t *testing.T, s server, channel string) <-chan string {
 	return out
 }
 
-func receive(t *testing.T, msgs <-chan string) string {
-	t.Helper()
-	select {
-	case p := <-msgs:
-		return p
-	case <-time.After(5 * time.Second):
-		t.Fatal("no message within 5 s")
-		return ""
-	}
-}
-
 // TestReleaseHandsTheLockToTheFirstWaiter: a release sets the lock to the first waiter's
 // latest attempt's token, with that attempt's TTL, advances the fence if the waiter asked
 // for one, and says so on the waiter's channel; where the waiter's restart guard abstains,

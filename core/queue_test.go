@@ -505,7 +505,7 @@ func TestLateCallOfAQuitterDoesNotQueueIt(t *testing.T) {
 		assert.Equal(t, 150*time.Millisecond, time.Since(start))
 		synctest.Wait()
 		assert.Equal(t, []int64{0, 0, 0}, queued(t, servers, holder.Keys), "the quitter is still queued")
-		advance(start.Add(300 * time.Millisecond).Sub(time.Now())) // the slow node's call lands
+		advance(time.Until(start.Add(300 * time.Millisecond))) // the slow node's call lands
 		assert.Equal(t, []int64{0, 0, 0}, queued(t, servers, holder.Keys), "the quitter's late call queued it")
 	})
 }
