@@ -190,7 +190,10 @@ func (n *Node) Eval(ctx context.Context, s *core.Script, keys []string, args ...
 
 // SetNX runs SET key value NX PX ttl (see core.Setter). It honours ctx, and bounds the wait
 // for the reply by the client's ReadTimeout, as Eval does: SET NX is never sent again after
-// a timeout (a second one would find the first's key and report false).
+// a timeout (a second one would find the first's key and report false). When the key
+// exists it reads it, one more round trip: go-redis sends a command again when its
+// connection ended before the reply, and a key that holds value counts as set by this call
+// (value is unique to the caller, as core's tokens are).
 func (n *Node) SetNX(ctx context.Context, key, value string, ttl time.Duration) (bool, error) {
 	if n.refused != nil {
 		return false, n.refused
@@ -219,9 +222,22 @@ func (n *Node) SetNX(ctx context.Context, key, value string, ttl time.Duration) 
 	return set, n.cause(err)
 }
 
+// setNX sends SET NX, and on a "no" reads the key: go-redis sends a command again when its
+// connection ended (EOF) before the reply, and a second SET NX finds the first's key. A key
+// that holds value (core's token, never another owner's) was set by this call.
 func (n *Node) setNX(ctx context.Context, key, value string, ttl time.Duration) (bool, error) {
 	set, err := n.client.SetNX(ctx, key, value, ttl).Result()
-	return set, closed(err)
+	if err != nil || set {
+		return set, closed(err)
+	}
+	held, err := n.client.Get(ctx, key).Result()
+	switch {
+	case err == nil:
+		return held == value, nil
+	case errors.Is(err, redis.Nil): // gone since: not ours
+		return false, nil
+	}
+	return false, closed(err)
 }
 
 // warm makes a connection to the server in the background after a call, started at start

@@ -76,3 +76,35 @@ func TestReadTimeoutNeverResends(t *testing.T) {
 		})
 	}
 }
+
+// TestSetNXAfterEOF: a SET NX that the server ran, but whose connection ended before its
+// reply (EOF), is sent again by go-redis; the second finds the first's key. SetNX still
+// reports that it set the key: the key holds its value. Before, it reported false.
+func TestSetNXAfterEOF(t *testing.T) {
+	t.Parallel()
+	if !redistest.Available() {
+		t.Skip("redis-server not on PATH")
+	}
+	srv := redistest.Start(t)
+	const key = "eof-lock-key"
+	addr, dropped := redistest.DropReplyOnce(t, srv.Addr(), key)
+	rdb := redis.NewClient(&redis.Options{Addr: addr, ContextTimeoutEnabled: true})
+	node := goredis.New(rdb)
+	t.Cleanup(func() { _ = node.Close(); _ = rdb.Close() })
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	set, err := node.SetNX(ctx, key, "ours", 10*time.Second)
+	require.NoError(t, err)
+	require.True(t, dropped(), "the proxy dropped no reply")
+	assert.True(t, set, "SetNX of a free key reported false after go-redis sent it again on EOF")
+	v, err := srv.Do("GET", key)
+	require.NoError(t, err)
+	assert.Equal(t, "ours", v)
+
+	// A key that holds another value is another owner's.
+	_, err = srv.Do("SET", "theirs-key", "theirs")
+	require.NoError(t, err)
+	set, err = node.SetNX(ctx, "theirs-key", "ours", 10*time.Second)
+	require.NoError(t, err)
+	assert.False(t, set, "SetNX of a key that another owner holds")
+}

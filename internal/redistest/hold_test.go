@@ -61,3 +61,37 @@ func TestHolding(t *testing.T) {
 		t.Fatalf("the reply came after %v, before the hold of %v was over", elapsed, hold)
 	}
 }
+
+// TestDropReplyOnce: the first request with the word runs on the server, and its client
+// reads EOF instead of the reply; a later connection passes at once.
+func TestDropReplyOnce(t *testing.T) {
+	if !Available() {
+		t.Skip("redis-server not on PATH")
+	}
+	s := Start(t)
+	addr, dropped := DropReplyOnce(t, s.Addr(), "dropword")
+	roundTrip := func(args ...string) (any, error) {
+		conn, err := net.DialTimeout("tcp", addr, time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer conn.Close()
+		_ = conn.SetDeadline(time.Now().Add(5 * time.Second))
+		if _, err := conn.Write(EncodeCommand(args)); err != nil {
+			t.Fatal(err)
+		}
+		return ReadReply(bufio.NewReader(conn))
+	}
+	if _, err := roundTrip("SET", "dropword", "v"); err == nil {
+		t.Fatal("the first request with the word got its reply")
+	}
+	if !dropped() {
+		t.Fatal("dropped reports no dropped reply")
+	}
+	if v, err := s.Do("GET", "dropword"); err != nil || v != "v" {
+		t.Fatalf("the request whose reply was dropped did not run: GET replied %v, %v", v, err)
+	}
+	if v, err := roundTrip("GET", "dropword"); err != nil || v != "v" {
+		t.Fatalf("a later request through the proxy: %v, %v", v, err)
+	}
+}

@@ -1,0 +1,72 @@
+package redistest
+
+import (
+	"bytes"
+	"net"
+	"sync/atomic"
+	"testing"
+)
+
+// DropReplyOnce starts a TCP proxy on 127.0.0.1:0 in front of target that passes the first
+// request whose bytes contain word (ASCII, any case) on to the server, and then closes the
+// client's connection (a plain close: the client reads EOF) without passing the reply on,
+// as a server that ran a command and went away before answering would. Every other request
+// and reply passes at once. It returns the proxy's address and a function that reports
+// whether it has dropped a reply. t.Cleanup closes the listener and every connection, and
+// waits for the proxy's goroutines to exit.
+func DropReplyOnce(t testing.TB, target, word string) (string, func() bool) {
+	t.Helper()
+	p := &dropProxy{word: bytes.ToLower([]byte(word))}
+	addr := proxy(t, &p.conns, target, p.requests, p.replies)
+	return addr, p.done.Load
+}
+
+// dropProxy is the state behind DropReplyOnce.
+type dropProxy struct {
+	word   []byte
+	done   atomic.Bool              // the request was seen
+	victim atomic.Pointer[net.Conn] // its client connection, whose next reply is dropped
+	conns
+}
+
+// requests passes c's requests on to s, noting the connection of the first one with the
+// word before it passes it on.
+func (p *dropProxy) requests(c, s net.Conn) {
+	defer s.Close()
+	buf := make([]byte, 32<<10)
+	for {
+		n, err := c.Read(buf)
+		if n > 0 {
+			if bytes.Contains(bytes.ToLower(buf[:n]), p.word) && p.done.CompareAndSwap(false, true) {
+				p.victim.Store(&c)
+			}
+			if _, werr := s.Write(buf[:n]); werr != nil {
+				return
+			}
+		}
+		if err != nil {
+			return
+		}
+	}
+}
+
+// replies passes s's replies on to c, but for the victim's next one, which it drops before
+// closing c: the server ran the request, and the client reads EOF.
+func (p *dropProxy) replies(c, s net.Conn) {
+	defer c.Close()
+	buf := make([]byte, 32<<10)
+	for {
+		n, err := s.Read(buf)
+		if n > 0 {
+			if v := p.victim.Load(); v != nil && *v == c {
+				return
+			}
+			if _, werr := c.Write(buf[:n]); werr != nil {
+				return
+			}
+		}
+		if err != nil {
+			return
+		}
+	}
+}
