@@ -330,6 +330,12 @@ var faults = []fault{
 		message: "the Node sent SET NX again",
 	},
 	{
+		name: "resends-setnx-after-eof", newNode: newRawSetNX,
+		servers: []conformance.Server{conformance.Miniredis},
+		failing: []string{"miniredis/setnx/reply-lost"},
+		message: "the Node (or its driver) sent SET NX again and the second found the first's key",
+	},
+	{
 		name: "nil-as-empty", newNode: newNilAsEmpty,
 		servers: []conformance.Server{conformance.Miniredis},
 		failing: []string{"miniredis/replies/nil"},

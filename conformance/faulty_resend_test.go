@@ -42,9 +42,11 @@ func (n retriesErrors) Eval(ctx context.Context, s *core.Script, keys []string, 
 // timeout (not ctx) ended it, as a backend with a read timeout of its own and retries does.
 func withOwnTimeout[T any](ctx context.Context, call func(context.Context) (T, error)) (T, error) {
 	attempt, cancel := context.WithTimeout(ctx, ownTimeout)
+	deadline, _ := attempt.Deadline()
 	v, err := call(attempt)
 	cancel()
-	if err != nil && ctx.Err() == nil && errors.Is(attempt.Err(), context.DeadlineExceeded) {
+	// The driver's read deadline may fire a moment before attempt reports its end.
+	if err != nil && ctx.Err() == nil && !time.Now().Before(deadline) {
 		return call(ctx)
 	}
 	return v, err
@@ -61,13 +63,21 @@ func (n resendsEval) Eval(ctx context.Context, s *core.Script, keys []string, ar
 }
 
 // resendsSetNX sends SET NX again when no reply came within its own read timeout: the
-// second finds the first's key and reports false.
-type resendsSetNX struct{ *goredis.Node }
+// second finds the first's key and reports false. Its SET NX is go-redis's, on a client
+// that sends nothing again by itself (MaxRetries -1).
+type resendsSetNX struct{ rawSetNX }
 
-func newResendsSetNX(t testing.TB, addr string) core.Node { return resendsSetNX{goodGoredis(t, addr)} }
+func newResendsSetNX(t testing.TB, addr string) core.Node {
+	rdb := redis.NewClient(&redis.Options{Addr: addr, ContextTimeoutEnabled: true, MaxRetries: -1})
+	t.Cleanup(func() { _ = rdb.Close() })
+	onCloseClients(t, func() { _ = rdb.Close() })
+	n := goredis.New(rdb)
+	t.Cleanup(func() { _ = n.Close() })
+	return resendsSetNX{rawSetNX{n, rdb}}
+}
 
 func (n resendsSetNX) SetNX(ctx context.Context, key, value string, ttl time.Duration) (bool, error) {
-	return withOwnTimeout(ctx, func(ctx context.Context) (bool, error) { return n.Node.SetNX(ctx, key, value, ttl) })
+	return withOwnTimeout(ctx, func(ctx context.Context) (bool, error) { return n.rawSetNX.SetNX(ctx, key, value, ttl) })
 }
 
 // nilAsEmpty returns an empty reply, and no error, for a nil reply.
@@ -217,4 +227,43 @@ func (b *byHashTag) Subscribe(ctx context.Context, channel string, onMessage fun
 		return nil, err
 	}
 	return func() { forget(); unsub() }, nil
+}
+
+// rawSetNX sends SET NX through go-redis as it is: go-redis sends a command again when its
+// connection ended (EOF) before the reply, and the second SET NX finds the first's key and
+// reports false. It honours ctx as the go-redis backend does.
+type rawSetNX struct {
+	*goredis.Node
+	rdb *redis.Client
+}
+
+func newRawSetNX(t testing.TB, addr string) core.Node {
+	rdb := newClient(t, addr)
+	n := goredis.New(rdb)
+	t.Cleanup(func() { _ = n.Close() })
+	return rawSetNX{n, rdb}
+}
+
+func (n rawSetNX) SetNX(ctx context.Context, key, value string, ttl time.Duration) (bool, error) {
+	if err := ctx.Err(); err != nil {
+		return false, err
+	}
+	if ttl < time.Millisecond {
+		return false, errors.New("redlock: SET NX with a TTL under 1ms")
+	}
+	type result struct {
+		set bool
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		set, err := n.rdb.SetNX(ctx, key, value, ttl).Result()
+		done <- result{set, closedErr(err)}
+	}()
+	select {
+	case r := <-done:
+		return r.set, r.err
+	case <-ctx.Done():
+		return false, ctx.Err()
+	}
 }

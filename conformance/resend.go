@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/go-redlock/redlock/core"
+	"github.com/go-redlock/redlock/internal/redistest"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -80,9 +81,29 @@ func resendChecks() []check {
 }
 
 // setNXResendChecks are the setnx group's checks that SetNX reports whether it set the key
-// when its reply comes late.
+// when its reply comes late, or never.
 func setNXResendChecks() []check {
-	return []check{{"slow-reply", func(t *testing.T, e *env) {
+	return []check{{"reply-lost", func(t *testing.T, e *env) {
+		e.skipOnCluster(t, "it puts a proxy in front of the server, and a cluster client dials the addresses the cluster announces")
+		addr := e.server(t)
+		k := core.NewKeys(prefix(t), "setnx")
+		// The server runs the SET NX; the proxy drops its reply and closes the connection.
+		nodeAddr, dropped := redistest.DropReplyOnce(t, addr, k.Lock)
+		s := e.node(t, nodeAddr).(core.Setter)
+		set, err := setNX(s, k.Lock, ours, ttlMS*time.Millisecond)
+		if !dropped() {
+			t.Fatalf("conformance: the proxy saw no SET NX of %q", k.Lock)
+		}
+		held := admin(t, addr, "GET", k.Lock)
+		switch {
+		case err != nil:
+			t.Logf("SetNX whose reply was lost returned error %v (the key holds %v)", err, held)
+		case !set && held == ours:
+			t.Fatalf("SetNX of a free key whose connection closed before the reply (the server had run it) reported false, though the key holds its value: the Node (or its driver) sent SET NX again and the second found the first's key; SetNX must report whether it set the key: return the error, or read the key and count one that holds the value as set")
+		case set && held != ours:
+			t.Fatalf("SetNX reported true, but the key holds %v", held)
+		}
+	}}, {"slow-reply", func(t *testing.T, e *env) {
 		addr, nodeAddr, slow := slowed(t, e)
 		s := e.node(t, nodeAddr).(core.Setter)
 		k := core.NewKeys(prefix(t), "setnx")
