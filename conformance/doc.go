@@ -93,7 +93,9 @@
 //   - setnx, for a Node that implements core.Setter: SET NX PX with the TTL in
 //     milliseconds, false (and no error) for a key that exists, an error for a TTL of 0, ctx
 //     honoured as Eval honours it, and true for a free key whose reply came 1.2 s late (a
-//     backend that sent SET NX again would find its own key).
+//     backend that sent SET NX again would find its own key); when the server ran it but
+//     the connection closed before the reply, an error or true, never false for a key that
+//     holds its value.
 //   - independent-nodes: a whole lock life over 3 Nodes, each on a server of its own, through
 //     core.Cluster, with fencing tokens that increase from one holder to the next.
 //
