@@ -260,7 +260,7 @@ func semaphorePermitsMustAgree(t *testing.T) {
 // TestSemaphoreBadInput: permits out of range, a bad name or option: ErrInvalid, at once.
 func TestSemaphoreBadInput(t *testing.T) {
 	nodes, _ := miniNodes(t, 1)
-	c := newClient(t, nodes)
+	c := newClient(t, nodes, redlock.WithNodeTimeout(2*time.Second)) // no call is made: none may time out
 	ctx := ctxT(t, time.Minute)
 	for _, s := range []*redlock.Semaphore{
 		c.NewSemaphore("s", 0), c.NewSemaphore("s", -1), c.NewSemaphore("s", redlock.MaxPermits+1),
