@@ -89,11 +89,27 @@ func report(t *testing.T, res Result, trace bool) {
 		res.LongIdle.Round(time.Millisecond), res.Virtual.Round(time.Millisecond), res.Calls)
 	switch {
 	case len(res.Violations) > 0:
-		t.Errorf("seed %d (%s, %s, N=%d, %d clients) broke %d invariant(s):\n%s\ntrace to the first:\n%s\nreplay: go test ./internal/sim -run Sim -seed %d -v",
-			res.Seed, res.Kind, res.Workload, res.N, res.Clients, len(res.Violations), joinLines(res.Violations), res.Trace, res.Seed)
+		t.Errorf("seed %d (%s, %s, N=%d, %d clients) broke %d invariant(s):\n%s\ntrace to the first:\n%s\nreplay: go test ./internal/sim -run Sim%s -seed %d -v",
+			res.Seed, res.Kind, res.Workload, res.N, res.Clients, len(res.Violations), joinLines(res.Violations), res.Trace, narrowed(), res.Seed)
 	case trace:
 		t.Logf("trace:\n%s", res.Trace)
 	}
+}
+
+// narrowed returns the flags that narrowed the runs (-kind, -workload, -servers), which a
+// replay needs too.
+func narrowed() string {
+	s := ""
+	if *kindFlag != "" {
+		s += " -kind " + *kindFlag
+	}
+	if *workloadFlag != "" {
+		s += " -workload " + *workloadFlag
+	}
+	if *nFlag > 0 {
+		s += fmt.Sprintf(" -servers %d", *nFlag)
+	}
+	return s
 }
 
 func joinLines(lines []string) string {
