@@ -99,7 +99,7 @@ func TestLazyRefusesACluster(t *testing.T) {
 	if !redistest.Available() {
 		t.Skip("redis-server not on PATH")
 	}
-	c := redistest.StartCluster(t, 3)
+	c := redistest.StartCluster(t, 1)
 	lazy := rlrueidis.NewLazy(rueidis.ClientOption{InitAddress: c.Addrs(), DisableCache: true})
 	t.Cleanup(func() { _ = lazy.Close() })
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
