@@ -65,7 +65,8 @@ local function guarded(guard)
     return nil, false
   end
   local info = redis.pcall('INFO', 'server')
-  local uptime = type(info) == 'string' and tonumber(string.match(info, 'uptime_in_seconds:(%d+)'))
+  local field = type(info) == 'string' and string.match(info, 'uptime_in_seconds:(%d+)')
+  local uptime = field and tonumber(field)
   if not uptime then
     return nil, true
   end
