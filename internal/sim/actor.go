@@ -91,8 +91,12 @@ func (a *actor) hold(ctx context.Context, h *held) {
 // (Do's function stops when its context ends).
 func (a *actor) use(ctx context.Context, i int, h *held, live func() bool) {
 	ttl := a.env.ttl
+	step := int64(90)
+	if a.env.plan.longHolds {
+		step = 390
+	}
 	for range 1 + a.rng.IntN(3) {
-		a.sleep(time.Duration(10+a.rng.Int64N(90)) * time.Millisecond)
+		a.sleep(time.Duration(10+a.rng.Int64N(step)) * time.Millisecond)
 		if !a.alive(ctx) || !live() || a.lostNow(h) || (h.until != nil && !time.Now().Before(h.until())) {
 			return
 		}
