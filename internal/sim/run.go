@@ -4,17 +4,13 @@ import (
 	"cmp"
 	"context"
 	"fmt"
+	"maps"
 	"math/rand/v2"
-	"net"
 	"slices"
 	"sync"
 	"time"
 
 	"github.com/go-redlock/redlock"
-	"github.com/go-redlock/redlock/backends/goredis"
-	"github.com/go-redlock/redlock/core"
-	"github.com/redis/go-redis/v9"
-	"github.com/redis/go-redis/v9/maintnotifications"
 )
 
 // The run's timing, in virtual time.
@@ -51,40 +47,6 @@ type Result struct {
 	LongIdle   time.Duration  // the longest wait while the lock was free (see longestIdle)
 	Bound      time.Duration  // the liveness bound it is checked against
 	Virtual    time.Duration  // the run's length in virtual time
-}
-
-// env is what a run's actors share.
-type env struct {
-	plan    *plan
-	rec     *recorder
-	ttl     time.Duration
-	mixedK  bool // Semaphore: client 0 counts 3 permits, the others 2
-	permits int  // Semaphore: the permits its waiters count (2); else 0
-	// stopOnInvalid: an actor stops at an error that matches ErrInvalid (twoaddrs, where
-	// the library must refuse the configuration)
-	stopOnInvalid bool
-	servers       []*simServer // twoaddrs: checkServers looks at them
-	quorum        int
-	bad           chan violation // violations found during the run (twoaddrs)
-}
-
-// checkServers records a violation if fewer than a quorum of distinct servers hold the lock
-// that client was just granted (twoaddrs: two of its three Nodes reach one server).
-func (e *env) checkServers(client int) {
-	key := core.NewKeys("redlock:", lockName).Lock
-	holding := 0
-	for _, s := range e.servers {
-		if m := s.sync(); m != nil && m.Exists(key) {
-			holding++
-		}
-	}
-	if holding < e.quorum {
-		select {
-		case e.bad <- violation{time.Now(), fmt.Sprintf("c%d granted the lock held on %d distinct server(s), fewer than a quorum (%d): one server counted twice",
-			client, holding, e.quorum)}:
-		default:
-		}
-	}
 }
 
 // Run runs one simulation: it must be called inside a testing/synctest bubble, on whose
@@ -176,12 +138,24 @@ func Run(cfg Config) Result {
 	// left: what is still under way (a call to its deadline, a dead client's lease to its
 	// validity's end) has this long to end.
 	time.Sleep(settle)
+	e.judge(&res, cfg.Lines, vs, from, to, healed, end, bound)
+	return res
+}
+
+// judge completes res from the run's record: the violations (vs, found during the run,
+// and those of the invariants), the trace up to the first, and the figures. from and to
+// are the fault window, healed when the faults healed, end the run's end, bound the
+// liveness bound, lines the most lines of trace.
+func (e *env) judge(res *Result, lines int, vs []violation, from, to, healed, end time.Time, bound time.Duration) {
+	rec := e.rec
 	select {
 	case v := <-e.bad:
 		vs = append(vs, v)
 	default:
 	}
+	rec.mu.Lock()
 	hs := slices.Clone(rec.holdings) // each still held when the run ended, to its end
+	rec.mu.Unlock()
 	for i := range hs {
 		if hs[i].to.IsZero() {
 			hs[i].to = end
@@ -197,13 +171,12 @@ func Run(cfg Config) Result {
 		until = vs[0].at
 	}
 	res.Held = heldShare(rec, from, to)
-	res.Grants, res.Calls = len(rec.holdings), rec.calls
-	res.LongWait, res.Bound = longestWait(rec, p, healed, end), bound
+	res.LongWait, res.Bound = longestWait(rec, e.plan, healed, end), bound
 	rec.mu.Lock()
-	res.LongIdle, _ = longestIdle(rec, p, hs, e.permits)
+	res.Grants, res.Calls = len(rec.holdings), maps.Clone(rec.calls)
+	res.LongIdle, _ = longestIdle(rec, e.plan, hs, e.permits)
 	rec.mu.Unlock()
-	res.Trace = rec.trace(until, cmp.Or(cfg.Lines, 60))
-	return res
+	res.Trace = rec.trace(until, cmp.Or(lines, 60))
 }
 
 // observe watches an Election's leader, recording each value seen, until ctx ends.
@@ -211,57 +184,4 @@ func observe(ctx context.Context, rec *recorder, c *redlock.Client) {
 	for v := range c.NewElection(lockName).Observe(ctx) {
 		rec.observe(v)
 	}
-}
-
-// client returns client i's redlock Client over n nodes, each a go-redis client through
-// its link, and the function that closes it all.
-func (e *env) client(seed uint64, i, n int) (*redlock.Client, func()) {
-	var nodes []redlock.Node
-	var rdbs []*redis.Client
-	for j := range n {
-		s := j
-		if len(e.servers) < n { // twoaddrs: nodes 0 and 1 reach server 0
-			s = max(0, j-1)
-		}
-		srv := e.servers[s]
-		rdb := redis.NewClient(&redis.Options{
-			Addr:                     fmt.Sprintf("10.0.%d.%d:6379", s, j), // an IP: go-redis resolves a host name
-			Dialer:                   func(context.Context, string, string) (net.Conn, error) { return srv.dial() },
-			ContextTimeoutEnabled:    true,
-			DisableIdentity:          true,
-			Protocol:                 2,
-			MaintNotificationsConfig: &maintnotifications.Config{Mode: maintnotifications.ModeDisabled},
-		})
-		rdbs = append(rdbs, rdb)
-		l := &link{client: i, server: s, srv: srv, plan: e.plan, rec: e.rec, execTimeout: time.Second,
-			rng: rand.New(rand.NewPCG(seed, uint64(3000+100*i+j)))}
-		nodes = append(nodes, &node{inner: goredis.New(rdb), link: l})
-	}
-	opts := []redlock.Option{redlock.WithTTL(ttl), redlock.WithNodeTimeout(nodeTimeout)}
-	if n > 1 {
-		opts = append(opts, redlock.WithRestartGuard(guardN))
-	}
-	c, err := redlock.New(nodes, opts...)
-	if err != nil {
-		panic(err) // the configuration is the simulation's own
-	}
-	return c, func() {
-		_ = c.Close()
-		for _, r := range rdbs {
-			_ = r.Close()
-		}
-	}
-}
-
-// checkTTLs returns a violation for each key that a server holds without a TTL.
-func (e *env) checkTTLs() []violation {
-	var out []violation
-	for _, s := range e.servers {
-		for _, k := range s.keys() {
-			if k.ttl <= 0 {
-				out = append(out, violation{time.Now(), fmt.Sprintf("key %q on %s has no TTL", k.key, s.name)})
-			}
-		}
-	}
-	return out
 }

@@ -1,0 +1,102 @@
+package sim
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"net"
+	"time"
+
+	"github.com/go-redlock/redlock"
+	"github.com/go-redlock/redlock/backends/goredis"
+	"github.com/go-redlock/redlock/core"
+	"github.com/redis/go-redis/v9"
+	"github.com/redis/go-redis/v9/maintnotifications"
+)
+
+// env is what a run's actors share.
+type env struct {
+	plan    *plan
+	rec     *recorder
+	ttl     time.Duration
+	mixedK  bool // Semaphore: client 0 counts 3 permits, the others 2
+	permits int  // Semaphore: the permits its waiters count (2); else 0
+	// stopOnInvalid: an actor stops at an error that matches ErrInvalid (twoaddrs, where
+	// the library must refuse the configuration)
+	stopOnInvalid bool
+	servers       []*simServer // twoaddrs: checkServers looks at them
+	quorum        int
+	bad           chan violation // violations found during the run (twoaddrs)
+}
+
+// checkServers records a violation if fewer than a quorum of distinct servers hold the lock
+// that client was just granted (twoaddrs: two of its three Nodes reach one server).
+func (e *env) checkServers(client int) {
+	key := core.NewKeys("redlock:", lockName).Lock
+	holding := 0
+	for _, s := range e.servers {
+		if m := s.sync(); m != nil && m.Exists(key) {
+			holding++
+		}
+	}
+	if holding < e.quorum {
+		select {
+		case e.bad <- violation{time.Now(), fmt.Sprintf("c%d granted the lock held on %d distinct server(s), fewer than a quorum (%d): one server counted twice",
+			client, holding, e.quorum)}:
+		default:
+		}
+	}
+}
+
+// client returns client i's redlock Client over n nodes, each a go-redis client through
+// its link, and the function that closes it all.
+func (e *env) client(seed uint64, i, n int) (*redlock.Client, func()) {
+	var nodes []redlock.Node
+	var rdbs []*redis.Client
+	for j := range n {
+		s := j
+		if len(e.servers) < n { // twoaddrs: nodes 0 and 1 reach server 0
+			s = max(0, j-1)
+		}
+		srv := e.servers[s]
+		rdb := redis.NewClient(&redis.Options{
+			Addr:                     fmt.Sprintf("10.0.%d.%d:6379", s, j), // an IP: go-redis resolves a host name
+			Dialer:                   func(context.Context, string, string) (net.Conn, error) { return srv.dial() },
+			ContextTimeoutEnabled:    true,
+			DisableIdentity:          true,
+			Protocol:                 2,
+			MaintNotificationsConfig: &maintnotifications.Config{Mode: maintnotifications.ModeDisabled},
+		})
+		rdbs = append(rdbs, rdb)
+		l := &link{client: i, server: s, srv: srv, plan: e.plan, rec: e.rec, execTimeout: time.Second,
+			rng: rand.New(rand.NewPCG(seed, uint64(3000+100*i+j)))}
+		nodes = append(nodes, &node{inner: goredis.New(rdb), link: l})
+	}
+	opts := []redlock.Option{redlock.WithTTL(ttl), redlock.WithNodeTimeout(nodeTimeout)}
+	if n > 1 {
+		opts = append(opts, redlock.WithRestartGuard(guardN))
+	}
+	c, err := redlock.New(nodes, opts...)
+	if err != nil {
+		panic(err) // the configuration is the simulation's own
+	}
+	return c, func() {
+		_ = c.Close()
+		for _, r := range rdbs {
+			_ = r.Close()
+		}
+	}
+}
+
+// checkTTLs returns a violation for each key that a server holds without a TTL.
+func (e *env) checkTTLs() []violation {
+	var out []violation
+	for _, s := range e.servers {
+		for _, k := range s.keys() {
+			if k.ttl <= 0 {
+				out = append(out, violation{time.Now(), fmt.Sprintf("key %q on %s has no TTL", k.key, s.name)})
+			}
+		}
+	}
+	return out
+}
