@@ -73,6 +73,18 @@ func (k timedKind) run(t *testing.T, name string, f func(t *testing.T)) {
 	})
 }
 
+// realNodeTimeout is the node timeout of the redis-server variants where the test is not
+// about node timeouts: one no loaded machine runs past.
+const realNodeTimeout = 2 * time.Second
+
+// nodeTimeoutFor returns d in a bubble, and realNodeTimeout on real servers.
+func nodeTimeoutFor(sim bool, d time.Duration) redlock.Option {
+	if sim {
+		return redlock.WithNodeTimeout(d)
+	}
+	return redlock.WithNodeTimeout(realNodeTimeout)
+}
+
 // closingClient is newClient, closed when the test ends (a bubble ends only once the
 // Client's goroutines have).
 func closingClient(t testing.TB, nodes []redlock.Node, opts ...redlock.Option) *redlock.Client {

@@ -119,8 +119,8 @@ func TestElectionObserve(t *testing.T) {
 			resigned := time.Now()
 			assert.Equal(t, "", within(t, k.sim, seen, "Observe's word that the election is left without a leader"),
 				"a leader that resigned is still named")
-			if k.sim { // Observe checks every refresh interval: 2.5 node timeouts of 100 ms
-				assert.Equal(t, 250*time.Millisecond, time.Since(resigned), "Observe did not say so at its next check")
+			if k.sim { // by the release's notification, or at the next check, a refresh interval (250 ms) on
+				assert.LessOrEqual(t, time.Since(resigned), 250*time.Millisecond, "Observe did not say so by its next check")
 			}
 			stop()
 			for range seen { // drains, and ends when the channel is closed

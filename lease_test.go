@@ -250,6 +250,8 @@ func TestQuorumWithStoppedServers(t *testing.T) {
 }
 
 func quorumWithStoppedServers(t *testing.T, sim bool, nodes []redlock.Node, addrs []string, kill func(int), holds func(int) bool) {
+	// The stopped servers refuse at once; the live ones have 500 ms (and the last Acquire
+	// 1.5 s, for attempts that end).
 	c := closingClient(t, nodes, redlock.WithNodeTimeout(500*time.Millisecond))
 	ctx := ctxT(t, 20*time.Second)
 

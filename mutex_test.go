@@ -97,7 +97,7 @@ func TestMutexWakesOnRelease(t *testing.T) {
 			if _, ok := nodes[0].(core.Subscriber); !ok {
 				t.Fatalf("%T is not a core.Subscriber", nodes[0])
 			}
-			holderClient := closingClient(t, nodes, redlock.WithTTL(30*time.Second))
+			holderClient := closingClient(t, nodes, redlock.WithTTL(30*time.Second), nodeTimeoutFor(k.sim, 100*time.Millisecond))
 			waiterClient := closingClient(t, nodes, redlock.WithTTL(30*time.Second), redlock.WithRetry(5*time.Second, 30*time.Second), redlock.WithNodeTimeout(2*time.Second))
 			holder := holderClient.NewMutex("wake")
 			holder.Lock()
@@ -145,7 +145,7 @@ func TestMutexPollsWithoutSubscriber(t *testing.T) {
 			}
 			const ttl = 400 * time.Millisecond
 			start := time.Now()
-			crashed, err := closingClient(t, plain, redlock.WithTTL(ttl)).TryAcquire(ctxT(t, 5*time.Second), "poll")
+			crashed, err := closingClient(t, plain, redlock.WithTTL(ttl), redlock.WithNodeTimeout(100*time.Millisecond)).TryAcquire(ctxT(t, 5*time.Second), "poll")
 			require.NoError(t, err) // never released: its keys expire by TTL
 			waiter := closingClient(t, plain, redlock.WithRetry(5*time.Second, 30*time.Second), redlock.WithNodeTimeout(2*time.Second)).NewMutex("poll")
 			require.NoError(t, waiter.LockContext(ctxT(t, generous)))
@@ -180,15 +180,20 @@ func TestMutexExtendsItselfAndReportsLoss(t *testing.T) {
 	for _, k := range timedKinds {
 		k.run(t, k.name, func(t *testing.T) {
 			nodes, stores := k.nodes(t, 3)
-			const ttl = 500 * time.Millisecond
+			// Exact on simulated servers: a 500 ms TTL for 5 TTLs; on redis-server a TTL that
+			// leaves a loaded machine a second for each extension, for 1.5 TTLs.
+			ttl, hold := 500*time.Millisecond, 2500*time.Millisecond
+			if !k.sim {
+				ttl, hold = 3*time.Second, 4500*time.Millisecond
+			}
 			lostErr, unlockErr := make(chan error, 1), make(chan error, 1)
-			c := closingClient(t, nodes, redlock.WithTTL(ttl))
+			c := closingClient(t, nodes, redlock.WithTTL(ttl), nodeTimeoutFor(k.sim, 100*time.Millisecond))
 			m := c.NewMutex("extended",
 				redlock.WithLostHandler(func(err error) { lostErr <- err }),
 				redlock.WithErrorHandler(func(err error) { unlockErr <- err }))
 			other := c.NewMutex("extended")
 			m.Lock()
-			time.Sleep(5 * ttl) // in a bubble, 2.5 s of virtual time
+			time.Sleep(hold)
 			select {
 			case <-m.Lost():
 				t.Fatal("lost the lock while extending it")

@@ -442,7 +442,13 @@ func TestObserverNodeErrors(t *testing.T) {
 // which kill stops the second and pause the third (until resume).
 func observerNodeErrors(t *testing.T, sim bool, nodes []redlock.Node, addrs [3]string, kill, pause, resume func()) {
 	rec := &recorder{}
-	c := closingClient(t, nodes, redlock.WithNodeTimeout(200*time.Millisecond), redlock.WithObserver(rec))
+	// 200 ms; on redis-server, where the paused server's calls wait it out, a second, which
+	// a loaded machine's live servers keep to.
+	nodeTimeout := 200 * time.Millisecond
+	if !sim {
+		nodeTimeout = time.Second
+	}
+	c := closingClient(t, nodes, redlock.WithNodeTimeout(nodeTimeout), redlock.WithObserver(rec))
 	ctx := ctxT(t, 30*time.Second)
 
 	down, err := c.Acquire(ctx, "down")
@@ -510,11 +516,11 @@ func observerNodeErrors(t *testing.T, sim bool, nodes []redlock.Node, addrs [3]s
 	seen("down", "acquire", 1, killed, paused)
 
 	rec.reset()
-	// Two seconds (three on redis-server): with both suspected, the live node alone is no
-	// quorum, so each attempt waits for the paused one (200 ms).
-	wait := 2 * time.Second
+	// Ten node timeouts (six on redis-server): with both suspected, the live node alone is
+	// no quorum, so each attempt waits for the paused one.
+	wait := 10 * nodeTimeout
 	if !sim {
-		wait = 3 * time.Second
+		wait = 6 * nodeTimeout
 	}
 	short, cancel := context.WithTimeout(ctx, wait)
 	defer cancel()
@@ -534,7 +540,9 @@ func observerNodeErrors(t *testing.T, sim bool, nodes []redlock.Node, addrs [3]s
 			assert.Equal(t, e.Attempts, n, node)
 			continue
 		}
-		assert.LessOrEqual(t, n, e.Attempts, node)
+		// On redis-server, the TryAcquire's call to the paused server may end (and be
+		// reported) after the reset: one more.
+		assert.LessOrEqual(t, n, e.Attempts+1, node)
 	}
 
 	for _, e := range rec.snapshot().nodes {
@@ -573,7 +581,12 @@ func TestObserverAbstentions(t *testing.T) {
 // observerAbstentions is TestObserverAbstentions over nodes for fresh servers at addrs.
 func observerAbstentions(t *testing.T, sim bool, nodes []redlock.Node, addrs [3]string) {
 	rec := &recorder{}
-	c := closingClient(t, nodes, redlock.WithRestartGuard(2*time.Second), redlock.WithTTL(time.Second), redlock.WithObserver(rec))
+	nodeTimeout := 100 * time.Millisecond
+	if !sim {
+		nodeTimeout = 500 * time.Millisecond // within the 1 s TTL, and what a loaded machine keeps to
+	}
+	c := closingClient(t, nodes, redlock.WithRestartGuard(2*time.Second), redlock.WithTTL(time.Second), redlock.WithObserver(rec),
+		redlock.WithNodeTimeout(nodeTimeout))
 	ctx := ctxT(t, 30*time.Second)
 
 	_, err := c.TryAcquire(ctx, "fresh")

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/go-redlock/redlock/backends/goredis"
+	"github.com/go-redlock/redlock/core"
 	"github.com/go-redlock/redlock/internal/simnet"
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
@@ -170,4 +171,25 @@ func until(t *testing.T, servers []server, limit time.Duration, cond func() bool
 		}
 		time.Sleep(time.Millisecond)
 	}
+}
+
+// generousNodeTimeout is the node timeout of the locks of the redis-server variants: one no
+// loaded machine runs past, where the test is not about node timeouts.
+const generousNodeTimeout = 2 * time.Second
+
+// lockOn is lock(name) for a test on servers: with a generous node timeout on real servers.
+func lockOn(servers []server, name string) *core.Lock {
+	l := lock(name)
+	if !simulated(servers) {
+		l.NodeTimeout = generousNodeTimeout
+	}
+	return l
+}
+
+// readLockOn is readLock(name) for a test on servers: with a generous node timeout on real
+// servers.
+func readLockOn(servers []server, name string) *core.Lock {
+	l := lockOn(servers, name)
+	l.Read = true
+	return l
 }

@@ -62,7 +62,7 @@ func TestReleaseHandsTheLockToTheFirstWaiter(t *testing.T) {
 			cl := newCluster(t, []server{s})
 			holder := hold(t, cl, []server{s}, "handover")
 
-			w := lock("handover")
+			w := lockOn(servers, "handover")
 			w.TTL, w.Fence = 7*time.Second, true
 			for _, attempt := range []string{"w.1", "w.2"} {
 				_, err := cl.AcquireAs(context.Background(), w, attempt, "w", 1)
@@ -97,7 +97,7 @@ func TestReleaseHandsTheLockToTheFirstWaiter(t *testing.T) {
 			// exactly: only an uptime above the guard counts) abstains, so the waiter is only
 			// woken; one that cannot report its uptime hands the lock over and says that it is
 			// not guarded.
-			_, err = cl.AcquireAs(context.Background(), lock("handover"), "x.1", "x", 2)
+			_, err = cl.AcquireAs(context.Background(), lockOn(servers, "handover"), "x.1", "x", 2)
 			require.ErrorIs(t, err, core.ErrHeld)
 			_, err = s.do("HSET", holder.Keys.Waiters, "x", "x.1 5000 0 3600")
 			require.NoError(t, err)
@@ -181,7 +181,7 @@ func attemptsOfOneWaiter(t *testing.T, s server) {
 // a moment later (after a waiter's first attempt, which would then find that node free).
 func hold(t *testing.T, cl *core.Cluster, servers []server, name string) *core.Held {
 	t.Helper()
-	l, err := cl.Acquire(context.Background(), lock(name))
+	l, err := cl.Acquire(context.Background(), lockOn(servers, name))
 	require.NoError(t, err)
 	for i, s := range servers {
 		settle(t, servers, func() bool { return get(t, s, l.Keys.Lock) == l.Token() }, "server %d does not hold the lock", i)

@@ -214,7 +214,7 @@ func TestWaitersTakeTurnsInOrder(t *testing.T) {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				l, err := cl.AcquireWait(context.Background(), lock("order"), patient)
+				l, err := cl.AcquireWait(context.Background(), lockOn(servers, "order"), patient)
 				if err != nil {
 					order <- -1
 					return

@@ -87,26 +87,26 @@ func TestWaitingWriterBlocksNewReaders(t *testing.T) {
 		{
 			cl := newCluster(t, servers)
 			ctx := context.Background()
-			r1, err := cl.Acquire(ctx, readLock("wr"))
+			r1, err := cl.Acquire(ctx, readLockOn(servers, "wr"))
 			require.NoError(t, err)
 			settle(t, servers, func() bool { return allEqual(readers(t, servers, r1.Keys), 1) }, "the reader holds no share")
 
 			writer := make(chan *core.Held, 1)
 			go func() {
-				h, err := cl.AcquireWait(ctx, lock("wr"), patient)
+				h, err := cl.AcquireWait(ctx, lockOn(servers, "wr"), patient)
 				assert.NoError(t, err)
 				writer <- h
 			}()
 			settle(t, servers, func() bool { return allEqual(queued(t, servers, r1.Keys), 1) }, "the writer is not queued")
 
-			_, err = cl.Acquire(ctx, readLock("wr"))
+			_, err = cl.Acquire(ctx, readLockOn(servers, "wr"))
 			require.ErrorIs(t, err, core.ErrHeld, "a new reader took the lock while a writer waits for it")
 			if simulated(servers) {
 				advance(time.Microsecond) // a later ticket than the writer's (equal ones go by id)
 			}
 			reader := make(chan *core.Held, 1)
 			go func() {
-				h, err := cl.AcquireWait(ctx, readLock("wr"), patient)
+				h, err := cl.AcquireWait(ctx, readLockOn(servers, "wr"), patient)
 				assert.NoError(t, err)
 				reader <- h
 			}()
@@ -147,7 +147,7 @@ func TestReleaseHandsTheLockToQueuedReaders(t *testing.T) {
 			id   string
 			read bool
 		}{{"r1", true}, {"r2", true}, {"w3", false}, {"r4", true}} {
-			l := lock("group")
+			l := lockOn([]server{s}, "group")
 			l.Read = w.read
 			_, err := cl.AcquireAs(ctx, l, w.id+".1", w.id, int64(i+1))
 			require.ErrorIs(t, err, core.ErrHeld)
@@ -177,7 +177,7 @@ func TestReleaseHandsTheLockToQueuedReaders(t *testing.T) {
 		}
 
 		// The readers' releases: the last one hands the lock to the writer.
-		l := readLock("group")
+		l := readLockOn([]server{s}, "group")
 		require.NoError(t, cl.Release(ctx, core.HeldAs(l, "r1.1", "r1", 1)))
 		assert.Equal(t, "(readers)", get(t, s, holder.Keys.Lock), "the lock key went with a reader still holding")
 		require.NoError(t, cl.Release(ctx, core.HeldAs(l, "r2.1", "r2", 2)))
@@ -224,11 +224,11 @@ func TestReaderExtensionOutlastsItsTTL(t *testing.T) {
 		servers := []server{s}
 		cl := newCluster(t, servers)
 		ctx := context.Background()
-		l := readLock("extend")
+		l := readLockOn(servers, "extend")
 		l.TTL = time.Second
 		h, err := cl.Acquire(ctx, l)
 		require.NoError(t, err)
-		long := readLock("extend")
+		long := readLockOn(servers, "extend")
 		long.TTL = 5 * time.Second
 		_, err = cl.Extend(ctx, core.HeldAs(long, h.Token(), "", 0))
 		require.NoError(t, err)
@@ -240,7 +240,7 @@ func TestReaderExtensionOutlastsItsTTL(t *testing.T) {
 		} else {
 			assert.Greater(t, pttl.(int64), int64(1000), "the lock key's TTL did not follow the extended entry")
 		}
-		_, err = cl.Acquire(ctx, lock("extend"))
+		_, err = cl.Acquire(ctx, lockOn(servers, "extend"))
 		require.ErrorIs(t, err, core.ErrHeld)
 	})
 }
@@ -257,7 +257,7 @@ func crashedReaderFreesTheLockByTTL(t *testing.T, servers []server) {
 	cl := newCluster(t, servers)
 	ctx := context.Background()
 	const ttl = 300 * time.Millisecond
-	l := readLock("crash")
+	l := readLockOn(servers, "crash")
 	l.TTL = ttl
 	start := time.Now()
 	_, err := cl.Acquire(ctx, l) // never released
