@@ -174,15 +174,13 @@ func (c *Cluster) acquire(ctx context.Context, l *claim) (Grant, outcome, error)
 		t.all, t.refusals = true, true
 		c.collect(ctx, f, &t, answered, seen)
 	}
-	// Until every node is identified, two of them may reach one server: a win then hears
-	// the others for twice as long as it took (at least releaseGrace), as Release does,
-	// so that a second address of a server that granted, as fast as the first, is found
-	// by the first acquisition (see identity), and one that hangs does not hold it up.
+	// Until every node is identified, two of them may reach one server: a win counts only
+	// once every node that is not suspected has answered, within the node timeout, and
+	// said which server it reaches (see identity). A node that hangs holds up one
+	// acquisition: it is suspected from then on.
 	if unknown && t.won() && t.waiting() && ctx.Err() == nil {
-		grace, cancel := context.WithTimeout(ctx, max(2*time.Since(start), releaseGrace))
 		t.all = true
-		c.collect(grace, f, &t, answered, seen)
-		cancel()
+		c.collect(ctx, f, &t, answered, seen)
 	}
 	if !t.won() {
 		t.unheard()
