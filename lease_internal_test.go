@@ -12,7 +12,7 @@ import (
 // TestErrSaysExpiredWhenItsTimerIsLate: Err reports ErrExpired once Until has passed, even
 // if the lease's timer has not run yet (a busy process runs it late), and Done is closed.
 func TestErrSaysExpiredWhenItsTimerIsLate(t *testing.T) {
-	c, err := New([]Node{nodeFor(t, miniredis.RunT(t).Addr())}, WithTTL(200*time.Millisecond), WithNodeTimeout(100*time.Millisecond))
+	c, err := New([]Node{nodeFor(t, miniredis.RunT(t).Addr())}, WithTTL(time.Second), WithNodeTimeout(500*time.Millisecond)) // a load cannot miss 500 ms
 	require.NoError(t, err)
 	l, err := c.TryAcquire(context.Background(), "late")
 	require.NoError(t, err)

@@ -33,7 +33,7 @@ func nodeFor(t *testing.T, addr string) Node {
 // Until lost the lock.
 func TestHoldingsStartBeforeTheyArePublished(t *testing.T) {
 	s := miniredis.RunT(t)
-	c, err := New([]Node{nodeFor(t, s.Addr())})
+	c, err := New([]Node{nodeFor(t, s.Addr())}, WithNodeTimeout(5*time.Second)) // nothing here is timed
 	require.NoError(t, err)
 	m := c.NewMutex("ticks")
 	require.NoError(t, m.LockContext(context.Background()))

@@ -21,7 +21,7 @@ func TestLocalQueuesAreForgotten(t *testing.T) {
 	s := miniredis.RunT(t)
 	rdb := goredis.NewClient(&goredis.Options{Addr: s.Addr()})
 	t.Cleanup(func() { _ = rdb.Close() })
-	c, err := New([]Node{rlgoredis.New(rdb)})
+	c, err := New([]Node{rlgoredis.New(rdb)}, WithNodeTimeout(5*time.Second)) // nothing here is timed
 	require.NoError(t, err)
 	ctx := context.Background()
 
