@@ -20,6 +20,7 @@ var (
 	workloadFlag = flag.String("workload", "", "run this workload only (see Workloads)")
 	linesFlag    = flag.Int("lines", 60, "the most lines of a trace to print")
 	nFlag        = flag.Int("servers", 0, "the number of servers (default: drawn from the seed)")
+	skewFlag     = flag.Bool("skew", false, "let mix combine crashes with clock offsets, which breaks the tokens' order (see Config.SkewAcrossRestarts)")
 )
 
 // TestMain runs the tests with less frequent garbage collection: miniredis makes a Lua
@@ -68,7 +69,7 @@ func TestSim(t *testing.T) {
 					t.Parallel()
 					var res Result
 					synctest.Test(t, func(t *testing.T) {
-						res = Run(Config{Seed: seed, Kind: Kind(*kindFlag), Workload: *workloadFlag, Lines: *linesFlag, N: *nFlag})
+						res = Run(Config{Seed: seed, Kind: Kind(*kindFlag), Workload: *workloadFlag, Lines: *linesFlag, N: *nFlag, SkewAcrossRestarts: *skewFlag})
 					})
 					held.add(res)
 					report(t, res, *seedFlag >= 0)
@@ -108,6 +109,9 @@ func narrowed() string {
 	}
 	if *nFlag > 0 {
 		s += fmt.Sprintf(" -servers %d", *nFlag)
+	}
+	if *skewFlag {
+		s += " -skew"
 	}
 	return s
 }
