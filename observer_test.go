@@ -762,8 +762,10 @@ func observerReportsADownNodeOncePerNodeTimeout(t *testing.T) {
 	reported := reports() - before
 	// An attempt takes the live nodes' 10 ms; a call to the down node ends 201 ms after it
 	// starts (the node timeout, from the end of the millisecond its calls share), and the
-	// next attempt after that calls it again: once every 210 ms, 4 times in the second.
+	// next attempt after that calls it again: once every 210 ms, 4 or 5 times in the second
+	// (as the calls fall in it).
 	assert.Equal(t, time.Second, took)
 	assert.Equal(t, 100, tried)
-	assert.Equal(t, 4, reported, "the down node was not called (and reported) once per node timeout")
+	assert.GreaterOrEqual(t, reported, 4, "the down node was not called again once its calls had ended")
+	assert.LessOrEqual(t, reported, 5, "the down node was called (and reported) more than once per node timeout")
 }
