@@ -46,7 +46,7 @@ func (a *actor) run(ctx context.Context) {
 		cancel()
 		a.env.rec.answered(w, err == nil)
 		if err != nil {
-			a.env.rec.note(a.id, "c%d not granted: %v", a.id, err)
+			a.env.rec.note("c%d not granted: %v", a.id, err)
 			if errors.Is(err, redlock.ErrInvalid) && a.env.stopOnInvalid {
 				return // twoaddrs: the configuration is refused, as it must be
 			}
@@ -82,7 +82,7 @@ func (a *actor) hold(ctx context.Context, h *held) {
 	a.env.rec.ended(i, a.validNow(h), "released")
 	close(stop)
 	if err := h.release(context.WithoutCancel(ctx)); err != nil {
-		a.env.rec.note(a.id, "c%d release: %v", a.id, err)
+		a.env.rec.note("c%d release: %v", a.id, err)
 	}
 }
 
@@ -103,7 +103,7 @@ func (a *actor) use(ctx context.Context, i int, h *held, live func() bool) {
 		// The validity was checked: a pause here (a GC, say) may outlast it.
 		if p := a.env.plan.pause; p > 0 && a.env.plan.in(time.Now()) && a.rng.IntN(3) == 0 {
 			d := time.Duration(a.rng.Int64N(int64(p)))
-			a.env.rec.note(a.id, "c%d pauses %v", a.id, d)
+			a.env.rec.note("c%d pauses %v", a.id, d)
 			a.sleep(d)
 			if !a.alive(ctx) {
 				return
@@ -114,7 +114,7 @@ func (a *actor) use(ctx context.Context, i int, h *held, live func() bool) {
 		}
 		if h.extend != nil && h.until != nil && time.Until(h.until()) < ttl/2 {
 			if err := h.extend(ctx); err != nil {
-				a.env.rec.note(a.id, "c%d extend: %v", a.id, err)
+				a.env.rec.note("c%d extend: %v", a.id, err)
 			}
 		}
 	}

@@ -147,7 +147,7 @@ func (l *link) call(ctx context.Context, what string, run func(context.Context) 
 		f.replyDelay += replyLatency
 	}
 	if f.dropRequest || f.dropReply || f.reset || f.twice || f.reqDelay > latency+latencyJitter || f.replyDelay > latency+latencyJitter {
-		l.rec.note(l.client, "c%d->s%d %s:%s", l.client, l.server, what, f)
+		l.rec.note("c%d->s%d %s:%s", l.client, l.server, what, f)
 	}
 	done := make(chan result, 1)
 	go l.carry(f, run, done)

@@ -107,7 +107,7 @@ func acquirer(w string, a *actor, c *redlock.Client) func(ctx context.Context, k
 		return func(ctx context.Context, keeps bool) (*held, error) {
 			n++
 			value := fmt.Sprintf("c%d#%d", a.id, n)
-			a.env.rec.note(a.id, "c%d campaigns %s", a.id, value)
+			a.env.rec.note("c%d campaigns %s", a.id, value)
 			l, err := e.Campaign(ctx, value)
 			if err != nil {
 				return nil, err
@@ -164,7 +164,7 @@ func (a *actor) runDo(ctx context.Context, c *redlock.Client) {
 			a.env.rec.answered(w, false)
 		}
 		if err != nil && answered {
-			a.env.rec.note(a.id, "c%d Do: %v", a.id, err)
+			a.env.rec.note("c%d Do: %v", a.id, err)
 		}
 	}
 }

@@ -84,7 +84,7 @@ func (r *recorder) called(what string) {
 }
 
 // note adds a line to the trace.
-func (r *recorder) note(client int, format string, args ...any) {
+func (r *recorder) note(format string, args ...any) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.events = append(r.events, event{time.Now(), fmt.Sprintf(format, args...)})
