@@ -28,7 +28,6 @@ type holding struct {
 	token  uint64 // fenced holdings: the fencing token
 	fenced bool
 	value  string // leader: its value
-	asked  time.Time
 	from   time.Time
 	to     time.Time // zero while held
 }
