@@ -3,7 +3,6 @@ package core
 import (
 	"context"
 	"errors"
-	"sync"
 	"testing"
 	"time"
 
@@ -12,36 +11,33 @@ import (
 )
 
 // TestQuorumErrorListsEveryNode: a QuorumError says what every node answered, the healthy
-// ones too: yes, no, or its error.
+// ones too: yes, no, not heard before the outcome was decided, or its error. In virtual time
+// node0 answers at once, node1 and node2 a millisecond later (which decides the outcome),
+// and node3 only after the test.
 func TestQuorumErrorListsEveryNode(t *testing.T) {
-	first := make(chan struct{}) // closed once node0 answered
-	var once sync.Once
-	late := make(chan struct{}) // node3 answers only after the outcome
-	defer close(late)
-	after := func(f func(context.Context, *Script) ([]int64, error)) func(context.Context, *Script) ([]int64, error) {
-		return func(ctx context.Context, s *Script) ([]int64, error) {
-			<-first
-			return f(ctx, s)
+	bubble(t, func(t *testing.T) {
+		late := make(chan struct{})
+		defer close(late)
+		after := func(f func(context.Context, *Script) ([]int64, error)) func(context.Context, *Script) ([]int64, error) {
+			return func(ctx context.Context, s *Script) ([]int64, error) {
+				time.Sleep(time.Millisecond)
+				return f(ctx, s)
+			}
 		}
-	}
-	c, _ := cluster(t,
-		func(context.Context, *Script) ([]int64, error) {
-			defer once.Do(func() { close(first) })
-			return []int64{1, 1}, nil
-		},
-		after(failing), after(held(1000)),
-		func(context.Context, *Script) ([]int64, error) { <-late; return []int64{1, 1}, nil })
-	l := testLock()
-	l.NodeTimeout = 10 * time.Second // nothing here waits for one
-	_, err := c.Acquire(context.Background(), l)
-	var q *QuorumError
-	require.True(t, errors.As(err, &q), "%v", err)
-	assert.Equal(t, []string{"node0"}, q.Yes)
-	assert.Equal(t, []string{"node2"}, q.No)
-	assert.Equal(t, []string{"node3"}, q.Unheard)
-	require.Len(t, q.Errs, 1)
-	for _, want := range []string{`acquire "x": no quorum: 1 of 4 nodes said yes, 3 needed, 1 said no`,
-		"node0: yes", "node2: no", "node3: not heard", "node1: connection refused"} {
-		assert.Contains(t, err.Error(), want)
-	}
+		c, _ := cluster(t, grants(1), after(failing), after(held(1000)),
+			func(context.Context, *Script) ([]int64, error) { <-late; return []int64{1, 1}, nil })
+		l := testLock()
+		l.NodeTimeout = 10 * time.Second
+		_, err := c.Acquire(context.Background(), l)
+		var q *QuorumError
+		require.True(t, errors.As(err, &q), "%v", err)
+		assert.Equal(t, []string{"node0"}, q.Yes)
+		assert.Equal(t, []string{"node2"}, q.No)
+		assert.Equal(t, []string{"node3"}, q.Unheard)
+		require.Len(t, q.Errs, 1)
+		for _, want := range []string{`acquire "x": no quorum: 1 of 4 nodes said yes, 3 needed, 1 said no`,
+			"node0: yes", "node2: no", "node3: not heard", "node1: connection refused"} {
+			assert.Contains(t, err.Error(), want)
+		}
+	})
 }
