@@ -19,13 +19,13 @@ import (
 // again at once, for another Client and for Do's own Client (its local queue too).
 func TestDoReleasesWhenFnPanics(t *testing.T) {
 	nodes, _ := miniNodes(t, 3)
-	c := newClient(t, nodes)
+	c := newClient(t, nodes, patient)
 	ctx := ctxT(t, 10*time.Second)
 	func() {
 		defer func() { assert.Equal(t, "boom", recover()) }()
 		_ = c.Do(ctx, "panics", func(context.Context) error { panic("boom") })
 	}()
-	l, err := newClient(t, nodes).TryAcquire(ctx, "panics")
+	l, err := newClient(t, nodes, patient).TryAcquire(ctx, "panics")
 	require.NoError(t, err, "the lock was kept past the panic")
 	require.NoError(t, l.Release(ctx))
 	l, err = c.TryAcquire(ctx, "panics")
@@ -85,10 +85,10 @@ func TestDoCancelsWithinItsBound(t *testing.T) {
 // promises.
 func TestErrorsNameTheLock(t *testing.T) {
 	nodes, servers := miniNodes(t, 3)
-	c := newClient(t, nodes, redlock.WithTTL(time.Second))
-	other := newClient(t, nodes)
+	c := newClient(t, nodes, redlock.WithTTL(5*time.Second), patient)
+	other := newClient(t, nodes, patient)
 	ctx := ctxT(t, 10*time.Second)
-	short := func() context.Context { return ctxT(t, 100*time.Millisecond) }
+	short := func() context.Context { return ctxT(t, 500*time.Millisecond) } // a first attempt ends well within it
 
 	held, err := other.TryAcquire(ctx, "held-elsewhere")
 	require.NoError(t, err)
@@ -146,7 +146,7 @@ func TestErrorsNameTheLock(t *testing.T) {
 // are refused at once with ErrInvalid, and no key is written for them.
 func TestNamesAndPrefixes(t *testing.T) {
 	nodes, servers := miniNodes(t, 1)
-	c := newClient(t, nodes)
+	c := newClient(t, nodes, patient)
 	ctx := ctxT(t, 10*time.Second)
 	longest := strings.Repeat("n", redlock.MaxNameLen)
 	l, err := c.TryAcquire(ctx, longest)
@@ -239,8 +239,8 @@ func TestClientClose(t *testing.T) {
 	for i, n := range nodes {
 		counted[i] = closeCounter{Node: n, closes: &closes}
 	}
-	c := newClient(t, counted)
-	other := newClient(t, nodes)
+	c := newClient(t, counted, patient)
+	other := newClient(t, nodes, patient)
 	ctx := ctxT(t, 10*time.Second)
 	held, err := other.TryAcquire(ctx, "closing")
 	require.NoError(t, err)

@@ -117,7 +117,7 @@ func TestUnguardedNodesAreReported(t *testing.T) {
 	}
 	assert.Contains(t, logs.String(), "restart guard is off")
 
-	off := newClient(t, nodes)
+	off := newClient(t, nodes, patient)
 	l, err := off.TryAcquire(ctxT(t, 5*time.Second), "other")
 	require.NoError(t, err)
 	require.NoError(t, l.Release(ctxT(t, 5*time.Second)))
