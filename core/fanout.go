@@ -297,10 +297,11 @@ type tally struct {
 	suspects uint64
 	// gone, for a release within the lease's validity, counts a node that found nothing of
 	// the lease's and no other owner (a reply {0, woken, 1}: see release_uncontended.lua) as
-	// one that let go: its key can only have gone by this release, run twice.
+	// one that let go: its key can only have gone by this release, run twice, or with the
+	// server's data.
 	gone bool
 	// yesNodes, noNodes and failedNodes are the nodes (a bit each, for N <= 64) that said
-	// yes, said no and failed, for the error.
+	// yes, said no and failed (or were recorded as not answering), for the error.
 	yesNodes, noNodes, failedNodes uint64
 }
 
@@ -362,6 +363,7 @@ func (t *tally) unheard() {
 	for s := t.suspects; s != 0; s &= s - 1 {
 		t.errs = append(t.errs, NodeError{Node: t.c.nodes[bits.TrailingZeros64(s)].String(), Err: errSuspect})
 	}
+	t.failedNodes |= t.suspects
 	t.suspects = 0
 }
 
@@ -373,6 +375,7 @@ func (t *tally) missing(answered []bool, err error) {
 	for i, ok := range answered {
 		if !ok {
 			t.errs = append(t.errs, NodeError{Node: t.c.nodes[i].String(), Err: err})
+			t.failedNodes |= bit(i)
 		}
 	}
 	t.suspects = 0 // recorded with the rest

@@ -41,3 +41,18 @@ func TestQuorumErrorListsEveryNode(t *testing.T) {
 		}
 	})
 }
+
+// TestQuorumErrorNamesATimedOutNodeOnce: a node that did not answer by the deadline is
+// listed with its timeout, not also as one not heard.
+func TestQuorumErrorNamesATimedOutNodeOnce(t *testing.T) {
+	bubble(t, func(t *testing.T) {
+		c, _ := cluster(t, grants(1), hangs, hangs)
+		l := testLock()
+		_, err := c.Acquire(context.Background(), l)
+		var q *QuorumError
+		require.True(t, errors.As(err, &q), "%v", err)
+		assert.Empty(t, q.Unheard)
+		require.Len(t, q.Errs, 2)
+		assert.ErrorIs(t, err, ErrNodeTimeout)
+	})
+}
