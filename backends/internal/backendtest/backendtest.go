@@ -164,9 +164,11 @@ func Script(t *testing.T, name string) *core.Script {
 	return nil
 }
 
+// eventually waits for cond, generously: nothing here is timed, and under a loaded machine
+// a reconnection after a server restart took more than 5 s once.
 func eventually(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	require.Eventually(t, cond, 5*time.Second, 5*time.Millisecond, what)
+	require.Eventually(t, cond, 15*time.Second, 5*time.Millisecond, what)
 }
 
 // settle gives a wrong extra callback time to show up.
