@@ -10,6 +10,7 @@ import (
 
 	"github.com/alicebob/miniredis/v2"
 	"github.com/alicebob/miniredis/v2/server"
+	"github.com/go-redlock/redlock/internal/simnet"
 )
 
 // errDown is what a dial to a crashed server returns: its process is gone.
@@ -73,7 +74,7 @@ func (s *simServer) boot(up time.Duration) {
 	})
 }
 
-// dial returns a new connection to the server (see pipe), or errDown.
+// dial returns a new connection to the server (see simnet.Pipe), or errDown.
 func (s *simServer) dial() (net.Conn, error) {
 	s.mu.Lock()
 	m := s.m
@@ -81,7 +82,7 @@ func (s *simServer) dial() (net.Conn, error) {
 	if m == nil {
 		return nil, errDown
 	}
-	client, server := pipe()
+	client, server := simnet.Pipe()
 	m.Server().ServeConn(server)
 	return client, nil
 }
