@@ -259,8 +259,8 @@ end
 -- read_release deletes the readers' entries that token owns (its own, or an earlier
 -- attempt's of its waiter, as ours says) and those whose time is up, and returns whether
 -- token owned a live one (1 or 0), whether the lock is still held, by readers or a
--- writer, and whether no writer holds it. The lock key is freed once no live entry is left, and otherwise kept for as long
--- as the longest one.
+-- writer, and whether no writer holds it. The lock key is freed once no live entry is
+-- left, and otherwise kept for as long as the longest one.
 local function read_release(lock, r, token)
   local released = 0
   local now = now_ms()
@@ -356,12 +356,13 @@ end
 -- settle ends a release (see release_uncontended.lua) once its own holding is dealt with:
 -- released (0 or 1) says whether it let go of one, holder whether the lock is still held
 -- (by anyone), queued whether the queue exists, absent (when released is 0) whether
--- nothing of ours is here and no other owner holds the lock either. It takes our waiter out
--- of the queue (ARGV[5] "leave", remembered as left_kept says where the queue exists or
--- the waiter is past its first attempt) or keeps its place (queueing it if it let go of
--- the lock), and hands a free lock over. A release that hands the lock over remembers, as a leave
--- does (see left_kept), that it let go (its waiter's, or else its token's, mark): so the
--- same release run again finds the lock gone, not taken. It returns the script's reply.
+-- nothing of ours is here and no other owner holds the lock either. It takes our waiter
+-- out of the queue (ARGV[5] "leave", remembered as left_kept says where the queue exists
+-- or the waiter is past its first attempt) or keeps its place (queueing it if it let go
+-- of the lock), and hands a free lock over. A release that hands the lock over remembers,
+-- as a leave does (see left_kept), that it let go (its waiter's, or else its token's,
+-- mark): so the same release run again finds the lock gone, not taken. It returns the
+-- script's reply.
 local function settle(released, holder, queued, absent)
   local waiter = ARGV[4]
   local leave = ARGV[5] == 'leave'
