@@ -135,9 +135,10 @@ func (c *Cluster) acquire(ctx context.Context, l *claim) (Grant, outcome, error)
 	answered := make([]bool, len(c.nodes))
 	var refused []bool // made at the first refusal: an uncontended waiter needs none
 	var took time.Duration
+	heard := false // some node answered: took is set
 	seen := func(r reply) {
 		if r.err == nil {
-			took = time.Since(start)
+			took, heard = time.Since(start), true
 		}
 		switch {
 		case r.err != nil:
@@ -217,7 +218,7 @@ func (c *Cluster) acquire(ctx context.Context, l *claim) (Grant, outcome, error)
 	// A split vote is one that no owner won: some nodes granted us the lock, and the
 	// refusals alone did not decide it (then another owner holds it, and we wait for it).
 	split := t.yes > 0 && !errors.Is(err, ErrHeld)
-	if took == 0 {
+	if !heard {
 		took = time.Since(start)
 	}
 	o := outcome{wait: time.Duration(wait) * time.Millisecond, split: split, handers: t.no + len(c.nodes) - t.answers, took: took, start: start, refused: refused, plain: plain, late: late}

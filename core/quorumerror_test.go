@@ -56,3 +56,15 @@ func TestQuorumErrorNamesATimedOutNodeOnce(t *testing.T) {
 		assert.ErrorIs(t, err, ErrNodeTimeout)
 	})
 }
+
+// TestAttemptTimeOfAnInstantAnswer: an attempt's time is the time to hear the last node that
+// answered, also when that is no time at all (virtual time), not the whole attempt.
+func TestAttemptTimeOfAnInstantAnswer(t *testing.T) {
+	bubble(t, func(t *testing.T) {
+		c, _ := cluster(t, held(1000), hangs, hangs)
+		l := testLock()
+		_, o, err := c.acquire(context.Background(), claimOf(l))
+		require.Error(t, err)
+		assert.Zero(t, o.took, "the attempt's time counted the nodes that timed out")
+	})
+}
