@@ -1,6 +1,7 @@
 // Redlock runs a command while holding a lock shared by many machines: a flock(1) across
 // machines, for cron jobs and scripts, over Redis (the Redlock algorithm of the
 // github.com/go-redlock/redlock library, over one Redis master or several independent ones).
+// It also runs a command while leading an election, and shows who holds a name.
 //
 // Install it with
 //
@@ -9,8 +10,10 @@
 // Usage:
 //
 //	redlock run -name NAME [flags] [--] COMMAND [ARG...]
+//	redlock elect NAME [flags] [--] COMMAND [ARG...]
+//	redlock status [flags] NAME
 //	redlock version
-//	redlock help [run]
+//	redlock help [run|elect|status]
 //
 // `redlock run` takes the lock NAME over the Redis masters of -addrs (default:
 // $REDIS_ADDRS, comma-separated host:port, or redis:// and rediss:// URLs). One address
@@ -28,9 +31,37 @@
 // -prefix, -retry-min, -retry-max) and what happens around COMMAND (-timeout, -grace,
 // -conflict-exit-code, -quiet); `redlock run -h` describes each, with an example.
 //
+// `redlock elect` campaigns to lead the election NAME (the library's Client.NewElection,
+// whose leader holds the lock NAME) and runs COMMAND once this process leads, as `redlock
+// run` runs it holding a lock: the leader's fencing token in REDLOCK_TOKEN (a number that
+// grows from one leader to the next), leadership extended while COMMAND runs, COMMAND
+// stopped (SIGTERM, then SIGKILL after -grace) and exit status 75 if leadership is lost,
+// and resignation when COMMAND exits, which lets the next candidate lead. Candidates lead
+// in the order they began to campaign. NAME comes first, and must not begin with '-'. The
+// leader records -value (default "HOST:PID": this machine's host name and redlock's process
+// ID, at most 4096 bytes) on the nodes, where `redlock status` and Election.Leader read it.
+// Its flags are run's but -name and -nonblock, plus -value; -wait defaults to 0 (wait as
+// long as it takes), and its exit statuses and signals are run's (below), about leadership
+// instead of the lock. `redlock elect -h` describes each flag, with an example.
+//
+// `redlock status NAME` reads every key that a lock, RWMutex, Election or Semaphore called
+// NAME has on each node of -addrs (under -prefix), in one MULTI/EXEC per node, and shows
+// those that exist: the lock's holder (its owner token, fencing token and time left), the
+// waiters queued for it and the first of them, an RWMutex's readers and their time left,
+// an Election's leader record, and a Semaphore's permits in use and its number of permits
+// if recorded; a node that does not answer within -node-timeout (2s, connecting included)
+// is shown with why. A summary first says what a quorum of the nodes agree on: the holder,
+// readers, leader and permits in use. It only reads: it writes nothing, runs no script and
+// takes no lock. -json prints one JSON object instead of the text, version 1 of a format
+// that later versions only add fields to; `redlock status -h` describes each field. It
+// exits 0 when at least one node answered (whatever NAME's state, free included), 69 when
+// none did, and 2 after a usage error.
+//
 // # Exit status
 //
-// When COMMAND ran and exited, redlock exits with its status, or with 128+N if signal N
+// The exit statuses of `redlock run` and `redlock elect` (for elect, read "leadership"
+// for "the lock", and "another candidate leads" for "the lock is held elsewhere"; -nonblock
+// is run's only). When COMMAND ran and exited, redlock exits with its status, or with 128+N if signal N
 // killed it, as shells report it. Otherwise:
 //
 //	1    the lock is held elsewhere (-nonblock), or still was when -wait ran out; COMMAND

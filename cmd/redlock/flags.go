@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"os"
+	"strconv"
 	"strings"
 	"time"
 
@@ -15,9 +17,17 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// runConfig is what `redlock run` was asked to do, parsed and checked.
+// The subcommands that run a command, which share runConfig and the runner.
+const (
+	cmdRun   = "run"   // run COMMAND holding a lock
+	cmdElect = "elect" // run COMMAND while leading an election
+)
+
+// runConfig is what `redlock run` or `redlock elect` was asked to do, parsed and checked.
 type runConfig struct {
-	name     string
+	sub      string           // cmdRun or cmdElect
+	name     string           // the lock's, or the election's
+	value    string           // elect: the value the leader proclaims
 	addrs    []*redis.Options // one per Redis master
 	command  []string         // the command and its arguments
 	nonblock bool             // one attempt (TryAcquire) instead of a wait
@@ -52,7 +62,9 @@ func (e usageError) Error() string { return e.msg }
 // usagef returns a usageError with a formatted message.
 func usagef(format string, args ...any) error { return usageError{fmt.Sprintf(format, args...)} }
 
-// runUsageHead and runUsageTail frame the flags in `redlock run -h`. doc.go says the same.
+// runUsageHead and runUsageTail frame the flags in `redlock run -h`, electUsageHead and
+// electUsageTail in `redlock elect -h`, each tail followed by signalsUsage. doc.go says
+// the same.
 const (
 	runUsageHead = `Usage: redlock run -name NAME [flags] [--] COMMAND [ARG...]
 
@@ -91,75 +103,179 @@ Exit status:
   124               -timeout ran out: COMMAND got SIGTERM, and SIGKILL after -grace
   126, 127          COMMAND could not be started, or was not found
   128+N             signal N interrupted the wait for the lock; COMMAND did not run
+`
+	electUsageHead = `Usage: redlock elect NAME [flags] [--] COMMAND [ARG...]
 
+Campaign to lead the election NAME over the Redis masters of -addrs, run COMMAND once
+this process leads, and exit with COMMAND's status. One candidate leads at a time, and
+candidates lead in the order they began to campaign. The election is the library's
+(Client.NewElection): its leader holds the lock NAME, one address making a
+single-instance lock and several a Redlock over independent masters, and records
+-value on the nodes, where 'redlock status NAME' and Election.Leader read it.
+Leadership is extended while COMMAND runs; if it is lost, COMMAND gets SIGTERM, then
+SIGKILL after -grace, and redlock exits 75. When COMMAND exits, redlock resigns and
+the next candidate leads. COMMAND gets the leader's fencing token in $REDLOCK_TOKEN: a
+decimal number that grows from one leader of NAME to the next (a term number), for
+storage that should refuse a former leader's late writes. NAME must not begin with '-'.
+
+A candidate waits as long as it takes to lead (-wait 0, the default). Before its
+first attempt it connects to every node at once, as 'redlock run' does, giving each
+node at most 2s to connect; a -wait above 0 bounds all of this, connecting included.
+
+Example, a scheduler that runs on one machine of three at a time, the others standing
+by to take over when it exits or its machine fails:
+
+  REDIS_ADDRS=10.0.0.1:6379,10.0.0.2:6379,10.0.0.3:6379
+  redlock elect scheduler -value "$(hostname)" -- /usr/local/bin/scheduler
+
+Flags:
+`
+	electUsageTail = `
+Exit status:
+  COMMAND's own     COMMAND ran and exited; 128+N if signal N killed it
+  1                 another candidate still led when -wait ran out; COMMAND did not run
+                    (-conflict-exit-code sets this status)
+  2                 usage error, also two addresses of one server (found at the first
+                    attempt); COMMAND did not run
+  69                leadership was not obtained: nodes unreachable or failing, too few
+                    for a majority, or abstaining under the restart guard, when -wait ran
+                    out; COMMAND did not run
+  75                leadership was lost while COMMAND ran (its keys vanished, or it could
+                    not be extended in time): COMMAND got SIGTERM, and SIGKILL after -grace
+  124               -timeout ran out: COMMAND got SIGTERM, and SIGKILL after -grace
+  126, 127          COMMAND could not be started, or was not found
+  128+N             signal N interrupted the campaign; COMMAND did not run
+`
+	// signalsUsage ends both usages: %[1]s is what redlock does once COMMAND has exited,
+	// %[2]s what it keeps while COMMAND runs.
+	signalsUsage = `
 Signals: COMMAND runs in a process group of its own. Each SIGINT, SIGTERM, SIGHUP,
 SIGQUIT, SIGUSR1 and SIGUSR2 that redlock gets goes to that group once (followed by
 SIGCONT, so that a stopped COMMAND acts on it). So a Ctrl-C on a terminal reaches
 COMMAND once, through redlock, and redlock waits for COMMAND to exit before it
-releases the lock. COMMAND is not the terminal's foreground job: if it reads from the
+%[1]s. COMMAND is not the terminal's foreground job: if it reads from the
 terminal it is stopped, so give it its input from a file or a pipe. redlock ignores
-SIGTSTP (Ctrl-Z): stopped, it could not extend the lock. If redlock is killed with
-SIGKILL, COMMAND runs on and the lock expires after -ttl.
+SIGTSTP (Ctrl-Z): stopped, it could not extend %[2]s. If redlock is killed with
+SIGKILL, COMMAND runs on and %[2]s expires after -ttl.
 `
 )
 
-// runFlags returns the flag set of `redlock run`, which fills c; defaults are the
-// library's. It prints nothing: parseRun reports errors, and runUsage the usage.
-func runFlags(c *runConfig) *flag.FlagSet {
-	fs := flag.NewFlagSet("redlock run", flag.ContinueOnError)
+// commandFlags returns the flag set of `redlock run` or `redlock elect` (sub), which fills
+// c; defaults are the library's. It prints nothing: parseCommand reports errors, and
+// commandUsage the usage.
+func commandFlags(sub string, c *runConfig) *flag.FlagSet {
+	fs := flag.NewFlagSet("redlock "+sub, flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	fs.Usage = func() {}
-	fs.StringVar(&c.name, "name", "", "the lock's `NAME` (required): commands run under one NAME, -addrs and -prefix take turns")
-	fs.Func("addrs", "the Redis masters, comma-separated `host:port,...`, or redis:// or rediss:// URLs\n"+
-		"(for a password, a database or TLS) (default $REDIS_ADDRS)", func(s string) (err error) {
-		c.addrs, err = parseAddrs(s)
-		return err
-	})
-	fs.BoolVar(&c.nonblock, "nonblock", false, "make one attempt: do not wait for the lock (connecting first takes up to 2s\n"+
-		"while no majority of the nodes answers)")
-	fs.DurationVar(&c.wait, "wait", 30*time.Second, "how long to wait for the lock, connecting to the nodes included: the most\n"+
-		"time before COMMAND starts; 0 waits as long as it takes")
-	fs.IntVar(&c.conflictCode, "conflict-exit-code", exitConflictDefault, "exit `status` when the lock is held elsewhere (0-255)")
-	fs.BoolVar(&c.quiet, "quiet", false, "say nothing when the lock is held elsewhere: the exit status says it")
-	fs.DurationVar(&c.timeout, "timeout", 0, "stop COMMAND (SIGTERM, then SIGKILL after -grace) if it still runs this long\nafter the lock was taken; exit status 124; 0: no limit")
-	fs.DurationVar(&c.grace, "grace", 5*time.Second, "time from SIGTERM to SIGKILL when COMMAND must stop (lost lock, -timeout)")
-	fs.DurationVar(&c.ttl, "ttl", 10*time.Second, "the lock's lifetime on each node, renewed while COMMAND runs: how long\nthe lock outlives a redlock that was killed or cut off from Redis")
+	elect := sub == cmdElect
+	if !elect {
+		fs.StringVar(&c.name, "name", "", "the lock's `NAME` (required): commands run under one NAME, -addrs and -prefix take turns")
+	}
+	addrsFlag(fs, &c.addrs)
+	if elect {
+		fs.StringVar(&c.value, "value", "", "the `value` this candidate records as the leader's, for 'redlock status' and\n"+
+			"Election.Leader to show; at most 4096 bytes (default HOST:PID, this machine's host\nname and redlock's process ID)")
+		fs.DurationVar(&c.wait, "wait", 0, "how long to campaign, connecting to the nodes included: the most time before\n"+
+			"COMMAND starts; 0 waits as long as it takes")
+		fs.IntVar(&c.conflictCode, "conflict-exit-code", exitConflictDefault, "exit `status` when another candidate still leads as -wait runs out (0-255)")
+		fs.BoolVar(&c.quiet, "quiet", false, "say nothing when another candidate still leads as -wait runs out: the exit\nstatus says it")
+		fs.DurationVar(&c.timeout, "timeout", 0, "stop COMMAND (SIGTERM, then SIGKILL after -grace) if it still runs this long\nafter this process began to lead; exit status 124; 0: no limit")
+		fs.DurationVar(&c.grace, "grace", 5*time.Second, "time from SIGTERM to SIGKILL when COMMAND must stop (lost leadership, -timeout)")
+		fs.DurationVar(&c.ttl, "ttl", 10*time.Second, "the leader's lock's lifetime on each node, renewed while COMMAND runs: how\nlong leadership outlives a redlock that was killed or cut off from Redis")
+	} else {
+		fs.BoolVar(&c.nonblock, "nonblock", false, "make one attempt: do not wait for the lock (connecting first takes up to 2s\n"+
+			"while no majority of the nodes answers)")
+		fs.DurationVar(&c.wait, "wait", 30*time.Second, "how long to wait for the lock, connecting to the nodes included: the most\n"+
+			"time before COMMAND starts; 0 waits as long as it takes")
+		fs.IntVar(&c.conflictCode, "conflict-exit-code", exitConflictDefault, "exit `status` when the lock is held elsewhere (0-255)")
+		fs.BoolVar(&c.quiet, "quiet", false, "say nothing when the lock is held elsewhere: the exit status says it")
+		fs.DurationVar(&c.timeout, "timeout", 0, "stop COMMAND (SIGTERM, then SIGKILL after -grace) if it still runs this long\nafter the lock was taken; exit status 124; 0: no limit")
+		fs.DurationVar(&c.grace, "grace", 5*time.Second, "time from SIGTERM to SIGKILL when COMMAND must stop (lost lock, -timeout)")
+		fs.DurationVar(&c.ttl, "ttl", 10*time.Second, "the lock's lifetime on each node, renewed while COMMAND runs: how long\nthe lock outlives a redlock that was killed or cut off from Redis")
+	}
 	fs.DurationVar(&c.guard, "restart-guard", defaultGuard, "a node up for less than this `duration` abstains, as a restart may have made it\n"+
 		"forget its locks; at least -ttl. 0 turns it off: only safe if every node persists\n"+
 		"each write (appendonly yes, appendfsync always)")
 	fs.DurationVar(&c.nodeTimeout, "node-timeout", 100*time.Millisecond, "bound on each node's answer; a slower node counts as failed")
 	fs.Float64Var(&c.driftFactor, "drift-factor", 0.01, "clock drift allowance, as a fraction of -ttl, in [0, 1)")
-	fs.StringVar(&c.prefix, "prefix", "redlock:", "prefix of the Redis keys the lock uses")
+	prefixFlag(fs, &c.prefix)
 	fs.DurationVar(&c.retryMin, "retry-min", 10*time.Millisecond, "first pause between attempts while waiting, when no release wakes redlock")
 	fs.DurationVar(&c.retryMax, "retry-max", 250*time.Millisecond, "longest pause between attempts while waiting (they double up to it)")
 	return fs
 }
 
-// runUsage returns the usage text of `redlock run`.
-func runUsage() string {
+// addrsFlag defines -addrs, which fills addrs.
+func addrsFlag(fs *flag.FlagSet, addrs *[]*redis.Options) {
+	fs.Func("addrs", "the Redis masters, comma-separated `host:port,...`, or redis:// or rediss:// URLs\n"+
+		"(for a password, a database or TLS) (default $REDIS_ADDRS)", func(s string) (err error) {
+		*addrs, err = parseAddrs(s)
+		return err
+	})
+}
+
+// prefixFlag defines -prefix, which fills prefix.
+func prefixFlag(fs *flag.FlagSet, prefix *string) {
+	fs.StringVar(prefix, "prefix", "redlock:", "prefix of the Redis keys the lock uses")
+}
+
+// commandUsage returns the usage text of `redlock run` or `redlock elect` (sub).
+func commandUsage(sub string) string {
 	var b bytes.Buffer
-	b.WriteString(runUsageHead)
-	fs := runFlags(&runConfig{})
+	head, tail, after, kept := runUsageHead, runUsageTail, "releases the lock", "the lock"
+	if sub == cmdElect {
+		head, tail, after, kept = electUsageHead, electUsageTail, "resigns", "its leadership"
+	}
+	b.WriteString(head)
+	fs := commandFlags(sub, &runConfig{})
 	fs.SetOutput(&b)
 	fs.PrintDefaults()
-	b.WriteString(runUsageTail)
+	b.WriteString(tail)
+	fmt.Fprintf(&b, signalsUsage, after, kept)
 	return b.String()
 }
 
-// parseRun parses the arguments of `redlock run`, with getenv for REDIS_ADDRS. It returns
-// flag.ErrHelp for -h, or a usageError.
-func parseRun(args []string, getenv func(string) string) (*runConfig, error) {
-	c := &runConfig{}
-	fs := runFlags(c)
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return nil, err
+// parseArgs parses args with fs, and takes the arguments that are not flags, up to the
+// first after "--", as names: at most most of them, which may come before, between and
+// after the flags. It returns the names and the arguments after them (those after "--",
+// or from the first argument past the names that is not a flag). It returns flag.ErrHelp
+// for -h, or a usageError.
+func parseArgs(fs *flag.FlagSet, args []string, most int) (names, rest []string, err error) {
+	for {
+		if err := fs.Parse(args); err != nil {
+			if errors.Is(err, flag.ErrHelp) {
+				return nil, nil, err
+			}
+			return nil, nil, usageError{err.Error()}
 		}
-		return nil, usageError{err.Error()}
+		rest = fs.Args()
+		ended := len(rest) < len(args) && args[len(args)-len(rest)-1] == "--"
+		if ended || len(rest) == 0 || len(names) == most {
+			return names, rest, nil
+		}
+		names = append(names, rest[0])
+		args = rest[1:]
+	}
+}
+
+// parseCommand parses the arguments of `redlock run` or `redlock elect` (sub), with getenv
+// for REDIS_ADDRS. It returns flag.ErrHelp for -h, or a usageError.
+func parseCommand(sub string, args []string, getenv func(string) string) (*runConfig, error) {
+	c := &runConfig{sub: sub}
+	fs := commandFlags(sub, c)
+	most := 0 // run takes its name from -name
+	if sub == cmdElect {
+		most = 1
+	}
+	names, command, err := parseArgs(fs, args, most)
+	if err != nil {
+		return nil, err
 	}
 	set := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
-	c.command = fs.Args()
+	c.command = command
+	if len(names) > 0 {
+		c.name = names[0]
+	}
 	if !set["addrs"] {
 		addrs, err := parseAddrs(getenv("REDIS_ADDRS"))
 		if err != nil {
@@ -167,9 +283,16 @@ func parseRun(args []string, getenv func(string) string) (*runConfig, error) {
 		}
 		c.addrs = addrs
 	}
+	if sub == cmdElect && !set["value"] {
+		c.value = defaultValue()
+	}
 	switch {
+	case c.name == "" && sub == cmdElect:
+		return nil, usagef("no election name: give it first, as in redlock elect NAME -- COMMAND [ARG...]")
 	case c.name == "":
 		return nil, usagef("no lock name: give one with -name")
+	case len(c.command) == 0 && sub == cmdElect:
+		return nil, usagef("no command to run: give it after the flags, as in redlock elect %s -- COMMAND [ARG...]", c.name)
 	case len(c.command) == 0:
 		return nil, usagef("no command to run: give it after the flags, as in redlock run -name %s -- COMMAND [ARG...]", c.name)
 	case len(c.addrs) == 0:
@@ -186,11 +309,23 @@ func parseRun(args []string, getenv func(string) string) (*runConfig, error) {
 		return nil, usagef("-timeout must not be negative, got %v", c.timeout)
 	case c.conflictCode < 0 || c.conflictCode > 255:
 		return nil, usagef("-conflict-exit-code must be in 0-255, got %d", c.conflictCode)
+	case len(c.value) > core.MaxValueLen:
+		return nil, usagef("-value of %d bytes: at most %d", len(c.value), core.MaxValueLen)
 	}
 	if err := c.checkLibrary(); err != nil {
 		return nil, err
 	}
 	return c, nil
+}
+
+// defaultValue returns the value that `redlock elect` proclaims without -value:
+// "HOST:PID", this machine's host name and redlock's process ID.
+func defaultValue() string {
+	host, err := os.Hostname()
+	if err != nil {
+		host = "unknown-host"
+	}
+	return host + ":" + strconv.Itoa(os.Getpid())
 }
 
 // checkLibrary checks the flags that become the library's name and options, as the library
@@ -199,6 +334,8 @@ func parseRun(args []string, getenv func(string) string) (*runConfig, error) {
 func (c *runConfig) checkLibrary() error {
 	drift := time.Duration(float64(c.ttl)*c.driftFactor) + 2*time.Millisecond
 	switch {
+	case len(c.name) > redlock.MaxNameLen && c.sub == cmdElect:
+		return usagef("NAME of %d bytes: at most %d", len(c.name), redlock.MaxNameLen)
 	case len(c.name) > redlock.MaxNameLen:
 		return usagef("-name of %d bytes: at most %d", len(c.name), redlock.MaxNameLen)
 	case c.ttl < time.Millisecond:

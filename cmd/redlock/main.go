@@ -10,17 +10,20 @@ import (
 
 // usage is redlock's top-level usage text.
 const usage = `redlock runs a command while holding a lock shared by many machines: a flock(1)
-across machines, over Redis (the Redlock algorithm over one or several masters).
+across machines, over Redis (the Redlock algorithm over one or several masters). It
+also runs a command while leading an election, and shows who holds a lock.
 
 Usage:
   redlock run -name NAME [flags] [--] COMMAND [ARG...]   run COMMAND holding lock NAME
+  redlock elect NAME [flags] [--] COMMAND [ARG...]       run COMMAND while leading election NAME
+  redlock status [flags] NAME                            show who holds NAME, and who waits
   redlock version                                        print redlock's version
-  redlock help [run]                                     print this, or run's usage
+  redlock help [run|elect|status]                        print this, or a command's usage
 
 Example:
   REDIS_ADDRS=10.0.0.1:6379,10.0.0.2:6379,10.0.0.3:6379 redlock run -name backup -- ./backup.sh
 
-Run 'redlock run -h' for its flags, exit statuses and signals.
+Run 'redlock help COMMAND' for a command's flags and exit statuses.
 `
 
 func main() {
@@ -35,16 +38,23 @@ func redlockMain(args []string, getenv func(string) string, stdout, stderr io.Wr
 		return exitUsage
 	}
 	switch cmd, rest := args[0], args[1:]; {
-	case cmd == "run":
+	case cmd == cmdRun:
 		return runMain(rest, getenv, stdout, stderr)
+	case cmd == cmdElect:
+		return electMain(rest, getenv, stdout, stderr)
+	case cmd == cmdStatus:
+		return statusMain(rest, getenv, stdout, stderr)
 	case cmd == "version" && len(rest) == 0:
 		fmt.Fprintln(stdout, "redlock", version())
 		return 0
 	case (cmd == "help" || cmd == "-h" || cmd == "-help" || cmd == "--help") && len(rest) == 0:
 		fmt.Fprint(stdout, usage)
 		return 0
-	case cmd == "help" && len(rest) == 1 && rest[0] == "run":
-		fmt.Fprint(stdout, runUsage())
+	case cmd == "help" && len(rest) == 1 && (rest[0] == cmdRun || rest[0] == cmdElect):
+		fmt.Fprint(stdout, commandUsage(rest[0]))
+		return 0
+	case cmd == "help" && len(rest) == 1 && rest[0] == cmdStatus:
+		fmt.Fprint(stdout, statusUsage())
 		return 0
 	}
 	fmt.Fprintf(stderr, "redlock: unknown command or arguments: %s\n\n%s", strings.Join(args, " "), usage)

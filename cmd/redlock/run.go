@@ -26,20 +26,33 @@ const releaseTimeout = 5 * time.Second
 // runMain is `redlock run`: it parses args (getenv gives $REDIS_ADDRS), takes the lock, runs
 // the command while holding it, releases it, and returns the exit status.
 func runMain(args []string, getenv func(string) string, stdout, stderr io.Writer) int {
-	c, err := parseRun(args, getenv)
+	return commandMain(cmdRun, args, getenv, stdout, stderr)
+}
+
+// electMain is `redlock elect`: it parses args (getenv gives $REDIS_ADDRS), campaigns until
+// this process leads the election, runs the command while it leads, resigns, and returns
+// the exit status.
+func electMain(args []string, getenv func(string) string, stdout, stderr io.Writer) int {
+	return commandMain(cmdElect, args, getenv, stdout, stderr)
+}
+
+// commandMain is `redlock run` or `redlock elect`, as sub says: the two differ only in what
+// they take (a lock, or an election's leadership) and in their flags.
+func commandMain(sub string, args []string, getenv func(string) string, stdout, stderr io.Writer) int {
+	c, err := parseCommand(sub, args, getenv)
 	switch {
 	case errors.Is(err, flag.ErrHelp):
-		fmt.Fprint(stdout, runUsage())
+		fmt.Fprint(stdout, commandUsage(sub))
 		return 0
 	case err != nil:
-		fmt.Fprintf(stderr, "redlock run: %v\nRun 'redlock run -h' for usage.\n", err)
+		fmt.Fprintf(stderr, "redlock %s: %v\nRun 'redlock %s -h' for usage.\n", sub, err, sub)
 		return exitUsage
 	}
 	r := &runner{runConfig: c, stderr: stderr, start: time.Now()}
 	return r.run()
 }
 
-// runner carries out one `redlock run`.
+// runner carries out one `redlock run` or `redlock elect` (runConfig.sub).
 type runner struct {
 	*runConfig
 	stderr io.Writer        // redlock's messages
@@ -47,12 +60,12 @@ type runner struct {
 	sigs   <-chan os.Signal // the signals redlock catches (see notifySignals)
 	nodes  *nodeSet         // the nodes of -addrs
 	client *redlock.Client  // over them
-	lease  *redlock.Lease   // the lock, once taken
+	lease  *redlock.Lease   // the lock (run) or the leadership (elect), once taken
 	cmd    *exec.Cmd        // the command, before it starts
 }
 
-// run takes the lock, runs the command, releases the lock and returns the exit status.
-// Every path that took the lock releases it before it returns.
+// run takes the lock (or leadership), runs the command, releases the lock (resigns) and
+// returns the exit status. Every path that took the lock releases it before it returns.
 func (r *runner) run() int {
 	cmd, err := newCommand(r.command)
 	if err != nil { // not found, or not executable: say so before taking the lock
@@ -162,7 +175,28 @@ func (r *runner) usage(err error) {
 			break
 		}
 	}
-	fmt.Fprintf(r.stderr, "redlock run: %s\nRun 'redlock run -h' for usage.\n", msg)
+	fmt.Fprintf(r.stderr, "redlock %s: %s\nRun 'redlock %s -h' for usage.\n", r.sub, msg, r.sub)
+}
+
+// subject names what r takes in its messages: `lock "NAME"`, or `leadership of election
+// "NAME"`.
+func (r *runner) subject() string {
+	if r.sub == cmdElect {
+		return "leadership of election " + strconv.Quote(r.name)
+	}
+	return "lock " + strconv.Quote(r.name)
+}
+
+// take makes the attempt that acquire asks for: the lock, in one attempt (-nonblock) or
+// waiting until ctx ends, or the election's leadership, campaigning until ctx ends.
+func (r *runner) take(ctx context.Context) (*redlock.Lease, error) {
+	switch {
+	case r.sub == cmdElect:
+		return r.client.NewElection(r.name).Campaign(ctx, r.value)
+	case r.nonblock:
+		return r.client.TryAcquire(ctx, r.name)
+	}
+	return r.client.Acquire(ctx, r.name)
 }
 
 // say writes a message to redlock's standard error.
@@ -175,9 +209,9 @@ type interrupted struct{ sig os.Signal }
 
 func (i interrupted) Error() string { return "interrupted by " + signalName(i.sig) }
 
-// acquire connects to the nodes and takes the lock into r.lease, in one attempt
-// (-nonblock) or waiting until -wait has passed since the run began, and gives up if a
-// forwarded signal arrives first. If it does not get the lock, it says why and returns the
+// acquire connects to the nodes and takes the lock or leadership into r.lease (see take),
+// in one attempt (-nonblock) or waiting until -wait has passed since the run began, and
+// gives up if a forwarded signal arrives first. If it does not get the lock, it says why and returns the
 // exit status and false.
 func (r *runner) acquire() (int, bool) {
 	ctx, cancel := context.WithCancelCause(context.Background())
@@ -206,12 +240,12 @@ func (r *runner) acquire() (int, bool) {
 		defer bcancel()
 	}
 	r.nodes.connect(budget)
-	var err error
+	attempt := budget // until -wait runs out, or one attempt
 	if r.nonblock {
-		r.lease, err = r.client.TryAcquire(ctx, r.name)
-	} else {
-		r.lease, err = r.client.Acquire(budget, r.name)
+		attempt = ctx
 	}
+	var err error
+	r.lease, err = r.take(attempt)
 	close(quit)
 	<-done
 
@@ -222,7 +256,7 @@ func (r *runner) acquire() (int, bool) {
 		if r.lease != nil {
 			what = "taking"
 		}
-		r.say("%s while %s lock %q: not running the command", sig, what, r.name)
+		r.say("%s while %s %s: not running the command", sig, what, r.subject())
 		if r.lease != nil {
 			return r.release(signalStatus(sig.sig)), false
 		}
@@ -235,9 +269,9 @@ func (r *runner) acquire() (int, bool) {
 	case errors.Is(err, redlock.ErrHeld):
 		if !r.quiet {
 			if r.nonblock {
-				r.say("lock %q is held elsewhere: not running the command", r.name)
+				r.say("%s is held elsewhere: not running the command", r.subject())
 			} else {
-				r.say("lock %q was still held elsewhere after waiting %v: not running the command", r.name, r.wait)
+				r.say("%s was still held elsewhere after waiting %v: not running the command", r.subject(), r.wait)
 			}
 		}
 		return r.conflictCode, false
@@ -246,7 +280,7 @@ func (r *runner) acquire() (int, bool) {
 	if !r.nonblock && r.wait > 0 && errors.Is(err, context.DeadlineExceeded) {
 		within = fmt.Sprintf(" within -wait %v", r.wait)
 	}
-	r.say("could not take lock %q%s, not running the command: %s", r.name, within, r.cause(err))
+	r.say("could not take %s%s, not running the command: %s", r.subject(), within, r.cause(err))
 	if errors.Is(err, redlock.ErrRestarted) {
 		r.say("a node up for less than -restart-guard %v abstains: a restart may have made it forget its locks", r.guard)
 	}
@@ -291,7 +325,7 @@ func (r *runner) supervise(p *process) int {
 		select {
 		case <-p.exited:
 			if status != exitLost && r.lease.Err() != nil {
-				r.say("lost lock %q before the command exited: %s", r.name, r.lossReason(r.lease.Err()))
+				r.say("lost %s before the command exited: %s", r.subject(), r.lossReason(r.lease.Err()))
 				status = exitLost
 			}
 			if status >= 0 {
@@ -306,8 +340,8 @@ func (r *runner) supervise(p *process) int {
 			p.signal(sig)
 		case <-ended:
 			ended = nil
-			r.say("lost lock %q while the command ran: %s; stopping the command (SIGTERM, then SIGKILL after %v)",
-				r.name, r.lossReason(r.lease.Err()), r.grace)
+			r.say("lost %s while the command ran: %s; stopping the command (SIGTERM, then SIGKILL after %v)",
+				r.subject(), r.lossReason(r.lease.Err()), r.grace)
 			status = exitLost
 			terminate()
 		case <-deadline:
@@ -336,8 +370,9 @@ func (r *runner) lossReason(err error) string {
 	return r.cause(err)
 }
 
-// release releases the lock, within releaseTimeout, and returns the exit status: code, or
-// exitLost if the release finds that the nodes no longer held the lock.
+// release releases the lock (for elect: resigns), within releaseTimeout, and returns the
+// exit status: code, or exitLost if the release finds that the nodes no longer held the
+// lock.
 func (r *runner) release(code int) int {
 	ctx, cancel := context.WithTimeout(context.Background(), releaseTimeout)
 	defer cancel()
@@ -346,9 +381,9 @@ func (r *runner) release(code int) int {
 	case err == nil, code == exitLost: // a lease that ended says so again: reported already
 		return code
 	case errors.Is(err, redlock.ErrNotHeld):
-		r.say("lock %q was no longer held when released: it was lost while the command ran", r.name)
+		r.say("%s was no longer held when released: it was lost while the command ran", r.subject())
 		return exitLost
 	}
-	r.say("could not release lock %q (it expires within -ttl %v): %s", r.name, r.ttl, r.cause(err))
+	r.say("could not release %s (it expires within -ttl %v): %s", r.subject(), r.ttl, r.cause(err))
 	return code
 }

@@ -50,6 +50,16 @@ func TestUsageErrors(t *testing.T) {
 		{"prefix too long", nil, []string{"run", addrs, "-name", "x", "-prefix", strings.Repeat("p", 300), "echo", "ran"}, "-prefix of 300 bytes: at most 256"},
 		{"bad prefix", nil, []string{"run", addrs, "-name", "x", "-prefix", "a{}", "echo", "ran"}, "-prefix: key prefix"},
 		{"name too long", nil, []string{"run", addrs, "-name", strings.Repeat("n", 2000), "-nonblock", "echo", "ran"}, "-name of 2000 bytes: at most 1024"},
+		{"elect without a name", nil, []string{"elect", addrs, "--", "echo", "ran"}, "no election name"},
+		{"elect without a command", nil, []string{"elect", "x", addrs}, "no command to run: give it after the flags, as in redlock elect x --"},
+		{"elect -nonblock", nil, []string{"elect", "x", addrs, "-nonblock", "echo", "ran"}, "flag provided but not defined: -nonblock"},
+		{"elect -value too long", nil, []string{"elect", "x", addrs, "-value", strings.Repeat("v", 5000), "echo", "ran"}, "-value of 5000 bytes: at most 4096"},
+		{"elect name too long", nil, []string{"elect", strings.Repeat("n", 2000), addrs, "echo", "ran"}, "NAME of 2000 bytes: at most 1024"},
+		{"status without a name", nil, []string{"status", addrs}, "no name"},
+		{"status with two names", nil, []string{"status", addrs, "x", "y"}, `one name only: unexpected "y"`},
+		{"status without addresses", nil, []string{"status", "x"}, "no Redis address"},
+		{"status zero -node-timeout", nil, []string{"status", addrs, "-node-timeout", "0", "x"}, "-node-timeout must be positive"},
+		{"status bad prefix", nil, []string{"status", addrs, "-prefix", "a{}", "x"}, "-prefix: key prefix"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			code, stdout, stderr := runTool(t, tc.env, tc.args...)
@@ -90,6 +100,28 @@ func TestHelp(t *testing.T) {
 		} {
 			if !strings.Contains(stdout, want) {
 				t.Errorf("redlock %q: the usage lacks %q", args, want)
+			}
+		}
+	}
+	for _, tc := range []struct {
+		args []string
+		want []string
+	}{
+		{[]string{"help", "elect"}, []string{"redlock elect NAME", "Example", "-value", "-wait", "-ttl", "-grace", "-timeout", "-conflict-exit-code",
+			"REDLOCK_TOKEN", "Exit status", "\n  1 ", "\n  69 ", "\n  75 ", "\n  124 ", "\n  128+N ", "process group", "resigns"}},
+		{[]string{"elect", "-h"}, []string{"redlock elect NAME"}},
+		{[]string{"help", "status"}, []string{"redlock status [flags] NAME", "-json", "-addrs", "-prefix", "-node-timeout",
+			"schema", "holder", "ttl_ms", "fence", "queue", "readers", "leader", "semaphore", "in_use", "Exit status", "\n  0 ", "\n  2 ", "\n  69 "}},
+		{[]string{"status", "-h"}, []string{"redlock status [flags] NAME"}},
+		{[]string{"help"}, []string{"redlock elect NAME", "redlock status [flags] NAME"}},
+	} {
+		code, stdout, stderr := runTool(t, nil, tc.args...)
+		if code != 0 || stderr != "" {
+			t.Errorf("redlock %q: exit %d, stderr %q", tc.args, code, stderr)
+		}
+		for _, want := range tc.want {
+			if !strings.Contains(stdout, want) {
+				t.Errorf("redlock %q: the usage lacks %q", tc.args, want)
 			}
 		}
 	}

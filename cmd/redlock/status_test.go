@@ -1,0 +1,249 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/go-redlock/redlock"
+)
+
+// statusOf runs `redlock status -json` for name over addrs and returns its report, after
+// checking that it exited with want and that its JSON has every documented field.
+func statusOf(t *testing.T, addrs, name string, want int) *statusReport {
+	t.Helper()
+	code, stdout, stderr := runTool(t, nil, "status", "-json", "-addrs", addrs, name)
+	wantCode(t, code, stderr, want)
+	var raw map[string]any
+	if err := json.Unmarshal([]byte(stdout), &raw); err != nil {
+		t.Fatalf("status -json: %v:\n%s", err, stdout)
+	}
+	for _, field := range []string{"schema", "name", "key", "quorum", "answered", "found", "holder", "readers", "leader", "semaphore", "nodes"} {
+		if _, ok := raw[field]; !ok {
+			t.Errorf("status -json lacks the field %q:\n%s", field, stdout)
+		}
+	}
+	for _, n := range raw["nodes"].([]any) {
+		for _, field := range []string{"addr", "lock", "fence", "queue", "readers", "leader", "semaphore"} {
+			if _, ok := n.(map[string]any)[field]; !ok {
+				t.Errorf("a node of status -json lacks the field %q:\n%s", field, stdout)
+			}
+		}
+	}
+	var rep statusReport
+	if err := json.Unmarshal([]byte(stdout), &rep); err != nil {
+		t.Fatal(err)
+	}
+	if rep.Schema != 1 || rep.Name != name || rep.Key != keys(name).Lock {
+		t.Errorf("schema %d, name %q, key %q; want 1, %q, %q", rep.Schema, rep.Name, rep.Key, name, keys(name).Lock)
+	}
+	return &rep
+}
+
+// awaitStatus polls `redlock status -json` until cond holds of its report, and fails the
+// test if that takes longer than stateTimeout; what describes cond.
+func awaitStatus(t *testing.T, addrs, name, what string, cond func(*statusReport) bool) *statusReport {
+	t.Helper()
+	deadline := time.Now().Add(stateTimeout)
+	for {
+		rep := statusOf(t, addrs, name, 0)
+		if cond(rep) {
+			return rep
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no %s after %v; last status: %+v", what, stateTimeout, rep)
+		}
+		time.Sleep(pollEvery)
+	}
+}
+
+// libClient returns a library Client over the setup's servers, closed at the test's end,
+// for the primitives that redlock has no command for (an RWMutex's readers, a Semaphore).
+func libClient(t *testing.T, s *lockSetup) *redlock.Client {
+	t.Helper()
+	addrs, err := parseAddrs(s.addrs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ns := newNodes(addrs)
+	c, err := redlock.New(ns.nodes, redlock.WithRestartGuard(0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = c.Close()
+		ns.close()
+	})
+	return c
+}
+
+// everyNode reports whether cond holds on every node of rep, all of which answered.
+func everyNode(rep *statusReport, cond func(n nodeStatus) bool) bool {
+	return rep.Answered == len(rep.Nodes) && !slices.ContainsFunc(rep.Nodes, func(n nodeStatus) bool { return !cond(n) })
+}
+
+// TestStatus: `redlock status` shows, on each of three nodes and in its summary, a free
+// name, a held lock (its token and time left), a waiter in its queue, an RWMutex's
+// readers, a Semaphore's permits in use, and an Election's leader, in JSON and as text.
+func TestStatus(t *testing.T) {
+	s := newSetup(t, 3)
+	for _, tc := range []struct {
+		name string
+		// setup makes the state of name, and returns what the text must show.
+		setup func(t *testing.T, name string) []string
+		check func(t *testing.T, rep *statusReport)
+	}{
+		{"free", func(t *testing.T, name string) []string { return []string{"lock: free", "NODE", "LOCK"} },
+			func(t *testing.T, rep *statusReport) {
+				if rep.Holder != nil || rep.Leader != nil || rep.Semaphore != nil || rep.Readers != 0 || len(rep.Found) != 0 {
+					t.Errorf("a free name shows a holder, leader, semaphore, readers or kinds: %+v", rep)
+				}
+				if !everyNode(rep, func(n nodeStatus) bool { return n.Lock == nil && *n.Fence == 0 && len(n.Queue) == 0 }) {
+					t.Errorf("a free name's nodes show something: %+v", rep.Nodes)
+				}
+			}},
+		{"held", func(t *testing.T, name string) []string {
+			token := hold(t, s, "run", "-name", name, "-ttl", "20s")
+			return []string{"held by", strconv.FormatUint(token, 10)}
+		}, func(t *testing.T, rep *statusReport) {
+			h := rep.Holder
+			if h == nil || h.Nodes != 3 || h.TTLms <= 0 || h.TTLms > 20000 || !slices.Contains(rep.Found, "lock") {
+				t.Fatalf("holder %+v, found %v; want one on 3 nodes with up to 20s left", h, rep.Found)
+			}
+			if !everyNode(rep, func(n nodeStatus) bool { return n.Lock != nil && n.Lock.Owner == h.Owner && *n.Fence <= h.Token }) {
+				t.Errorf("the nodes do not all show the holder %+v: %+v", h, rep.Nodes)
+			}
+		}},
+		{"queue", func(t *testing.T, name string) []string {
+			hold(t, s, "run", "-name", name)
+			startTool(t, nil, "", "run", "-addrs", s.addrs, "-restart-guard", "0", "-name", name, "-wait", "0", "--", "true")
+			awaitStatus(t, s.addrs, name, "waiter", func(rep *statusReport) bool {
+				return everyNode(rep, func(n nodeStatus) bool { return len(n.Queue) == 1 })
+			})
+			return []string{"(writer, "}
+		}, func(t *testing.T, rep *statusReport) {
+			for _, n := range rep.Nodes {
+				if len(n.Queue) != 1 || n.Queue[0].Reader || n.Queue[0].TTLms <= 0 || strings.HasPrefix(rep.Holder.Owner, n.Queue[0].ID) {
+					t.Errorf("node %s: queue %+v; want one writer, not the holder %s", n.Addr, n.Queue, rep.Holder.Owner)
+				}
+			}
+		}},
+		{"readers", func(t *testing.T, name string) []string {
+			rw := libClient(t, s).NewRWMutex(name)
+			rw.RLock()
+			rw.RLock()
+			t.Cleanup(func() { rw.RUnlock(); rw.RUnlock() })
+			return []string{"lock: held by 2 readers", "READER"}
+		}, func(t *testing.T, rep *statusReport) {
+			if rep.Readers != 2 || rep.Holder != nil || !slices.Contains(rep.Found, "rwmutex") {
+				t.Errorf("readers %d, holder %+v, found %v; want 2 readers and no holder", rep.Readers, rep.Holder, rep.Found)
+			}
+			if !everyNode(rep, func(n nodeStatus) bool {
+				return n.Lock != nil && n.Lock.Readers && len(n.Readers) == 2 && n.Readers[0].TTLms > 0
+			}) {
+				t.Errorf("the nodes do not all show 2 readers: %+v", rep.Nodes)
+			}
+		}},
+		{"semaphore", func(t *testing.T, name string) []string {
+			sem := libClient(t, s).NewSemaphore(name, 3)
+			for range 2 {
+				ctx, cancel := context.WithTimeout(context.Background(), stateTimeout)
+				l, err := sem.Acquire(ctx)
+				cancel()
+				if err != nil {
+					t.Fatal(err)
+				}
+				t.Cleanup(func() { _ = l.Release(context.Background()) })
+			}
+			return []string{"semaphore: 2 permits in use of 3", "PERMIT"}
+		}, func(t *testing.T, rep *statusReport) {
+			if sem := rep.Semaphore; sem == nil || sem.Permits != 3 || sem.InUse != 2 || !slices.Contains(rep.Found, "semaphore") {
+				t.Errorf("semaphore %+v, found %v; want 2 permits in use of 3", sem, rep.Found)
+			}
+			if !everyNode(rep, func(n nodeStatus) bool {
+				return n.Semaphore != nil && n.Semaphore.Permits == 3 && len(n.Semaphore.Held) == 2 && n.Semaphore.Held[0].Fence > 0
+			}) {
+				t.Errorf("the nodes do not all show 2 permits held: %+v", rep.Nodes)
+			}
+		}},
+		{"election", func(t *testing.T, name string) []string {
+			token := hold(t, s, "elect", name, "-value", "leader one")
+			return []string{`election leader: "leader one"`, strconv.FormatUint(token, 10)}
+		}, func(t *testing.T, rep *statusReport) {
+			l, h := rep.Leader, rep.Holder
+			if l == nil || h == nil || l.Value != "leader one" || l.Token != h.Owner || l.Nodes != 3 || !slices.Contains(rep.Found, "election") {
+				t.Fatalf("leader %+v, holder %+v, found %v; want the leader \"leader one\", holding the lock", l, h, rep.Found)
+			}
+			if !everyNode(rep, func(n nodeStatus) bool { return n.Leader != nil && n.Leader.Current && n.Leader.TTLms > 0 }) {
+				t.Errorf("the nodes do not all show the current leader: %+v", rep.Nodes)
+			}
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			name := "status-" + tc.name
+			text := tc.setup(t, name)
+			rep := statusOf(t, s.addrs, name, 0)
+			if rep.Quorum != 2 || rep.Answered != 3 || len(rep.Nodes) != 3 {
+				t.Errorf("quorum %d, answered %d, %d nodes; want 2, 3, 3", rep.Quorum, rep.Answered, len(rep.Nodes))
+			}
+			tc.check(t, rep)
+			code, stdout, stderr := runTool(t, nil, "status", "-addrs", s.addrs, name)
+			wantCode(t, code, stderr, 0)
+			for _, want := range append(text, strconv.Quote(name), "quorum 2", s.servers[2].Addr()) {
+				if !strings.Contains(stdout, want) {
+					t.Errorf("the text lacks %q:\n%s", want, stdout)
+				}
+			}
+		})
+	}
+}
+
+// hold starts redlock with args (run or elect, over s) and the command holdScript, waits
+// until the command runs, and returns its token; at the test's end the command exits and
+// redlock with it.
+func hold(t *testing.T, s *lockSetup, args ...string) uint64 {
+	t.Helper()
+	dir := t.TempDir()
+	args = append(append(args, "-addrs", s.addrs, "-restart-guard", "0"), sh(holdScript, dir)...)
+	tl := startTool(t, nil, "", args...)
+	tl.awaitFile(t, filepath.Join(dir, "started"))
+	t.Cleanup(func() {
+		touch(t, filepath.Join(dir, "release"))
+		tl.wait(t)
+	})
+	return readToken(t, filepath.Join(dir, "token"))
+}
+
+// TestStatusUnreachable: a node that does not answer is shown as such, with why, and the
+// others as they are (exit 0); when no node answers, redlock status exits 69.
+func TestStatusUnreachable(t *testing.T) {
+	const closed = "127.0.0.1:1" // see TestUnavailable
+	s := newSetup(t, 2)
+	hold(t, s, "run", "-name", "reach")
+	rep := statusOf(t, s.addrs+","+closed, "reach", 0)
+	if rep.Answered != 2 || rep.Holder == nil || rep.Holder.Nodes != 2 {
+		t.Errorf("answered %d, holder %+v; want 2 answers and the holder on both", rep.Answered, rep.Holder)
+	}
+	down := rep.Nodes[2]
+	if down.Addr != closed || !strings.Contains(down.Error, "connection refused") || down.Lock != nil || down.Fence != nil || down.Queue != nil {
+		t.Errorf("the closed port's node: %+v; want its error and nothing else", down)
+	}
+	code, stdout, stderr := runTool(t, nil, "status", "-addrs", s.addrs+","+closed, "reach")
+	wantCode(t, code, stderr, 0)
+	if !regexp.MustCompile(regexp.QuoteMeta(closed) + ` +not answering: .*connection refused`).MatchString(stdout) {
+		t.Errorf("the text does not show %s as not answering:\n%s", closed, stdout)
+	}
+
+	rep = statusOf(t, closed, "reach", exitUnavailable)
+	if rep.Answered != 0 || rep.Nodes[0].Error == "" {
+		t.Errorf("no node answered, yet: %+v", rep)
+	}
+	code, _, stderr = runTool(t, nil, "status", "-addrs", closed, "reach")
+	wantCode(t, code, stderr, exitUnavailable, "no node answered")
+}
