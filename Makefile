@@ -88,4 +88,4 @@ chaos-smoke:
 SEEDS ?= 10000
 FIRST ?= 0
 sim:
-	$(GO) test ./internal/sim -run Sim -count=1 -timeout 0 -skew -seeds $(SEEDS) -first $(FIRST)
+	$(GO) test ./internal/sim -run Sim -count=1 -timeout 0 -seeds $(SEEDS) -first $(FIRST)

@@ -176,3 +176,45 @@ func TestRestartGuardIsOnAtOneNode(t *testing.T) {
 	require.ErrorIs(t, err, redlock.ErrRestarted, "a server that restarted empty let a second owner in while the first holds")
 	assert.NoError(t, la.Err())
 }
+
+// TestTokensAcrossRestartsNeedTheGuardToCoverTheSkew: a token drawn from a server whose
+// clock runs skew ahead of the others', then the two others restart empty and form the
+// next quorum (the fast one out of reach): their counters start again from their own
+// clocks, a guard later. The next token is larger while the guard exceeds 2 s plus the
+// skew (WithRestartGuard's contract), and smaller when the skew outruns the guard.
+func TestTokensAcrossRestartsNeedTheGuardToCoverTheSkew(t *testing.T) {
+	const guard = 30 * time.Second
+	for _, tc := range []struct {
+		skew     time.Duration
+		increase bool
+	}{{0, true}, {guard - 2*time.Second - time.Second, true}, {guard + 10*time.Second, false}} {
+		t.Run(fmt.Sprint("skew ", tc.skew), func(t *testing.T) {
+			bubble(t, func(t *testing.T) {
+				nodes, servers := simNodes(t, 3)
+				servers[0].SetClockOffset(tc.skew)
+				c := closingClient(t, nodes, redlock.WithTTL(5*time.Second), redlock.WithRestartGuard(guard), redlock.WithNodeTimeout(100*time.Millisecond))
+				ctx := t.Context()
+
+				first, err := c.Acquire(ctx, "skewed") // fresh servers: waits out the guard
+				require.NoError(t, err)
+				require.NoError(t, first.Release(ctx))
+
+				servers[0].Hang() // the fast server out of reach
+				t.Cleanup(servers[0].Resume)
+				servers[1].Crash()
+				servers[2].Crash()
+				servers[1].Restart()
+				servers[2].Restart()
+				next, err := c.Acquire(ctx, "skewed") // waits out the guard again
+				require.NoError(t, err)
+				require.NoError(t, next.Release(ctx))
+
+				if tc.increase {
+					assert.Greater(t, next.Token(), first.Token(), "the token went back across the restarts")
+				} else {
+					assert.Less(t, next.Token(), first.Token(), "a skew beyond the guard should let the token go back")
+				}
+			})
+		})
+	}
+}

@@ -102,7 +102,9 @@ func (l *Lease) Name() string { return l.name }
 // next, across all nodes, under the assumptions that make the lock exclusive. Hand it to
 // the storage you write, and have the storage refuse a token lower than the highest it has
 // seen. Tokens are large (seeded from the server clock in microseconds); compare them, do
-// not count on their spacing.
+// not count on their spacing. Across a server's restart that lost its data, they increase
+// only while the restart guard exceeds 2s plus the largest difference between the servers'
+// clocks (see WithRestartGuard).
 func (l *Lease) Token() uint64 {
 	if l.held == nil { // the zero Lease
 		return 0

@@ -99,10 +99,10 @@ func WithPrefix(p string) Option { return func(s *settings) { s.prefix = p } }
 // and is rounded up to whole seconds. 0 turns the guard off, and accepts that a server
 // that restarts empty lets a second owner in while the first still holds (at N = 1 at
 // once): do that only if every node persists each write before it answers (appendonly
-// yes, appendfsync always). With fencing
-// tokens (Lease.Token), make it at least 2s too: a fenced acquisition can move a node's
-// counter up to 2 s ahead of that server's clock, from which a node that lost its data
-// starts again.
+// yes, appendfsync always). With fencing tokens (Lease.Token), make it exceed 2s plus the
+// largest difference between the servers' clocks: a token can lead the slowest server's
+// clock by that much, and a node that lost its data starts its counter again from its own
+// clock, so the guard must outlast the lead (at the default, clocks up to 28 s apart).
 //
 // Default: 30s, at every N (a single node too). A node that cannot
 // report its uptime (miniredis, say) takes part unguarded; Client.Unguarded lists such

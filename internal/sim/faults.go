@@ -192,7 +192,7 @@ func newPlan(kind Kind, rng *rand.Rand, start, from, to time.Time, n, clients in
 		}
 		p.callP /= 2
 		if len(p.crashes) > 0 && !skewAcrossRestarts {
-			for i := range p.clocks { // the known defect (see skewAcrossRestarts) left out
+			for i := range p.clocks { // beyond the guard's contract (see Config.SkewAcrossRestarts)
 				p.clocks[i].offset = 0
 			}
 		}
