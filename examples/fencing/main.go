@@ -4,7 +4,14 @@
 // Worker A takes the lock "fencing-demo" (TTL 500ms, no extension) and writes to a store.
 // A then pauses, as in a long GC pause, and its lease runs out. Worker B takes the lock and
 // writes. A wakes up and writes again with its old token, and the store refuses it, because
-// it has already accepted B's larger token.
+// it has already accepted B's larger token. The store is package fence's guarded write
+// (fence.Redis): one script, one round trip, and a TTL on every record it writes.
+//
+// The same story at a SQL database, with fence.SQL refusing A's late write inside A's
+// transaction, is the Example of contrib/fencesql, over SQLite, and its tests run it on
+// PostgreSQL too; SQL drivers live in that module, so that none enters this module's go.mod:
+//
+//	cd contrib/fencesql && go test -run 'Example$|PausedHolder' -v .
 //
 // It runs with no Redis installed, over embedded in-process servers (miniredis), or over
 // real servers (the store uses STORAGE_ADDR, by default the first of REDIS_ADDRS):
@@ -123,6 +130,7 @@ func run(ctx context.Context, out io.Writer) error {
 	}
 	fmt.Fprintf(out, "A's late write was rejected: token %d < %d\n", leaseA.Token(), token)
 	fmt.Fprintf(out, "The store holds %q with token %d: B's write survived\n", value, token)
+	fmt.Fprintln(out, "The same check in a SQL transaction (fence.SQL): see contrib/fencesql")
 	return nil
 }
 

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"math"
 	"strings"
 	"testing"
@@ -9,6 +10,8 @@ import (
 
 	"github.com/alicebob/miniredis/v2"
 	"github.com/redis/go-redis/v9"
+
+	"github.com/go-redlock/redlock"
 )
 
 // TestRun runs the demo over embedded servers: A's late write must be rejected and B's value
@@ -50,7 +53,6 @@ func TestStoreRejectsOlderTokens(t *testing.T) {
 		{math.MaxUint64 - 1, "huge", true},
 		{math.MaxUint64 - 2, "huge - 1", false}, // both round to the same double
 		{math.MaxUint64, "max", true},
-		{0, "zero", false},
 	}
 	for _, s := range steps {
 		ok, err := store.Write(ctx, s.token, s.value)
@@ -60,6 +62,14 @@ func TestStoreRejectsOlderTokens(t *testing.T) {
 		if ok != s.want {
 			t.Errorf("Write(%d, %q) = %v, want %v", s.token, s.value, ok, s.want)
 		}
+	}
+	// Token 0 is the zero Lease's, which holds no lock: an error, not a write.
+	if ok, err := store.Write(ctx, 0, "zero"); ok || !errors.Is(err, redlock.ErrInvalid) {
+		t.Errorf("Write(0) = %v, %v; want false and ErrInvalid", ok, err)
+	}
+	// The record has a TTL: it does not outlive its last write forever.
+	if ttl := rdb.PTTL(ctx, store.key).Val(); ttl <= 0 || ttl > recordTTL {
+		t.Errorf("the record's TTL is %v, want up to %v", ttl, recordTTL)
 	}
 	value, token, err := store.Read(ctx)
 	if err != nil {
