@@ -70,159 +70,227 @@ type outcome struct {
 	late <-chan int
 }
 
-// acquire is Acquire that also says, on failure, what the next attempt should know.
+// acquire is Acquire that also says, on failure, what the next attempt should know. An
+// attempt is a vote (every node asked, heard until the outcome is decided), the Redlock
+// rule applied to it (decide), and then either the grant or the attempt undone.
 func (c *Cluster) acquire(ctx context.Context, l *claim) (Grant, outcome, error) {
-	if err := ctxError(ctx, "acquire", l.Keys.named()); err != nil {
+	if err := c.admit(ctx, l); err != nil {
 		return Grant{}, outcome{}, err
 	}
-	if c.closed.Load() {
-		return Grant{}, outcome{}, opError("acquire", l.Keys.named(), ErrClosed)
+	b := c.vote(ctx, l)
+	g, err := c.decide(ctx, l, b)
+	if err != nil {
+		return Grant{}, c.lose(ctx, l, b, err), err
 	}
-	if l.Read && l.Fence {
-		return Grant{}, outcome{}, opError("acquire", l.Keys.named(), fmt.Errorf("%w: a reader takes no fencing token", ErrInvalid))
+	l.acquiring, l.pending, l.late = b.f, len(c.nodes)-b.t.answers, b.unanswered()
+	return g, outcome{}, nil
+}
+
+// decide is the Redlock rule. The attempt holds the lock if a quorum of the nodes granted
+// it and time is left of its validity: the TTL less the time since the attempt began and
+// the drift allowance. A fenced lock at N > 1 takes the largest counter of the granting
+// nodes as its token, which must stand on a quorum before the grant is returned: it does
+// where a quorum granted that same counter, and raise puts it there otherwise. A lost vote
+// is ErrHeld if enough nodes refused that no quorum can grant, and a *QuorumError if not.
+func (c *Cluster) decide(ctx context.Context, l *claim, b *ballot) (Grant, error) {
+	switch {
+	case ctx.Err() != nil:
+		return Grant{}, ctxError(ctx, "acquire", l.Keys.named())
+	case c.misconfigured() != nil:
+		return Grant{}, opError("acquire", l.Keys.named(), c.misconfigured())
+	case !b.t.won() && b.t.refused():
+		return Grant{}, &heldError{key: l.Keys.named(), wait: time.Duration(b.wait) * time.Millisecond}
+	case !b.t.won():
+		return Grant{}, b.t.err()
 	}
-	start := time.Now()
-	plain := l.plain()
-	req := request{s: l.scripts().acquire, vote: true, setNX: plain, key: l.Keys.Lock, value: l.token, ttl: l.TTL.Truncate(time.Millisecond),
-		op: "acquire", failed: l.NodeFailed}
-	unknown := c.id.unknown.Load() > 0
-	if !plain || !c.setters || unknown { // some node runs the script: its KEYS and ARGV
-		fence := "0"
-		if l.Fence {
-			fence = "1"
-			if len(c.nodes) > 1 {
-				// A floor for every node's counter, ahead of the servers' clocks: the nodes
-				// whose counters are below it all take it, and agree, sparing the raise (see
-				// raise).
-				fence = strconv.FormatInt(time.Now().Add(fenceLead).UnixMicro(), 10)
+	return c.grant(ctx, l, b.start, b.fence, 0)
+}
+
+// grant is the rest of the rule once a quorum granted the attempt that began at start (or
+// handed it the lock): its validity, start + TTL - drift, must not have run out, and more
+// than need of it must be left; and a fenced lock at N > 1 needs its token, fence.max, on a
+// quorum (see raise).
+func (c *Cluster) grant(ctx context.Context, l *claim, start time.Time, fence highest, need time.Duration) (Grant, error) {
+	until := start.Add(l.TTL - l.Drift())
+	if left := time.Until(until); left <= 0 || left < need {
+		return Grant{}, opError("acquire", l.Keys.named(), ErrExpired)
+	}
+	if l.Fence && len(c.nodes) > 1 && fence.n < c.quorum {
+		if err := c.raise(ctx, l, fence.max, until); err != nil {
+			return Grant{}, err
+		}
+	}
+	return Grant{Start: start, Until: until, Fence: uint64(fence.max), Attempts: max(l.attempt, 1)}, nil
+}
+
+// highest is the largest fence counter the nodes gave, and how many gave it.
+type highest struct {
+	max int64
+	n   int
+}
+
+// see counts a node's counter f.
+func (h *highest) see(f int64) {
+	switch {
+	case f > h.max:
+		h.max, h.n = f, 1
+	case f == h.max:
+		h.n++
+	}
+}
+
+// admit returns the error of an attempt that must not be made: ctx ended, the Cluster is
+// closed, or a reader asks for a fence.
+func (c *Cluster) admit(ctx context.Context, l *claim) error {
+	switch {
+	case ctx.Err() != nil:
+		return ctxError(ctx, "acquire", l.Keys.named())
+	case c.closed.Load():
+		return opError("acquire", l.Keys.named(), ErrClosed)
+	case l.Read && l.Fence:
+		return opError("acquire", l.Keys.named(), fmt.Errorf("%w: a reader takes no fencing token", ErrInvalid))
+	}
+	return nil
+}
+
+// ballot is what an attempt heard from the nodes.
+type ballot struct {
+	f        *fanout
+	t        tally
+	start    time.Time // when the attempt began
+	plain    bool      // a plain SET NX (see Setter)
+	waiter   bool      // the attempt is a waiter's (AcquireWait)
+	fence    highest   // the fence counters granted
+	wait     int64     // the longest a refusing node said the holder can keep the lock, in ms
+	mayHold  []bool    // per node: it granted, or failed after the request may have landed
+	answered []bool    // per node: its reply was read
+	refused  []bool    // per node: it refused a waiter's attempt; nil until one did
+	took     time.Duration
+	heard    bool // some node answered: took is the time to hear the last one that did
+}
+
+// see records the reply r.
+func (b *ballot) see(r reply) {
+	if r.err == nil {
+		b.took, b.heard = time.Since(b.start), true
+	}
+	switch {
+	case r.err != nil:
+		b.mayHold[r.node] = r.err != errNotCalled
+	case r.vals[0] == 1:
+		b.mayHold[r.node] = true
+		if len(r.vals) > 1 {
+			b.fence.see(r.vals[1])
+		}
+	case len(r.vals) > 1: // refused (0) or abstaining (-1): either way, how long
+		b.wait = max(b.wait, r.vals[1])
+		if b.waiter && r.vals[0] == 0 {
+			if b.refused == nil {
+				b.refused = make([]bool, len(b.answered))
+			}
+			b.refused[r.node] = true
+		}
+	}
+}
+
+// unanswered returns the nodes whose reply was not read, a bit each (N <= 64; 0 above).
+func (b *ballot) unanswered() uint64 {
+	var late uint64
+	if len(b.answered) <= 64 {
+		for i, ok := range b.answered {
+			if !ok {
+				late |= 1 << i
 			}
 		}
-		guard := strconv.FormatInt(int64((l.Guard+time.Second-1)/time.Second), 10)
-		req.keys = l.Keys.acquireKeys()
-		req.args = []string{l.token, millis(l.TTL), guard, fence, l.waiter, strconv.FormatInt(l.ticket, 10), millis(l.placeKept())}
 	}
-	// A node whose last call failed in transit is not waited for: an attempt that cannot
-	// win without it gives up at once and lets go of the keys it got, which would otherwise
-	// block every competitor until that node's timeout. Taken before the calls, which
-	// update it; a single node's call has answered when fan returns, and its answer
-	// counts (it used to be replaced by errSuspect, hiding why the node failed). When the
-	// other nodes are too few for a quorum, every node is waited for: giving up at once
-	// could only fail, and the suspects may have come back (the attempt used to fail at
-	// once, and a waiter's next one came a backoff or a refresh interval later, while the
-	// lock stood free).
-	//
-	// Nor is a suspect called while an earlier call to it is still under way (see
-	// request.spare): that call finds out whether it is back. Under a partition, a waiter
-	// whose attempts failed every few milliseconds sent each one into the silence, and each
-	// call's timeout and the release after it cost a connection and a goroutine, on the
-	// machine that also had to run the lock's hand-overs.
+	return late
+}
+
+// vote sends l's attempt to every node and reads the replies until the outcome is decided.
+// A node whose last call failed in transit (a suspect) is not waited for when the others
+// can make a quorum: an attempt that cannot win without it gives up at once and lets go of
+// what it got, which would otherwise block every competitor until that node's timeout. Nor
+// is a suspect called while an earlier call to it is still under way (request.spare): that
+// call finds out whether it is back. A single node is always heard.
+func (c *Cluster) vote(ctx context.Context, l *claim) *ballot {
+	n := len(c.nodes)
+	b := &ballot{start: time.Now(), plain: l.plain(), waiter: l.waiter != "", mayHold: make([]bool, n), answered: make([]bool, n)}
+	unknown := c.id.unknown.Load() > 0
+	req := c.acquireRequest(l, b.plain, unknown)
 	suspects := c.suspects()
-	spared := len(c.nodes) > 1 && len(c.nodes)-bits.OnesCount64(suspects) >= c.quorum
+	spared := n > 1 && n-bits.OnesCount64(suspects) >= c.quorum
 	if spared {
 		req.spare = suspects
 	}
-	f := c.fan(ctx, l.NodeTimeout, req, 0)
-	t := tally{c: c, op: "acquire", key: l.Keys.named()}
+	b.f = c.fan(ctx, l.NodeTimeout, req, 0)
+	b.t = tally{c: c, op: "acquire", key: l.Keys.named()}
 	if spared {
-		t.suspects = suspects
+		b.t.suspects = suspects
 	}
-	// The largest fence counter granted and how many granted it, and the longest a refusing
-	// node can keep us waiting.
-	var top, wait int64
-	var atTop int
-	// Per node: it granted, or failed after the request may have landed.
-	mayHold := make([]bool, len(c.nodes))
-	answered := make([]bool, len(c.nodes))
-	var refused []bool // made at the first refusal: an uncontended waiter needs none
-	var took time.Duration
-	heard := false // some node answered: took is set
-	seen := func(r reply) {
-		if r.err == nil {
-			took, heard = time.Since(start), true
-		}
-		switch {
-		case r.err != nil:
-			mayHold[r.node] = r.err != errNotCalled
-		case r.vals[0] == 1:
-			mayHold[r.node] = true
-			if len(r.vals) > 1 {
-				switch v := r.vals[1]; {
-				case v > top:
-					top, atTop = v, 1
-				case v == top:
-					atTop++
-				}
-			}
-		case len(r.vals) > 1: // refused (0) or abstaining (-1): either way, how long
-			wait = max(wait, r.vals[1])
-			if l.waiter != "" && r.vals[0] == 0 {
-				if refused == nil {
-					refused = make([]bool, len(c.nodes))
-				}
-				refused[r.node] = true
-			}
-		}
+	c.collect(ctx, b.f, &b.t, b.answered, b.see)
+	c.hearOut(ctx, l, b, unknown)
+	if !b.t.won() {
+		b.t.unheard()
 	}
-	c.collect(ctx, f, &t, answered, seen)
-	// A waiter that lost with fewer than a quorum of refusals hears the other nodes out too
-	// (within the node timeout), until a quorum refused: a release can hand it the lock on
-	// each node that refused it, and it takes a hand-over only from a quorum of nodes whose
-	// refusal it saw. With a quorum of refusals it need not wait: the rest's refusals reach
-	// it later (see outcome.late), and whatever else they did is undone after they answer
-	// (see abandon). (It used to hear every node out, which under uneven latency held each
-	// hand-over back until the slowest live node answered.)
-	if refused != nil && !t.won() && t.no < c.quorum && t.waiting() && ctx.Err() == nil {
-		t.all, t.refusals = true, true
-		c.collect(ctx, f, &t, answered, seen)
-	}
-	// Until every node is identified, two of them may reach one server: a win counts only
-	// once every node that is not suspected has answered, within the node timeout, and
-	// said which server it reaches (see identity). A node that hangs holds up one
-	// acquisition: it is suspected from then on.
-	if unknown && t.won() && t.waiting() && ctx.Err() == nil {
-		t.all = true
-		c.collect(ctx, f, &t, answered, seen)
-	}
-	if !t.won() {
-		t.unheard()
-	}
-	until := start.Add(l.TTL - l.Drift())
+	return b
+}
 
-	var err error
-	switch {
-	case ctx.Err() != nil:
-		err = ctxError(ctx, "acquire", l.Keys.named())
-	case c.misconfigured() != nil:
-		err = opError("acquire", l.Keys.named(), c.misconfigured())
-	case !t.won() && t.refused():
-		err = &heldError{key: l.Keys.named(), wait: time.Duration(wait) * time.Millisecond}
-	case !t.won():
-		err = t.err()
-	case !time.Now().Before(until):
-		err = opError("acquire", l.Keys.named(), ErrExpired)
-	case l.Fence && len(c.nodes) > 1 && atTop < c.quorum:
-		err = c.raise(ctx, l, top, until)
+// hearOut reads more replies where the outcome needs them, each within the node timeout.
+// A waiter that lost with fewer than a quorum of refusals hears the others until a quorum
+// refused: a release hands it the lock only on nodes whose refusal it saw, and it needs a
+// quorum of hand-overs (refusals that come later reach it through outcome.late). And until
+// every node is identified, two nodes may reach one server: a win counts only once every
+// node that is not suspected has answered and said which server it reaches (see identity).
+func (c *Cluster) hearOut(ctx context.Context, l *claim, b *ballot, unknown bool) {
+	if ctx.Err() != nil || !b.t.waiting() {
+		return
 	}
-	if err == nil {
-		l.acquiring, l.pending, l.late = f, len(c.nodes)-t.answers, 0
-		if len(c.nodes) <= 64 {
-			for i, ok := range answered {
-				if !ok {
-					l.late |= 1 << i
-				}
-			}
+	if b.refused != nil && !b.t.won() && b.t.no < c.quorum {
+		b.t.all, b.t.refusals = true, true
+		c.collect(ctx, b.f, &b.t, b.answered, b.see)
+	}
+	if unknown && b.t.won() && b.t.waiting() && ctx.Err() == nil {
+		b.t.all = true
+		c.collect(ctx, b.f, &b.t, b.answered, b.see)
+	}
+}
+
+// acquireRequest is the attempt's request: the acquire script with its KEYS and ARGV, or a
+// plain SET NX only where the attempt is plain and every node is a known Setter.
+func (c *Cluster) acquireRequest(l *claim, plain, unknown bool) request {
+	req := request{s: l.scripts().acquire, vote: true, setNX: plain, key: l.Keys.Lock, value: l.token, ttl: l.TTL.Truncate(time.Millisecond),
+		op: "acquire", failed: l.NodeFailed}
+	if plain && c.setters && !unknown {
+		return req
+	}
+	fence := "0"
+	if l.Fence {
+		fence = "1"
+		if len(c.nodes) > 1 {
+			// A floor for every node's counter, ahead of the servers' clocks: the nodes
+			// whose counters are below it all take it, and agree, sparing the raise.
+			fence = strconv.FormatInt(time.Now().Add(fenceLead).UnixMicro(), 10)
 		}
-		return Grant{Start: start, Until: until, Fence: uint64(top), Attempts: max(l.attempt, 1)}, outcome{}, nil
 	}
-	late := c.abandon(ctx, l, f, answered, mayHold)
-	// A split vote is one that no owner won: some nodes granted us the lock, and the
-	// refusals alone did not decide it (then another owner holds it, and we wait for it).
-	split := t.yes > 0 && !errors.Is(err, ErrHeld)
-	if !heard {
-		took = time.Since(start)
+	guard := strconv.FormatInt(int64((l.Guard+time.Second-1)/time.Second), 10)
+	req.keys = l.Keys.acquireKeys()
+	req.args = []string{l.token, millis(l.TTL), guard, fence, l.waiter, strconv.FormatInt(l.ticket, 10), millis(l.placeKept())}
+	return req
+}
+
+// lose undoes the failed attempt b (see abandon) and returns what the next attempt should
+// know. A split vote is one that no owner won: some nodes granted the attempt, and the
+// refusals alone did not decide it (then another owner holds the lock, and we wait for it).
+func (c *Cluster) lose(ctx context.Context, l *claim, b *ballot, err error) outcome {
+	late := c.abandon(ctx, l, b.f, b.answered, b.mayHold)
+	took := b.took
+	if !b.heard {
+		took = time.Since(b.start)
 	}
-	o := outcome{wait: time.Duration(wait) * time.Millisecond, split: split, handers: t.no + len(c.nodes) - t.answers, took: took, start: start, refused: refused, plain: plain, late: late}
-	return Grant{}, o, err
+	return outcome{
+		wait: time.Duration(b.wait) * time.Millisecond, split: b.t.yes > 0 && !errors.Is(err, ErrHeld),
+		handers: b.t.no + len(c.nodes) - b.t.answers, took: took, start: b.start, refused: b.refused, plain: b.plain, late: late,
+	}
 }
 
 // noteGuard records a node that granted an acquisition without the restart guard it was
@@ -280,31 +348,7 @@ func (c *Cluster) raise(ctx context.Context, l *claim, fence int64, until time.T
 // names each of those nodes that answers with a refusal (a waiter's attempt that such a
 // node can hand the lock to later), or nil if none is in flight.
 func (c *Cluster) abandon(ctx context.Context, l *claim, f *fanout, answered, mayHold []bool) <-chan int {
-	// A waiter whose ctx ended gives up: its releases take it out of the queue, on every node
-	// still in flight too, once it answers, so that no late call of its queues it again.
-	// Otherwise the waiter keeps its place, and is not woken by its own release.
-	quitting := ctx.Err() != nil
-	mode := "stay"
-	if quitting {
-		mode = "leave"
-	}
-	ctx = context.WithoutCancel(ctx)
-	// A copy: the caller's next attempt puts a new token in l while stragglers are released.
-	keys, timeout := l.Keys.releaseKeys(), l.NodeTimeout
-	args := releaseArgs(l.token, l.Keys.Channel, l.waiter, mode, strconv.FormatInt(l.ticket, 10), millis(l.placeKept()))
-	req := request{s: l.scripts().release, keys: keys, args: args, op: "release", failed: l.NodeFailed}
-	release := func(i int) { c.callNode(ctx, i, timeout, req) }
-	// A straggler that answers once the waiter has returned without the lock, or with a
-	// later attempt's, is followed by a leave, whatever it answered: nothing else would take
-	// the waiter out of that node's queue after it. (A leave under this attempt's token
-	// cannot let go of a later attempt's lock: see ours in queue.lua. This attempt's own
-	// lock, handed over to it, is Release's to let go of.)
-	var leave request
-	if l.waiter != "" && !quitting {
-		leave = req
-		leave.args = releaseArgs(l.token, l.Keys.Channel, l.waiter, "leave")
-	}
-	attempt := int64(l.attempt)
+	u := c.undoer(ctx, l)
 	pending := 0
 	done := make(chan struct{}, len(c.nodes))
 	var busy []chan struct{} // per node in flight, for a waiter: closed once it is dealt with
@@ -319,42 +363,85 @@ func (c *Cluster) abandon(ctx context.Context, l *claim, f *fanout, answered, ma
 				busy[i] = l.trail.add(i, len(c.nodes))
 			}
 		case mayHold[i]:
-			go func() { release(i); done <- struct{}{} }()
+			go func() { u.release(i); done <- struct{}{} }()
 		default:
 			done <- struct{}{}
 		}
 	}
 	var late chan int
 	if pending > 0 {
-		waiter, tr := l.waiter, &l.trail
-		if waiter != "" {
+		if l.waiter != "" {
 			late = make(chan int, pending)
 		}
-		go func() {
-			for range pending {
-				r := <-f.out
-				if answered[r.node] {
-					continue // cannot be: collect read those
-				}
-				switch {
-				case leave.s != nil && tr.gone.Load() && tr.won.Load() != attempt:
-					c.callNode(ctx, r.node, timeout, leave)
-				case r.err == errNotCalled:
-				case r.err != nil || r.yes():
-					release(r.node)
-				case late != nil && len(r.vals) > 1 && r.vals[0] == 0:
-					late <- r.node
-				}
-				if busy != nil && busy[r.node] != nil {
-					close(busy[r.node])
-				}
-			}
-		}()
+		go u.stragglers(f, answered, pending, busy, late)
 	}
 	for range len(c.nodes) - pending {
 		<-done
 	}
 	return late
+}
+
+// undo undoes a failed attempt on one node at a time.
+type undo struct {
+	c       *Cluster
+	ctx     context.Context
+	timeout time.Duration
+	rel     request // the release
+	// leave is the leave that follows a straggler once the waiter has returned without
+	// the lock, or with a later attempt's: nothing else would take the waiter out of that
+	// node's queue after it. (A leave under this attempt's token cannot let go of a later
+	// attempt's lock: see ours in queue.lua. This attempt's own lock, handed over to it, is
+	// Release's to let go of.) Unset (leave.s nil) for a single attempt or a quitter.
+	leave   request
+	trail   *trail
+	attempt int64
+}
+
+// undoer returns the undo of l's attempt under way. A waiter whose ctx ended gives up: its
+// releases take it out of the queue, on every node still in flight too, once it answers,
+// so that no late call of its queues it again. Otherwise the waiter keeps its place, and
+// is not woken by its own release.
+func (c *Cluster) undoer(ctx context.Context, l *claim) *undo {
+	mode := "stay"
+	if ctx.Err() != nil {
+		mode = "leave"
+	}
+	// Copies: the caller's next attempt puts a new token in l while stragglers are released.
+	args := releaseArgs(l.token, l.Keys.Channel, l.waiter, mode, strconv.FormatInt(l.ticket, 10), millis(l.placeKept()))
+	u := &undo{c: c, ctx: context.WithoutCancel(ctx), timeout: l.NodeTimeout, trail: &l.trail, attempt: int64(l.attempt),
+		rel: request{s: l.scripts().release, keys: l.Keys.releaseKeys(), args: args, op: "release", failed: l.NodeFailed}}
+	if l.waiter != "" && mode == "stay" {
+		u.leave = u.rel
+		u.leave.args = releaseArgs(l.token, l.Keys.Channel, l.waiter, "leave")
+	}
+	return u
+}
+
+// release releases the attempt on node i.
+func (u *undo) release(i int) { u.c.callNode(u.ctx, i, u.timeout, u.rel) }
+
+// stragglers reads the pending replies of f that were not read (answered), and undoes what
+// each did; a refusal of a waiter's attempt goes to late (if not nil), and each node's
+// channel in busy (if any) is closed once it is dealt with.
+func (u *undo) stragglers(f *fanout, answered []bool, pending int, busy []chan struct{}, late chan<- int) {
+	for range pending {
+		r := <-f.out
+		if answered[r.node] {
+			continue // cannot be: collect read those
+		}
+		switch {
+		case u.leave.s != nil && u.trail.gone.Load() && u.trail.won.Load() != u.attempt:
+			u.c.callNode(u.ctx, r.node, u.timeout, u.leave)
+		case r.err == errNotCalled:
+		case r.err != nil || r.yes():
+			u.release(r.node)
+		case late != nil && len(r.vals) > 1 && r.vals[0] == 0:
+			late <- r.node
+		}
+		if busy != nil && busy[r.node] != nil {
+			close(busy[r.node])
+		}
+	}
 }
 
 // trail is what a waiter (AcquireWait) has under way on the nodes in the background: per

@@ -180,22 +180,7 @@ func (c *Cluster) eval(ctx, dctx context.Context, i int, timeout time.Duration, 
 	}
 	c.calls[i].Add(1)
 	defer c.calls[i].Add(-1)
-	var vals []int64
-	var err error
-	misconfigured := false
-	if !req.vote { // not a vote
-		vals, err = c.send(dctx, i, req, false)
-	} else if err = c.misconfigured(); err != nil {
-		misconfigured = true
-	} else {
-		// A vote counts only from a node known to reach a server that no other node
-		// reaches: until it is known, the acquisition asks the server to say which it is.
-		known := c.id.known[i].Load()
-		vals, err = c.send(dctx, i, req, !known)
-		if err == nil && !known {
-			err = c.identified(i, vals) // if it granted the vote, the lock is released as for a failed node
-		}
-	}
+	vals, misconfigured, err := c.ask(dctx, i, req)
 	switch {
 	case ctx.Err() != nil:
 		err = ctx.Err()
@@ -207,15 +192,7 @@ func (c *Cluster) eval(ctx, dctx context.Context, i int, timeout time.Duration, 
 	if err != nil {
 		vals = nil
 	}
-	switch {
-	case err == nil:
-		c.down[i].Store(false)
-	case ctx.Err() != nil: // the caller's end says nothing of the node
-	case dctx.Err() != nil || inTransit(err):
-		c.down[i].Store(true)
-	default: // a server's error reply: it answered
-		c.down[i].Store(false)
-	}
+	c.heard(ctx, dctx, i, err)
 	r := reply{node: i, vals: vals, err: err}
 	c.noteGuard(r)
 	if req.failed != nil && ctx.Err() == nil && !misconfigured {
@@ -224,6 +201,40 @@ func (c *Cluster) eval(ctx, dctx context.Context, i int, timeout time.Duration, 
 		}
 	}
 	return r
+}
+
+// ask sends req to node i. A vote counts only from a node known to reach a server that no
+// other node reaches: until it is known, the acquisition asks the server to say which it
+// is (a vote it granted is released as a failed node's). No vote is asked for while the
+// nodes are misconfigured: that error comes back, with misconfigured true.
+func (c *Cluster) ask(dctx context.Context, i int, req *request) (vals []int64, misconfigured bool, err error) {
+	if !req.vote {
+		vals, err = c.send(dctx, i, req, false)
+		return vals, false, err
+	}
+	if err := c.misconfigured(); err != nil {
+		return nil, true, err
+	}
+	known := c.id.known[i].Load()
+	vals, err = c.send(dctx, i, req, !known)
+	if err == nil && !known {
+		err = c.identified(i, vals)
+	}
+	return vals, false, err
+}
+
+// heard marks node i suspected (down) if its call failed in transit or timed out, and not
+// if it answered, even with an error reply; the caller's end (ctx) says nothing of it.
+func (c *Cluster) heard(ctx, dctx context.Context, i int, err error) {
+	switch {
+	case err == nil:
+		c.down[i].Store(false)
+	case ctx.Err() != nil:
+	case dctx.Err() != nil || inTransit(err):
+		c.down[i].Store(true)
+	default: // a server's error reply: it answered
+		c.down[i].Store(false)
+	}
 }
 
 // inTransit reports whether err is a failure to reach the node (a refused or reset

@@ -71,79 +71,28 @@ func (c *Cluster) acquireWait(ctx context.Context, l *claim, b Backoff) (Grant, 
 	var w *watch   // the wake-up subscription, from the first time the lock is found held
 	var last error // the last attempt's error that was not ctx's
 	for attempt := 0; ; attempt++ {
-		l.attempt = attempt + 1
-		l.token = first
-		if attempt > 0 {
-			l.token = l.waiter + "." + strconv.Itoa(l.attempt)
-		}
+		l.attempt, l.token = attempt+1, attemptToken(first, waiter, attempt+1)
 		w.drain() // what was said before this attempt, it finds out for itself
 		g, o, err := c.acquire(ctx, l)
-		if err == nil {
-			l.trail.won.Store(int64(l.attempt))
-			if w != nil {
-				go w.stop() // the new owner need not wait for its UNSUBSCRIBE to be sent
-			}
-			return g, nil
-		}
-		if ctx.Err() == nil && (c.closed.Load() || !l.Persist && Permanent(err)) {
-			w.stop()
-			if attempt > 0 || !o.start.IsZero() { // the nodes may have queued us
-				c.leave(l)
-			}
-			if c.closed.Load() && !errors.Is(err, ErrClosed) { // closed during the attempt
-				err = fmt.Errorf("%w; last attempt: %w", opError("acquire", l.Keys.named(), ErrClosed), err)
-			}
-			return Grant{}, err
-		}
-		if ctx.Err() == nil {
+		queued := attempt > 0 || !o.start.IsZero() // the nodes may have queued us
+		switch {
+		case err == nil:
+			return c.gotWait(l, w, g), nil
+		case ctx.Err() == nil && (c.closed.Load() || !l.Persist && Permanent(err)):
+			c.endWait(l, w, queued)
+			return Grant{}, c.closedDuring(l, err)
+		case ctx.Err() == nil:
 			last = err
-			if l.Failed != nil {
-				l.Failed(err)
-			}
-			held := errors.Is(err, ErrHeld)
-			if held && w == nil {
-				w = c.watch(ctx, l.Keys.Wake(l.waiter), l.NodeTimeout)
-				if w.isActive() || o.plain { // a plain SET NX did not queue us: the next attempt does
-					continue
-				}
-			}
-			// The next attempt starts within a refresh interval of this one's start, however
-			// long this one took to fail, so that the nodes keep the waiter's place (see
-			// placeKept).
-			refresh := l.refresh()
-			if !o.start.IsZero() {
-				refresh = max(0, refresh-time.Since(o.start))
-			}
-			delay := min(b.Delay(attempt, o.wait), refresh)
-			listen := false
-			switch {
-			case o.split:
-				// Competitors took some nodes each and all let go: retry after a random
-				// pause of up to two attempts' time, so that the next round has a winner.
-				// A node that meanwhile hands us the lock, or wakes us, ends the pause:
-				// the lock is ours or free there, and we are first in its queue.
-				delay, listen = min(rand.N(2*o.took+1), refresh), w.isActive()
-			case held && w.isActive():
-				delay, listen = refresh, true
-				if o.wait > 0 {
-					delay = min(o.wait, delay)
-				}
-			}
-			if g, ok := c.await(ctx, l, w, o, delay, listen); ok {
-				l.trail.won.Store(int64(l.attempt))
-				go w.stop()
-				return g, nil
+			if g, ok := c.between(ctx, l, &w, b, attempt, o, err); ok {
+				return c.gotWait(l, w, g), nil
 			}
 			if ctx.Err() == nil {
 				continue
 			}
-		} else if !errors.Is(err, ctx.Err()) {
+		case !errors.Is(err, ctx.Err()):
 			last = err
 		}
-		w.stop()
-		if last != nil || attempt > 0 || !o.start.IsZero() { // the nodes may have queued us
-			c.leave(l)
-		}
+		c.endWait(l, w, last != nil || queued)
 		if last == nil {
 			return Grant{}, ctxError(ctx, "acquire", l.Keys.named())
 		}
@@ -151,13 +100,91 @@ func (c *Cluster) acquireWait(ctx context.Context, l *claim, b Backoff) (Grant, 
 	}
 }
 
+// attemptToken returns the token of the waiter's attempt (numbered from 1): first for the
+// first, "<waiter id>.<attempt>" for the others.
+func attemptToken(first, waiter string, attempt int) string {
+	if attempt == 1 {
+		return first
+	}
+	return waiter + "." + strconv.Itoa(attempt)
+}
+
+// closedDuring returns err, marked ErrClosed as well if the Cluster was closed during the
+// attempt that failed with it.
+func (c *Cluster) closedDuring(l *claim, err error) error {
+	if c.closed.Load() && !errors.Is(err, ErrClosed) {
+		return fmt.Errorf("%w; last attempt: %w", opError("acquire", l.Keys.named(), ErrClosed), err)
+	}
+	return err
+}
+
+// gotWait ends a wait that got the lock g.
+func (c *Cluster) gotWait(l *claim, w *watch, g Grant) Grant {
+	l.trail.won.Store(int64(l.attempt))
+	if w != nil {
+		go w.stop() // the new owner need not wait for its UNSUBSCRIBE to be sent
+	}
+	return g
+}
+
+// endWait ends a wait that did not get the lock: it stops w, and leaves the queue if the
+// nodes may have queued the waiter.
+func (c *Cluster) endWait(l *claim, w *watch, queued bool) {
+	w.stop()
+	if queued {
+		c.leave(l)
+	}
+}
+
+// between runs between the failed attempt o (error err) and the next: it reports err to
+// l.Failed, subscribes to the waiter's channel the first time the lock is found held (and
+// then calls again at once: the release may have come before the subscription), and waits
+// (see pause and await). It returns the Grant and true if a hand-over gave it the lock.
+func (c *Cluster) between(ctx context.Context, l *claim, w **watch, b Backoff, attempt int, o outcome, err error) (Grant, bool) {
+	if l.Failed != nil {
+		l.Failed(err)
+	}
+	held := errors.Is(err, ErrHeld)
+	if held && *w == nil {
+		*w = c.watch(ctx, l.Keys.Wake(l.waiter), l.NodeTimeout)
+		if (*w).isActive() || o.plain { // a plain SET NX did not queue us: the next attempt does
+			return Grant{}, false
+		}
+	}
+	delay, listen := pause(l, *w, b, attempt, o, held)
+	return c.await(ctx, l, *w, o, delay, listen)
+}
+
+// pause returns how long to wait after the failed attempt o, and whether a message on w may
+// end the wait. The next attempt starts within a refresh interval of this one's start,
+// however long this one took to fail, so that the nodes keep the waiter's place (see
+// placeKept). After a split vote (competitors took some nodes each and all let go), it
+// waits a random pause of up to two attempts' time, so that the next round has a winner;
+// a node that meanwhile hands it the lock, or wakes it, ends the pause. While the lock is
+// held and w is active, it waits for the holder's TTL (at most the refresh interval), and
+// a message ends that wait. Otherwise the backoff's delay.
+func pause(l *claim, w *watch, b Backoff, attempt int, o outcome, held bool) (time.Duration, bool) {
+	refresh := l.refresh()
+	if !o.start.IsZero() {
+		refresh = max(0, refresh-time.Since(o.start))
+	}
+	delay := min(b.Delay(attempt, o.wait), refresh)
+	switch {
+	case o.split:
+		return min(rand.N(2*o.took+1), refresh), w.isActive()
+	case held && w.isActive() && o.wait > 0:
+		return min(o.wait, refresh), true
+	case held && w.isActive():
+		return refresh, true
+	}
+	return delay, false
+}
+
 // await sleeps after the failed attempt o until delay passes or ctx ends, or, if listen,
 // until a message on w wakes it or hands it the lock: then it reports the Grant and true
-// once a quorum of the nodes that refused o handed l over (raising the fence first if l
-// asks for one at N > 1, unless a quorum of them handed over the same, largest counter).
-// A node whose refusal came after o returned (o.late) counts from then on, with a
-// hand-over it sent before. Any other message ends the sleep, so that the waiter calls
-// again.
+// once a quorum of the nodes that refused o handed l over (see handedOver). A node whose
+// refusal came after o returned (o.late) counts from then on, with a hand-over it sent
+// before. Any other message ends the sleep, so that the waiter calls again.
 func (c *Cluster) await(ctx context.Context, l *claim, w *watch, o outcome, delay time.Duration, listen bool) (Grant, bool) {
 	deadline := time.Now().Add(delay)
 	timer := time.NewTimer(delay)
@@ -167,16 +194,11 @@ func (c *Cluster) await(ctx context.Context, l *claim, w *watch, o outcome, dela
 	if listen {
 		msgs, late = w.msgs, o.late
 	}
-	refused := o.refused // copied before a late refusal is added: o's is the attempt's
-	copied := false
-	handed := make([]bool, len(c.nodes))
-	var early []*handover // per node: this attempt's hand-over, from a node whose refusal has not come yet
-	var count int
-	var top int64 // the largest fence handed over, and how many nodes handed it over
-	var atTop int
+	hs := &handovers{token: l.token, refused: o.refused, handed: make([]bool, len(c.nodes))}
 	for {
 		var node int
 		var h handover
+		var ok bool
 		select {
 		case <-timer.C:
 			return Grant{}, false
@@ -185,76 +207,99 @@ func (c *Cluster) await(ctx context.Context, l *claim, w *watch, o outcome, dela
 		case <-c.done: // Close: the next attempt fails
 			return Grant{}, false
 		case i := <-late:
-			if !copied {
-				refused, copied = make([]bool, len(c.nodes)), true
-				copy(refused, o.refused)
-			}
-			refused[i] = true
-			if early == nil || early[i] == nil {
+			if node, h, ok = hs.refuse(i); !ok {
 				continue
 			}
-			node, h, early[i] = i, *early[i], nil
 		case m := <-msgs:
-			var ok bool
 			if h, ok = parseHandover(m.payload); !ok {
 				return Grant{}, false // a plain wake-up: the lock may be free
 			}
-			node = m.node
-			if h.token == l.token && (refused == nil || !refused[node]) && late != nil {
-				// Its reply may still be on its way (a message can overtake it): this counts
-				// if the node's refusal comes.
-				if early == nil {
-					early = make([]*handover, len(c.nodes))
-				}
-				early[node] = &h
+			if node = m.node; late != nil && hs.early(node, h) {
 				continue
 			}
 		}
-		if h.token != l.token || refused == nil || !refused[node] || handed[node] {
+		if !hs.take(node, h) {
 			continue // an earlier attempt's, or from a node whose refusal we did not see
-		}
-		handed[node] = true
-		count++
-		switch {
-		case h.fence > top:
-			top, atTop = h.fence, 1
-		case h.fence == top:
-			atTop++
 		}
 		if h.unguarded {
 			c.markUnguarded(node)
 		}
-		if count < c.quorum {
-			// The other nodes hand it over in the same release, moments apart. If they do
-			// not soon, call again: they may have handed it to other waiters (the nodes'
-			// queues differ while waiters are still joining them), and then no one gets a
-			// quorum of hand-overs; the next attempt sorts that out, as a split vote, where
-			// waiting would leave the lock idle. If too few nodes can hand it over for a
-			// quorum (the others granted the attempt and were let go, or failed: nothing
-			// there hands it over), it calls again at once: the nodes that handed it over
-			// count it as its own, and the others may grant it. Under an asymmetric
-			// partition, where a release reaches only some of the next waiter's nodes, most
-			// hand-overs were followed by that wait.
-			wait := handoverWait(l, o)
-			if o.handers < c.quorum {
-				wait = 0
-			}
-			timer.Reset(min(wait, time.Until(deadline)))
+		if hs.count < c.quorum {
+			timer.Reset(min(c.restOfHandover(l, o), time.Until(deadline)))
 			continue
 		}
-		until := o.start.Add(l.TTL - l.Drift())
-		if time.Until(until) < l.TTL/2 {
-			return Grant{}, false // call again: the nodes that hold it for us renew it
-		}
-		// As for an acquisition (see raise): the nodes advanced the counter to at least the
-		// attempt's floor, and a quorum that agrees on the largest holds it already.
-		if l.Fence && len(c.nodes) > 1 && atTop < c.quorum {
-			if err := c.raise(ctx, l, top, until); err != nil {
-				return Grant{}, false
-			}
-		}
-		return Grant{Start: o.start, Until: until, Fence: uint64(top), Attempts: l.attempt}, true
+		g, err := c.grant(ctx, l, o.start, hs.fence, l.TTL/2)
+		return g, err == nil // if too little is left: call again, and the nodes renew it
 	}
+}
+
+// restOfHandover is how long a waiter that heard some hand-overs of its attempt o, fewer
+// than a quorum, waits for the rest. The other nodes hand it over in the same release,
+// moments apart. If they do not soon, it calls again: they may have handed it to other
+// waiters (the nodes' queues differ while waiters are still joining them), and then no one
+// gets a quorum of hand-overs; the next attempt sorts that out, as a split vote, where
+// waiting would leave the lock idle. If too few nodes can hand it over for a quorum (the
+// others granted the attempt and were let go, or failed), it calls again at once: the
+// nodes that handed it over count it as its own, and the others may grant it.
+func (c *Cluster) restOfHandover(l *claim, o outcome) time.Duration {
+	if o.handers < c.quorum {
+		return 0
+	}
+	return handoverWait(l, o)
+}
+
+// handovers counts the hand-overs of one attempt.
+type handovers struct {
+	token   string
+	refused []bool // per node: it refused the attempt (shared with the outcome until copied)
+	copied  bool
+	handed  []bool      // per node: its hand-over counted
+	pending []*handover // per node: a hand-over from a node whose refusal has not come yet
+	count   int         // hand-overs counted
+	fence   highest     // the fences handed over
+}
+
+// refuse records node i's refusal that came after the attempt returned, and returns the
+// hand-over it sent before, if any.
+func (hs *handovers) refuse(i int) (int, handover, bool) {
+	if !hs.copied { // the outcome's is the attempt's
+		r := make([]bool, len(hs.handed))
+		copy(r, hs.refused)
+		hs.refused, hs.copied = r, true
+	}
+	hs.refused[i] = true
+	if hs.pending == nil || hs.pending[i] == nil {
+		return 0, handover{}, false
+	}
+	h := *hs.pending[i]
+	hs.pending[i] = nil
+	return i, h, true
+}
+
+// early keeps h, from node i, if it is this attempt's and the node's refusal has not come
+// yet: its reply may still be on its way (a message can overtake it), and the hand-over
+// counts if the refusal comes.
+func (hs *handovers) early(i int, h handover) bool {
+	if h.token != hs.token || (hs.refused != nil && hs.refused[i]) {
+		return false
+	}
+	if hs.pending == nil {
+		hs.pending = make([]*handover, len(hs.handed))
+	}
+	hs.pending[i] = &h
+	return true
+}
+
+// take counts h from node i, and reports whether it counted: it must be this attempt's,
+// from a node that refused it, once per node.
+func (hs *handovers) take(i int, h handover) bool {
+	if h.token != hs.token || hs.refused == nil || !hs.refused[i] || hs.handed[i] {
+		return false
+	}
+	hs.handed[i] = true
+	hs.count++
+	hs.fence.see(h.fence)
+	return true
 }
 
 // handoverWait is how long a waiter that heard a first hand-over of its attempt o waits
