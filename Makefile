@@ -7,9 +7,14 @@ GO ?= go
 STATICCHECK_VERSION ?= v0.7.0
 GOBIN_DIR := $(firstword $(subst :, ,$(shell $(GO) env GOPATH)))/bin
 STATICCHECK := $(GOBIN_DIR)/staticcheck
+# gocyclo bounds the cyclomatic complexity of the library's own functions (the root package
+# and core; not tests, tools or examples) at 15: each stays readable against its contract.
+GOCYCLO_VERSION ?= v0.6.0
+GOCYCLO := $(GOBIN_DIR)/gocyclo
+CYCLO_FILES := $(filter-out %_test.go,$(wildcard *.go core/*.go))
 
 .DEFAULT_GOAL := test
-.PHONY: test lint bench bench-compare example staticcheck-install chaos chaos-smoke sim
+.PHONY: test lint bench bench-compare example staticcheck-install gocyclo-install chaos chaos-smoke sim
 
 # The adapters under contrib/ are modules of their own, so that their dependencies never
 # enter go.mod: test and lint run in each too.
@@ -28,7 +33,7 @@ test:
 		(cd $$m && $(RACE_TEST) $(GO) ./...) || exit 1; \
 	done
 
-lint: staticcheck-install
+lint: staticcheck-install gocyclo-install
 	@unformatted="$$(gofmt -l .)"; \
 	if [ -n "$$unformatted" ]; then \
 		echo "gofmt: these files need formatting (run gofmt -w on them):"; \
@@ -37,6 +42,7 @@ lint: staticcheck-install
 	fi
 	$(GO) vet ./...
 	$(STATICCHECK) ./...
+	$(GOCYCLO) -over 15 $(CYCLO_FILES)
 	@for m in $(CONTRIB); do \
 		echo "cd $$m && $(GO) vet ./... && staticcheck ./..."; \
 		(cd $$m && $(GO) vet ./... && $(STATICCHECK) ./...) || exit 1; \
@@ -47,6 +53,14 @@ staticcheck-install:
 	@if ! "$(STATICCHECK)" -version 2>/dev/null | grep -qF "($(STATICCHECK_VERSION:v%=%))"; then \
 		echo "installing staticcheck $(STATICCHECK_VERSION) into $(GOBIN_DIR)"; \
 		GOBIN="$(GOBIN_DIR)" $(GO) install honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION); \
+	fi
+
+# Installs the pinned gocyclo into $(GOBIN_DIR) unless it is there. gocyclo has no version
+# flag: the module's version is read from the binary's build info.
+gocyclo-install:
+	@if ! $(GO) version -m "$(GOCYCLO)" 2>/dev/null | grep -q "github.com/fzipp/gocyclo[[:space:]]*$(GOCYCLO_VERSION)"; then \
+		echo "installing gocyclo $(GOCYCLO_VERSION) into $(GOBIN_DIR)"; \
+		GOBIN="$(GOBIN_DIR)" $(GO) install github.com/fzipp/gocyclo/cmd/gocyclo@$(GOCYCLO_VERSION); \
 	fi
 
 bench:

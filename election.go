@@ -127,6 +127,23 @@ func (e *Election) Observe(ctx context.Context) <-chan string {
 		return out
 	}
 	wake := make(chan struct{}, 1)
+	unsubs := e.subscribe(ctx, wake)
+	go func() {
+		defer close(out)
+		defer func() {
+			for _, unsub := range unsubs {
+				unsub()
+			}
+		}()
+		e.observe(ctx, out, wake)
+	}()
+	return out
+}
+
+// subscribe subscribes to the leader's channel on every node that is a Subscriber (each
+// within the node timeout), with a message making wake ready, and returns the
+// unsubscribes.
+func (e *Election) subscribe(ctx context.Context, wake chan struct{}) []func() {
 	var unsubs []func()
 	for _, n := range e.client.nodes {
 		s, ok := n.(core.Subscriber)
@@ -145,45 +162,39 @@ func (e *Election) Observe(ctx context.Context) <-chan string {
 			unsubs = append(unsubs, unsub)
 		}
 	}
-	go func() {
-		defer close(out)
-		defer func() {
-			for _, unsub := range unsubs {
-				unsub()
-			}
-		}()
-		every := max(50*time.Millisecond, e.set.nodeTimeout*5/2)
-		tick := time.NewTicker(every)
-		defer tick.Stop()
-		last, first := "", true
-		for {
-			value, err := e.Leader(ctx)
-			switch {
-			case ctx.Err() != nil:
-				return
-			case err == nil || errors.Is(err, ErrNoLeader):
-				if value != last || first {
-					select {
-					case out <- value:
-					case <-ctx.Done():
-						return
-					case <-e.client.closed:
-						return
-					}
-					last, first = value, false
-				}
-			}
+	return unsubs
+}
+
+// observe reads the leader when wake is ready and at least every refresh interval, and
+// sends it to out whenever it changed, until ctx ends or the Client is closed.
+func (e *Election) observe(ctx context.Context, out chan<- string, wake <-chan struct{}) {
+	tick := time.NewTicker(max(50*time.Millisecond, e.set.nodeTimeout*5/2))
+	defer tick.Stop()
+	last, first := "", true
+	for {
+		value, err := e.Leader(ctx)
+		if ctx.Err() != nil {
+			return
+		}
+		if (err == nil || errors.Is(err, ErrNoLeader)) && (value != last || first) {
 			select {
+			case out <- value:
 			case <-ctx.Done():
 				return
 			case <-e.client.closed:
 				return
-			case <-wake:
-			case <-tick.C:
 			}
+			last, first = value, false
 		}
-	}()
-	return out
+		select {
+		case <-ctx.Done():
+			return
+		case <-e.client.closed:
+			return
+		case <-wake:
+		case <-tick.C:
+		}
+	}
 }
 
 // usable returns the error that Campaign, Leader and Observe report for a bad name or

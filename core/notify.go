@@ -95,7 +95,11 @@ func (c *Cluster) subscribe(ctx context.Context, w *watch, channel string, timeo
 				// about as fast as the others does not lose the messages of the
 				// waiter's first moments, and one that does not answer is not waited
 				// for.
-				grace = time.AfterFunc(2*time.Since(start), usable)
+				if d := 2 * time.Since(start); d > 0 {
+					grace = time.AfterFunc(d, usable)
+				} else { // in virtual time: a timer due at once would only run usable now
+					usable()
+				}
 			}
 		}()
 	}
