@@ -31,6 +31,7 @@ type buffer struct {
 	data   []byte
 	closed bool          // an end closed: reads return EOF once it is drained
 	ready  chan struct{} // signalled when data arrives or the buffer closes
+	link   *Link         // the data stays here while it is cut (see PipeVia); nil: never cut
 }
 
 func newBuffer() *buffer { return &buffer{ready: make(chan struct{}, 1)} }
@@ -105,10 +106,13 @@ func (e *end) Read(p []byte) (int, error) {
 		if closed {
 			return 0, net.ErrClosed
 		}
-		if n, eof := e.in.read(p); n > 0 {
-			return n, nil
-		} else if eof {
-			return 0, io.EOF
+		healed := e.in.link.cut() // non-nil while the link is cut: nothing arrives
+		if healed == nil {
+			if n, eof := e.in.read(p); n > 0 {
+				return n, nil
+			} else if eof {
+				return 0, io.EOF
+			}
 		}
 		var timeout <-chan time.Time
 		var t *time.Timer
@@ -124,6 +128,7 @@ func (e *end) Read(p []byte) (int, error) {
 		case <-e.in.ready:
 		case <-e.wake:
 		case <-timeout:
+		case <-healed:
 		}
 		if t != nil {
 			t.Stop()

@@ -1,6 +1,8 @@
 package simnet
 
 import (
+	"bufio"
+	"bytes"
 	"context"
 	"crypto/sha1"
 	"encoding/hex"
@@ -44,13 +46,23 @@ type Server struct {
 // be called inside the bubble.
 func NewServer(t testing.TB, addr string) *Server {
 	t.Helper()
+	s, err := Start(addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(s.Crash)
+	return s
+}
+
+// Start starts a server at addr, as NewServer does, for a caller that has no testing.TB:
+// the caller stops it with Crash. Its error says that addr is not an IP address and port.
+func Start(addr string) (*Server, error) {
 	if host, _, err := net.SplitHostPort(addr); err != nil || net.ParseIP(host) == nil {
-		t.Fatalf("simnet: address %q is not an IP address and port", addr)
+		return nil, fmt.Errorf("simnet: address %q is not an IP address and port", addr)
 	}
 	s := &Server{addr: addr}
 	s.boot(DefaultUptime)
-	t.Cleanup(s.Crash)
-	return s
+	return s, nil
 }
 
 // NewServers starts n servers, at 10.0.0.1:6379, 10.0.0.2:6379 and so on (see NewServer).
@@ -114,16 +126,53 @@ func (s *Server) String() string { return s.addr }
 // Dial returns a new connection to the server over a Pipe, or, while the server is down, an
 // error that matches syscall.ECONNREFUSED, as dialling a stopped redis-server does. Its
 // signature is go-redis's Options.Dialer; the network and address are ignored.
-func (s *Server) Dial(context.Context, string, string) (net.Conn, error) {
+func (s *Server) Dial(context.Context, string, string) (net.Conn, error) { return s.dial(nil) }
+
+// dial is Dial over a PipeVia(l) (l nil: a Pipe).
+func (s *Server) dial(l *Link) (net.Conn, error) {
+	// Under s.mu, so that a Crash either comes after, and closes the connection, or
+	// before, and the dial is refused (and m.Server is not read while m.Close runs).
 	s.mu.Lock()
-	m := s.m
-	s.mu.Unlock()
-	if m == nil {
+	defer s.mu.Unlock()
+	if s.m == nil {
 		return nil, &net.OpError{Op: "dial", Net: "tcp", Err: os.NewSyscallError("connect", syscall.ECONNREFUSED)}
 	}
-	client, srv := Pipe()
-	m.Server().ServeConn(&serverEnd{Conn: srv, s: s, closed: make(chan struct{})})
+	client, srv := PipeVia(l)
+	s.m.Server().ServeConn(&serverEnd{Conn: srv, s: s, closed: make(chan struct{})})
 	return client, nil
+}
+
+// Do runs one command on the running process directly, as a connection's would run, but
+// past the connections (so also while the server is hung or a link cut), and returns its
+// reply as miniredis's server.ParseReply reads it: an error reply as the error. While the
+// server is down it returns an error that matches syscall.ECONNREFUSED.
+func (s *Server) Do(args ...string) (any, error) {
+	s.mu.Lock()
+	var srv *server.Server
+	if s.m != nil {
+		srv = s.m.Server()
+	}
+	s.mu.Unlock()
+	if srv == nil {
+		return nil, &net.OpError{Op: "dial", Net: "tcp", Err: os.NewSyscallError("connect", syscall.ECONNREFUSED)}
+	}
+	if s.pinnedClock() {
+		s.sync()
+	}
+	var out bytes.Buffer
+	w := bufio.NewWriter(&out)
+	srv.Dispatch(server.NewPeer(w), args) // outside s.mu: INFO reads it
+	if err := w.Flush(); err != nil {
+		return nil, err
+	}
+	return server.ParseReply(bufio.NewReader(&out))
+}
+
+// pinnedClock reports whether the clock is offset (see SetClockOffset).
+func (s *Server) pinnedClock() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.pinned
 }
 
 // serverEnd is the server's end of a connection: it holds each request back while the
@@ -188,11 +237,13 @@ func (s *Server) Resume() {
 // if the server is down.
 func (s *Server) sync() *miniredis.Miniredis {
 	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.m != nil && s.pinned {
-		s.m.SetTime(time.Now().Add(s.offset))
+	m, pinned, offset := s.m, s.pinned, s.offset
+	s.mu.Unlock()
+	// Outside s.mu: SetTime waits for a running script, and a script's INFO takes s.mu.
+	if m != nil && pinned {
+		m.SetTime(time.Now().Add(offset))
 	}
-	return s.m
+	return m
 }
 
 // Miniredis returns the running process, to inspect or change its data, or nil while the
