@@ -15,11 +15,15 @@
 //     itself, and releases it, also when the function panics. The function's context
 //     ends when the lease does, never later than its Until.
 //
+// Client.NewRWMutex, Client.NewSemaphore and Client.NewElection build a reader/writer lock,
+// a counting semaphore and a leader election from such locks.
+//
 // A lock is granted when a majority of nodes (the quorum, N/2+1) accept it within its
-// validity: TTL - elapsed - (TTL*f + 2ms), f the drift factor (WithDriftFactor). Lease.Token is a fencing token that
-// strictly increases from one holder of a name to the next; pass it to the storage you
-// write, and have the storage reject tokens older than the newest it has seen. That is what
-// keeps a holder that paused past its lease from corrupting data.
+// validity: TTL - elapsed - (TTL*f + 2ms), f the drift factor (WithDriftFactor).
+// Lease.Token is a fencing token that strictly increases from one holder of a name to the
+// next; pass it to the storage you write, and have the storage reject tokens older than the
+// newest it has seen. That is what keeps a holder that paused past its lease from
+// corrupting data.
 //
 // Like every lease-based lock, mutual exclusion holds under timing assumptions: process
 // pauses, network delays and clock-rate drift stay small compared to the TTL, and a node

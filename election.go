@@ -114,9 +114,9 @@ func (e *Election) Leader(ctx context.Context) (string, error) {
 
 // Observe returns a channel on which it sends the leader's value each time the leader
 // changes, starting with the current one ("" if none), and "" when the election is left
-// without a leader; it is closed when ctx ends or the Client is closed. It learns of a new leader when the leader records
-// its value (through the nodes that offer notifications), and checks every refresh
-// interval (2.5 node timeouts, at least 50 ms) besides, which is how it learns that a
+// without a leader; it is closed when ctx ends or the Client is closed. It learns of a new
+// leader when the leader records its value (through the nodes that offer notifications),
+// and checks every refresh interval (see Mutex) besides, which is how it learns that a
 // leader is gone. A leader that comes and goes within one check may be missed where the
 // nodes offer no notifications. The channel is unbuffered: a receiver that falls behind
 // delays the next check, and then sees the leader as it is then.

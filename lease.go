@@ -12,8 +12,9 @@ import (
 // Lease is a held lock, returned by Client.Acquire and Client.TryAcquire. It is held until
 // it ends: by Release, by running past Until without an extension, by losing the lock (an
 // extension found the nodes no longer hold it), at its maximum hold time, or when its
-// Client is closed (Close releases it). Done and Err report the end. A Lease is safe for concurrent use; Extend and Release calls on one Lease
-// run one at a time. The zero Lease holds nothing.
+// Client is closed (Close releases it). Done and Err report the end. A Lease is safe for
+// concurrent use; Extend and Release calls on one Lease run one at a time. The zero Lease
+// holds nothing.
 type Lease struct {
 	client  *Client // releases it at Close
 	cluster *core.Cluster
@@ -156,8 +157,9 @@ func (l *Lease) lostCh() <-chan struct{} {
 
 // Err returns nil while the lease is held, and after it ended the reason: ErrReleased,
 // ErrExpired (validity ran out without an extension), ErrLost (the nodes no longer hold the
-// lock for it), ErrMaxHold, or ErrClosed (its Client was closed, which released it). The zero Lease reports ErrNotHeld. A lease that ends
-// otherwise than by Release calls the WithLostHandler function, if set.
+// lock for it), ErrMaxHold, or ErrClosed (its Client was closed, which released it). The
+// zero Lease reports ErrNotHeld. A lease that ends otherwise than by Release calls the
+// WithLostHandler function, if set.
 func (l *Lease) Err() error {
 	if l.cluster == nil {
 		return ErrNotHeld

@@ -21,7 +21,8 @@ import (
 // (see core.Cluster.AcquireWait). A waiter does not poll for the release where the nodes
 // offer notifications (core.Subscriber): the release hands the lock to the first waiter and
 // tells it so, and that waiter holds the lock without another round trip. It calls again
-// every refresh interval (2.5 node timeouts, at least 50 ms) to keep its place.
+// every refresh interval, which core derives from the node timeout (see
+// core.Cluster.AcquireWait), to keep its place.
 //
 // While locked, the Mutex extends its lock before it expires (when about a third of the
 // validity is left). If an extension fails until the validity runs out, or the nodes no
