@@ -10,6 +10,7 @@ import (
 	"net"
 	"os"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -36,7 +37,8 @@ type Server struct {
 	boots   int           // the processes started so far
 	offset  time.Duration // the server's clock minus the bubble's
 	pinned  bool          // the clock was offset once: miniredis's time is set before each command
-	noInfo  bool          // INFO is miniredis's own (see SetInfo)
+	noInfo  atomic.Bool   // INFO is miniredis's own (see SetInfo); atomic: read under miniredis's lock
+	pooled  atomic.Bool   // scripts run on the pooled engine (see SetPooledScripts)
 	hung    chan struct{} // non-nil while hung (see Hang): closed when that ends
 }
 
@@ -90,9 +92,10 @@ func (s *Server) boot(up time.Duration) {
 		_ = c.Close()
 	}
 	id, started := s.runID, s.started
+	eng := newScriptEngine(m, m.Server())
 	m.Server().SetPreHook(func(p *server.Peer, cmd string, args ...string) bool {
 		if cmd != "INFO" || !s.info() {
-			return false
+			return s.pooled.Load() && eng.hook(p, cmd, args)
 		}
 		// Every section reads as the server section: the scripts ask for "server".
 		up := int64(time.Since(started) / time.Second)
@@ -101,21 +104,20 @@ func (s *Server) boot(up time.Duration) {
 	})
 }
 
-// info reports whether the server answers INFO as redis-server does.
-func (s *Server) info() bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return !s.noInfo
-}
+// info reports whether the server answers INFO as redis-server does. It takes no lock: a
+// script's INFO asks it under miniredis's lock, which sync takes under s.mu.
+func (s *Server) info() bool { return !s.noInfo.Load() }
 
 // SetInfo sets whether the server answers INFO as redis-server does (true, the default),
 // or as miniredis does, which refuses the server section: then the scripts find neither
 // uptime nor run_id, as on a server that cannot report them.
-func (s *Server) SetInfo(on bool) {
-	s.mu.Lock()
-	s.noInfo = !on
-	s.mu.Unlock()
-}
+func (s *Server) SetInfo(on bool) { s.noInfo.Store(!on) }
+
+// SetPooledScripts sets whether the server runs EVAL and EVALSHA on a script engine that
+// keeps its Lua states in a pool (true), or as miniredis does (false, the default), making
+// a Lua state for each call, which costs about 100 µs. The scripts behave the same either
+// way (see lua.go); the setting holds across restarts.
+func (s *Server) SetPooledScripts(on bool) { s.pooled.Store(on) }
 
 // Addr returns the server's address, for go-redis's Options.Addr (see Dial).
 func (s *Server) Addr() string { return s.addr }

@@ -1,0 +1,559 @@
+package simnet
+
+import (
+	"bufio"
+	"bytes"
+	"crypto/sha1"
+	"encoding/hex"
+	"fmt"
+	"strconv"
+	"strings"
+	"sync"
+
+	"github.com/alicebob/miniredis/v2"
+	luajson "github.com/alicebob/miniredis/v2/gopher-json"
+	"github.com/alicebob/miniredis/v2/server"
+	lua "github.com/yuin/gopher-lua"
+	"github.com/yuin/gopher-lua/parse"
+)
+
+// A script engine for EVAL and EVALSHA that reuses its Lua states (see SetPooledScripts).
+// miniredis makes a Lua state for each script call, opening its libraries each time, which
+// costs about 100 µs, most of a lock's round trip here. This engine runs the same scripts,
+// compiled once, on states made once and kept in a pool, and otherwise behaves as
+// miniredis's (cmd_scripting.go and lua.go of miniredis v2.40.0, MIT licence, from which
+// it is adapted): the same libraries, redis.call and redis.pcall dispatched to the
+// server's own commands, the same conversions of replies both ways, globals refused.
+//
+// A script runs under the process's lock (Miniredis embeds its sync.Mutex), as miniredis
+// runs one, so no other command interleaves. Its redis.call commands are dispatched with
+// a connection context marked nested, as miniredis's are, so that they run under that lock
+// without taking it: miniredis's context type is unexported, so the engine borrows one
+// that miniredis made for a script of its own when the process started (see capture).
+
+// scriptEngine is the pooled engine of one server process.
+type scriptEngine struct {
+	m      *miniredis.Miniredis
+	srv    *server.Server
+	nested any // a nested connection context of m's (see capture); nil: the engine is off
+
+	mu      sync.Mutex
+	sources map[string]string // by SHA-1: the scripts this process was given by EVAL
+}
+
+// protos are the compiled scripts, by source, shared by every process.
+var protos sync.Map // string → *lua.FunctionProto
+
+// vms is the pool of Lua states, shared by every process.
+var vms = sync.Pool{New: func() any { return newVM() }}
+
+// captureMark is what capture's script echoes, to be told from any other ECHO.
+const captureMark = "simnet: capture a nested context"
+
+// newScriptEngine returns the engine of the process m, whose server is srv, or nil if it
+// could not borrow a nested context (it then leaves every script to miniredis). It must be
+// called before the process's pre-hook is set, which it uses meanwhile.
+func newScriptEngine(m *miniredis.Miniredis, srv *server.Server) *scriptEngine {
+	e := &scriptEngine{m: m, srv: srv, sources: map[string]string{}}
+	srv.SetPreHook(func(p *server.Peer, cmd string, args ...string) bool {
+		if cmd == "ECHO" && len(args) == 1 && args[0] == captureMark {
+			e.nested = p.Ctx
+		}
+		return false
+	})
+	var out bytes.Buffer
+	srv.Dispatch(server.NewPeer(bufio.NewWriter(&out)), []string{"EVAL", "return redis.call('ECHO', ARGV[1])", "0", captureMark})
+	srv.SetPreHook(nil)
+	if e.nested == nil {
+		return nil
+	}
+	return e
+}
+
+// hook runs EVAL and EVALSHA for the peer p, and reports whether it did: it leaves to
+// miniredis the calls from scripts, EVALSHA of a script it was not given, and calls with
+// bad arguments or a script that does not compile, whose errors miniredis writes.
+func (e *scriptEngine) hook(p *server.Peer, cmd string, args []string) bool {
+	if e == nil || p.Ctx == e.nested {
+		return false
+	}
+	switch cmd {
+	case "EVAL", "EVALSHA":
+	case "SCRIPT":
+		if len(args) > 0 && strings.EqualFold(args[0], "FLUSH") {
+			e.mu.Lock()
+			clear(e.sources)
+			e.mu.Unlock()
+		}
+		return false
+	default:
+		return false
+	}
+	if len(args) < 2 {
+		return false
+	}
+	var src, sha string
+	if cmd == "EVAL" {
+		src = args[0]
+		sum := sha1.Sum([]byte(src))
+		sha = hex.EncodeToString(sum[:])
+	} else {
+		sha = strings.ToLower(args[0])
+		e.mu.Lock()
+		s, ok := e.sources[sha]
+		e.mu.Unlock()
+		if !ok {
+			return false
+		}
+		src = s
+	}
+	n, err := strconv.Atoi(args[1])
+	if err != nil || n < 0 || n > len(args)-2 {
+		return false
+	}
+	proto, err := compile(src)
+	if err != nil {
+		return false
+	}
+	if cmd == "EVAL" {
+		e.mu.Lock()
+		e.sources[sha] = src
+		e.mu.Unlock()
+	}
+	v := vms.Get().(*vm)
+	defer vms.Put(v)
+	e.m.Lock()
+	defer e.m.Unlock()
+	v.run(e, p, sha, proto, args[2:2+n], args[2+n:])
+	return true
+}
+
+// compile returns the compiled script src.
+func compile(src string) (*lua.FunctionProto, error) {
+	if p, ok := protos.Load(src); ok {
+		return p.(*lua.FunctionProto), nil
+	}
+	chunk, err := parse.Parse(strings.NewReader(src), "<string>")
+	if err != nil {
+		return nil, err
+	}
+	p, err := lua.Compile(chunk, "")
+	if err != nil {
+		return nil, err
+	}
+	protos.Store(src, p)
+	return p, nil
+}
+
+// vm is a Lua state with miniredis's libraries, its redis module, and globals refused,
+// ready to run a script; cur is the call it runs, for the redis module's functions.
+type vm struct {
+	l   *lua.LState
+	cur struct {
+		e   *scriptEngine
+		p   *server.Peer
+		sha string
+	}
+	out bytes.Buffer // a redis.call's reply
+	w   *bufio.Writer
+	r   *bufio.Reader
+}
+
+func newVM() *vm {
+	v := &vm{l: lua.NewState(lua.Options{SkipOpenLibs: true})}
+	v.w = bufio.NewWriter(&v.out)
+	v.r = bufio.NewReader(&v.out)
+	l := v.l
+	for _, lib := range []struct {
+		n string
+		f lua.LGFunction
+	}{
+		{lua.LoadLibName, lua.OpenPackage},
+		{lua.BaseLibName, lua.OpenBase},
+		{lua.CoroutineLibName, lua.OpenCoroutine},
+		{lua.TabLibName, lua.OpenTable},
+		{lua.StringLibName, lua.OpenString},
+		{lua.MathLibName, lua.OpenMath},
+		{lua.DebugLibName, lua.OpenDebug},
+	} {
+		if err := l.CallByParam(lua.P{Fn: l.NewFunction(lib.f), NRet: 0, Protect: true}, lua.LString(lib.n)); err != nil {
+			panic(err)
+		}
+	}
+	luajson.Preload(l)
+	if err := l.CallByParam(lua.P{Fn: l.GetGlobal("require"), NRet: 1, Protect: true}, lua.LString("json")); err != nil {
+		panic(err)
+	}
+	l.SetGlobal("cjson", l.Get(-1))
+	l.Pop(1)
+	l.SetGlobal("KEYS", l.NewTable())
+	l.SetGlobal("ARGV", l.NewTable())
+	mod := l.CreateTable(0, 16)
+	for name, f := range v.funcs() {
+		mod.RawSetString(name, l.NewFunction(f))
+	}
+	for k, c := range map[string]lua.LValue{"LOG_DEBUG": lua.LNumber(0), "LOG_VERBOSE": lua.LNumber(1), "LOG_NOTICE": lua.LNumber(2), "LOG_WARNING": lua.LNumber(3)} {
+		mod.RawSetString(k, c)
+	}
+	l.SetGlobal("redis", mod)
+	l.SetGlobal("server", mod)
+	l.RegisterModule("os", map[string]lua.LGFunction{"clock": func(l *lua.LState) int { l.Push(lua.LNumber(42)); return 1 }})
+	strs := l.GetGlobal("string").(*lua.LTable)
+	strs.RawSetString("match", l.NewFunction(fastMatch(strs.RawGetString("match").(*lua.LFunction))))
+	proto, err := compile(protectGlobals) // as miniredis compiles it: its errors name no chunk
+	if err != nil {
+		panic(err)
+	}
+	l.Push(l.NewFunctionFromProto(proto))
+	if err := l.PCall(0, 0, nil); err != nil {
+		panic(err)
+	}
+	l.SetTop(0)
+	return v
+}
+
+// protectGlobals refuses new globals, as miniredis's and Redis's script states do.
+const protectGlobals = `
+local dbg=debug
+local mt = {}
+setmetatable(_G, mt)
+mt.__newindex = function (t, n, v)
+  if dbg.getinfo(2) then
+    local w = dbg.getinfo(2, "S").what
+    if w ~= "C" then
+      error("Script attempted to create global variable '"..tostring(n).."'", 2)
+    end
+  end
+  rawset(t, n, v)
+end
+mt.__index = function (t, n)
+  if dbg.getinfo(2) and dbg.getinfo(2, "S").what ~= "C" then
+    error("Script attempted to access nonexistent global variable '"..tostring(n).."'", 2)
+  end
+  return rawget(t, n)
+end
+debug = nil
+`
+
+// run runs the script proto (whose SHA-1 is sha) with keys and args for the peer p, and
+// writes its reply to p. e.m's lock is held.
+func (v *vm) run(e *scriptEngine, p *server.Peer, sha string, proto *lua.FunctionProto, keys, args []string) {
+	l := v.l
+	v.cur.e, v.cur.p, v.cur.sha = e, p, sha
+	defer func() { v.cur.e, v.cur.p = nil, nil }()
+	globals := l.Get(lua.GlobalsIndex).(*lua.LTable)
+	kt := l.CreateTable(len(keys), 0)
+	for i, k := range keys {
+		kt.RawSetInt(i+1, lua.LString(k))
+	}
+	at := l.CreateTable(len(args), 0)
+	for i, a := range args {
+		at.RawSetInt(i+1, lua.LString(a))
+	}
+	globals.RawSetString("KEYS", kt)
+	globals.RawSetString("ARGV", at)
+	l.SetTop(0)
+	resp3 := p.Resp3
+	l.Push(l.NewFunctionFromProto(proto))
+	if err := l.PCall(0, lua.MultRet, nil); err != nil {
+		l.SetTop(0)
+		p.WriteError(errLuaParse(err))
+		return
+	}
+	luaToRedis(l, p, l.Get(1))
+	l.SetTop(0)
+	p.Resp3 = resp3
+	p.SwitchResp3 = nil
+}
+
+// errLuaParse formats a script's error as miniredis does.
+func errLuaParse(err error) string {
+	return fmt.Sprintf("ERR Error compiling script (new function): %s", err.Error())
+}
+
+// funcs returns the redis module's functions, as miniredis's mkLua makes them.
+func (v *vm) funcs() map[string]lua.LGFunction {
+	return map[string]lua.LGFunction{
+		"call":  func(l *lua.LState) int { return v.call(l, true) },
+		"pcall": func(l *lua.LState) int { return v.call(l, false) },
+		"error_reply": func(l *lua.LState) int {
+			msg, ok := l.Get(1).(lua.LString)
+			if !ok {
+				l.Error(lua.LString("wrong number or type of arguments"), 1)
+				return 0
+			}
+			parts := strings.SplitN(msg.String(), " ", 2)
+			if parts[0] != "" && parts[0][0] == '-' {
+				parts[0] = parts[0][1:]
+			}
+			final := "ERR " + parts[0]
+			if len(parts) == 2 {
+				final = parts[0] + " " + parts[1]
+			}
+			res := &lua.LTable{}
+			res.RawSetString("err", lua.LString(final))
+			l.Push(res)
+			return 1
+		},
+		"log": func(l *lua.LState) int {
+			l.CheckInt(1)
+			l.CheckString(2)
+			return 0
+		},
+		"status_reply": func(l *lua.LState) int {
+			msg, ok := l.Get(1).(lua.LString)
+			if !ok {
+				l.Error(lua.LString("wrong number or type of arguments"), 1)
+				return 0
+			}
+			l.Push(statusReply(string(msg)))
+			return 1
+		},
+		"sha1hex": func(l *lua.LState) int {
+			if l.GetTop() != 1 {
+				l.Error(lua.LString("wrong number of arguments"), 1)
+				return 0
+			}
+			sum := sha1.Sum([]byte(lua.LVAsString(l.Get(1))))
+			l.Push(lua.LString(hex.EncodeToString(sum[:])))
+			return 1
+		},
+		"replicate_commands": func(l *lua.LState) int {
+			l.Push(lua.LTrue)
+			return 1
+		},
+		"set_repl": func(l *lua.LState) int {
+			if l.GetTop() != 1 {
+				l.Error(lua.LString("wrong number of arguments"), 1)
+				return 0
+			}
+			return 1
+		},
+		"setresp": func(l *lua.LState) int {
+			var resp3 bool
+			switch l.CheckInt(1) {
+			case 2:
+			case 3:
+				resp3 = true
+			default:
+				l.Error(lua.LString("RESP version must be 2 or 3"), 1)
+				return 0
+			}
+			v.cur.p.SwitchResp3 = &resp3
+			return 0
+		},
+	}
+}
+
+// call is redis.call (failFast) or redis.pcall: it runs a command on the server, nested,
+// and pushes its reply.
+func (v *vm) call(l *lua.LState, failFast bool) int {
+	sha := v.cur.sha
+	top := l.GetTop()
+	if top == 0 {
+		l.Error(lua.LString(fmt.Sprintf("Please specify at least one argument for this redis lib call script: %s, &c.", sha)), 1)
+		return 0
+	}
+	args := make([]string, 0, top)
+	for i := 1; i <= top; i++ {
+		switch a := l.Get(i).(type) {
+		case lua.LNumber:
+			args = append(args, a.String())
+		case lua.LString:
+			args = append(args, string(a))
+		default:
+			l.Error(lua.LString(fmt.Sprintf("Lua redis lib command arguments must be strings or integers script: %s, &c.", sha)), 1)
+			return 0
+		}
+	}
+	v.out.Reset()
+	v.w.Reset(&v.out)
+	peer := server.NewPeer(v.w)
+	peer.Ctx = v.cur.e.nested
+	v.cur.e.srv.Dispatch(peer, args)
+	_ = v.w.Flush()
+	v.r.Reset(&v.out)
+	res, err := server.ParseReply(v.r)
+	if err != nil {
+		msg := err.Error()
+		unknown := strings.Contains(msg, "ERR unknown command")
+		if failFast {
+			if unknown {
+				msg = fmt.Sprintf("Unknown Redis command called from script script: %s, &c.", sha)
+			}
+			l.Error(lua.LString(msg), 1)
+			return 0
+		}
+		if unknown {
+			msg = "ERR Unknown Redis command called from script"
+		}
+		t := &lua.LTable{}
+		t.RawSetString("err", lua.LString(msg))
+		l.Push(t)
+		return 1
+	}
+	switch r := res.(type) {
+	case nil:
+		l.Push(lua.LFalse)
+	case int64:
+		l.Push(lua.LNumber(r))
+	case int:
+		l.Push(lua.LNumber(r))
+	case []uint8:
+		l.Push(lua.LString(string(r)))
+	case []any:
+		l.Push(redisToLua(l, r))
+	case server.Simple:
+		l.Push(statusReply(string(r)))
+	case string:
+		l.Push(lua.LString(r))
+	default:
+		l.Error(lua.LString(fmt.Sprintf("simnet: reply of type %T", r)), 1)
+		return 0
+	}
+	return 1
+}
+
+func statusReply(msg string) *lua.LTable {
+	t := &lua.LTable{}
+	t.RawSetString("ok", lua.LString(msg))
+	return t
+}
+
+func redisToLua(l *lua.LState, res []any) *lua.LTable {
+	t := l.CreateTable(len(res), 0)
+	for _, e := range res {
+		var v lua.LValue
+		switch e := e.(type) {
+		case nil:
+			v = lua.LFalse
+		case int:
+			v = lua.LNumber(e)
+		case int64:
+			v = lua.LNumber(e)
+		case []uint8:
+			v = lua.LString(string(e))
+		case []any:
+			v = redisToLua(l, e)
+		case string:
+			v = lua.LString(e)
+		case server.Simple:
+			v = lua.LString(string(e))
+		default:
+			v = lua.LString(fmt.Sprint(e))
+		}
+		l.RawSet(t, lua.LNumber(t.Len()+1), v)
+	}
+	return t
+}
+
+func luaToRedis(l *lua.LState, c *server.Peer, value lua.LValue) {
+	switch t := value.(type) {
+	case nil, *lua.LNilType:
+		c.WriteNull()
+	case lua.LBool:
+		if t {
+			c.WriteInt(1)
+		} else {
+			c.WriteNull()
+		}
+	case lua.LNumber:
+		c.WriteInt(int(t))
+	case lua.LString:
+		c.WriteBulk(string(t))
+	case *lua.LTable:
+		if s := t.RawGetString("err"); s.Type() != lua.LTNil {
+			c.WriteError(s.String())
+			return
+		}
+		if s := t.RawGetString("ok"); s.Type() != lua.LTNil {
+			c.WriteInline(s.String())
+			return
+		}
+		var result []lua.LValue
+		for j := 1; ; j++ {
+			val := l.GetTable(value, lua.LNumber(j))
+			if val == nil {
+				result = append(result, val)
+				continue
+			}
+			if val.Type() == lua.LTNil {
+				break
+			}
+			result = append(result, val)
+		}
+		c.WriteLen(len(result))
+		for _, r := range result {
+			luaToRedis(l, c, r)
+		}
+	default:
+		c.WriteError(fmt.Sprintf("ERR simnet: script returned a %s", value.Type()))
+	}
+}
+
+// fastMatch returns string.match that finds the patterns "<literal>(%d+)" and
+// "<literal>(%x+)" (literal without magic characters), which the lock scripts read INFO
+// with, in Go, and leaves every other call to match, Lua's own. gopher-lua compiles a
+// pattern at each call, and the scripts spent a third of their time there. Its result is
+// Lua's: the first place where the literal is followed by one such character or more,
+// and the longest run of them from there.
+func fastMatch(match *lua.LFunction) lua.LGFunction {
+	return func(l *lua.LState) int {
+		src, ok1 := l.Get(1).(lua.LString)
+		pat, ok2 := l.Get(2).(lua.LString)
+		if ok1 && ok2 && l.GetTop() == 2 {
+			if lit, class, ok := simplePattern(string(pat)); ok {
+				l.Push(findRun(string(src), lit, class))
+				return 1
+			}
+		}
+		top := l.GetTop()
+		l.Push(match)
+		for i := 1; i <= top; i++ {
+			l.Push(l.Get(i))
+		}
+		l.Call(top, lua.MultRet)
+		return l.GetTop() - top
+	}
+}
+
+// simplePattern splits a pattern "<literal>(%d+)" or "<literal>(%x+)" into its literal
+// and its class ('d' or 'x'); ok is false for any other pattern.
+func simplePattern(p string) (lit string, class byte, ok bool) {
+	for _, suffix := range []string{"(%d+)", "(%x+)"} {
+		if lit, found := strings.CutSuffix(p, suffix); found && !strings.ContainsAny(lit, "^$*+?.([%-])") {
+			return lit, suffix[2], true
+		}
+	}
+	return "", 0, false
+}
+
+// findRun returns the first run of class characters ('d': decimal digits, 'x': hex
+// digits) in src right after lit, or nil if there is none.
+func findRun(src, lit string, class byte) lua.LValue {
+	in := func(c byte) bool {
+		switch {
+		case c >= '0' && c <= '9':
+			return true
+		case class == 'x':
+			return c >= 'a' && c <= 'f' || c >= 'A' && c <= 'F'
+		}
+		return false
+	}
+	for from := 0; from <= len(src); {
+		i := strings.Index(src[from:], lit)
+		if i < 0 {
+			break
+		}
+		start := from + i + len(lit)
+		end := start
+		for end < len(src) && in(src[end]) {
+			end++
+		}
+		if end > start {
+			return lua.LString(src[start:end])
+		}
+		from += i + 1
+	}
+	return lua.LNil
+}
