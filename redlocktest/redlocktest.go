@@ -14,7 +14,7 @@
 // with an uptime and a run_id as redis-server does, so the restart guard and the check that
 // no two nodes reach one server work as they do in production. It runs the lock's Lua
 // scripts as miniredis does, but on Lua states kept in a pool rather than made for each
-// call, which makes a call about ten times cheaper. A Client reaches each server through
+// call, which is much cheaper. A Client reaches each server through
 // the go-redis backend (backends/goredis), over in-memory connections, with
 // ContextTimeoutEnabled set as the README recommends; the servers' addresses
 // (10.0.0.1:6379, 10.0.0.2:6379, ...) are labels, which errors name, and are never dialled.
@@ -35,6 +35,14 @@
 // bubble (or all outside any bubble): a Cluster cannot be shared between bubbles, nor
 // between a bubble and the outside.
 //
+// One thing blocks a bubble: redlock runs a Lease's extension and its release one at a
+// time, under a sync.Mutex, and a goroutine waiting for a sync.Mutex does not count as
+// waiting in a bubble, so the clock stops. A Release, Unlock or Client.Close that comes
+// while the same lock's extension waits out the node timeout on paused, partitioned or
+// failed servers (a majority of them) then waits for ever. Resume or Heal first, or let the
+// extension end (sleep past its node timeout) before letting go of the lock. (The
+// Cluster's own cleanup heals and resumes before it closes its Clients.)
+//
 // # Faults
 //
 // Server(i) returns a Server, whose methods fail it as a production server fails:
@@ -49,9 +57,10 @@
 //     or turn it off (redlock.WithRestartGuard(0)) to see the double grant it prevents.
 //   - Pause and Resume: the process stops answering (as under SIGSTOP), keeping its data;
 //     calls time out (the node timeout, 100 ms by default). Resume serves what was held.
-//   - Partition and Heal: the network between the server and some Clients (or all) drops
-//     everything, both ways; the server runs on, and other Clients still reach it. Calls
-//     time out. Heal delivers what was held, as TCP's resends would.
+//   - Partition and Heal: the network between the server and some Clients (or all) lets
+//     nothing through, either way, as a network that drops packets; the server runs on,
+//     and other Clients still reach it. Calls time out. Heal delivers what was held back,
+//     as TCP's resends would.
 //
 // Cluster.Expire makes every holding of a lock end now on every server, as if its TTL had
 // run out: the holder finds out at its next extension (a Mutex's Lost channel closes, a
@@ -184,7 +193,7 @@ func New(t TB, opts ...Option) *Cluster {
 			t.Fatalf("redlocktest: %v", err)
 			return nil
 		}
-		s.SetPooledScripts(true) // a tenth of miniredis's cost per script call
+		s.SetPooledScripts(true) // far cheaper than a Lua state per script call
 		c.servers = append(c.servers, &Server{c: c, i: i, s: s})
 	}
 	return c

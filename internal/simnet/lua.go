@@ -19,7 +19,7 @@ import (
 
 // A script engine for EVAL and EVALSHA that reuses its Lua states (see SetPooledScripts).
 // miniredis makes a Lua state for each script call, opening its libraries each time, which
-// costs about 100 µs, most of a lock's round trip here. This engine runs the same scripts,
+// costs most of a lock's round trip here. This engine runs the same scripts,
 // compiled once, on states made once and kept in a pool, and otherwise behaves as
 // miniredis's (cmd_scripting.go and lua.go of miniredis v2.40.0, MIT licence, from which
 // it is adapted): the same libraries, redis.call and redis.pcall dispatched to the
@@ -494,7 +494,7 @@ func luaToRedis(l *lua.LState, c *server.Peer, value lua.LValue) {
 // fastMatch returns string.match that finds the patterns "<literal>(%d+)" and
 // "<literal>(%x+)" (literal without magic characters), which the lock scripts read INFO
 // with, in Go, and leaves every other call to match, Lua's own. gopher-lua compiles a
-// pattern at each call, and the scripts spent a third of their time there. Its result is
+// pattern at each call, a large part of the scripts' time. Its result is
 // Lua's: the first place where the literal is followed by one such character or more,
 // and the longest run of them from there.
 func fastMatch(match *lua.LFunction) lua.LGFunction {

@@ -115,7 +115,7 @@ func (s *Server) SetInfo(on bool) { s.noInfo.Store(!on) }
 
 // SetPooledScripts sets whether the server runs EVAL and EVALSHA on a script engine that
 // keeps its Lua states in a pool (true), or as miniredis does (false, the default), making
-// a Lua state for each call, which costs about 100 µs. The scripts behave the same either
+// a Lua state for each call, which costs far more. The scripts behave the same either
 // way (see lua.go); the setting holds across restarts.
 func (s *Server) SetPooledScripts(on bool) { s.pooled.Store(on) }
 
