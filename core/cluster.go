@@ -157,6 +157,3 @@ func (c *Cluster) Close() {
 		close(c.done)
 	})
 }
-
-// Quorum returns the number of yes-votes an operation needs: N/2+1.
-func (c *Cluster) Quorum() int { return c.quorum }

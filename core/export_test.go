@@ -19,3 +19,6 @@ func HeldAs(l *Lock, token, waiter string, ticket int64) *Held {
 
 // claimOf returns a claim of l under a new token, for tests of core's internals.
 func claimOf(l *Lock) *claim { return &claim{Lock: *l, token: NewToken()} }
+
+// Quorum returns the number of yes-votes an operation needs: N/2+1.
+func (c *Cluster) Quorum() int { return c.quorum }
