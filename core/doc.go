@@ -6,12 +6,53 @@
 // root package build on. Lock semantics live here once: a backend only translates Node.Eval
 // into its driver's calls.
 //
-// # Safety
+// # Invariants
 //
-// A lock is held when a quorum (N/2+1) of nodes set its key to the owner's token within the
-// validity (TTL - elapsed - drift). Nothing below changes who may hold it: the waiter queue
-// decides only who goes next, and a hand-over is a SET that the release script makes in the
-// waiter's name, counted like any other grant.
+// What each script keeps on its node, whatever the order in which calls land, and however
+// often one lands (a driver may send a call twice):
+//
+//  1. One owner. The lock key holds one owner's token, or the readers' marker, or nothing.
+//     A script sets it only when it is free or already the caller's (its token, or an
+//     earlier attempt's of the same waiter), or when a release hands it to the first live
+//     waiter; a release deletes it only when it is the caller's.
+//  2. No barging. A free lock goes to the first live waiter in the queue, or to a caller
+//     when no live waiter queues.
+//  3. Resends are harmless. A script run twice with the same arguments leaves the state of one
+//     run, and replies as the first run did, or "gone" for a release whose lock a first
+//     run handed on.
+//  4. Every key expires. The lock key has its owner's TTL, the queue's keys lapse when no
+//     waiter calls, the fence counter FenceIdle after it was last written.
+//  5. Counters go up. A node's fence counter never decreases while it lives, and an
+//     acquisition leaves it at least the server's time in microseconds and at least the
+//     attempt's floor (which counts for at most 2 s past the server's clock).
+//  6. A restarted node abstains. A server up for less than the restart guard grants no
+//     lock and counts no permits.
+//  7. A leave is final. For 10 s after a waiter left, no call of its queues it or takes
+//     the lock in its name.
+//
+// What the Cluster keeps across the nodes, from those:
+//
+//  1. Exclusion. A Grant is returned only when a quorum (N/2+1) of the nodes granted the
+//     attempt, or handed it over, and time is left of its validity, start + TTL - drift,
+//     counted from before the first request. Two quorums share a node, which (1) held one
+//     owner at a time; so no two Grants' validities overlap while the servers' clocks run
+//     within the drift allowance and the restart guard covers the longest TTL.
+//  2. Fencing. A fenced Grant's token stands on a quorum before it is returned (a quorum
+//     agreed on it, or it was raised there), so every later quorum meets a counter at
+//     least that large and (5) grants a larger one, while the restart guard exceeds 2 s
+//     plus the largest difference between the servers' clocks.
+//  3. Hand-over. A waiter takes a hand-over only from a quorum of nodes whose refusal of
+//     that same attempt it saw, and only while half the TTL is left of the validity
+//     counted from that attempt's start, which came before every hand-over of it.
+//  4. One server, one vote. While some node is unidentified, a win counts only once every
+//     node that is not suspected has said which server it reaches.
+//  5. Nothing left behind. A failed attempt is released on every node that may hold it,
+//     a straggler once it answers; a waiter that gives up leaves every queue.
+//  6. Progress. A crashed holder blocks the others for its TTL at most, a crashed waiter
+//     for a place's lifetime (placeKept); a waiter that keeps calling keeps its place.
+//
+// The tables below state what each script does, per node; docs/design.md argues the
+// invariants from them.
 //
 // # Tokens
 //
