@@ -40,13 +40,15 @@ lint: staticcheck-install gocyclo-install
 		echo "$$unformatted"; \
 		exit 1; \
 	fi
+	$(GO) mod tidy -diff
 	$(GO) vet ./...
 	$(STATICCHECK) ./...
 	$(GOCYCLO) -over 15 $(CYCLO_FILES)
 	@for m in $(CONTRIB); do \
-		echo "cd $$m && $(GO) vet ./... && staticcheck ./..."; \
-		(cd $$m && $(GO) vet ./... && $(STATICCHECK) ./...) || exit 1; \
+		echo "cd $$m && $(GO) mod tidy -diff && $(GO) vet ./... && staticcheck ./..."; \
+		(cd $$m && $(GO) mod tidy -diff && $(GO) vet ./... && $(STATICCHECK) ./...) || exit 1; \
 	done
+	cd bench && $(GO) mod tidy -diff
 
 # Installs the pinned staticcheck into $(GOBIN_DIR) unless that exact version is there.
 staticcheck-install:
