@@ -27,7 +27,12 @@ type Lease struct {
 	// set (opts.observer): the start of the hold time it reports.
 	acquired time.Time
 
-	op sync.Mutex // serializes Extend and Release
+	// op serializes Extend and Release: a lock with room for one holder, taken by sending
+	// on it and given back by receiving. Unlike a sync.Mutex, a goroutine waiting for it is
+	// durably blocked in a synctest bubble: a release that waits for an extension, which
+	// waits for its nodes, lets the bubble's clock move on. Made by start: the zero Lease,
+	// never started, does not take it.
+	op chan struct{}
 
 	mu        sync.Mutex    // guards the fields below
 	done      chan struct{} // made by the first Done call; closed when the lease ends
@@ -52,6 +57,7 @@ type Lease struct {
 // Timers cost no goroutine until they fire. If l's Client was closed meanwhile, it lets go
 // of the lock instead and returns an error that matches ErrClosed.
 func (l *Lease) start(g *core.Held) error {
+	l.op = make(chan struct{}, 1)
 	l.mu.Lock()
 	l.held, l.until = g, g.Until
 	if l.opts.autoExtend {
@@ -181,8 +187,11 @@ func (l *Lease) Extend(ctx context.Context) error { return l.extend(ctx, false) 
 
 // extend is Extend, automatic (by tick) if auto.
 func (l *Lease) extend(ctx context.Context, auto bool) error {
-	l.op.Lock()
-	defer l.op.Unlock()
+	if l.cluster == nil { // the zero Lease
+		return ErrNotHeld
+	}
+	l.lockOp()
+	defer l.unlockOp()
 	if err := l.check(); err != nil {
 		return err
 	}
@@ -249,8 +258,8 @@ func (l *Lease) finish(ctx context.Context, reason error) error {
 	if l.cluster == nil {
 		return ErrNotHeld
 	}
-	l.op.Lock()
-	defer l.op.Unlock()
+	l.lockOp()
+	defer l.unlockOp()
 	l.mu.Lock()
 	if l.released { // it ended then: say why
 		ended := l.err
@@ -278,6 +287,12 @@ func (l *Lease) finish(ctx context.Context, reason error) error {
 	l.leave()
 	return ret
 }
+
+// lockOp takes l.op, waiting while an Extend or Release holds it.
+func (l *Lease) lockOp() { l.op <- struct{}{} }
+
+// unlockOp gives l.op back.
+func (l *Lease) unlockOp() { <-l.op }
 
 // notHeld returns ErrNotHeld for l, with the reason it ended.
 func (l *Lease) notHeld(reason error) error { return notHeld{l.name, reason} }

@@ -36,21 +36,6 @@ type fault struct {
 	reset                bool          // runs, and the connection resets before the reply
 	twice                bool          // runs, the connection resets, the call is sent again
 	resendAfter          time.Duration // twice: the time between the two runs (a new connection)
-	instant              bool          // takes no time: what would be lost fails at once (see instant)
-}
-
-// instant reports whether calls of the script called what take no virtual time: a request
-// or reply that the fault layer would hold up or lose fails at once with a reset instead.
-// The library holds a Lease's sync.Mutex across these calls (an extension and a release
-// exclude each other), and a goroutine that waits for a sync.Mutex is not durably blocked:
-// the bubble's clock would stop while a release waited for an extension that waited for
-// the clock. (A channel used as the lock would not stop it.)
-func instant(what string) bool {
-	switch what {
-	case "extend", "rextend", "release", "runlock":
-		return true
-	}
-	return false
 }
 
 func (f fault) String() string {
@@ -70,9 +55,6 @@ func (f fault) String() string {
 		s += " reset-after-run"
 	case f.twice:
 		s += fmt.Sprintf(" run-twice(+%v)", f.resendAfter)
-	}
-	if f.instant && (f.dropRequest || f.dropReply) {
-		s += " (fails at once)"
 	}
 	return s
 }
@@ -140,12 +122,8 @@ type result struct {
 func (l *link) call(ctx context.Context, what string, run func(context.Context) (any, error)) (any, error) {
 	l.rec.called(what)
 	f, reqLatency, replyLatency := l.decide(time.Now())
-	if instant(what) {
-		f.reqDelay, f.replyDelay, f.resendAfter, f.instant = 0, 0, 0, true
-	} else {
-		f.reqDelay += reqLatency
-		f.replyDelay += replyLatency
-	}
+	f.reqDelay += reqLatency
+	f.replyDelay += replyLatency
 	if f.dropRequest || f.dropReply || f.reset || f.twice || f.reqDelay > latency+latencyJitter || f.replyDelay > latency+latencyJitter {
 		l.rec.note("c%d->s%d %s:%s", l.client, l.server, what, f)
 	}
@@ -161,18 +139,12 @@ func (l *link) call(ctx context.Context, what string, run func(context.Context) 
 
 // carry takes a call through its fault f to the server and its reply back to done.
 func (l *link) carry(f fault, run func(context.Context) (any, error), done chan<- result) {
-	lost := func() {
-		if f.instant {
-			done <- result{err: errReset}
-		}
-	}
+	// A message lost or cut off sends nothing: the caller waits until its context ends.
 	if f.dropRequest {
-		lost()
 		return
 	}
 	time.Sleep(f.reqDelay)
 	if l.plan.cut(l.client, l.server, true, time.Now()) {
-		lost()
 		return
 	}
 	r := l.exec(run)
@@ -182,7 +154,6 @@ func (l *link) carry(f fault, run func(context.Context) (any, error), done chan<
 	}
 	switch {
 	case f.dropReply:
-		lost()
 		return
 	case f.reset:
 		done <- result{err: errReset}
@@ -190,7 +161,6 @@ func (l *link) carry(f fault, run func(context.Context) (any, error), done chan<
 	}
 	time.Sleep(f.replyDelay)
 	if l.plan.cut(l.client, l.server, false, time.Now()) || l.plan.dead(l.client, time.Now()) {
-		lost()
 		return
 	}
 	done <- r

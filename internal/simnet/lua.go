@@ -19,10 +19,11 @@ import (
 
 // A script engine for EVAL and EVALSHA that reuses its Lua states (see SetPooledScripts).
 // miniredis makes a Lua state for each script call, opening its libraries each time, which
-// costs most of a lock's round trip here. This engine runs the same scripts,
-// compiled once, on states made once and kept in a pool, and otherwise behaves as
-// miniredis's (cmd_scripting.go and lua.go of miniredis v2.40.0, MIT licence, from which
-// it is adapted): the same libraries, redis.call and redis.pcall dispatched to the
+// costs most of a lock's round trip here. This engine runs the same scripts, compiled
+// once, on states made once and kept in a pool, both the process's own (a restart starts
+// them afresh, as it does Redis's script cache), and otherwise behaves as miniredis's
+// (cmd_scripting.go and lua.go of miniredis v2.40.0, MIT licence, from which it is
+// adapted): the same libraries, redis.call and redis.pcall dispatched to the
 // server's own commands, the same conversions of replies both ways, globals refused.
 //
 // A script runs under the process's lock (Miniredis embeds its sync.Mutex), as miniredis
@@ -37,15 +38,12 @@ type scriptEngine struct {
 	srv    *server.Server
 	nested any // a nested connection context of m's (see capture); nil: the engine is off
 
+	vms sync.Pool // of *vm: the process's Lua states, each running one script at a time
+
 	mu      sync.Mutex
-	sources map[string]string // by SHA-1: the scripts this process was given by EVAL
+	sources map[string]string             // by SHA-1: the scripts this process was given by EVAL
+	protos  map[string]*lua.FunctionProto // by source: the scripts compiled, EVAL's and the engine's own
 }
-
-// protos are the compiled scripts, by source, shared by every process.
-var protos sync.Map // string → *lua.FunctionProto
-
-// vms is the pool of Lua states, shared by every process.
-var vms = sync.Pool{New: func() any { return newVM() }}
 
 // captureMark is what capture's script echoes, to be told from any other ECHO.
 const captureMark = "simnet: capture a nested context"
@@ -54,7 +52,8 @@ const captureMark = "simnet: capture a nested context"
 // could not borrow a nested context (it then leaves every script to miniredis). It must be
 // called before the process's pre-hook is set, which it uses meanwhile.
 func newScriptEngine(m *miniredis.Miniredis, srv *server.Server) *scriptEngine {
-	e := &scriptEngine{m: m, srv: srv, sources: map[string]string{}}
+	e := &scriptEngine{m: m, srv: srv, sources: map[string]string{}, protos: map[string]*lua.FunctionProto{}}
+	e.vms.New = func() any { return e.newVM() }
 	srv.SetPreHook(func(p *server.Peer, cmd string, args ...string) bool {
 		if cmd == "ECHO" && len(args) == 1 && args[0] == captureMark {
 			e.nested = p.Ctx
@@ -111,7 +110,7 @@ func (e *scriptEngine) hook(p *server.Peer, cmd string, args []string) bool {
 	if err != nil || n < 0 || n > len(args)-2 {
 		return false
 	}
-	proto, err := compile(src)
+	proto, err := e.compile(src)
 	if err != nil {
 		return false
 	}
@@ -120,28 +119,32 @@ func (e *scriptEngine) hook(p *server.Peer, cmd string, args []string) bool {
 		e.sources[sha] = src
 		e.mu.Unlock()
 	}
-	v := vms.Get().(*vm)
-	defer vms.Put(v)
+	v := e.vms.Get().(*vm)
+	defer e.vms.Put(v)
 	e.m.Lock()
 	defer e.m.Unlock()
 	v.run(e, p, sha, proto, args[2:2+n], args[2+n:])
 	return true
 }
 
-// compile returns the compiled script src.
-func compile(src string) (*lua.FunctionProto, error) {
-	if p, ok := protos.Load(src); ok {
-		return p.(*lua.FunctionProto), nil
+// compile returns the compiled script src, compiling it the first time.
+func (e *scriptEngine) compile(src string) (*lua.FunctionProto, error) {
+	e.mu.Lock()
+	p, ok := e.protos[src]
+	e.mu.Unlock()
+	if ok {
+		return p, nil
 	}
 	chunk, err := parse.Parse(strings.NewReader(src), "<string>")
 	if err != nil {
 		return nil, err
 	}
-	p, err := lua.Compile(chunk, "")
-	if err != nil {
+	if p, err = lua.Compile(chunk, ""); err != nil {
 		return nil, err
 	}
-	protos.Store(src, p)
+	e.mu.Lock()
+	e.protos[src] = p // a call that compiled it meanwhile stored the same
+	e.mu.Unlock()
 	return p, nil
 }
 
@@ -159,7 +162,8 @@ type vm struct {
 	r   *bufio.Reader
 }
 
-func newVM() *vm {
+// newVM returns a new Lua state for e's scripts.
+func (e *scriptEngine) newVM() *vm {
 	v := &vm{l: lua.NewState(lua.Options{SkipOpenLibs: true})}
 	v.w = bufio.NewWriter(&v.out)
 	v.r = bufio.NewReader(&v.out)
@@ -200,7 +204,7 @@ func newVM() *vm {
 	l.RegisterModule("os", map[string]lua.LGFunction{"clock": func(l *lua.LState) int { l.Push(lua.LNumber(42)); return 1 }})
 	strs := l.GetGlobal("string").(*lua.LTable)
 	strs.RawSetString("match", l.NewFunction(fastMatch(strs.RawGetString("match").(*lua.LFunction))))
-	proto, err := compile(protectGlobals) // as miniredis compiles it: its errors name no chunk
+	proto, err := e.compile(protectGlobals) // as miniredis compiles it: its errors name no chunk
 	if err != nil {
 		panic(err)
 	}
