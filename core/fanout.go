@@ -381,10 +381,11 @@ func (t *tally) unheard() {
 // refused reports that the no-votes alone put a quorum out of reach.
 func (t *tally) refused() bool { return t.no > len(t.c.nodes)-t.c.quorum }
 
-// missing records every node that has not answered as timed out.
+// missing records every node that has not answered, and is not recorded yet, as failed
+// with err (a timeout, or the caller's end).
 func (t *tally) missing(answered []bool, err error) {
 	for i, ok := range answered {
-		if !ok {
+		if !ok && t.failedNodes&bit(i) == 0 {
 			t.errs = append(t.errs, NodeError{Node: t.c.nodes[i].String(), Err: err})
 			t.failedNodes |= bit(i)
 		}

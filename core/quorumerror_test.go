@@ -68,3 +68,20 @@ func TestAttemptTimeOfAnInstantAnswer(t *testing.T) {
 		assert.Zero(t, o.took, "the attempt's time counted the nodes that timed out")
 	})
 }
+
+// TestQuorumErrorOfAReleaseNamesEachNodeOnce: a release that fails hears every node out
+// for its error, after the deadline too: a node that did not answer is listed once.
+func TestQuorumErrorOfAReleaseNamesEachNodeOnce(t *testing.T) {
+	bubble(t, func(t *testing.T) {
+		c, _ := cluster(t, grants(1), hangs, hangs)
+		h := testHeld(testLock())
+		err := c.Release(context.Background(), h)
+		var q *QuorumError
+		require.True(t, errors.As(err, &q), "%v", err)
+		var named []string
+		for _, e := range q.Errs {
+			named = append(named, e.Node)
+		}
+		assert.ElementsMatch(t, []string{"node1", "node2"}, named, "%v", err)
+	})
+}
