@@ -20,9 +20,13 @@ type Client struct {
 	nodes   []Node
 	opts    settings
 
-	closeOnce sync.Once
-	closeErr  error
-	closed    chan struct{} // closed by Close: wakes the calls that wait in a local queue
+	// closing has room for one: the first Close takes it, and closes shut once closeErr is
+	// set; a later Close waits for shut (a channel, not a sync.Once: a goroutine waiting
+	// for a channel lets a testing/synctest bubble's clock move).
+	closing  chan struct{}
+	shut     chan struct{}
+	closeErr error
+	closed   chan struct{} // closed by Close: wakes the calls that wait in a local queue
 
 	qmu    sync.Mutex
 	queues map[string]weak.Pointer[queue] // per lock key: its local queue (see queueOf)
@@ -60,7 +64,7 @@ func New(nodes []Node, opts ...Option) (*Client, error) {
 		return nil, err
 	}
 	return &Client{cluster: cluster, nodes: append([]Node(nil), nodes...), opts: s, closed: make(chan struct{}),
-		holdings: make(map[*Lease]struct{})}, nil
+		closing: make(chan struct{}, 1), shut: make(chan struct{}), holdings: make(map[*Lease]struct{})}, nil
 }
 
 // made panics, naming method, if c is nil or was not made by New: a bare nil dereference
@@ -97,26 +101,31 @@ func (c *Client) made(method string) {
 // and concurrently with every other call; later calls return the first one's error.
 func (c *Client) Close() error {
 	c.made("Close")
-	c.closeOnce.Do(func() {
-		c.cluster.Close()
-		close(c.closed)
-		c.hmu.Lock()
-		holdings := c.holdings
-		c.holdings = nil
-		c.hmu.Unlock()
-		var wg sync.WaitGroup
-		for l := range holdings {
-			wg.Go(func() { _ = l.finish(context.Background(), ErrClosed) })
+	select {
+	case c.closing <- struct{}{}:
+	default:
+		<-c.shut
+		return c.closeErr
+	}
+	defer close(c.shut)
+	c.cluster.Close()
+	close(c.closed)
+	c.hmu.Lock()
+	holdings := c.holdings
+	c.holdings = nil
+	c.hmu.Unlock()
+	var wg sync.WaitGroup
+	for l := range holdings {
+		wg.Go(func() { _ = l.finish(context.Background(), ErrClosed) })
+	}
+	wg.Wait()
+	var errs []error
+	for _, n := range c.nodes {
+		if closer, ok := n.(io.Closer); ok {
+			errs = append(errs, closer.Close())
 		}
-		wg.Wait()
-		var errs []error
-		for _, n := range c.nodes {
-			if closer, ok := n.(io.Closer); ok {
-				errs = append(errs, closer.Close())
-			}
-		}
-		c.closeErr = errors.Join(errs...)
-	})
+	}
+	c.closeErr = errors.Join(errs...)
 	return c.closeErr
 }
 

@@ -167,3 +167,29 @@ func TestCloseReleasesHoldings(t *testing.T) {
 	require.NoError(t, err, "the permit was left after Close")
 	require.NoError(t, l.Release(ctx))
 }
+
+// TestConcurrentClosesLetTheClockMove: two Closes at once while the holding that Close
+// releases waits on hung nodes: the second waits for the first in a way that lets a
+// bubble's clock move, and both return the first one's result.
+func TestConcurrentClosesLetTheClockMove(t *testing.T) {
+	stop := watchdog(30*time.Second, "TestConcurrentClosesLetTheClockMove: the bubble's clock stopped (a Close waiting for another is not durably blocked)")
+	defer stop()
+	bubble(t, func(t *testing.T) {
+		nodes, servers := simNodes(t, 3)
+		c, err := redlock.New(nodes, redlock.WithNodeTimeout(200*time.Millisecond), redlock.WithRestartGuard(0))
+		require.NoError(t, err)
+		_, err = c.Acquire(t.Context(), "closing")
+		require.NoError(t, err)
+		servers[1].Hang()
+		servers[2].Hang()
+		defer servers[2].Resume()
+		defer servers[1].Resume()
+
+		errs := make(chan error, 2)
+		for range 2 {
+			go func() { errs <- c.Close() }()
+		}
+		first, second := <-errs, <-errs
+		assert.Equal(t, first, second)
+	})
+}

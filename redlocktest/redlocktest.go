@@ -35,14 +35,6 @@
 // bubble (or all outside any bubble): a Cluster cannot be shared between bubbles, nor
 // between a bubble and the outside.
 //
-// One thing blocks a bubble: redlock runs a Lease's extension and its release one at a
-// time, under a sync.Mutex, and a goroutine waiting for a sync.Mutex does not count as
-// waiting in a bubble, so the clock stops. A Release, Unlock or Client.Close that comes
-// while the same lock's extension waits out the node timeout on paused, partitioned or
-// failed servers (a majority of them) then waits for ever. Resume or Heal first, or let the
-// extension end (sleep past its node timeout) before letting go of the lock. (The
-// Cluster's own cleanup heals and resumes before it closes its Clients.)
-//
 // # Faults
 //
 // Server(i) returns a Server, whose methods fail it as a production server fails:
