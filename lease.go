@@ -27,12 +27,7 @@ type Lease struct {
 	// set (opts.observer): the start of the hold time it reports.
 	acquired time.Time
 
-	// op serializes Extend and Release: a lock with room for one holder, taken by sending
-	// on it and given back by receiving. Unlike a sync.Mutex, a goroutine waiting for it is
-	// durably blocked in a synctest bubble: a release that waits for an extension, which
-	// waits for its nodes, lets the bubble's clock move on. Made by start: the zero Lease,
-	// never started, does not take it.
-	op chan struct{}
+	op opLock // serializes Extend and Release
 
 	mu        sync.Mutex    // guards the fields below
 	done      chan struct{} // made by the first Done call; closed when the lease ends
@@ -57,7 +52,6 @@ type Lease struct {
 // Timers cost no goroutine until they fire. If l's Client was closed meanwhile, it lets go
 // of the lock instead and returns an error that matches ErrClosed.
 func (l *Lease) start(g *core.Held) error {
-	l.op = make(chan struct{}, 1)
 	l.mu.Lock()
 	l.held, l.until = g, g.Until
 	if l.opts.autoExtend {
@@ -190,8 +184,8 @@ func (l *Lease) extend(ctx context.Context, auto bool) error {
 	if l.cluster == nil { // the zero Lease
 		return ErrNotHeld
 	}
-	l.lockOp()
-	defer l.unlockOp()
+	l.op.lock()
+	defer l.op.unlock()
 	if err := l.check(); err != nil {
 		return err
 	}
@@ -258,8 +252,8 @@ func (l *Lease) finish(ctx context.Context, reason error) error {
 	if l.cluster == nil {
 		return ErrNotHeld
 	}
-	l.lockOp()
-	defer l.unlockOp()
+	l.op.lock()
+	defer l.op.unlock()
 	l.mu.Lock()
 	if l.released { // it ended then: say why
 		ended := l.err
@@ -288,11 +282,45 @@ func (l *Lease) finish(ctx context.Context, reason error) error {
 	return ret
 }
 
-// lockOp takes l.op, waiting while an Extend or Release holds it.
-func (l *Lease) lockOp() { l.op <- struct{}{} }
+// opLock is a lock that a goroutine waits for on a channel, which in a testing/synctest
+// bubble counts as durably blocked (waiting for a sync.Mutex does not): a Release that
+// waits for an Extend, which waits for its nodes, lets the bubble's clock move on. It
+// allocates only when a second caller has to wait. The zero opLock is unlocked.
+type opLock struct {
+	mu    sync.Mutex // held briefly, never while waiting
+	held  bool
+	freed chan struct{} // made by the first caller that waits; closed by unlock
+}
 
-// unlockOp gives l.op back.
-func (l *Lease) unlockOp() { <-l.op }
+// lock takes o, waiting while another caller holds it.
+func (o *opLock) lock() {
+	for {
+		o.mu.Lock()
+		if !o.held {
+			o.held = true
+			o.mu.Unlock()
+			return
+		}
+		if o.freed == nil {
+			o.freed = make(chan struct{})
+		}
+		freed := o.freed
+		o.mu.Unlock()
+		<-freed
+	}
+}
+
+// unlock gives o back, and wakes the callers that wait for it.
+func (o *opLock) unlock() {
+	o.mu.Lock()
+	o.held = false
+	freed := o.freed
+	o.freed = nil
+	o.mu.Unlock()
+	if freed != nil {
+		close(freed)
+	}
+}
 
 // notHeld returns ErrNotHeld for l, with the reason it ended.
 func (l *Lease) notHeld(reason error) error { return notHeld{l.name, reason} }

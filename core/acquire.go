@@ -77,10 +77,11 @@ func (c *Cluster) acquire(ctx context.Context, l *claim) (Grant, outcome, error)
 	if err := c.admit(ctx, l); err != nil {
 		return Grant{}, outcome{}, err
 	}
-	b := c.vote(ctx, l)
-	g, err := c.decide(ctx, l, b)
+	var b ballot
+	c.vote(ctx, l, &b)
+	g, err := c.decide(ctx, l, &b)
 	if err != nil {
-		return Grant{}, c.lose(ctx, l, b, err), err
+		return Grant{}, c.lose(ctx, l, &b, err), err
 	}
 	l.acquiring, l.pending, l.late = b.f, len(c.nodes)-b.t.answers, b.unanswered()
 	return g, outcome{}, nil
@@ -206,15 +207,17 @@ func (b *ballot) unanswered() uint64 {
 	return late
 }
 
-// vote sends l's attempt to every node and reads the replies until the outcome is decided.
+// vote sends l's attempt to every node and reads the replies into b until the outcome is
+// decided.
 // A node whose last call failed in transit (a suspect) is not waited for when the others
 // can make a quorum: an attempt that cannot win without it gives up at once and lets go of
 // what it got, which would otherwise block every competitor until that node's timeout. Nor
 // is a suspect called while an earlier call to it is still under way (request.spare): that
 // call finds out whether it is back. A single node is always heard.
-func (c *Cluster) vote(ctx context.Context, l *claim) *ballot {
+func (c *Cluster) vote(ctx context.Context, l *claim, b *ballot) {
 	n := len(c.nodes)
-	b := &ballot{start: time.Now(), plain: l.plain(), waiter: l.waiter != "", mayHold: make([]bool, n), answered: make([]bool, n)}
+	flags := make([]bool, 2*n) // one allocation for both
+	*b = ballot{start: time.Now(), plain: l.plain(), waiter: l.waiter != "", mayHold: flags[:n:n], answered: flags[n:]}
 	unknown := c.id.unknown.Load() > 0
 	req := c.acquireRequest(l, b.plain, unknown)
 	suspects := c.suspects()
@@ -232,7 +235,6 @@ func (c *Cluster) vote(ctx context.Context, l *claim) *ballot {
 	if !b.t.won() {
 		b.t.unheard()
 	}
-	return b
 }
 
 // hearOut reads more replies where the outcome needs them, each within the node timeout.
