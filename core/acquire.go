@@ -342,7 +342,8 @@ func (c *Cluster) raise(ctx context.Context, l *claim, fence int64, until time.T
 }
 
 // abandon releases a failed attempt: at once on the nodes that answered and may hold the
-// lock (the caller waits for these, so that its next attempt does not meet its own keys),
+// lock (unless ctx ended, the caller waits for these, so that its next attempt does not
+// meet its own keys),
 // and in the background on each node still in flight, after it answers, so that a late
 // SET is undone too. For a waiter (l.trail set) it records each node still in flight in
 // the trail until that node answered and its release, if any, answered too, so that the
@@ -376,6 +377,9 @@ func (c *Cluster) abandon(ctx context.Context, l *claim, f *fanout, answered, ma
 			late = make(chan int, pending)
 		}
 		go u.stragglers(f, answered, pending, busy, late)
+	}
+	if ctx.Err() != nil { // the caller gives up: no next attempt of its can meet these keys
+		return late
 	}
 	for range len(c.nodes) - pending {
 		<-done
