@@ -39,8 +39,11 @@ type Server struct {
 	t       testing.TB
 	port    int
 	busPort int // the Redis Cluster bus port of a cluster node; 0 for a plain server
-	dir     string
-	extra   []string
+	// reserved are the lock files that reserve port and busPort (see reservePort), closed
+	// once the server is stopped for good.
+	reserved []*os.File
+	dir      string
+	extra    []string
 
 	mu     sync.Mutex
 	cmd    *exec.Cmd     // nil when not running
@@ -112,8 +115,9 @@ func newServer(t testing.TB, cluster bool, extra []string) (*Server, error) {
 	s := &Server{t: t, dir: dir, extra: extra}
 	deadline := time.Now().Add(startTimeout)
 	for attempt := 1; ; attempt++ {
-		if s.port, err = freePort(); err == nil && cluster {
-			s.busPort, err = freePort() // if it is s.port, the server exits and we retry
+		s.unreserve()
+		if s.port, err = s.reserve(); err == nil && cluster {
+			s.busPort, err = s.reserve()
 		}
 		if err == nil {
 			err = s.launch(deadline)
@@ -122,20 +126,28 @@ func newServer(t testing.TB, cluster bool, extra []string) (*Server, error) {
 			return s, nil
 		}
 		if attempt == startAttempts || !errors.Is(err, errExited) {
+			s.unreserve()
 			os.RemoveAll(dir)
 			return nil, err
 		}
 	}
 }
 
-// freePort returns a port that was free on 127.0.0.1 a moment ago.
-func freePort() (int, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
+// reserve reserves a port for s (see reservePort).
+func (s *Server) reserve() (int, error) {
+	port, f, err := reservePort()
+	if f != nil {
+		s.reserved = append(s.reserved, f)
 	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port, nil
+	return port, err
+}
+
+// unreserve frees the ports s reserved.
+func (s *Server) unreserve() {
+	for _, f := range s.reserved {
+		f.Close()
+	}
+	s.reserved = nil
 }
 
 // Addr returns the server address, "127.0.0.1:PORT".
@@ -213,9 +225,12 @@ func (s *Server) pid() int {
 	return s.cmd.Process.Pid
 }
 
-// cleanup kills the server and removes its directory.
+// cleanup kills the server, frees its ports and removes its directory.
 func (s *Server) cleanup() {
 	s.Kill()
+	s.mu.Lock()
+	s.unreserve()
+	s.mu.Unlock()
 	os.RemoveAll(s.dir)
 }
 
