@@ -26,8 +26,8 @@ var (
 	proclaimSource string
 	//go:embed lua/leader.lua
 	leaderSource string
-	// queue.lua is the prelude of acquire, release, the readers' scripts and permits: the
-	// waiter queue's functions, the restart guard and the fence counter.
+	// queue.lua is the prelude of acquire, release, raise, the readers' scripts and permits:
+	// the constants, the waiter queue's functions, the restart guard and the fence counter.
 	//go:embed lua/queue.lua
 	queueSource string
 
@@ -35,7 +35,7 @@ var (
 	extendScript  = NewScript("extend", extendSource)
 	// release's uncontended case comes first: it returns before the prelude's definitions.
 	releaseScript = NewScript("release", releaseUncontendedSource+queueSource+releaseSource)
-	raiseScript   = NewScript("raise", raiseSource)
+	raiseScript   = NewScript("raise", queueSource+raiseSource) // for fence_idle
 	// A reader's: rlock and runlock share the prelude, and runlock ends as release does.
 	rlockScript   = NewScript("rlock", queueSource+rlockSource)
 	rextendScript = NewScript("rextend", rextendSource)
