@@ -164,6 +164,7 @@ type ballot struct {
 	fence    highest   // the fence counters granted
 	wait     int64     // the longest a refusing node said the holder can keep the lock, in ms
 	mayHold  []bool    // per node: it granted, or failed after the request may have landed
+	failed   []bool    // per node: it failed
 	answered []bool    // per node: its reply was read
 	refused  []bool    // per node: it refused a waiter's attempt; nil until one did
 	took     time.Duration
@@ -177,7 +178,7 @@ func (b *ballot) see(r reply) {
 	}
 	switch {
 	case r.err != nil:
-		b.mayHold[r.node] = r.err != errNotCalled
+		b.mayHold[r.node], b.failed[r.node] = r.err != errNotCalled, true
 	case r.vals[0] == 1:
 		b.mayHold[r.node] = true
 		if len(r.vals) > 1 {
@@ -216,8 +217,9 @@ func (b *ballot) unanswered() uint64 {
 // call finds out whether it is back. A single node is always heard.
 func (c *Cluster) vote(ctx context.Context, l *claim, b *ballot) {
 	n := len(c.nodes)
-	flags := make([]bool, 2*n) // one allocation for both
-	*b = ballot{start: time.Now(), plain: l.plain(), waiter: l.waiter != "", mayHold: flags[:n:n], answered: flags[n:]}
+	flags := make([]bool, 3*n) // one allocation for the three
+	*b = ballot{start: time.Now(), plain: l.plain(), waiter: l.waiter != "",
+		mayHold: flags[:n:n], failed: flags[n : 2*n : 2*n], answered: flags[2*n:]}
 	unknown := c.id.unknown.Load() > 0
 	req := c.acquireRequest(l, b.plain, unknown)
 	suspects := c.suspects()
@@ -284,7 +286,7 @@ func (c *Cluster) acquireRequest(l *claim, plain, unknown bool) request {
 // know. A split vote is one that no owner won: some nodes granted the attempt, and the
 // refusals alone did not decide it (then another owner holds the lock, and we wait for it).
 func (c *Cluster) lose(ctx context.Context, l *claim, b *ballot, err error) outcome {
-	late := c.abandon(ctx, l, b.f, b.answered, b.mayHold)
+	late := c.abandon(ctx, l, b)
 	took := b.took
 	if !b.heard {
 		took = time.Since(b.start)
@@ -342,33 +344,38 @@ func (c *Cluster) raise(ctx context.Context, l *claim, fence int64, until time.T
 }
 
 // abandon releases a failed attempt: at once on the nodes that answered and may hold the
-// lock (unless ctx ended, the caller waits for these, so that its next attempt does not
-// meet its own keys),
+// lock (the caller waits for these, so that its next attempt does not meet its own keys:
+// for those that granted it, which answer at once, and for those that failed, which may
+// not answer before the node timeout, until ctx ends),
 // and in the background on each node still in flight, after it answers, so that a late
 // SET is undone too. For a waiter (l.trail set) it records each node still in flight in
 // the trail until that node answered and its release, if any, answered too, so that the
 // waiter's leave reaches the node after them (see leave); and it returns a channel that
 // names each of those nodes that answers with a refusal (a waiter's attempt that such a
 // node can hand the lock to later), or nil if none is in flight.
-func (c *Cluster) abandon(ctx context.Context, l *claim, f *fanout, answered, mayHold []bool) <-chan int {
+func (c *Cluster) abandon(ctx context.Context, l *claim, b *ballot) <-chan int {
 	u := c.undoer(ctx, l)
-	pending := 0
-	done := make(chan struct{}, len(c.nodes))
+	n := len(c.nodes)
+	pending, granted, failed := 0, 0, 0
+	// Releases done on the nodes that granted the attempt, and on those that failed.
+	doneGranted, doneFailed := make(chan struct{}, n), make(chan struct{}, n)
 	var busy []chan struct{} // per node in flight, for a waiter: closed once it is dealt with
 	for i := range c.nodes {
 		switch {
-		case !answered[i]:
+		case !b.answered[i]:
 			pending++
 			if l.waiter != "" {
 				if busy == nil {
-					busy = make([]chan struct{}, len(c.nodes))
+					busy = make([]chan struct{}, n)
 				}
-				busy[i] = l.trail.add(i, len(c.nodes))
+				busy[i] = l.trail.add(i, n)
 			}
-		case mayHold[i]:
-			go func() { u.release(i); done <- struct{}{} }()
-		default:
-			done <- struct{}{}
+		case b.mayHold[i] && b.failed[i]:
+			failed++
+			go func() { u.release(i); doneFailed <- struct{}{} }()
+		case b.mayHold[i]:
+			granted++
+			go func() { u.release(i); doneGranted <- struct{}{} }()
 		}
 	}
 	var late chan int
@@ -376,13 +383,17 @@ func (c *Cluster) abandon(ctx context.Context, l *claim, f *fanout, answered, ma
 		if l.waiter != "" {
 			late = make(chan int, pending)
 		}
-		go u.stragglers(f, answered, pending, busy, late)
+		go u.stragglers(b.f, b.answered, pending, busy, late)
 	}
-	if ctx.Err() != nil { // the caller gives up: no next attempt of its can meet these keys
-		return late
+	for range granted {
+		<-doneGranted
 	}
-	for range len(c.nodes) - pending {
-		<-done
+	for range failed {
+		select {
+		case <-doneFailed:
+		case <-ctx.Done(): // the caller gives up: no next attempt of its can meet those keys
+			return late
+		}
 	}
 	return late
 }
