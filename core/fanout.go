@@ -333,6 +333,20 @@ func (t *tally) unheardNodes() uint64 {
 	return all &^ (t.yesNodes | t.noNodes | t.failedNodes)
 }
 
+// recorded reports whether node i's failure is recorded in t.errs.
+func (t *tally) recorded(i int) bool {
+	if i < 64 {
+		return t.failedNodes&bit(i) != 0
+	}
+	name := t.c.nodes[i].String()
+	for _, e := range t.errs {
+		if e.Node == name {
+			return true
+		}
+	}
+	return false
+}
+
 // names returns the names of the nodes in set.
 func (c *Cluster) names(set uint64) []string {
 	var names []string
@@ -349,8 +363,10 @@ func (t *tally) add(r reply) {
 	}
 	switch err := r.nodeErr(); {
 	case err != nil:
-		t.errs = append(t.errs, NodeError{Node: t.c.nodes[r.node].String(), Err: err})
-		t.failedNodes |= bit(r.node)
+		if !t.recorded(r.node) { // missing may have recorded it: a reply after the deadline
+			t.errs = append(t.errs, NodeError{Node: t.c.nodes[r.node].String(), Err: err})
+			t.failedNodes |= bit(r.node)
+		}
 	case r.vals[0] == 1, t.gone && len(r.vals) > 2 && r.vals[2] == 1:
 		t.yes++
 		t.yesNodes |= bit(r.node)
@@ -385,7 +401,7 @@ func (t *tally) refused() bool { return t.no > len(t.c.nodes)-t.c.quorum }
 // with err (a timeout, or the caller's end).
 func (t *tally) missing(answered []bool, err error) {
 	for i, ok := range answered {
-		if !ok && t.failedNodes&bit(i) == 0 {
+		if !ok && !t.recorded(i) {
 			t.errs = append(t.errs, NodeError{Node: t.c.nodes[i].String(), Err: err})
 			t.failedNodes |= bit(i)
 		}

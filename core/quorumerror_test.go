@@ -3,6 +3,7 @@ package core
 import (
 	"context"
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
@@ -70,18 +71,28 @@ func TestAttemptTimeOfAnInstantAnswer(t *testing.T) {
 }
 
 // TestQuorumErrorOfAReleaseNamesEachNodeOnce: a release that fails hears every node out
-// for its error, after the deadline too: a node that did not answer is listed once.
+// for its error, after the deadline too: a node that did not answer is listed once, past
+// the 64th node too.
 func TestQuorumErrorOfAReleaseNamesEachNodeOnce(t *testing.T) {
-	bubble(t, func(t *testing.T) {
-		c, _ := cluster(t, grants(1), hangs, hangs)
-		h := testHeld(testLock())
-		err := c.Release(context.Background(), h)
-		var q *QuorumError
-		require.True(t, errors.As(err, &q), "%v", err)
-		var named []string
-		for _, e := range q.Errs {
-			named = append(named, e.Node)
-		}
-		assert.ElementsMatch(t, []string{"node1", "node2"}, named, "%v", err)
-	})
+	for _, n := range []int{3, 67} {
+		t.Run(fmt.Sprint("N=", n), func(t *testing.T) {
+			bubble(t, func(t *testing.T) {
+				evals := []func(context.Context, *Script) ([]int64, error){grants(1)}
+				var want []string
+				for i := 1; i < n; i++ {
+					evals = append(evals, hangs)
+					want = append(want, fmt.Sprint("node", i))
+				}
+				c, _ := cluster(t, evals...)
+				err := c.Release(context.Background(), testHeld(testLock()))
+				var q *QuorumError
+				require.True(t, errors.As(err, &q), "%v", err)
+				var named []string
+				for _, e := range q.Errs {
+					named = append(named, e.Node)
+				}
+				assert.ElementsMatch(t, want, named)
+			})
+		})
+	}
 }
