@@ -31,6 +31,15 @@ import (
 // a connection context marked nested, as miniredis's are, so that they run under that lock
 // without taking it: miniredis's context type is unexported, so the engine borrows one
 // that miniredis made for a script of its own when the process started (see capture).
+//
+// What it does not do as miniredis does, none of which the library's scripts or its
+// backends use: it runs EVAL and EVALSHA before miniredis's own checks, so a transaction
+// (MULTI) does not queue them, and neither authentication nor pub/sub mode refuses them;
+// every script runs with database 0 selected; a script that calls EVAL of a script
+// miniredis runs (one given by SCRIPT LOAD) deadlocks instead of being refused; EVAL does
+// not enter a script in miniredis's script table (SCRIPT EXISTS says 0 for it); and a
+// global a script sets with rawset, or a change to a library table, stays on the reused
+// Lua state for later scripts.
 
 // scriptEngine is the pooled engine of one server process.
 type scriptEngine struct {
