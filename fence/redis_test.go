@@ -273,14 +273,14 @@ func TestRedisForeignRecords(t *testing.T) {
 				if err := c.setup(ctx, rdb); err != nil {
 					t.Fatal(err)
 				}
-				before := rdb.Dump(ctx, "k").Val()
+				before := snapshot(ctx, rdb, "k")
 				for _, err := range []error{g.Write(ctx, "k", 7, "new"), tokenErr(g.Token(ctx, "k"))} {
 					if err == nil || c.want != nil && !errors.Is(err, c.want) || !strings.Contains(err.Error(), c.text) {
 						t.Errorf("got %v, want an error matching %v and saying %q", err, c.want, c.text)
 					}
 				}
-				if after := rdb.Dump(ctx, "k").Val(); after != before {
-					t.Errorf("the key changed")
+				if after := snapshot(ctx, rdb, "k"); after != before {
+					t.Errorf("the key changed: %s, then %s", before, after)
 				}
 			})
 		}
@@ -288,6 +288,21 @@ func TestRedisForeignRecords(t *testing.T) {
 }
 
 func tokenErr(_ uint64, err error) error { return err }
+
+// snapshot describes key's type, value and TTL (DUMP would do, but miniredis refuses it on
+// a hash).
+func snapshot(ctx context.Context, rdb *redis.Client, key string) string {
+	var value any
+	switch typ := rdb.Type(ctx, key).Val(); typ {
+	case "string":
+		value = rdb.Get(ctx, key).Val()
+	case "hash":
+		value = rdb.HGetAll(ctx, key).Val()
+	default:
+		value = typ
+	}
+	return fmt.Sprintf("%v ttl %v", value, rdb.PTTL(ctx, key).Val())
+}
 
 // TestRedisInvalidInput: bad input is an error matching redlock.ErrInvalid, never a panic,
 // and no command is sent.
