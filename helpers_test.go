@@ -53,7 +53,13 @@ func miniNodes(t testing.TB, n int) ([]redlock.Node, []*miniredis.Miniredis) {
 	nodes := make([]redlock.Node, n)
 	servers := make([]*miniredis.Miniredis, n)
 	for i := range n {
-		servers[i] = miniredis.RunT(t)
+		// On a reserved port: a test that closes one and starts it again on its address
+		// must not find the port taken meanwhile by another test process.
+		servers[i] = miniredis.NewMiniRedis()
+		if err := servers[i].StartAddr(fmt.Sprintf("127.0.0.1:%d", redistest.ReservePort(t))); err != nil {
+			t.Fatalf("start miniredis: %v", err)
+		}
+		t.Cleanup(servers[i].Close)
 		nodes[i] = goredisNode(t, servers[i].Addr())
 	}
 	return nodes, servers

@@ -345,3 +345,18 @@ func logTail(path string) string {
 	}
 	return string(b)
 }
+
+// ReservePort returns a 127.0.0.1 port for a server the test starts itself (a miniredis it
+// closes and starts again on the same address, say), reserved as a Server's port is (see
+// reservePort) until the test ends. t.Fatalf if none is free.
+func ReservePort(t testing.TB) int {
+	t.Helper()
+	port, f, err := reservePort()
+	if err != nil {
+		t.Fatalf("redistest: reserve a port: %v", err)
+	}
+	if f != nil {
+		t.Cleanup(func() { f.Close() })
+	}
+	return port
+}
