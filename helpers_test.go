@@ -55,11 +55,7 @@ func miniNodes(t testing.TB, n int) ([]redlock.Node, []*miniredis.Miniredis) {
 	for i := range n {
 		// On a reserved port: a test that closes one and starts it again on its address
 		// must not find the port taken meanwhile by another test process.
-		servers[i] = miniredis.NewMiniRedis()
-		if err := servers[i].StartAddr(fmt.Sprintf("127.0.0.1:%d", redistest.ReservePort(t))); err != nil {
-			t.Fatalf("start miniredis: %v", err)
-		}
-		t.Cleanup(servers[i].Close)
+		servers[i] = redistest.StartMiniredis(t)
 		nodes[i] = goredisNode(t, servers[i].Addr())
 	}
 	return nodes, servers

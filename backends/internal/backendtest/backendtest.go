@@ -6,7 +6,6 @@ package backendtest
 
 import (
 	"context"
-	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -50,13 +49,8 @@ func Start(t *testing.T, k Kind) *Server {
 	switch k {
 	case Miniredis:
 		// On a reserved port: a test that closes it and starts it again on that address
-		// must not find the port taken meanwhile by another test process's server or
-		// connection.
-		m := miniredis.NewMiniRedis()
-		if err := m.StartAddr(fmt.Sprintf("127.0.0.1:%d", redistest.ReservePort(t))); err != nil {
-			t.Fatalf("backendtest: start miniredis: %v", err)
-		}
-		t.Cleanup(m.Close)
+		// must not find the port taken meanwhile by another test process's server.
+		m := redistest.StartMiniredis(t)
 		return newServer(t, k, m.Addr(), nil, m)
 	case Redis:
 		r := redistest.Start(t)

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/go-redlock/redlock/core"
+	"github.com/go-redlock/redlock/internal/redistest"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
@@ -174,7 +175,7 @@ func Subscriber(t *testing.T, newNode NewNode, kinds ...Kind) {
 		var c counter
 		defer subscribe(t, s, "ch:{r}", &c)()
 		srv.Mini.Close()
-		require.NoError(t, srv.Mini.Restart())
+		redistest.RestartMiniredis(t, srv.Mini)
 		waitCalls(t, &c, 1, "after the reconnect")
 		eventually(t, "re-subscribed", func() bool { return srv.Receivers(t, "ch:{r}") == 1 })
 		srv.Pub("ch:{r}")
