@@ -150,6 +150,10 @@ func (a *actor) runDo(ctx context.Context, c *redlock.Client) {
 			answered = true
 			h := &held{h: holding{client: a.id, role: writer}, lost: fctx.Done()}
 			i := a.env.rec.granted(h.h)
+			// The holding ends when fn's context does (Do's contract), or when fn returns.
+			stop := make(chan struct{})
+			defer close(stop)
+			go a.watch(i, h, stop)
 			a.use(ctx, i, h, func() bool { return fctx.Err() == nil })
 			if !a.alive(ctx) && ctx.Err() == nil {
 				<-fctx.Done() // a dead holder's function returns only once its lock is gone
