@@ -95,6 +95,12 @@ func (c *Client) made(method string) {
 // locally and returns that error too (Unlock and RUnlock pass it to the WithErrorHandler
 // function or the logger); Unlock still must be called only on a locked Mutex.
 //
+// Close also waits for the calls that the Client's acquisitions left under way when they
+// returned: the queue leaves of waits that gave up while a call of theirs was under way,
+// and the releases of failed attempts on nodes that answered late (each within three node
+// timeouts), so that a program that exits after Close leaves no waiter queued and no lock
+// held on a node.
+//
 // Last, Close closes the nodes' subscriptions: it calls Close on each node that has one (an
 // io.Closer; the backends' Nodes close their pub/sub connections, never the driver client
 // they were given), and returns their errors joined. Close is safe to call more than once
@@ -119,6 +125,7 @@ func (c *Client) Close() error {
 		wg.Go(func() { _ = l.finish(context.Background(), ErrClosed) })
 	}
 	wg.Wait()
+	c.cluster.Wait()
 	var errs []error
 	for _, n := range c.nodes {
 		if closer, ok := n.(io.Closer); ok {

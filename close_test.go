@@ -2,11 +2,14 @@ package redlock_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/go-redlock/redlock"
+	"github.com/go-redlock/redlock/core"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -191,5 +194,53 @@ func TestConcurrentClosesLetTheClockMove(t *testing.T) {
 		}
 		first, second := <-errs, <-errs
 		assert.Equal(t, first, second)
+	})
+}
+
+// goneNode fails every call once gone is set, as the node of a process that has exited.
+type goneNode struct {
+	redlock.Node
+	gone *atomic.Bool
+}
+
+func (n goneNode) Eval(ctx context.Context, s *core.Script, keys []string, args ...string) ([]int64, error) {
+	if n.gone.Load() {
+		return nil, errors.New("the process has exited")
+	}
+	return n.Node.Eval(ctx, s, keys, args...)
+}
+
+// TestCloseWaitsForTheLeaves: a wait that gave up while its call to a slow node was under
+// way leaves that node's queue after the call lands, and Close waits for it: once Close
+// returned, the program may exit, and the holder's release hands the lock to no one.
+func TestCloseWaitsForTheLeaves(t *testing.T) {
+	bubble(t, func(t *testing.T) {
+		nodes, servers := simNodes(t, 3)
+		holder := newClient(t, nodes, redlock.WithNodeTimeout(time.Second))
+		l, err := holder.Acquire(t.Context(), "exit")
+		require.NoError(t, err)
+
+		var gone atomic.Bool
+		waiterNodes := make([]redlock.Node, len(nodes))
+		for i, n := range nodes {
+			waiterNodes[i] = goneNode{n, &gone}
+		}
+		waiterNodes[2] = goneNode{slowNode{nodes[2], 300 * time.Millisecond}, &gone}
+		waiter := newClient(t, waiterNodes, redlock.WithNodeTimeout(time.Second))
+		ctx, cancel := context.WithTimeout(t.Context(), 150*time.Millisecond)
+		defer cancel()
+		_, err = waiter.Acquire(ctx, "exit")
+		require.ErrorIs(t, err, context.DeadlineExceeded)
+		require.NoError(t, waiter.Close())
+		gone.Store(true)
+		time.Sleep(time.Second) // what was left under way fails now
+
+		require.NoError(t, l.Release(t.Context()))
+		key := core.NewKeys("redlock:", "exit")
+		for i, s := range servers {
+			assert.False(t, s.Miniredis().Exists(key.Lock), "server %d handed the lock to the waiter that left", i)
+			assert.False(t, s.Miniredis().Exists(key.Queue), "server %d still queues the waiter that left", i)
+		}
+		require.NoError(t, holder.Close())
 	})
 }

@@ -25,6 +25,7 @@ type Cluster struct {
 	closed    atomic.Bool
 	done      chan struct{} // closed by Close
 	closeOnce sync.Once
+	bg        background // calls that outlive the operation that made them (see Wait)
 }
 
 // ClusterOption configures a Cluster.

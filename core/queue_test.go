@@ -510,6 +510,29 @@ func TestLateCallOfAQuitterDoesNotQueueIt(t *testing.T) {
 	})
 }
 
+// TestWaitWaitsForTheLeaves: Cluster.Wait returns only once the leave of a waiter that
+// gave up, with a call still under way on a slow node, has landed there after that call;
+// a program that exits after it leaves no waiter queued.
+func TestWaitWaitsForTheLeaves(t *testing.T) {
+	inBubble(t, 3, func(t *testing.T, servers []server) {
+		cl := newCluster(t, servers)
+		holder := hold(t, cl, servers, "exit")
+		slow, _ := slowThird(t, servers, 300*time.Millisecond)
+		w := lock("exit")
+		w.NodeTimeout = 10 * time.Second
+		start := time.Now()
+		ctx, cancel := context.WithTimeout(context.Background(), 150*time.Millisecond)
+		defer cancel()
+		_, err := slow.AcquireWait(ctx, w, patient)
+		require.ErrorIs(t, err, context.DeadlineExceeded)
+		slow.Wait()
+		assert.Equal(t, 300*time.Millisecond, time.Since(start), "Wait returned before the slow node's call landed")
+		assert.Equal(t, []int64{0, 0, 0}, queued(t, servers, holder.Keys), "the waiter is still queued")
+		slow.Wait() // nothing under way: at once
+		assert.Equal(t, 300*time.Millisecond, time.Since(start))
+	})
+}
+
 // countedSlow is slowAcquire that counts the acquire calls it sends.
 type countedSlow struct {
 	slowAcquire

@@ -355,9 +355,9 @@ func (c *Cluster) leave(l *claim) {
 	bound := make(chan struct{})
 	time.AfterFunc(2*timeout, func() { close(bound) })
 	for i := range c.nodes {
-		go func() {
+		c.bg.goRun(func() {
 			tr.wait(i, bound)
 			c.callNode(context.Background(), i, timeout, req)
-		}()
+		})
 	}
 }

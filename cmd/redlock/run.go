@@ -98,16 +98,18 @@ func (r *runner) run() int {
 	return r.release(r.supervise(p))
 }
 
-// closeClient closes the Client, waiting for it at most -node-timeout. Close ends the
-// nodes' subscriptions, which can take go-redis seconds (its read timeouts) against a node
-// that does not answer; redlock exits next, which closes every connection anyway.
+// closeClient closes the Client, waiting for it at most four times -node-timeout: enough
+// for the queue leaves that Close waits for (each within three node timeouts), so that an
+// interrupted wait leaves no queue behind. Close then ends the nodes' subscriptions, which
+// can take go-redis seconds (its read timeouts) against a node that does not answer;
+// redlock exits next, which closes every connection anyway.
 func (r *runner) closeClient() {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
 		_ = r.client.Close() // nothing to do about an error on the way out
 	}()
-	t := time.NewTimer(r.nodeTimeout)
+	t := time.NewTimer(4 * r.nodeTimeout)
 	defer t.Stop()
 	select {
 	case <-done:
