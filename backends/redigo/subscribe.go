@@ -42,8 +42,11 @@ func (n *Node) Close() error {
 
 // pubsub is the redigo side of a subs.Registry (its subs.Conn): one connection, read by one
 // goroutine while any channel is subscribed, written by the Registry's goroutines. Its mu
-// guards conn and closed only; wmu serializes the writers of conn (a redigo connection takes
-// one writer and one reader at a time), and neither is the Registry's lock.
+// guards conn and closed; wmu serializes the writers of conn (a redigo connection takes
+// one writer and one reader at a time), and neither is the Registry's lock. mu is taken
+// before the Registry's lock, never after: a new conn is put in place and its channels marked
+// for re-subscription (Registry.Resubscribe) in one step under mu, and send picks conn and
+// asks Registry.ResendPending under mu (see send).
 type pubsub struct {
 	pool   Pool
 	reg    *subs.Registry
@@ -56,6 +59,8 @@ type pubsub struct {
 	closed bool
 
 	wmu sync.Mutex
+
+	beforeSend func(cmd, channel string) // tests only: called by send first
 }
 
 func newPubSub(pool Pool) *pubsub {
@@ -83,9 +88,25 @@ func (p *pubsub) Unsubscribe(_ context.Context, channel string) { p.send("UNSUBS
 
 // send writes cmd on the current connection, if any. A write blocked on a server that does
 // not read ends when close breaks the connection.
+//
+// A SUBSCRIBE that the Registry decided before connect put the current connection in place
+// is not sent: connect's Resubscribe marked its channel, which counts as subscribed from the
+// decision on, and the Registry calls Subscribe for it again. Sent now as well, it would
+// reach the connection twice; the server confirms both, and the Registry takes the second
+// confirmation for a re-subscription after a reconnect (every callback of the channel called
+// once more, for no lost message) or, if the channel was left and subscribed again
+// meanwhile, for the confirmation of that later SUBSCRIBE, before the server has it. conn and
+// ResendPending are read under mu, under which connect replaces conn and calls Resubscribe,
+// so they agree.
 func (p *pubsub) send(cmd, channel string) {
+	if p.beforeSend != nil {
+		p.beforeSend(cmd, channel)
+	}
 	p.mu.Lock()
 	conn := p.conn
+	if conn != nil && cmd == "SUBSCRIBE" && p.reg.ResendPending(channel) {
+		conn = nil
+	}
 	p.mu.Unlock()
 	if conn == nil {
 		return
@@ -156,8 +177,9 @@ func (p *pubsub) connect(failures int) redis.Conn {
 		return nil
 	}
 	p.conn = conn
+	// Sent by the Registry's goroutines, on conn; marked under mu, with conn in place (see send).
+	p.reg.Resubscribe(nil)
 	p.mu.Unlock()
-	p.reg.Resubscribe(nil) // sent by the Registry's goroutines, on conn
 	return conn
 }
 

@@ -35,7 +35,8 @@ type Conn interface {
 	// Subscribe sends SUBSCRIBE (or SSUBSCRIBE) for channel. nil means the command was sent,
 	// or will be by the backend's reader when it (re)connects: its confirmation will reach
 	// Confirmed, or the attempt Fail. An error means the server is not subscribed to channel
-	// by this call; the Subscribe calls waiting for it fail with the error.
+	// by this call; the Subscribe calls waiting for it fail with the error. It may ask
+	// ResendPending whether the Registry will call it again for channel (see Resubscribe).
 	Subscribe(ctx context.Context, channel string) error
 	// Unsubscribe sends UNSUBSCRIBE (or SUNSUBSCRIBE) for channel, best effort.
 	Unsubscribe(ctx context.Context, channel string)
@@ -308,6 +309,13 @@ func (r *Registry) fail(e *entry, err error) {
 // subscriptions; the confirmations then reach Confirmed. match is called with the
 // Registry's lock held and must not call the Registry. The commands are sent by the
 // Registry's goroutines, in order with the other commands of each channel.
+//
+// A channel counts as subscribed from the moment its SUBSCRIBE is decided, before the
+// Conn.Subscribe call that sends it: a call under way when Resubscribe is called is followed
+// by another one. A backend that would send the one under way on the new connection sends
+// SUBSCRIBE there twice, and the server confirms both: the second confirmation would be taken
+// for a re-subscription (every callback called, with an empty payload, for no lost message)
+// or for the one of a later SUBSCRIBE of the channel. See ResendPending.
 func (r *Registry) Resubscribe(match func(channel string) bool) {
 	r.mu.Lock()
 	var kick []claimed
@@ -321,6 +329,21 @@ func (r *Registry) Resubscribe(match func(channel string) bool) {
 	}
 	r.mu.Unlock()
 	r.start(kick)
+}
+
+// ResendPending reports whether Resubscribe marked channel to have SUBSCRIBE sent again and
+// no command of channel was decided since. A Conn.Subscribe call may ask it: true means the
+// call was decided before that Resubscribe, and the Registry calls Conn.Subscribe again for
+// channel once it returns, unless the channel is left or the Registry closed meanwhile. A
+// backend that calls Resubscribe as it puts a new connection in place, under a lock that its
+// Conn.Subscribe holds while it picks the connection to send on and asks ResendPending,
+// skips the send when ResendPending is true: that SUBSCRIBE reaches the new connection once,
+// from the next call. ResendPending takes the Registry's lock.
+func (r *Registry) ResendPending(channel string) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	e := r.chans[channel]
+	return e != nil && e.resend
 }
 
 // claimed is an entry that claim marked busy, with its channel.

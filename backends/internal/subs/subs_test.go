@@ -267,3 +267,73 @@ func TestReentrantCallback(t *testing.T) {
 	}
 	assert.Equal(t, int64(1), calls.n.Load())
 }
+
+// skipConn is a conn whose first Subscribe waits for release, and which sends nothing when
+// ResendPending says the Registry calls it again: the way a backend that re-subscribes on a
+// new connection keeps a SUBSCRIBE decided before it from going there twice.
+type skipConn struct {
+	conn
+	r        *subs.Registry
+	entered  chan struct{}
+	release  chan struct{}
+	calls    int
+	resendAt []bool // ResendPending at each call
+}
+
+func (c *skipConn) Subscribe(ctx context.Context, ch string) error {
+	c.mu.Lock()
+	c.calls++
+	first := c.calls == 1
+	c.mu.Unlock()
+	if first {
+		close(c.entered)
+		<-c.release
+	}
+	pending := c.r.ResendPending(ch)
+	c.mu.Lock()
+	c.resendAt = append(c.resendAt, pending)
+	c.mu.Unlock()
+	if pending {
+		return nil
+	}
+	return c.conn.Subscribe(ctx, ch)
+}
+
+// A Resubscribe that comes while a channel's first SUBSCRIBE is decided but not yet sent
+// has the Registry call Conn.Subscribe again; ResendPending tells the call under way, which
+// may then send nothing. The channel is subscribed once, its confirmation is its first (no
+// callback runs for it), and it is unsubscribed when its callback leaves: no confirmation is
+// left awaited.
+func TestResendPending(t *testing.T) {
+	c := &skipConn{entered: make(chan struct{}), release: make(chan struct{})}
+	r := subs.New(c)
+	c.r = r
+	var a counter
+	p := subscribe(r, context.Background(), "ch", a.fn)
+	<-c.entered
+	assert.False(t, r.ResendPending("ch"), "decided, not marked")
+	r.Resubscribe(nil) // the backend's new connection
+	assert.True(t, r.ResendPending("ch"))
+	assert.False(t, r.ResendPending("other"))
+	close(c.release)
+	waitSent(t, &c.conn, "SUBSCRIBE ch")
+	require.Eventually(t, func() bool {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		return c.calls == 2 && len(c.resendAt) == 2
+	}, time.Second, time.Millisecond)
+	assert.False(t, r.ResendPending("ch"), "the next call decided")
+	c.mu.Lock()
+	assert.Equal(t, []bool{true, false}, c.resendAt, "ResendPending in the call under way, and in the next")
+	c.mu.Unlock()
+
+	r.Confirmed("ch")
+	un := <-p
+	require.NotNil(t, un)
+	assert.Zero(t, a.n.Load(), "the first confirmation calls no callback")
+	r.Message("ch", "m")
+	assert.Equal(t, int64(1), a.n.Load())
+	un()
+	waitSent(t, &c.conn, "SUBSCRIBE ch", "UNSUBSCRIBE ch")
+	require.Eventually(t, r.Idle, time.Second, time.Millisecond)
+}
