@@ -19,6 +19,9 @@ CYCLO_FILES := $(filter-out %_test.go,$(wildcard *.go core/*.go))
 # The adapters under contrib/ are modules of their own, so that their dependencies never
 # enter go.mod: test and lint run in each too.
 CONTRIB := $(patsubst %/go.mod,%,$(wildcard contrib/*/go.mod))
+# Examples that need a dependency the main module does not take (a SQL driver, in
+# examples/fencing/sql) are modules of their own too: test and lint run in each.
+EXAMPLE_MODULES := $(patsubst %/go.mod,%,$(wildcard examples/*/go.mod examples/*/*/go.mod))
 
 # Every package runs with the race detector, through .ci/race-test, which runs a package
 # again once only if the race detector's own runtime crashed and no test failed (see
@@ -32,7 +35,7 @@ TEST_PACKAGES_AT_ONCE ?= 6
 test:
 	$(RACE_TEST) $(GO) -p $(TEST_PACKAGES_AT_ONCE) ./...
 	$(GO) test -count=1 -run Allocations ./core ./backends/goredis
-	@for m in $(CONTRIB); do \
+	@for m in $(CONTRIB) $(EXAMPLE_MODULES); do \
 		echo "cd $$m && $(RACE_TEST) $(GO) ./..."; \
 		(cd $$m && $(RACE_TEST) $(GO) ./...) || exit 1; \
 	done
@@ -48,7 +51,7 @@ lint: staticcheck-install gocyclo-install
 	$(GO) vet ./...
 	$(STATICCHECK) ./...
 	$(GOCYCLO) -over 15 $(CYCLO_FILES)
-	@for m in $(CONTRIB); do \
+	@for m in $(CONTRIB) $(EXAMPLE_MODULES); do \
 		echo "cd $$m && $(GO) mod tidy -diff && $(GO) vet ./... && staticcheck ./..."; \
 		(cd $$m && $(GO) mod tidy -diff && $(GO) vet ./... && $(STATICCHECK) ./...) || exit 1; \
 	done

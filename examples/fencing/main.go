@@ -7,11 +7,12 @@
 // it has already accepted B's larger token. The store is package fence's guarded write
 // (fence.Redis): one script, one round trip, and a TTL on every record it writes.
 //
-// The same story at a SQL database, with fence.SQL refusing A's late write inside A's
-// transaction, is the Example of contrib/fencesql, over SQLite, and its tests run it on
-// PostgreSQL too; SQL drivers live in that module, so that none enters this module's go.mod:
+// The same story at a SQL database, with fence.SQL's Do refusing A's late write inside A's
+// transaction, is examples/fencing/sql, over SQLite; contrib/fencesql's tests run the story
+// on PostgreSQL too. Both are modules of their own, so that no SQL driver enters this
+// module's go.mod:
 //
-//	cd contrib/fencesql && go test -run 'Example$|PausedHolder' -v .
+//	cd examples/fencing/sql && go run .
 //
 // It runs with no Redis installed, over embedded in-process servers (miniredis), or over
 // real servers (the store uses STORAGE_ADDR, by default the first of REDIS_ADDRS):
@@ -130,7 +131,7 @@ func run(ctx context.Context, out io.Writer) error {
 	}
 	fmt.Fprintf(out, "A's late write was rejected: token %d < %d\n", leaseA.Token(), token)
 	fmt.Fprintf(out, "The store holds %q with token %d: B's write survived\n", value, token)
-	fmt.Fprintln(out, "The same check in a SQL transaction (fence.SQL): see contrib/fencesql")
+	fmt.Fprintln(out, "The same check in a SQL transaction (fence.SQL): see examples/fencing/sql")
 	return nil
 }
 
