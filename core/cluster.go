@@ -146,9 +146,6 @@ func (c *Cluster) putTimer(t *time.Timer) {
 	}
 }
 
-// Nodes returns the number of nodes.
-func (c *Cluster) Nodes() int { return len(c.nodes) }
-
 // Close makes every later acquisition fail with ErrClosed, and wakes the waiters of
 // AcquireWait, which then fail with it. Extend and Release still work, so that held locks
 // can be let go. It closes nothing of the nodes'. It is safe to call more than once.
