@@ -19,9 +19,10 @@ import (
 
 // A script engine for EVAL and EVALSHA that reuses its Lua states (see SetPooledScripts).
 // miniredis makes a Lua state for each script call, opening its libraries each time, which
-// costs most of a lock's round trip here. This engine runs the same scripts, compiled
-// once, on states made once and kept in a pool, both the process's own (a restart starts
-// them afresh, as it does Redis's script cache), and otherwise behaves as miniredis's
+// costs most of a lock's round trip here. This engine runs the same scripts, each compiled
+// once for all the servers, on states made once and kept in a pool, the process's own (a
+// restart starts them afresh, and forgets the scripts it was given, as Redis forgets its
+// script cache), and otherwise behaves as miniredis's
 // (cmd_scripting.go and lua.go of miniredis v2.40.0, MIT licence, from which it is
 // adapted): the same libraries, redis.call and redis.pcall dispatched to the
 // server's own commands, the same conversions of replies both ways, globals refused.
@@ -50,9 +51,25 @@ type scriptEngine struct {
 	vms sync.Pool // of *vm: the process's Lua states, each running one script at a time
 
 	mu      sync.Mutex
-	sources map[string]string             // by SHA-1: the scripts this process was given by EVAL
-	protos  map[string]*lua.FunctionProto // by source: the scripts compiled, EVAL's and the engine's own
+	sources map[string]*compiled // by SHA-1: the scripts this process was given by EVAL
 }
+
+// compiled is a script compiled, with its SHA-1 (40 lowercase hex digits).
+type compiled struct {
+	sha   string
+	proto *lua.FunctionProto
+}
+
+// scripts is the cache of compiled scripts, shared by every process: a compiled script is
+// only read when it runs, and what a process was given (which a restart forgets) is its
+// engine's sources.
+var scripts struct {
+	sync.Mutex
+	bySrc map[string]*compiled
+}
+
+// maxCached is the most scripts that the cache of compiled scripts keeps.
+const maxCached = 1024
 
 // captureMark is what capture's script echoes, to be told from any other ECHO.
 const captureMark = "simnet: capture a nested context"
@@ -61,7 +78,7 @@ const captureMark = "simnet: capture a nested context"
 // could not borrow a nested context (it then leaves every script to miniredis). It must be
 // called before the process's pre-hook is set, which it uses meanwhile.
 func newScriptEngine(m *miniredis.Miniredis, srv *server.Server) *scriptEngine {
-	e := &scriptEngine{m: m, srv: srv, sources: map[string]string{}, protos: map[string]*lua.FunctionProto{}}
+	e := &scriptEngine{m: m, srv: srv, sources: map[string]*compiled{}}
 	e.vms.New = func() any { return e.newVM() }
 	srv.SetPreHook(func(p *server.Peer, cmd string, args ...string) bool {
 		if cmd == "ECHO" && len(args) == 1 && args[0] == captureMark {
@@ -100,61 +117,82 @@ func (e *scriptEngine) hook(p *server.Peer, cmd string, args []string) bool {
 	if len(args) < 2 {
 		return false
 	}
-	var src, sha string
-	if cmd == "EVAL" {
-		src = args[0]
-		sum := sha1.Sum([]byte(src))
-		sha = hex.EncodeToString(sum[:])
-	} else {
-		sha = strings.ToLower(args[0])
-		e.mu.Lock()
-		s, ok := e.sources[sha]
-		e.mu.Unlock()
-		if !ok {
-			return false
-		}
-		src = s
-	}
 	n, err := strconv.Atoi(args[1])
 	if err != nil || n < 0 || n > len(args)-2 {
 		return false
 	}
-	proto, err := e.compile(src)
-	if err != nil {
-		return false
-	}
+	var c *compiled
 	if cmd == "EVAL" {
+		if c, err = compile(args[0]); err != nil {
+			return false
+		}
 		e.mu.Lock()
-		e.sources[sha] = src
+		e.sources[c.sha] = c
 		e.mu.Unlock()
+	} else {
+		sha := args[0]
+		if !isLowerHex(sha) {
+			sha = strings.ToLower(sha)
+		}
+		e.mu.Lock()
+		c = e.sources[sha]
+		e.mu.Unlock()
+		if c == nil {
+			return false
+		}
 	}
 	v := e.vms.Get().(*vm)
 	defer e.vms.Put(v)
 	e.m.Lock()
 	defer e.m.Unlock()
-	v.run(e, p, sha, proto, args[2:2+n], args[2+n:])
+	v.run(e, p, c.sha, c.proto, args[2:2+n], args[2+n:])
 	return true
 }
 
-// compile returns the compiled script src, compiling it the first time.
-func (e *scriptEngine) compile(src string) (*lua.FunctionProto, error) {
-	e.mu.Lock()
-	p, ok := e.protos[src]
-	e.mu.Unlock()
+// isLowerHex reports whether s has no upper-case letters, as a SHA-1 that needs no
+// strings.ToLower.
+func isLowerHex(s string) bool {
+	for i := range len(s) {
+		if c := s[i]; c >= 'A' && c <= 'Z' {
+			return false
+		}
+	}
+	return true
+}
+
+// compile returns the script src compiled, compiling it the first time.
+func compile(src string) (*compiled, error) {
+	scripts.Lock()
+	c, ok := scripts.bySrc[src]
+	scripts.Unlock()
 	if ok {
-		return p, nil
+		return c, nil
 	}
 	chunk, err := parse.Parse(strings.NewReader(src), "<string>")
 	if err != nil {
 		return nil, err
 	}
-	if p, err = lua.Compile(chunk, ""); err != nil {
+	proto, err := lua.Compile(chunk, "")
+	if err != nil {
 		return nil, err
 	}
-	e.mu.Lock()
-	e.protos[src] = p // a call that compiled it meanwhile stored the same
-	e.mu.Unlock()
-	return p, nil
+	// The chunk is a vararg function that cannot name the table arg of Lua 5.0's
+	// varargs (only a nested function declared with ... can): gopher-lua would make that
+	// table, which nothing reads, at each call.
+	proto.IsVarArg &^= lua.VarArgNeedsArg
+	sum := sha1.Sum([]byte(src))
+	c = &compiled{sha: hex.EncodeToString(sum[:]), proto: proto}
+	scripts.Lock()
+	if scripts.bySrc == nil {
+		scripts.bySrc = map[string]*compiled{}
+	}
+	if old, ok := scripts.bySrc[src]; ok {
+		c = old // compiled meanwhile by another call
+	} else if len(scripts.bySrc) < maxCached {
+		scripts.bySrc[src] = c
+	}
+	scripts.Unlock()
+	return c, nil
 }
 
 // vm is a Lua state with miniredis's libraries, its redis module, and globals refused,
@@ -213,11 +251,11 @@ func (e *scriptEngine) newVM() *vm {
 	l.RegisterModule("os", map[string]lua.LGFunction{"clock": func(l *lua.LState) int { l.Push(lua.LNumber(42)); return 1 }})
 	strs := l.GetGlobal("string").(*lua.LTable)
 	strs.RawSetString("match", l.NewFunction(fastMatch(strs.RawGetString("match").(*lua.LFunction))))
-	proto, err := e.compile(protectGlobals) // as miniredis compiles it: its errors name no chunk
+	c, err := compile(protectGlobals) // as miniredis compiles it: its errors name no chunk
 	if err != nil {
 		panic(err)
 	}
-	l.Push(l.NewFunctionFromProto(proto))
+	l.Push(l.NewFunctionFromProto(c.proto))
 	if err := l.PCall(0, 0, nil); err != nil {
 		panic(err)
 	}
@@ -303,9 +341,7 @@ func (v *vm) funcs() map[string]lua.LGFunction {
 			if len(parts) == 2 {
 				final = parts[0] + " " + parts[1]
 			}
-			res := &lua.LTable{}
-			res.RawSetString("err", lua.LString(final))
-			l.Push(res)
+			l.Push(field(l, "err", final))
 			return 1
 		},
 		"log": func(l *lua.LState) int {
@@ -319,7 +355,7 @@ func (v *vm) funcs() map[string]lua.LGFunction {
 				l.Error(lua.LString("wrong number or type of arguments"), 1)
 				return 0
 			}
-			l.Push(statusReply(string(msg)))
+			l.Push(field(l, "ok", string(msg)))
 			return 1
 		},
 		"sha1hex": func(l *lua.LState) int {
@@ -400,9 +436,7 @@ func (v *vm) call(l *lua.LState, failFast bool) int {
 		if unknown {
 			msg = "ERR Unknown Redis command called from script"
 		}
-		t := &lua.LTable{}
-		t.RawSetString("err", lua.LString(msg))
-		l.Push(t)
+		l.Push(field(l, "err", msg))
 		return 1
 	}
 	switch r := res.(type) {
@@ -417,7 +451,7 @@ func (v *vm) call(l *lua.LState, failFast bool) int {
 	case []any:
 		l.Push(redisToLua(l, r))
 	case server.Simple:
-		l.Push(statusReply(string(r)))
+		l.Push(field(l, "ok", string(r)))
 	case string:
 		l.Push(lua.LString(r))
 	default:
@@ -427,9 +461,11 @@ func (v *vm) call(l *lua.LState, failFast bool) int {
 	return 1
 }
 
-func statusReply(msg string) *lua.LTable {
-	t := &lua.LTable{}
-	t.RawSetString("ok", lua.LString(msg))
+// field returns a table whose only field is k, set to v: a status reply ("ok") or an error
+// reply ("err"). The table is made for one field (a table made empty makes room for 32).
+func field(l *lua.LState, k, v string) *lua.LTable {
+	t := l.CreateTable(0, 1)
+	t.RawSetString(k, lua.LString(v))
 	return t
 }
 
@@ -504,19 +540,20 @@ func luaToRedis(l *lua.LState, c *server.Peer, value lua.LValue) {
 	}
 }
 
-// fastMatch returns string.match that finds the patterns "<literal>(%d+)" and
-// "<literal>(%x+)" (literal without magic characters), which the lock scripts read INFO
-// with, in Go, and leaves every other call to match, Lua's own. gopher-lua compiles a
-// pattern at each call, a large part of the scripts' time. Its result is
-// Lua's: the first place where the literal is followed by one such character or more,
-// and the longest run of them from there.
+// fastMatch returns string.match that finds the patterns "<literal>(%d+)",
+// "<literal>(%x+)" and the same ending in "$" (literal without magic characters, but for
+// escaped punctuation such as "%."), which the lock scripts read INFO and tokens with, in
+// Go, and leaves every other call to match, Lua's own. gopher-lua compiles a pattern at
+// each call, a large part of the scripts' time. Its result is Lua's: the first place where
+// the literal is followed by one such character or more (up to the end, with "$"), and the
+// longest run of them from there.
 func fastMatch(match *lua.LFunction) lua.LGFunction {
 	return func(l *lua.LState) int {
 		src, ok1 := l.Get(1).(lua.LString)
 		pat, ok2 := l.Get(2).(lua.LString)
 		if ok1 && ok2 && l.GetTop() == 2 {
-			if lit, class, ok := simplePattern(string(pat)); ok {
-				l.Push(findRun(string(src), lit, class))
+			if p, ok := simplePattern(string(pat)); ok {
+				l.Push(p.find(string(src)))
 				return 1
 			}
 		}
@@ -530,40 +567,80 @@ func fastMatch(match *lua.LFunction) lua.LGFunction {
 	}
 }
 
-// simplePattern splits a pattern "<literal>(%d+)" or "<literal>(%x+)" into its literal
-// and its class ('d' or 'x'); ok is false for any other pattern.
-func simplePattern(p string) (lit string, class byte, ok bool) {
-	for _, suffix := range []string{"(%d+)", "(%x+)"} {
-		if lit, found := strings.CutSuffix(p, suffix); found && !strings.ContainsAny(lit, "^$*+?.([%-])") {
-			return lit, suffix[2], true
-		}
-	}
-	return "", 0, false
+// pattern is a pattern that fastMatch finds itself: a literal, then a run of digits
+// (class 'd') or of hex digits ('x'), captured, then the end of the subject if anchored.
+type pattern struct {
+	lit      string
+	class    byte
+	anchored bool
 }
 
-// findRun returns the first run of class characters ('d': decimal digits, 'x': hex
-// digits) in src right after lit, or nil if there is none.
-func findRun(src, lit string, class byte) lua.LValue {
+// simplePattern returns the pattern p, if it is one that fastMatch finds itself.
+func simplePattern(p string) (pattern, bool) {
+	var out pattern
+	p, out.anchored = strings.CutSuffix(p, "$")
+	if out.anchored && strings.HasSuffix(p, "%") { // "%$": a literal '$'
+		return pattern{}, false
+	}
+	for _, suffix := range []string{"(%d+)", "(%x+)"} {
+		lit, found := strings.CutSuffix(p, suffix)
+		if !found {
+			continue
+		}
+		// The literal: plain characters, and '%' before a punctuation character, which
+		// stands for that character.
+		var b []byte
+		for i := 0; i < len(lit); i++ {
+			c := lit[i]
+			if c == '%' {
+				i++
+				if i == len(lit) || !isPunct(lit[i]) {
+					return pattern{}, false
+				}
+				c = lit[i]
+			} else if strings.IndexByte("^$*+?.([-])", c) >= 0 {
+				return pattern{}, false
+			}
+			b = append(b, c)
+		}
+		out.lit, out.class = string(b), suffix[2]
+		return out, true
+	}
+	return pattern{}, false
+}
+
+// isPunct reports whether '%' followed by c stands for c in a Lua pattern: c is neither a
+// letter nor a digit (those make classes and back references) and is printable ASCII.
+func isPunct(c byte) bool {
+	switch {
+	case c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z', c >= '0' && c <= '9':
+		return false
+	}
+	return c > ' ' && c < 0x7f
+}
+
+// find returns the capture of the first match of p in src, or nil if there is none.
+func (p pattern) find(src string) lua.LValue {
 	in := func(c byte) bool {
 		switch {
 		case c >= '0' && c <= '9':
 			return true
-		case class == 'x':
+		case p.class == 'x':
 			return c >= 'a' && c <= 'f' || c >= 'A' && c <= 'F'
 		}
 		return false
 	}
 	for from := 0; from <= len(src); {
-		i := strings.Index(src[from:], lit)
+		i := strings.Index(src[from:], p.lit)
 		if i < 0 {
 			break
 		}
-		start := from + i + len(lit)
+		start := from + i + len(p.lit)
 		end := start
 		for end < len(src) && in(src[end]) {
 			end++
 		}
-		if end > start {
+		if end > start && (!p.anchored || end == len(src)) {
 			return lua.LString(src[start:end])
 		}
 		from += i + 1

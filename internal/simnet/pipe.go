@@ -82,7 +82,8 @@ type end struct {
 	mu       sync.Mutex
 	deadline time.Time     // for reads; zero: none
 	closed   bool          // this end closed
-	wake     chan struct{} // signalled when the deadline changes or this end closes
+	waiting  int           // the Reads under way, which wait on wake among others
+	wake     chan struct{} // signalled when the deadline changes while a Read waits, or this end closes
 }
 
 func newEnd(in, out *buffer) *end { return &end{in: in, out: out, wake: make(chan struct{}, 1)} }
@@ -99,9 +100,13 @@ func (e *end) Read(p []byte) (int, error) {
 	if len(p) == 0 {
 		return 0, nil
 	}
-	for {
+	defer e.doneReading()
+	for first := true; ; first = false {
 		e.mu.Lock()
 		closed, dl := e.closed, e.deadline
+		if first {
+			e.waiting++ // from here, a new deadline wakes the Read
+		}
 		e.mu.Unlock()
 		if closed {
 			return 0, net.ErrClosed
@@ -136,6 +141,13 @@ func (e *end) Read(p []byte) (int, error) {
 	}
 }
 
+// doneReading records the end of a Read.
+func (e *end) doneReading() {
+	e.mu.Lock()
+	e.waiting--
+	e.mu.Unlock()
+}
+
 // Write appends p to the other end's input; it never blocks.
 func (e *end) Write(p []byte) (int, error) {
 	e.mu.Lock()
@@ -162,9 +174,13 @@ func (e *end) Close() error {
 // os.ErrDeadlineExceeded; the zero time means none.
 func (e *end) SetReadDeadline(t time.Time) error {
 	e.mu.Lock()
+	changed := !t.Equal(e.deadline)
 	e.deadline = t
+	waiting := e.waiting > 0
 	e.mu.Unlock()
-	e.poke()
+	if changed && waiting { // a driver sets deadlines before each command, mostly with no Read waiting
+		e.poke()
+	}
 	return nil
 }
 

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -99,7 +100,7 @@ func (s *Server) boot(up time.Duration) {
 		}
 		// Every section reads as the server section: the scripts ask for "server".
 		up := int64(time.Since(started) / time.Second)
-		p.WriteBulk(fmt.Sprintf("# Server\r\nredis_version:7.4.0\r\nrun_id:%s\r\nuptime_in_seconds:%d\r\n", id, up))
+		p.WriteBulk("# Server\r\nredis_version:7.4.0\r\nrun_id:" + id + "\r\nuptime_in_seconds:" + strconv.FormatInt(up, 10) + "\r\n")
 		return true
 	})
 }
