@@ -13,7 +13,8 @@ import (
 var ErrStale = errors.New("redlock: stale fencing token")
 
 // ErrCorrupt means a resource's token record holds something this package did not write (a
-// Redis record whose "token" field is not 20 decimal digits). The record is left alone.
+// Redis record whose "token" field is not 20 decimal digits, or 20 digits above the largest
+// uint64). The record is left alone.
 var ErrCorrupt = errors.New("redlock: fencing record is not one of package fence's")
 
 // StaleError is the error of a refused write: Token, the write's, is older than Highest, the

@@ -3,7 +3,6 @@ package fence
 import (
 	"context"
 	_ "embed"
-	"errors"
 	"fmt"
 	"reflect"
 	"strconv"
@@ -93,9 +92,9 @@ func (r *Redis) Write(ctx context.Context, key string, token uint64, value strin
 	case len(reply) == 1 && reply[0] == -1:
 		return fmt.Errorf("%w: %s on %s", ErrCorrupt, quoted(key), r.node)
 	case len(reply) == 3 && reply[0] == 0:
-		highest, err := join(reply[1], reply[2])
-		if err != nil {
-			return fmt.Errorf("redlock: fence write %s on %s: %w", quoted(key), r.node, err)
+		highest, ok := join(reply[1], reply[2])
+		if !ok {
+			return fmt.Errorf("%w: %s on %s: a token above the largest uint64", ErrCorrupt, quoted(key), r.node)
 		}
 		return &StaleError{Resource: key, Token: token, Highest: highest}
 	}
@@ -122,9 +121,9 @@ func (r *Redis) Token(ctx context.Context, key string) (uint64, error) {
 	case len(reply) == 1 && reply[0] == -1:
 		return 0, fmt.Errorf("%w: %s on %s", ErrCorrupt, quoted(key), r.node)
 	case len(reply) == 2:
-		highest, err := join(reply[0], reply[1])
-		if err != nil {
-			return 0, fmt.Errorf("redlock: fence token %s on %s: %w", quoted(key), r.node, err)
+		highest, ok := join(reply[0], reply[1])
+		if !ok {
+			return 0, fmt.Errorf("%w: %s on %s: a token above the largest uint64", ErrCorrupt, quoted(key), r.node)
 		}
 		return highest, nil
 	}
@@ -144,14 +143,15 @@ func (r *Redis) check(op, key string, token uint64) error {
 	return nil
 }
 
-// join rebuilds a token from the first and last 10 of its 20 digits.
-func join(high, low int64) (uint64, error) {
+// join rebuilds a token from the first and last 10 of its 20 digits; ok is false for 20
+// digits above the largest uint64.
+func join(high, low int64) (uint64, bool) {
 	// The largest uint64, 18446744073709551615, is high 1844674407 and low 3709551615.
 	const maxHigh, maxLow = 1844674407, 3709551615
 	if high < 0 || low < 0 || low >= split || high > maxHigh || high == maxHigh && low > maxLow {
-		return 0, errors.New("the script replied a token out of range")
+		return 0, false // 20 digits that no uint64 has: written by someone else
 	}
-	return uint64(high)*split + uint64(low), nil
+	return uint64(high)*split + uint64(low), true
 }
 
 // isNil reports whether n is nil or a nil pointer in an interface, such as the nil *Node a

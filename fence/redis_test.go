@@ -255,6 +255,9 @@ func TestRedisForeignRecords(t *testing.T) {
 		{"a token of 20 characters but not digits", func(ctx context.Context, rdb *redis.Client) error {
 			return rdb.HSet(ctx, "k", "token", "0000000000000000000x", "value", "x").Err()
 		}, fence.ErrCorrupt, `"k"`},
+		{"a token of 20 digits above the largest uint64", func(ctx context.Context, rdb *redis.Client) error {
+			return rdb.HSet(ctx, "k", "token", "99999999999999999999", "value", "x").Err()
+		}, fence.ErrCorrupt, `"k"`},
 		{"a string key", func(ctx context.Context, rdb *redis.Client) error {
 			return rdb.Set(ctx, "k", "plain", 0).Err()
 		}, nil, "WRONGTYPE"},
