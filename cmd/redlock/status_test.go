@@ -119,6 +119,16 @@ func TestStatus(t *testing.T) {
 			if !everyNode(rep, func(n nodeStatus) bool { return n.Lock != nil && n.Lock.Owner == h.Owner && *n.Fence <= h.Token }) {
 				t.Errorf("the nodes do not all show the holder %+v: %+v", h, rep.Nodes)
 			}
+			// The holder's token stands on a quorum: there a node's counter is the token.
+			standing := 0
+			for _, n := range rep.Nodes {
+				if n.Fence != nil && *n.Fence == h.Token {
+					standing++
+				}
+			}
+			if standing < 2 {
+				t.Errorf("the holder's token %d is the counter of %d nodes, want a quorum (2): %+v", h.Token, standing, rep.Nodes)
+			}
 		}},
 		{"queue", func(t *testing.T, name string) []string {
 			hold(t, s, "run", "-name", name)
