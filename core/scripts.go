@@ -1,15 +1,20 @@
 package core
 
-import _ "embed"
+import (
+	_ "embed"
+	"strings"
+)
 
-// The scripts that every lock operation runs; see the comments at the top of each file.
+// The scripts that every lock operation runs: each file's header gives its KEYS, ARGV and
+// replies. queue.lua is the prelude, the constants and functions shared by every script but
+// extend, proclaim and leader: it comes first, except in release (below).
 var (
+	//go:embed lua/queue.lua
+	preludeSource string
 	//go:embed lua/acquire.lua
 	acquireSource string
 	//go:embed lua/extend.lua
 	extendSource string
-	//go:embed lua/release_uncontended.lua
-	releaseUncontendedSource string
 	//go:embed lua/release.lua
 	releaseSource string
 	//go:embed lua/raise.lua
@@ -26,26 +31,34 @@ var (
 	proclaimSource string
 	//go:embed lua/leader.lua
 	leaderSource string
-	// queue.lua is the prelude of acquire, release, raise, the readers' scripts and permits:
-	// the constants, the waiter queue's functions, the restart guard and the fence counter.
-	//go:embed lua/queue.lua
-	queueSource string
 
-	acquireScript = NewScript("acquire", queueSource+acquireSource)
+	acquireScript = NewScript("acquire", preludeSource+acquireSource)
 	extendScript  = NewScript("extend", extendSource)
-	// release's uncontended case comes first: it returns before the prelude's definitions.
-	releaseScript = NewScript("release", releaseUncontendedSource+queueSource+releaseSource)
-	raiseScript   = NewScript("raise", queueSource+raiseSource) // for fence_idle
+	releaseScript = NewScript("release", preludeAt(releaseSource))
+	raiseScript   = NewScript("raise", preludeSource+raiseSource)
 	// A reader's: rlock and runlock share the prelude, and runlock ends as release does.
-	rlockScript   = NewScript("rlock", queueSource+rlockSource)
-	rextendScript = NewScript("rextend", rextendSource)
-	runlockScript = NewScript("runlock", queueSource+runlockSource)
+	rlockScript   = NewScript("rlock", preludeSource+rlockSource)
+	rextendScript = NewScript("rextend", preludeSource+rextendSource)
+	runlockScript = NewScript("runlock", preludeSource+runlockSource)
 	// A semaphore's record of its number of permits (see Permits).
-	permitsScript = NewScript("permits", queueSource+permitsSource)
+	permitsScript = NewScript("permits", preludeSource+permitsSource)
 	// An election's record of its leader's value (see Proclaim and Leader).
 	proclaimScript = NewScript("proclaim", proclaimSource)
 	leaderScript   = NewScript("leader", leaderSource)
 )
+
+// preludeMark is the line of release.lua that the prelude replaces: the uncontended case,
+// above it, returns before the prelude's definitions are evaluated (a speed path).
+const preludeMark = "\n-- queue.lua: the prelude, put here by core/scripts.go\n"
+
+// preludeAt returns src with the prelude in place of its preludeMark line.
+func preludeAt(src string) string {
+	before, after, ok := strings.Cut(src, preludeMark)
+	if !ok {
+		panic("core: no prelude mark in release.lua")
+	}
+	return before + "\n" + preludeSource + after
+}
 
 // lockScripts are the scripts that acquire, extend and release one kind of holding.
 type lockScripts struct{ acquire, extend, release *Script }

@@ -1,9 +1,6 @@
--- leader: the record of the election's leader, if its token holds the lock here.
--- KEYS[1] lock key, KEYS[2] the election's record ("<token> <value>", see proclaim)
--- Reply {1, n, c1, c2, ...} the record, whose token holds the lock: n bytes, six to a
--- number (c1 holds bytes 1 to 6, the first the most significant; the last number holds the
--- rest), as a reply carries only integers, and Lua numbers are exact to 2^53; {0} no record
--- here whose token holds the lock.
+-- leader: KEYS[1] lock, KEYS[2] election record ("<token> <value>").
+-- Replies: {1, n, c1, c2, ...} the record, whose token holds the lock: n bytes, six to a
+-- number, the first byte most significant; {0} no such record.
 local record = redis.call('GET', KEYS[2])
 if not record then
   return {0}

@@ -1,29 +1,11 @@
--- queue: the prelude of the acquire and release scripts (core builds acquire as this text
--- followed by acquire.lua, and release as release_uncontended.lua, this text and
--- release.lua): the waiter queue, the restart guard, the fence counter and attempt
--- tokens.
---
--- A queue is two sorted sets and a hash: q holds waiter ids by ticket (the turn order,
--- smaller first, ties by id), a holds the same ids by the server time in milliseconds at
--- which each waiter's place lapses unless it calls again, and w maps each waiter id to its
--- latest attempt, "<token> <ttl ms> <fence> <guard s>[ r]" (fence: "0" for none, else the
--- attempt's floor for the counter, a decimal; " r" for a reader), so that a release can
--- hand the lock to the first waiter in its name.
---
--- Readers (see rlock.lua) hold a lock together: each has an entry in the readers key (a
--- sorted set of reader tokens by the server time in milliseconds at which the holding
--- ends), and while any does, the lock key holds readers_hold, with a TTL that covers every
--- entry. So a writer, which takes the lock key, finds it held, and no script but the
--- readers' needs to look at the readers key.
--- (Scripts replicate their effects, not themselves, by default since Redis 5: TIME is safe.)
+-- The prelude of every script but extend, proclaim and leader: constants and shared
+-- functions. q, a, w are a lock's queue, liveness and attempts keys; r its readers key.
 
--- fence_idle is how long, in milliseconds, a fence counter outlives the last acquisition
--- that advanced it (one hour; core.FenceIdle says why that keeps tokens increasing). Every
--- key the scripts write expires: none is left behind by names used once.
-local fence_idle = 3600000
-
--- readers_hold is the lock key's value while readers hold the lock: no token has a '('.
-local readers_hold = '(readers)'
+local fence_idle = 3600000 -- core.FenceIdle in ms
+local readers_hold = '(readers)' -- the lock key's value while readers hold it
+local floor_cap = 2000000 -- how far a fence floor counts past the server's clock, in us
+local left_kept = 10000 -- how long a leave is remembered in a, as '!' .. id, in ms
+local first_scan = 64 -- the most lapsed waiters forgotten per call
 
 local clock -- the server's TIME, read once when first needed
 local function server_time()
@@ -36,8 +18,7 @@ local function now_ms()
   return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 end
 
--- attempt splits a waiter's token "<waiter id>.<attempt>" into the id and the attempt
--- number; any other token gives nil: it matches only itself.
+-- attempt splits "<waiter id>.<attempt>" into the id and the number; nil for other tokens.
 local function attempt(token)
   local id, n = string.match(token, '^(.+)%.(%d+)$')
   if id then
@@ -45,21 +26,15 @@ local function attempt(token)
   end
 end
 
--- ours reports whether holder is token, or an earlier attempt of token's waiter (a
--- straggler's grant, or the lock handed to an attempt that has since been superseded).
+-- ours reports whether holder is token or an earlier attempt of token's waiter.
 local function ours(holder, token)
-  if holder == token then
-    return true
-  end
   local id, n = attempt(token)
   local hid, hn = attempt(holder)
-  return id ~= nil and id == hid and hn <= n
+  return holder == token or (id ~= nil and id == hid and hn <= n)
 end
 
--- guarded checks the restart guard of guard seconds (0: off). It returns the milliseconds to
--- abstain for if the server started less than the guard ago (it may have forgotten locks it
--- granted before a restart), else nil, and then whether the server could not report its
--- uptime (the node is not guarded).
+-- guarded returns the ms to abstain for under a restart guard of guard s (0: off), else nil;
+-- then whether the server reports no uptime.
 local function guarded(guard)
   if guard <= 0 then
     return nil, false
@@ -70,26 +45,16 @@ local function guarded(guard)
   if not uptime then
     return nil, true
   end
-  if uptime <= guard then
-    -- uptime_in_seconds is a difference of whole wall-clock seconds and can read one more
-    -- than has passed: only uptime > guard proves that the guard's time has gone by.
+  if uptime <= guard then -- whole seconds: only uptime > guard proves the guard's time passed
     return (guard - uptime + 1) * 1000, false
   end
   return nil, false
 end
 
--- advance advances the fence counter f and returns it: max(counter + 1, server time in
--- microseconds, floor), so that a node that lost its data does not start again from 1, and
--- so that the nodes given one floor agree on it where their counters are below it. floor
--- is a decimal string, or nil; it counts for at most floor_cap past the server's clock, so
--- that a client whose clock runs fast cannot push the counters further ahead of the
--- servers' time than the restart guard outlasts. The counter expires after fence_idle
--- without an acquisition (see fence_idle).
-local floor_cap = 2000000
+-- advance sets the fence counter f to max(counter + 1, server time in us, floor) and returns it.
 local function advance(f, floor)
   local t = server_time()
-  -- The microseconds as a decimal string: exact, and never printed in exponent form.
-  local now = t[1] .. string.format('%06d', tonumber(t[2]))
+  local now = t[1] .. string.format('%06d', tonumber(t[2])) -- a decimal string: exact
   local proposed = floor and tonumber(floor)
   if proposed and proposed > tonumber(now) then
     now = string.format('%d', math.min(proposed, tonumber(now) + floor_cap))
@@ -104,12 +69,8 @@ local function advance(f, floor)
   return tonumber(now)
 end
 
--- enqueue puts waiter in the queue at ticket (a decimal string: Lua would print a 16-digit
--- number in exponent form, inexactly), or keeps its place, for keep more milliseconds, and
--- records its attempt (reg, or nothing if reg is nil) unless a later one is recorded. Each
--- of the three keys expires when no one calls, but never before a place it keeps: a call
--- that finds one expiring sooner (or not at all: just made) gives it two places' time, so
--- that the calls in between need not.
+-- enqueue queues waiter at ticket (a decimal string), or keeps its place, for keep ms, and
+-- records reg as its attempt (if given) unless a later one is recorded.
 local function enqueue(q, a, w, waiter, ticket, keep, reg)
   redis.call('ZADD', q, ticket, waiter)
   redis.call('ZADD', a, string.format('%d', now_ms() + keep), waiter)
@@ -129,9 +90,7 @@ local function enqueue(q, a, w, waiter, ticket, keep, reg)
   end
 end
 
--- holds marks that waiter holds the lock for ttl milliseconds from now: if it is queued, its
--- place lapses when the lock does (or at its next call), so that a holder that crashed
--- blocks the waiters behind it no longer than its lock's TTL.
+-- holds makes waiter's place, if any, lapse with its lock of ttl ms.
 local function holds(a, waiter, ttl)
   if waiter ~= '' then
     redis.call('ZADD', a, 'XX', string.format('%d', now_ms() + tonumber(ttl)), waiter)
@@ -144,26 +103,13 @@ local function dequeue(q, a, w, waiter)
   redis.call('HDEL', w, waiter)
 end
 
--- A waiter that left the queue (it gave up, or released the lock it got) never calls again,
--- but a call it sent before it left can land after its leave: held up on the way (a
--- partition that heals, a server that was stopped) while the leave went on another
--- connection. Such a call would queue a waiter that is gone, under its old ticket, at the
--- head, or take a free lock in its name: the lock would stand unused for a place's time or
--- a TTL. So a node remembers, for left_kept milliseconds, each waiter that left while the
--- queue existed, as the member '!' .. id of the liveness set a (by the server time at
--- which it is forgotten; no waiter id has a '!'), and refuses its later calls without
--- queueing it. A call held up longer than that is not caught.
-local left_kept = 10000
-
--- gone reports whether waiter left the queue less than left_kept ago.
+-- gone reports whether waiter left less than left_kept ago.
 local function gone(a, waiter)
   local until_ms = redis.call('ZSCORE', a, '!' .. waiter)
   return until_ms ~= false and tonumber(until_ms) > now_ms()
 end
 
--- forget marks waiter as left (see left_kept), and forgets whatever in a has lapsed: places
--- (first treats a place it cannot find as lapsed) and the marks of waiters that left
--- long enough ago.
+-- forget marks waiter as left, and drops what has lapsed in a.
 local function forget(a, waiter)
   local now = now_ms()
   redis.call('ZREMRANGEBYSCORE', a, '-inf', now)
@@ -173,11 +119,8 @@ local function forget(a, waiter)
   end
 end
 
--- first forgets the waiters at the head of the queue whose place lapsed (at most
--- first_scan of them per call: the queue's keys expire if no one calls, so none piles up)
--- and returns the first live one as {id, ticket}, or an empty table if none is queued or
--- the scan ran out.
-local first_scan = 64
+-- first dequeues lapsed waiters at the head and returns the first live one as {id, ticket},
+-- or {} if there is none or the scan ran out.
 local function first(q, a, w)
   local now
   for _ = 1, first_scan do
@@ -195,14 +138,42 @@ local function first(q, a, w)
   return {}
 end
 
--- vote returns an acquisition's reply {status, value}, with what ARGV[8] asks for (see
--- acquire.lua): the unguarded flag, and the server's run_id.
+-- ahead reports whether a live waiter other than waiter (at ticket) heads the queue, to go
+-- first; every waiter goes before a caller that does not wait ('').
+local function ahead(q, a, w, waiter, ticket)
+  local head = first(q, a, w)
+  if #head == 0 or head[1] == waiter then
+    return false
+  end
+  local score = tonumber(head[2])
+  return waiter == '' or score < ticket or (score == ticket and head[1] < waiter)
+end
+
+-- remaining returns lock's PTTL, but 1 in its last millisecond (which reads 0), 0 if gone.
+local function remaining(lock)
+  local pttl = redis.call('PTTL', lock)
+  if pttl == 0 then
+    return 1
+  end
+  return pttl == -2 and 0 or pttl
+end
+
+-- queue_caller queues the caller of acquire or rlock, if it waits, with its attempt.
+local function queue_caller(reader)
+  if ARGV[5] ~= '' then
+    local fence, mode = '0', ' r'
+    if not reader then
+      fence, mode = string.match(ARGV[4], '^%d+$') or '1', ''
+    end
+    local reg = ARGV[1] .. ' ' .. ARGV[2] .. ' ' .. fence .. ' ' .. (tonumber(ARGV[3]) or 0) .. mode
+    enqueue(KEYS[3], KEYS[4], KEYS[5], ARGV[5], ARGV[6], tonumber(ARGV[7]), reg)
+  end
+end
+
+-- vote returns acquire's or rlock's reply {status, value}, extended as ARGV[8] asks.
 local function vote(status, value, unguarded)
   if ARGV[8] ~= '1' then
-    if unguarded then
-      return {status, value, 1}
-    end
-    return {status, value}
+    return unguarded and {status, value, 1} or {status, value}
   end
   local r = {status, value, unguarded and 1 or 0}
   local info = redis.pcall('INFO', 'server')
@@ -215,11 +186,8 @@ local function vote(status, value, unguarded)
   return r
 end
 
--- read_grant records that the reader with token holds the lock for ttl milliseconds (a
--- decimal string): its entry in r, and the lock key set to readers_hold for at least as
--- long (r too), so that a writer finds the lock held until the last reader's time is up.
--- held says whether the lock key holds readers_hold; otherwise it must be free, and then
--- no entry in r is live.
+-- read_grant gives token a share of ttl ms (a decimal string); held: the lock key holds
+-- readers_hold (else it is free).
 local function read_grant(lock, r, token, ttl, held)
   local ms = tonumber(ttl)
   redis.call('ZADD', r, string.format('%d', now_ms() + ms), token)
@@ -235,19 +203,20 @@ local function read_grant(lock, r, token, ttl, held)
   end
 end
 
--- own_share returns the live entry in r that token owns (its own, or an earlier attempt's
--- of its waiter, as ours says), or nil.
+-- shares returns r's entries that token may own, as {member, score, ...}.
+local function shares(r, token)
+  local _, n = attempt(token)
+  if n and n > 1 then -- an earlier attempt of ours may hold an entry too
+    return redis.call('ZRANGE', r, 0, -1, 'WITHSCORES')
+  end
+  local score = redis.call('ZSCORE', r, token)
+  return score and {token, score} or {}
+end
+
+-- own_share returns the live entry in r that token owns (as ours says), or nil.
 local function own_share(r, token)
   local now = now_ms()
-  local _, n = attempt(token)
-  if not (n and n > 1) then
-    local score = redis.call('ZSCORE', r, token)
-    if score and tonumber(score) > now then
-      return token
-    end
-    return nil
-  end
-  local entries = redis.call('ZRANGE', r, 0, -1, 'WITHSCORES')
+  local entries = shares(r, token)
   for i = 1, #entries, 2 do
     if ours(entries[i], token) and tonumber(entries[i + 1]) > now then
       return entries[i]
@@ -256,22 +225,13 @@ local function own_share(r, token)
   return nil
 end
 
--- read_release deletes the readers' entries that token owns (its own, or an earlier
--- attempt's of its waiter, as ours says) and those whose time is up, and returns whether
--- token owned a live one (1 or 0), whether the lock is still held, by readers or a
--- writer, and whether no writer holds it. The lock key is freed once no live entry is
--- left, and otherwise kept for as long as the longest one.
+-- read_release deletes token's entries (as ours says) and frees the lock key if no live
+-- entry is left. It returns whether a live one was token's (1 or 0), whether the lock is
+-- still held, and whether no writer holds it.
 local function read_release(lock, r, token)
   local released = 0
   local now = now_ms()
-  local entries
-  local _, n = attempt(token)
-  if n and n > 1 then -- an earlier attempt of ours may hold an entry too
-    entries = redis.call('ZRANGE', r, 0, -1, 'WITHSCORES')
-  else
-    local score = redis.call('ZSCORE', r, token)
-    entries = score and {token, score} or {}
-  end
+  local entries = shares(r, token)
   for i = 1, #entries, 2 do
     if ours(entries[i], token) then
       redis.call('ZREM', r, entries[i])
@@ -282,7 +242,7 @@ local function read_release(lock, r, token)
   end
   local holder = redis.call('GET', lock)
   if holder ~= readers_hold then
-    return released, holder ~= false, not holder -- the entries left, if any, are out of time
+    return released, holder ~= false, not holder
   end
   local last = redis.call('ZRANGE', r, -1, -1, 'WITHSCORES')
   if #last == 0 or tonumber(last[2]) <= now then
@@ -294,21 +254,11 @@ local function read_release(lock, r, token)
   return released, true, true
 end
 
--- hand_over gives the lock, which must be free, to the first live waiter in the queue,
--- unless that is waiter and it stays (it lets go after a failed attempt, and goes on
--- waiting): a writer's recorded attempt gets the lock key, its place lapsing with the lock,
--- and the fence advanced to the attempt's floor; a reader's gets a readers' entry, and so
--- does every reader queued right behind it, up to the next writer, each leaving the queue.
--- Each is told "<token> <fence>[ u]" on its channel (fence 0 for readers and attempts
--- without one; " u" if it asked for the restart guard and the server cannot report its
--- uptime), or "" if it recorded no attempt here or the restart guard abstains: then it
--- calls again. KEYS and ARGV are the release script's (see release_uncontended.lua). It
--- returns how many subscribers heard the messages.
+-- hand_over gives the free lock to the first live waiter (unless that is waiter and it
+-- stays), and to the readers right behind a reader, and tells each on its channel. KEYS and
+-- ARGV are release's. It returns how many subscribers heard.
 local function hand_over(waiter, stays)
-  local publish = 'PUBLISH'
-  if ARGV[3] == 'SPUBLISH' then
-    publish = 'SPUBLISH'
-  end
+  local publish = ARGV[3] == 'SPUBLISH' and 'SPUBLISH' or 'PUBLISH'
   local woken = 0
   for i = 1, first_scan do
     local head = first(KEYS[2], KEYS[3], KEYS[4])
@@ -316,10 +266,7 @@ local function hand_over(waiter, stays)
       return woken
     end
     local reg = redis.call('HGET', KEYS[4], head[1])
-    local token, ttl, fenced, guard, mode
-    if reg then
-      token, ttl, fenced, guard, mode = string.match(reg, '^(%S+) (%d+) (%d+) (%d+)( ?r?)$')
-    end
+    local token, ttl, fenced, guard, mode = string.match(reg or '', '^(%S+) (%d+) (%d+) (%d+)( ?r?)$')
     local reader = mode == ' r'
     if i > 1 and not reader then
       return woken -- a writer waits for the readers handed the lock before it
@@ -336,10 +283,7 @@ local function hand_over(waiter, stays)
     elseif token and not abstain then
       redis.call('SET', KEYS[1], token, 'PX', ttl)
       holds(KEYS[3], head[1], ttl)
-      local fence = 0
-      if fenced ~= '0' then
-        fence = advance(KEYS[5], fenced) -- to at least the waiter's floor, as its attempt would
-      end
+      local fence = fenced ~= '0' and advance(KEYS[5], fenced) or 0
       message = token .. ' ' .. string.format('%d', fence)
     end
     if message ~= '' and unguarded then
@@ -353,16 +297,10 @@ local function hand_over(waiter, stays)
   return woken
 end
 
--- settle ends a release (see release_uncontended.lua) once its own holding is dealt with:
--- released (0 or 1) says whether it let go of one, holder whether the lock is still held
--- (by anyone), queued whether the queue exists, absent (when released is 0) whether
--- nothing of ours is here and no other owner holds the lock either. It takes our waiter
--- out of the queue (ARGV[5] "leave", remembered as left_kept says where the queue exists
--- or the waiter is past its first attempt) or keeps its place (queueing it if it let go
--- of the lock), and hands a free lock over. A release that hands the lock over remembers,
--- as a leave does (see left_kept), that it let go (its waiter's, or else its token's,
--- mark): so the same release run again finds the lock gone, not taken. It returns the
--- script's reply.
+-- settle ends release and runlock: released (0 or 1) whether the caller let go of a
+-- holding, holder whether the lock is still held, queued whether the queue exists, absent
+-- whether nothing of the caller's is here and no other owner holds the lock. It returns the
+-- reply.
 local function settle(released, holder, queued, absent)
   local waiter = ARGV[4]
   local leave = ARGV[5] == 'leave'
@@ -373,17 +311,15 @@ local function settle(released, holder, queued, absent)
     if queued then
       dequeue(KEYS[2], KEYS[3], KEYS[4], waiter)
     end
-    -- Where no queue exists a leave is remembered only past the waiter's first attempt:
-    -- only then can an earlier attempt's call land after it.
     local _, n = attempt(ARGV[1])
-    if queued or (n and n > 1) then
+    if queued or (n and n > 1) then -- else no earlier attempt's call can land after the leave
       forget(KEYS[3], waiter)
     end
   elseif waiter ~= '' and released == 1 and not gone(KEYS[3], waiter) then
     enqueue(KEYS[2], KEYS[3], KEYS[4], waiter, ARGV[6], tonumber(ARGV[7]), nil)
     queued = true
   elseif waiter == '' and released == 1 and queued then
-    forget(KEYS[3], ARGV[1])
+    forget(KEYS[3], ARGV[1]) -- so that this release, run again, finds the lock gone
   end
   local woken = 0
   if not holder and queued then

@@ -1,10 +1,5 @@
--- raise (after the prelude queue.lua): while the lock is ours, raise the fence counter to
--- at least T.
--- KEYS[1] lock key, KEYS[2] fence counter key
--- ARGV[1] our random token, ARGV[2] T as a decimal string
--- Reply {1} the counter is now >= T, {0} the lock is not ours here (nothing changed).
--- Raising only where we hold the lock orders the raise before any later acquisition on
--- this node: the next owner can take the key only after ours is gone.
+-- raise: KEYS[1] lock, KEYS[2] fence counter; ARGV[1] token, ARGV[2] T (a decimal).
+-- Replies: {1} the counter is now >= T; {0} the lock is not ours here (nothing changed).
 if redis.call('GET', KEYS[1]) ~= ARGV[1] then
   return {0}
 end
