@@ -301,15 +301,17 @@ func TestExpire(t *testing.T) {
 			return err
 		}},
 		{"Do", func(t *testing.T, c *redlock.Client, name string) <-chan struct{} {
-			lost := make(chan struct{})
+			held, lost := make(chan struct{}), make(chan struct{})
 			go func() {
 				err := c.Do(ctx, name, func(ctx context.Context) error {
+					close(held)
 					<-ctx.Done()
 					close(lost)
 					return nil
 				})
 				assert.ErrorIs(t, err, redlock.ErrLost)
 			}()
+			<-held // else Expire could come before the lock is taken, and nothing would end it
 			return lost
 		}, func(t *testing.T, c *redlock.Client, name string) error {
 			_, err := c.TryAcquire(ctx, name)
@@ -376,7 +378,11 @@ func TestExpire(t *testing.T) {
 
 				start := time.Now()
 				cluster.Expire("name")
-				<-lost
+				select {
+				case <-lost:
+				case <-time.After(time.Minute):
+					t.Fatal("the holding outlived Expire by a minute")
+				}
 				assert.LessOrEqual(t, time.Since(start), 7*time.Second, "at the next extension: 2/3 of a 10 s TTL, at most")
 				require.NoError(t, tc.take(t, other, "name"))
 				for _, l := range keep {
