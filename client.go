@@ -155,16 +155,6 @@ func (c *Client) drop(l *Lease) {
 	c.hmu.Unlock()
 }
 
-// isClosed reports whether Close was called.
-func (c *Client) isClosed() bool {
-	select {
-	case <-c.closed:
-		return true
-	default:
-		return false
-	}
-}
-
 // Unguarded returns the nodes that cannot apply the restart guard because they do not
 // report their uptime (miniredis does not, for one). They are found as locks are acquired
 // with the guard on, so the list starts empty. Such a node's vote counts without the guard.
@@ -187,24 +177,7 @@ func (c *Client) TryAcquire(ctx context.Context, name string, opts ...Option) (*
 	if err != nil {
 		return nil, err
 	}
-	return c.tryAcquire(ctx, l)
-}
-
-// tryAcquire is TryAcquire of l, a Lease not yet held.
-func (c *Client) tryAcquire(ctx context.Context, l *Lease) (*Lease, error) {
-	a := observeAcquire(ctx, &l.opts, l.name, l.kind)
-	q := c.queueOf(l.lock.Keys.Lock)
-	if !q.tryJoin() {
-		err := &lockError{"acquire", l.name, errHeldHere}
-		if c.isClosed() {
-			err = &lockError{"acquire", l.name, ErrClosed}
-		}
-		a.queued(err)
-		return nil, err
-	}
-	g, err := c.cluster.Acquire(ctx, &l.lock)
-	a.once(l, g, err)
-	return l.took(q, g, err)
+	return c.acquireLease(ctx, l, false)
 }
 
 // Acquire takes the lock called name, waiting while another owner holds it and retrying
@@ -226,32 +199,20 @@ func (c *Client) Acquire(ctx context.Context, name string, opts ...Option) (*Lea
 	if err != nil {
 		return nil, err
 	}
-	return c.acquire(ctx, l)
+	return c.acquireLease(ctx, l, true)
 }
 
-func (c *Client) acquire(ctx context.Context, l *Lease) (*Lease, error) {
-	a := observeAcquire(ctx, &l.opts, l.name, l.kind)
+// acquireLease takes l, a Lease not yet held: if wait, waiting as Acquire does, else in
+// one attempt (see acquire). Once held, l keeps the lock's place in the local queue until
+// it ends.
+func (c *Client) acquireLease(ctx context.Context, l *Lease, wait bool) (*Lease, error) {
 	q := c.queueOf(l.lock.Keys.Lock)
-	if err := q.join(ctx); err != nil {
-		err = joinError("acquire", l.name, err)
-		a.queued(err)
-		return nil, err
-	}
-	l.lock.Failed = a.failedHook(waitLog(l.opts, l.name))
-	g, err := c.cluster.AcquireWait(ctx, &l.lock, core.Backoff{Min: l.opts.retryMin, Max: l.opts.retryMax})
-	a.waited(l, g, err)
-	return l.took(q, g, err)
-}
-
-// took ends an acquisition of l that joined the local queue q: on err it leaves q; else l
-// holds g, and keeps its place in q until it ends.
-func (l *Lease) took(q *queue, g *core.Held, err error) (*Lease, error) {
+	g, err := c.acquire(ctx, "acquire", l, q, wait)
 	if err != nil {
-		q.leave()
 		return nil, err
 	}
 	l.leaveQueue = q.leave
-	if err := l.start(g); err != nil {
+	if err := l.start(g); err != nil { // it gave back the place
 		return nil, err
 	}
 	return l, nil
@@ -283,7 +244,7 @@ func (c *Client) Do(ctx context.Context, name string, fn func(ctx context.Contex
 		return err
 	}
 	l.opts.autoExtend = true
-	if _, err := c.acquire(ctx, l); err != nil {
+	if _, err := c.acquireLease(ctx, l, true); err != nil {
 		return err
 	}
 	fctx, cancel := context.WithCancelCause(ctx)
@@ -325,37 +286,32 @@ func (c *Client) newLease(call, name string, not uint32, opts []Option) (*Lease,
 	if err != nil {
 		return nil, &lockError{call, name, err}
 	}
-	return c.leaseOf(name, core.NewKeys(s.prefix, name), s), nil
+	return c.leaseOf(name, KindLease, core.NewKeys(s.prefix, name), s), nil
 }
 
-// leaseOf returns a Lease, not yet held, of the lock whose keys are keys, with settings s
-// (checked), named name in its errors and events: the lock called name, or one that a
-// primitive called name keeps for itself (see core.NewPartKeys).
-func (c *Client) leaseOf(name string, keys core.Keys, s settings) *Lease {
+// leaseOf returns a Lease, not yet held, of one holding of kind of the lock whose keys are
+// keys, with settings s (checked), named name in its errors and events: the lock called
+// name, or one that a primitive called name keeps for itself (see core.NewPartKeys). A
+// Lease and an RWMutex's writer take a fencing token; a Mutex and a reader do not.
+func (c *Client) leaseOf(name string, kind Kind, keys core.Keys, s settings) *Lease {
 	l := &Lease{
 		client:  c,
 		cluster: c.cluster,
 		name:    name,
-		kind:    KindLease,
+		kind:    kind,
 		opts:    s,
 		lock: core.Lock{
 			Keys:        keys,
 			TTL:         s.ttl,
 			NodeTimeout: s.nodeTimeout,
 			DriftFactor: s.driftFactor,
-			Fence:       true,
+			Read:        kind == KindRWMutexRead,
+			Fence:       kind == KindLease || kind == KindRWMutexWrite,
 			Guard:       s.guard,
 		},
 	}
-	l.observeNodes()
-	return l
-}
-
-// joinError is the error of op on the lock called name whose local queue refused it with
-// err: ErrClosed, or ctx's error while another goroutine of this Client held the place.
-func joinError(op, name string, err error) error {
-	if errors.Is(err, ErrClosed) {
-		return &lockError{op, name, ErrClosed}
+	if s.observer != nil { // its failed node calls go to the Observer
+		l.lock.NodeFailed = l.nodeFailed
 	}
-	return &lockError{op, name, fmt.Errorf("%w; last attempt: %w", err, errHeldHere)}
+	return l
 }

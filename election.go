@@ -69,7 +69,7 @@ func (e *Election) Campaign(ctx context.Context, value string) (*Lease, error) {
 	if len(value) > core.MaxValueLen {
 		return nil, &lockError{"campaign", e.name, fmt.Errorf("%w: a value of %d bytes: at most %d", ErrInvalid, len(value), core.MaxValueLen)}
 	}
-	l, err := e.client.acquire(ctx, e.client.leaseOf(e.name, e.keys, e.set))
+	l, err := e.client.acquireLease(ctx, e.client.leaseOf(e.name, KindLease, e.keys, e.set), true)
 	if err != nil {
 		return nil, err
 	}

@@ -43,9 +43,7 @@ type Mutex struct {
 	// failed), so the next Lock's first attempt runs the acquire script, which queues it at
 	// once, rather than a plain SET NX (see core.Setter).
 	contended atomic.Bool
-	// fence: its holdings take a fencing token (an RWMutex's writer side does).
-	fence bool
-	kind  Kind // KindMutex, or KindRWMutexWrite for an RWMutex's writer side
+	kind      Kind // KindMutex, or KindRWMutexWrite for an RWMutex's writer side
 
 	queue *queue // this name's local queue in the Client, kept for the Mutex's lifetime
 
@@ -93,7 +91,7 @@ func (c *Client) initMutex(m *Mutex, op, name string, opts []Option) {
 // Client is closed (before or while it waits): it has no other way to say so.
 func (m *Mutex) Lock() {
 	m.noCopy("Mutex")
-	if err := m.lock(context.Background(), true); err != nil {
+	if err := m.lock(context.Background(), true, true); err != nil {
 		panic("redlock: Lock: " + err.Error())
 	}
 }
@@ -105,33 +103,22 @@ func (m *Mutex) Lock() {
 // this call. Every error names the lock.
 func (m *Mutex) LockContext(ctx context.Context) error {
 	m.noCopy("Mutex")
-	return m.lock(ctx, false)
+	return m.lock(ctx, true, false)
 }
 
-// lock is LockContext that, if persist, goes on through errors that no retry can fix, until
-// the Client is closed.
-func (m *Mutex) lock(ctx context.Context, persist bool) error {
+// lock locks m: if wait, waiting until it is locked or ctx ends, and going on, if persist,
+// through errors that no retry can fix until the Client is closed; else in one attempt.
+func (m *Mutex) lock(ctx context.Context, wait, persist bool) error {
 	if err := m.usable(); err != nil {
 		return err
 	}
-	a := observeAcquire(ctx, &m.opts, m.name, m.kind)
-	if err := m.queue.join(ctx); err != nil {
-		err = joinError("lock", m.name, err)
-		a.queued(err)
-		return err
-	}
 	l := m.newLease()
-	l.lock.Contended = m.contended.Load()
-	l.lock.Persist = persist
-	l.lock.Failed = a.failedHook(waitLog(m.opts, m.name))
-	g, err := m.client.cluster.AcquireWait(ctx, &l.lock, core.Backoff{Min: m.opts.retryMin, Max: m.opts.retryMax})
-	a.waited(l, g, err)
+	l.lock.Contended, l.lock.Persist = m.contended.Load(), persist
+	g, err := m.client.acquire(ctx, "lock", l, m.queue, wait)
+	m.contended.Store(err != nil || g.Attempts > 1)
 	if err != nil {
-		m.contended.Store(true)
-		m.queue.leave()
 		return err
 	}
-	m.contended.Store(g.Attempts > 1)
 	return m.hold(l, g)
 }
 
@@ -143,27 +130,7 @@ func (m *Mutex) lock(ctx context.Context, persist bool) error {
 // often a sign of a deeper problem in a particular use of mutexes.
 func (m *Mutex) TryLock() bool {
 	m.noCopy("Mutex")
-	if m.usable() != nil {
-		return false
-	}
-	ctx := context.Background()
-	a := observeAcquire(ctx, &m.opts, m.name, m.kind)
-	if !m.queue.tryJoin() {
-		if a != nil {
-			a.queued(&lockError{"lock", m.name, errHeldHere})
-		}
-		return false
-	}
-	l := m.newLease()
-	g, err := m.client.cluster.Acquire(ctx, &l.lock)
-	a.once(l, g, err)
-	if err != nil {
-		m.contended.Store(true)
-		m.queue.leave()
-		return false
-	}
-	m.contended.Store(false)
-	return m.hold(l, g) == nil
+	return m.lock(context.Background(), false, false) == nil
 }
 
 // Unlock unlocks m. It is a run-time error, and panics with "redlock: unlock of unlocked
@@ -254,18 +221,7 @@ func (m *Mutex) noCopy(kind string) {
 	panic("redlock: illegal use of a copied " + kind + " (it must not be copied after first use)")
 }
 
-func (m *Mutex) newLease() *Lease {
-	l := &Lease{client: m.client, cluster: m.client.cluster, name: m.name, kind: m.kind, opts: m.opts, lock: core.Lock{
-		Keys:        m.keys,
-		TTL:         m.opts.ttl,
-		NodeTimeout: m.opts.nodeTimeout,
-		DriftFactor: m.opts.driftFactor,
-		Guard:       m.opts.guard,
-		Fence:       m.fence,
-	}}
-	l.observeNodes()
-	return l
-}
+func (m *Mutex) newLease() *Lease { return m.client.leaseOf(m.name, m.kind, m.keys, m.opts) }
 
 // hold makes l, granted by g, m's current holding. A holding reports its own loss
 // (Lost's channel, the WithLostHandler function): the Mutex only keeps it until Unlock. If

@@ -373,13 +373,6 @@ func (a *acquisition) report(l *Lease, g *core.Held, err error, attempts int) {
 	a.obs.Acquired(ev)
 }
 
-// observeNodes has l's node calls that fail reported to its Observer, if it has one.
-func (l *Lease) observeNodes() {
-	if l.opts.observer != nil {
-		l.lock.NodeFailed = l.nodeFailed
-	}
-}
-
 // nodeFailed sends the NodeEvent of a failed node call of l (see core.Lock.NodeFailed).
 func (l *Lease) nodeFailed(op string, e core.NodeError) {
 	l.opts.observer.NodeError(NodeEvent{

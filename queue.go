@@ -2,48 +2,50 @@ package redlock
 
 import (
 	"context"
+	"fmt"
 	"runtime"
 	"weak"
 )
 
 // queue is the local FIFO queue of one lock key within a Client: a goroutine holds slot's
-// one place while it holds or waits for the lock in Redis (through a Mutex, or a Lease from
-// Acquire or TryAcquire), and the others wait to send. A Mutex keeps its name's queue for
-// its lifetime; the Client finds a key's queue through a weak pointer, and forgets the key
-// once nothing uses its queue (see queueOf).
+// one place while it holds or waits for the lock in Redis (through a Mutex, an RWMutex's
+// writer side, or a Lease from Acquire or TryAcquire), and the others wait to send. A Mutex
+// and an RWMutex keep their name's queue for their lifetime; the Client finds a key's queue
+// through a weak pointer, and forgets the key once nothing uses its queue (see queueOf).
 type queue struct {
 	slot   chan struct{}
 	closed <-chan struct{} // the Client's: closed by its Close
 }
 
-// join waits, in FIFO order, for the one place in q; the caller gives it back with leave.
-// It fails with ctx's error if ctx ends first, or with ErrClosed if the Client is closed
-// first.
-func (q *queue) join(ctx context.Context) error {
-	if q.tryJoin() {
+// join takes the one place in q, in FIFO order; the caller gives it back with leave. If
+// wait, it waits for the place, and fails with ctx's error (and errHeldHere, the reason to
+// wait) if ctx ends first, or with ErrClosed if the Client is closed first. Else it fails
+// at once if the place is taken: with ErrClosed if the Client is closed, or errHeldHere.
+func (q *queue) join(ctx context.Context, wait bool) error {
+	select {
+	case q.slot <- struct{}{}:
 		return nil
+	default:
+	}
+	if !wait {
+		select {
+		case <-q.closed:
+			return ErrClosed
+		default:
+			return errHeldHere
+		}
 	}
 	select {
 	case q.slot <- struct{}{}:
 		return nil
 	case <-ctx.Done():
-		return ctx.Err()
+		return fmt.Errorf("%w; last attempt: %w", ctx.Err(), errHeldHere)
 	case <-q.closed:
 		return ErrClosed
 	}
 }
 
-// tryJoin takes the place in q if it is free.
-func (q *queue) tryJoin() bool {
-	select {
-	case q.slot <- struct{}{}:
-		return true
-	default:
-		return false
-	}
-}
-
-// leave gives back the place that join or tryJoin took.
+// leave gives back the place that join took.
 func (q *queue) leave() { <-q.slot }
 
 // queueOf returns the local queue of key: the one its Mutexes, Leases and waiters use while

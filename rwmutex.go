@@ -53,7 +53,7 @@ func (c *Client) NewRWMutex(name string, opts ...Option) *RWMutex {
 	c.made("NewRWMutex")
 	rw := &RWMutex{}
 	c.initMutex(&rw.w, "NewRWMutex", name, opts)
-	rw.w.fence, rw.w.kind = true, KindRWMutexWrite
+	rw.w.kind = KindRWMutexWrite
 	return rw
 }
 
@@ -114,7 +114,7 @@ func (rw *RWMutex) Token() uint64 {
 // does. It panics where Mutex.Lock would.
 func (rw *RWMutex) RLock() {
 	rw.w.noCopy("RWMutex")
-	if err := rw.rlock(context.Background(), true); err != nil {
+	if err := rw.rlock(context.Background(), true, true); err != nil {
 		panic("redlock: RLock: " + err.Error())
 	}
 }
@@ -123,21 +123,19 @@ func (rw *RWMutex) RLock() {
 // are LockContext's.
 func (rw *RWMutex) RLockContext(ctx context.Context) error {
 	rw.w.noCopy("RWMutex")
-	return rw.rlock(ctx, false)
+	return rw.rlock(ctx, true, false)
 }
 
-// rlock is RLockContext that, if persist, goes on through errors that no retry can fix,
-// until the Client is closed.
-func (rw *RWMutex) rlock(ctx context.Context, persist bool) error {
+// rlock adds a read holding to rw: if wait, waiting until it is held or ctx ends, and going
+// on, if persist, through errors that no retry can fix until the Client is closed; else in
+// one attempt. Readers take no place in the local queue: they hold the lock together.
+func (rw *RWMutex) rlock(ctx context.Context, wait, persist bool) error {
 	if err := rw.w.usable(); err != nil {
 		return err
 	}
-	a := observeAcquire(ctx, &rw.w.opts, rw.w.name, KindRWMutexRead)
-	l := rw.newReader()
+	l := rw.w.client.leaseOf(rw.w.name, KindRWMutexRead, rw.w.keys, rw.w.opts)
 	l.lock.Persist = persist
-	l.lock.Failed = a.failedHook(waitLog(rw.w.opts, rw.w.name))
-	g, err := rw.w.client.cluster.AcquireWait(ctx, &l.lock, core.Backoff{Min: rw.w.opts.retryMin, Max: rw.w.opts.retryMax})
-	a.waited(l, g, err)
+	g, err := rw.w.client.acquire(ctx, "rlock", l, nil, wait)
 	if err != nil {
 		return err
 	}
@@ -149,15 +147,7 @@ func (rw *RWMutex) rlock(ctx context.Context, persist bool) error {
 // nodes answer.
 func (rw *RWMutex) TryRLock() bool {
 	rw.w.noCopy("RWMutex")
-	if rw.w.usable() != nil {
-		return false
-	}
-	ctx := context.Background()
-	a := observeAcquire(ctx, &rw.w.opts, rw.w.name, KindRWMutexRead)
-	l := rw.newReader()
-	g, err := rw.w.client.cluster.Acquire(ctx, &l.lock)
-	a.once(l, g, err)
-	return err == nil && rw.holdRead(l, g) == nil
+	return rw.rlock(context.Background(), false, false) == nil
 }
 
 // RUnlock undoes a single RLock call: it lets go of one of rw's read holdings. It is a
@@ -224,13 +214,6 @@ func (rw *RWMutex) Lost() <-chan struct{} {
 		}()
 	}
 	return lost
-}
-
-// newReader returns a Lease for one read holding of rw.
-func (rw *RWMutex) newReader() *Lease {
-	l := rw.w.newLease()
-	l.lock.Read, l.lock.Fence, l.kind = true, false, KindRWMutexRead
-	return l
 }
 
 // holdRead adds l, granted by g, to rw's read holdings; if the Client was closed

@@ -159,7 +159,7 @@ func (s *Semaphore) final(ctx context.Context, err error) bool {
 func (s *Semaphore) wait(ctx context.Context) (*Lease, error) {
 	set := s.set
 	set.autoExtend, set.maxHold, set.onLost = true, 0, nil // the first waiter may wait long
-	turn, err := s.client.acquire(ctx, s.client.leaseOf(s.name, s.turn, set))
+	turn, err := s.client.acquireLease(ctx, s.client.leaseOf(s.name, KindLease, s.turn, set), true)
 	if err != nil {
 		return nil, err
 	}
@@ -181,14 +181,16 @@ func (s *Semaphore) check(ctx context.Context) error {
 }
 
 // permit returns a Lease, not yet held, of permit i.
-func (s *Semaphore) permit(i int) *Lease { return s.client.leaseOf(s.name, s.slots[i], s.set) }
+func (s *Semaphore) permit(i int) *Lease {
+	return s.client.leaseOf(s.name, KindLease, s.slots[i], s.set)
+}
 
 // try tries each permit once, from a random one, and returns the first it takes.
 func (s *Semaphore) try(ctx context.Context) (*Lease, error) {
 	first := rand.IntN(s.permits)
 	var last error
 	for k := range s.permits {
-		l, err := s.client.tryAcquire(ctx, s.permit((first+k)%s.permits))
+		l, err := s.client.acquireLease(ctx, s.permit((first+k)%s.permits), false)
 		if err == nil {
 			return l, nil
 		}
@@ -220,7 +222,7 @@ func (s *Semaphore) await(ctx context.Context) (*Lease, error) {
 	var wg sync.WaitGroup
 	for i := range s.permits {
 		wg.Go(func() {
-			l, err := s.client.acquire(wctx, s.permit(i))
+			l, err := s.client.acquireLease(wctx, s.permit(i), true)
 			results <- result{l, err}
 		})
 	}
