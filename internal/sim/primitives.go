@@ -2,6 +2,7 @@ package sim
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -148,9 +149,18 @@ func (a *actor) runDo(ctx context.Context, c *redlock.Client) {
 		err := c.Do(actx, lockName, func(fctx context.Context) error {
 			a.env.rec.answered(w, true)
 			answered = true
-			h := &held{h: holding{client: a.id, role: writer}, lost: fctx.Done()}
+			// The holding ends when fn's context ends because the lease did (Do's contract), or
+			// when fn returns. A context that ends with actx's deadline ends no holding: the
+			// lock is held, and fn stops at its next step.
+			lost := make(chan struct{})
+			unwatch := context.AfterFunc(fctx, func() {
+				if errors.Is(context.Cause(fctx), redlock.ErrNotHeld) {
+					close(lost)
+				}
+			})
+			defer unwatch()
+			h := &held{h: holding{client: a.id, role: writer}, lost: lost}
 			i := a.env.rec.granted(h.h)
-			// The holding ends when fn's context does (Do's contract), or when fn returns.
 			stop := make(chan struct{})
 			defer close(stop)
 			go a.watch(i, h, stop)
