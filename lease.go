@@ -40,8 +40,8 @@ type Lease struct {
 	holdEnd   *time.Timer // the end of the maximum hold time, if set
 	released  bool        // Release ran
 
-	// leaveQueue gives back the lease's place in its Client's local queue (nil for a
-	// Mutex's lease: the Mutex keeps its place until Unlock). It runs once, after the
+	// leaveQueue gives back the lease's place in its Client's local queue (nil for the
+	// lease of a Mutex or an RWMutex's writer, which keeps its place until Unlock). It runs once, after the
 	// network release, or when the lease ends otherwise.
 	leaveQueue func()
 	leaveOnce  sync.Once
@@ -126,9 +126,7 @@ func (l *Lease) Until() time.Time {
 // its maximum hold time. Err then says which.
 func (l *Lease) Done() <-chan struct{} {
 	if l.cluster == nil {
-		closed := make(chan struct{})
-		close(closed)
-		return closed
+		return closedChan()
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -153,6 +151,14 @@ func (l *Lease) lostCh() <-chan struct{} {
 		}
 	}
 	return l.lost
+}
+
+// closedChan returns a closed channel: the Done channel of the zero Lease, and the Lost
+// channel of a Mutex or an RWMutex that is not locked.
+func closedChan() <-chan struct{} {
+	c := make(chan struct{})
+	close(c)
+	return c
 }
 
 // Err returns nil while the lease is held, and after it ended the reason: ErrReleased,

@@ -2,11 +2,7 @@ package redlock
 
 import (
 	"context"
-	"fmt"
 	"sync"
-	"sync/atomic"
-
-	"github.com/go-redlock/redlock/core"
 )
 
 // Mutex is a mutual exclusion lock shared by every process that uses the same name over the
@@ -33,25 +29,7 @@ import (
 // As with sync.Mutex, a locked Mutex is not associated with a goroutine: one goroutine may
 // lock it and another unlock it.
 type Mutex struct {
-	client *Client
-	name   string
-	opts   settings
-	keys   core.Keys
-	err    error // a bad name or option, reported by every locking call
-
-	// contended: this Mutex's last LockContext had to wait or failed (or its last TryLock
-	// failed), so the next Lock's first attempt runs the acquire script, which queues it at
-	// once, rather than a plain SET NX (see core.Setter).
-	contended atomic.Bool
-	kind      Kind // KindMutex, or KindRWMutexWrite for an RWMutex's writer side
-
-	queue *queue // this name's local queue in the Client, kept for the Mutex's lifetime
-
-	// self is the Mutex's address, recorded at its first use, to tell a copy (see noCopy).
-	self atomic.Pointer[Mutex]
-
-	mu    sync.Mutex
-	lease *Lease // the current holding; nil when unlocked
+	x exclusive
 }
 
 var _ sync.Locker = (*Mutex)(nil)
@@ -64,23 +42,8 @@ var _ sync.Locker = (*Mutex)(nil)
 func (c *Client) NewMutex(name string, opts ...Option) *Mutex {
 	c.made("NewMutex")
 	m := &Mutex{}
-	c.initMutex(m, "NewMutex", name, opts)
+	m.x.init(c, "NewMutex", name, KindMutex, opts)
 	return m
-}
-
-// initMutex readies m, made by op, for the lock called name.
-func (c *Client) initMutex(m *Mutex, op, name string, opts []Option) {
-	m.client, m.name, m.kind = c, name, KindMutex
-	m.opts, m.err = c.opts.forCall(op, optNoAutoExtend, opts)
-	m.opts.autoExtend = true
-	if err := checkName(name); err != nil {
-		m.err = err
-	}
-	if m.err != nil {
-		m.err = &lockError{op, name, m.err}
-	}
-	m.keys = core.NewKeys(m.opts.prefix, name)
-	m.queue = c.queueOf(m.keys.Lock)
 }
 
 // Lock locks m, waiting as long as it takes: through other holders, through node failures,
@@ -90,8 +53,8 @@ func (c *Client) initMutex(m *Mutex, op, name string, opts []Option) {
 // WithLogger). It panics if the Mutex was created with a bad name or option, or if its
 // Client is closed (before or while it waits): it has no other way to say so.
 func (m *Mutex) Lock() {
-	m.noCopy("Mutex")
-	if err := m.lock(context.Background(), true, true); err != nil {
+	m.x.noCopy("Mutex")
+	if err := m.x.lock(context.Background(), true, true); err != nil {
 		panic("redlock: Lock: " + err.Error())
 	}
 }
@@ -102,24 +65,8 @@ func (m *Mutex) Lock() {
 // does: ErrInvalid for a bad name or option, ErrClosed...). On error m is not locked by
 // this call. Every error names the lock.
 func (m *Mutex) LockContext(ctx context.Context) error {
-	m.noCopy("Mutex")
-	return m.lock(ctx, true, false)
-}
-
-// lock locks m: if wait, waiting until it is locked or ctx ends, and going on, if persist,
-// through errors that no retry can fix until the Client is closed; else in one attempt.
-func (m *Mutex) lock(ctx context.Context, wait, persist bool) error {
-	if err := m.usable(); err != nil {
-		return err
-	}
-	l := m.newLease()
-	l.lock.Contended, l.lock.Persist = m.contended.Load(), persist
-	g, err := m.client.acquire(ctx, "lock", l, m.queue, wait)
-	m.contended.Store(err != nil || g.Attempts > 1)
-	if err != nil {
-		return err
-	}
-	return m.hold(l, g)
+	m.x.noCopy("Mutex")
+	return m.x.lock(ctx, true, false)
 }
 
 // TryLock tries to lock m once, without waiting, and reports whether it succeeded. It fails
@@ -129,8 +76,8 @@ func (m *Mutex) lock(ctx context.Context, wait, persist bool) error {
 // Note that while correct uses of TryLock do exist, they are rare, and use of TryLock is
 // often a sign of a deeper problem in a particular use of mutexes.
 func (m *Mutex) TryLock() bool {
-	m.noCopy("Mutex")
-	return m.lock(context.Background(), false, false) == nil
+	m.x.noCopy("Mutex")
+	return m.x.lock(context.Background(), false, false) == nil
 }
 
 // Unlock unlocks m. It is a run-time error, and panics with "redlock: unlock of unlocked
@@ -141,19 +88,7 @@ func (m *Mutex) TryLock() bool {
 //
 // After the Client's Close, which released the lock, Unlock passes on an error that matches
 // ErrNotHeld and ErrClosed.
-func (m *Mutex) Unlock() { m.report("unlock", m.UnlockContext(context.Background())) }
-
-// report sends err, from op, to the WithErrorHandler function, or else to the WithLogger
-// logger, if it is not nil.
-func (m *Mutex) report(op string, err error) {
-	switch {
-	case err == nil:
-	case m.opts.onError != nil:
-		m.opts.onError(err)
-	case m.opts.logger != nil:
-		m.opts.logger.Warn("redlock: "+op, "name", m.name, "error", err)
-	}
-}
+func (m *Mutex) Unlock() { m.x.report("unlock", m.UnlockContext(context.Background())) }
 
 // UnlockContext unlocks m and returns the release's error: one matching ErrNotHeld if the
 // lock had been lost (its validity ran out, or another owner held it on too many nodes),
@@ -161,28 +96,8 @@ func (m *Mutex) report(op string, err error) {
 // Lease.Release. The release is attempted even if ctx is already cancelled. m is unlocked when it
 // returns, whatever the error. Like Unlock, it panics if m is not locked.
 func (m *Mutex) UnlockContext(ctx context.Context) error {
-	m.noCopy("Mutex")
-	l := m.release()
-	if l == nil {
-		panic("redlock: unlock of unlocked mutex")
-	}
-	return m.unlock(ctx, l)
-}
-
-// release takes m's holding from it, or returns nil if m is not locked.
-func (m *Mutex) release() *Lease {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	l := m.lease
-	m.lease = nil
-	return l
-}
-
-// unlock lets go of l, the holding that release took from m.
-func (m *Mutex) unlock(ctx context.Context, l *Lease) error {
-	err := l.Release(ctx)
-	m.queue.leave()
-	return err
+	m.x.noCopy("Mutex")
+	return m.x.unlock(ctx, "redlock: unlock of unlocked mutex")
 }
 
 // Lost returns a channel that is closed if the lock that m holds now is lost: its
@@ -191,49 +106,9 @@ func (m *Mutex) unlock(ctx context.Context, l *Lease) error {
 // holding was lost then, and the WithLostHandler function is called too). When m is not
 // locked it returns a closed channel.
 func (m *Mutex) Lost() <-chan struct{} {
-	m.noCopy("Mutex")
-	m.mu.Lock()
-	l := m.lease
-	m.mu.Unlock()
-	if l == nil {
-		closed := make(chan struct{})
-		close(closed)
-		return closed
+	m.x.noCopy("Mutex")
+	if l := m.x.holding(); l != nil {
+		return l.lostCh()
 	}
-	return l.lostCh()
-}
-
-func (m *Mutex) usable() error {
-	if m.client == nil {
-		return &lockError{"lock", m.name, fmt.Errorf("%w: zero Mutex (use Client.NewMutex)", ErrInvalid)}
-	}
-	return m.err
-}
-
-// noCopy panics if m is a copy of a Mutex that was used, or of an RWMutex (kind
-// "RWMutex"): the copy shares the original's holding and its place in the local queue, and
-// would release one holding twice or leave the place another goroutine holds. The first
-// call of m records its address.
-func (m *Mutex) noCopy(kind string) {
-	if p := m.self.Load(); p == m || p == nil && m.self.CompareAndSwap(nil, m) || m.self.Load() == m {
-		return
-	}
-	panic("redlock: illegal use of a copied " + kind + " (it must not be copied after first use)")
-}
-
-func (m *Mutex) newLease() *Lease { return m.client.leaseOf(m.name, m.kind, m.keys, m.opts) }
-
-// hold makes l, granted by g, m's current holding. A holding reports its own loss
-// (Lost's channel, the WithLostHandler function): the Mutex only keeps it until Unlock. If
-// the Client was closed meanwhile, it lets go of l and of m's place in the local queue, and
-// returns an error that matches ErrClosed.
-func (m *Mutex) hold(l *Lease, g *core.Held) error {
-	if err := l.start(g); err != nil {
-		m.queue.leave()
-		return err
-	}
-	m.mu.Lock()
-	m.lease = l
-	m.mu.Unlock()
-	return nil
+	return closedChan()
 }

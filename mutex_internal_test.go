@@ -48,10 +48,7 @@ func TestHoldingsStartBeforeTheyArePublished(t *testing.T) {
 			case <-stop:
 				return
 			default:
-				m.mu.Lock()
-				l := m.lease
-				m.mu.Unlock()
-				if l != nil {
+				if l := m.x.holding(); l != nil {
 					l.tick()
 				}
 			}

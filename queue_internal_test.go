@@ -41,7 +41,7 @@ func TestLocalQueuesAreForgotten(t *testing.T) {
 	}
 	require.Eventually(t, func() bool { runtime.GC(); return queues() == 2 }, 10*time.Second, 10*time.Millisecond,
 		"the queues of names no one uses are still kept")
-	assert.Same(t, kept.queue, c.NewMutex("kept").queue, "two Mutexes of one name do not share its queue")
+	assert.Same(t, kept.x.queue, c.NewMutex("kept").x.queue, "two Mutexes of one name do not share its queue")
 	_, err = c.TryAcquire(ctx, "held")
 	assert.ErrorIs(t, err, ErrHeld, "the held Lease's queue was forgotten")
 	require.NoError(t, held.Release(ctx))

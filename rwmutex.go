@@ -3,8 +3,6 @@ package redlock
 import (
 	"context"
 	"sync"
-
-	"github.com/go-redlock/redlock/core"
 )
 
 // RWMutex is a reader/writer mutual exclusion lock shared by every process that uses the
@@ -37,7 +35,7 @@ import (
 // (the writer blocks the new reader, and waits for the old one), and it must not be locked
 // for writing by a goroutine that holds it for reading.
 type RWMutex struct {
-	w Mutex // the writer's side
+	w exclusive // the writer's side, whose settings the readers share
 
 	mu      sync.Mutex
 	readers []*Lease // the read holdings, oldest first
@@ -52,8 +50,7 @@ var _ sync.Locker = (*RWMutex)(nil)
 func (c *Client) NewRWMutex(name string, opts ...Option) *RWMutex {
 	c.made("NewRWMutex")
 	rw := &RWMutex{}
-	c.initMutex(&rw.w, "NewRWMutex", name, opts)
-	rw.w.kind = KindRWMutexWrite
+	rw.w.init(c, "NewRWMutex", name, KindRWMutexWrite, opts)
 	return rw
 }
 
@@ -61,14 +58,16 @@ func (c *Client) NewRWMutex(name string, opts ...Option) *RWMutex {
 // where Mutex.Lock would.
 func (rw *RWMutex) Lock() {
 	rw.w.noCopy("RWMutex")
-	rw.w.Lock()
+	if err := rw.w.lock(context.Background(), true, true); err != nil {
+		panic("redlock: Lock: " + err.Error())
+	}
 }
 
 // LockContext locks rw for writing, waiting until it is locked or ctx ends, as
 // Mutex.LockContext does, with the same errors.
 func (rw *RWMutex) LockContext(ctx context.Context) error {
 	rw.w.noCopy("RWMutex")
-	return rw.w.LockContext(ctx)
+	return rw.w.lock(ctx, true, false)
 }
 
 // TryLock tries once to lock rw for writing, without waiting, and reports whether it
@@ -78,7 +77,7 @@ func (rw *RWMutex) LockContext(ctx context.Context) error {
 // often a sign of a deeper problem in a particular use of mutexes.
 func (rw *RWMutex) TryLock() bool {
 	rw.w.noCopy("RWMutex")
-	return rw.w.TryLock()
+	return rw.w.lock(context.Background(), false, false) == nil
 }
 
 // Unlock unlocks rw for writing. It is a run-time error, and panics, if rw is not locked
@@ -90,23 +89,17 @@ func (rw *RWMutex) Unlock() { rw.w.report("unlock", rw.UnlockContext(context.Bac
 // Mutex.UnlockContext does. Like Unlock, it panics if rw is not locked for writing.
 func (rw *RWMutex) UnlockContext(ctx context.Context) error {
 	rw.w.noCopy("RWMutex")
-	l := rw.w.release()
-	if l == nil {
-		panic("redlock: Unlock of unlocked RWMutex")
-	}
-	return rw.w.unlock(ctx, l)
+	return rw.w.unlock(ctx, "redlock: Unlock of unlocked RWMutex")
 }
 
 // Token returns the fencing token of rw's write holding (see Lease.Token), or 0 if rw is
 // not locked for writing.
 func (rw *RWMutex) Token() uint64 {
 	rw.w.noCopy("RWMutex")
-	rw.w.mu.Lock()
-	defer rw.w.mu.Unlock()
-	if rw.w.lease == nil {
-		return 0
+	if l := rw.w.holding(); l != nil {
+		return l.Token()
 	}
-	return rw.w.lease.Token()
+	return 0
 }
 
 // RLock locks rw for reading, waiting as long as it takes: while a writer holds the lock
@@ -126,28 +119,36 @@ func (rw *RWMutex) RLockContext(ctx context.Context) error {
 	return rw.rlock(ctx, true, false)
 }
 
-// rlock adds a read holding to rw: if wait, waiting until it is held or ctx ends, and going
-// on, if persist, through errors that no retry can fix until the Client is closed; else in
-// one attempt. Readers take no place in the local queue: they hold the lock together.
-func (rw *RWMutex) rlock(ctx context.Context, wait, persist bool) error {
-	if err := rw.w.usable(); err != nil {
-		return err
-	}
-	l := rw.w.client.leaseOf(rw.w.name, KindRWMutexRead, rw.w.keys, rw.w.opts)
-	l.lock.Persist = persist
-	g, err := rw.w.client.acquire(ctx, "rlock", l, nil, wait)
-	if err != nil {
-		return err
-	}
-	return rw.holdRead(l, g)
-}
-
 // TryRLock tries once to lock rw for reading, without waiting, and reports whether it
 // succeeded. It fails if a writer holds the lock, if anyone waits for it, or if too few
 // nodes answer.
 func (rw *RWMutex) TryRLock() bool {
 	rw.w.noCopy("RWMutex")
 	return rw.rlock(context.Background(), false, false) == nil
+}
+
+// rlock adds a read holding to rw: if wait, waiting until it is held or ctx ends, and going
+// on, if persist, through errors that no retry can fix until the Client is closed; else in
+// one attempt. Readers take no place in the local queue: they hold the lock together. If
+// the Client was closed meanwhile, it lets go of the holding and returns an error that
+// matches ErrClosed.
+func (rw *RWMutex) rlock(ctx context.Context, wait, persist bool) error {
+	if err := rw.w.usable(); err != nil {
+		return err
+	}
+	l := rw.w.newLease(KindRWMutexRead)
+	l.lock.Persist = persist
+	g, err := rw.w.client.acquire(ctx, "rlock", l, nil, wait)
+	if err != nil {
+		return err
+	}
+	if err := l.start(g); err != nil {
+		return err
+	}
+	rw.mu.Lock()
+	rw.readers = append(rw.readers, l)
+	rw.mu.Unlock()
+	return nil
 }
 
 // RUnlock undoes a single RLock call: it lets go of one of rw's read holdings. It is a
@@ -185,10 +186,7 @@ func (r *rlocker) Unlock() { (*RWMutex)(r).RUnlock() }
 // close it. When rw is not locked it returns a closed channel.
 func (rw *RWMutex) Lost() <-chan struct{} {
 	rw.w.noCopy("RWMutex")
-	rw.w.mu.Lock()
-	w := rw.w.lease
-	rw.w.mu.Unlock()
-	if w != nil {
+	if w := rw.w.holding(); w != nil {
 		return w.lostCh()
 	}
 	rw.mu.Lock()
@@ -196,9 +194,7 @@ func (rw *RWMutex) Lost() <-chan struct{} {
 	rw.mu.Unlock()
 	switch len(holdings) {
 	case 0:
-		closed := make(chan struct{})
-		close(closed)
-		return closed
+		return closedChan()
 	case 1:
 		return holdings[0].lostCh()
 	}
@@ -214,16 +210,4 @@ func (rw *RWMutex) Lost() <-chan struct{} {
 		}()
 	}
 	return lost
-}
-
-// holdRead adds l, granted by g, to rw's read holdings; if the Client was closed
-// meanwhile, it lets go of l and returns an error that matches ErrClosed.
-func (rw *RWMutex) holdRead(l *Lease, g *core.Held) error {
-	if err := l.start(g); err != nil {
-		return err
-	}
-	rw.mu.Lock()
-	rw.readers = append(rw.readers, l)
-	rw.mu.Unlock()
-	return nil
 }

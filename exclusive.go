@@ -1,0 +1,137 @@
+package redlock
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"sync/atomic"
+
+	"github.com/go-redlock/redlock/core"
+)
+
+// exclusive is the exclusive side of a lock: a Mutex, or an RWMutex's writer side. It has
+// one holding at a time, and keeps the holding's place in its Client's local queue from
+// the lock until the unlock, also when the holding is lost before: no other goroutine of
+// the Client locks it while it is locked here. Its settings serve an RWMutex's readers too.
+type exclusive struct {
+	client *Client
+	name   string
+	kind   Kind // KindMutex, or KindRWMutexWrite
+	opts   settings
+	keys   core.Keys
+	err    error // a bad name or option, reported by every locking call
+
+	// contended: the last lock that waited had to wait or failed (or the last that tried
+	// once failed), so the next wait's first attempt runs the acquire script, which queues
+	// it at once, rather than a plain SET NX (see core.Setter).
+	contended atomic.Bool
+
+	queue *queue // the name's local queue in the Client, kept for x's lifetime
+
+	// self is x's address, recorded at its first use, to tell a copy (see noCopy).
+	self atomic.Pointer[exclusive]
+
+	mu    sync.Mutex
+	lease *Lease // the current holding; nil when unlocked
+}
+
+// init readies x, made by op (NewMutex, NewRWMutex), as a kind of the lock called name.
+func (x *exclusive) init(c *Client, op, name string, kind Kind, opts []Option) {
+	x.client, x.name, x.kind = c, name, kind
+	x.opts, x.err = c.opts.forCall(op, optNoAutoExtend, opts)
+	x.opts.autoExtend = true
+	if err := checkName(name); err != nil {
+		x.err = err
+	}
+	if x.err != nil {
+		x.err = &lockError{op, name, x.err}
+	}
+	x.keys = core.NewKeys(x.opts.prefix, name)
+	x.queue = c.queueOf(x.keys.Lock)
+}
+
+// noCopy panics if x is a copy of one that was used (kind names what holds it: "Mutex",
+// "RWMutex"): the copy shares the original's holding and its place in the local queue, and
+// would release one holding twice or leave the place another goroutine holds. The first
+// call of x records its address.
+func (x *exclusive) noCopy(kind string) {
+	if p := x.self.Load(); p == x || p == nil && x.self.CompareAndSwap(nil, x) || x.self.Load() == x {
+		return
+	}
+	panic("redlock: illegal use of a copied " + kind + " (it must not be copied after first use)")
+}
+
+// usable returns the error of every locking call of x, if any: a bad name or option, or a
+// zero Mutex.
+func (x *exclusive) usable() error {
+	if x.client == nil {
+		return &lockError{"lock", x.name, fmt.Errorf("%w: zero Mutex (use Client.NewMutex)", ErrInvalid)}
+	}
+	return x.err
+}
+
+// newLease returns a Lease, not yet held, of one holding of kind: x's, or a reader's.
+func (x *exclusive) newLease(kind Kind) *Lease {
+	return x.client.leaseOf(x.name, kind, x.keys, x.opts)
+}
+
+// lock locks x: if wait, waiting until it is locked or ctx ends, and going on, if persist,
+// through errors that no retry can fix until the Client is closed; else in one attempt.
+// If the Client was closed meanwhile, it lets go of the lock and of its place, and returns
+// an error that matches ErrClosed.
+func (x *exclusive) lock(ctx context.Context, wait, persist bool) error {
+	if err := x.usable(); err != nil {
+		return err
+	}
+	l := x.newLease(x.kind)
+	l.lock.Contended, l.lock.Persist = x.contended.Load(), persist
+	g, err := x.client.acquire(ctx, "lock", l, x.queue, wait)
+	x.contended.Store(err != nil || g.Attempts > 1)
+	if err != nil {
+		return err
+	}
+	// The holding reports its own loss (Lost's channel, the WithLostHandler function): x
+	// only keeps it until the unlock.
+	if err := l.start(g); err != nil {
+		x.queue.leave()
+		return err
+	}
+	x.mu.Lock()
+	x.lease = l
+	x.mu.Unlock()
+	return nil
+}
+
+// unlock unlocks x: it lets go of the holding, then of its place in the local queue, and
+// returns the release's error. It panics with unlocked if x is not locked.
+func (x *exclusive) unlock(ctx context.Context, unlocked string) error {
+	x.mu.Lock()
+	l := x.lease
+	x.lease = nil
+	x.mu.Unlock()
+	if l == nil {
+		panic(unlocked)
+	}
+	err := l.Release(ctx)
+	x.queue.leave()
+	return err
+}
+
+// holding returns x's current holding, or nil if x is not locked.
+func (x *exclusive) holding() *Lease {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	return x.lease
+}
+
+// report sends err, from op, to the WithErrorHandler function, or else to the WithLogger
+// logger, if it is not nil.
+func (x *exclusive) report(op string, err error) {
+	switch {
+	case err == nil:
+	case x.opts.onError != nil:
+		x.opts.onError(err)
+	case x.opts.logger != nil:
+		x.opts.logger.Warn("redlock: "+op, "name", x.name, "error", err)
+	}
+}
