@@ -307,7 +307,7 @@ type tally struct {
 	// all waits for the others only.
 	suspects uint64
 	// gone, for a release within the lease's validity, counts a node that found nothing of
-	// the lease's and no other owner (a reply {0, woken, 1}: see release_uncontended.lua) as
+	// the lease's and no other owner (a reply {0, woken, 1}: see release.lua) as
 	// one that let go: its key can only have gone by this release, run twice, or with the
 	// server's data.
 	gone bool
