@@ -372,10 +372,10 @@ func (c *Cluster) abandon(ctx context.Context, l *claim, b *ballot) <-chan int {
 			}
 		case b.mayHold[i] && b.failed[i]:
 			failed++
-			c.bg.goRun(func() { u.release(i); doneFailed <- struct{}{} })
+			c.bg.goRun(3*u.timeout, func() { u.release(i); doneFailed <- struct{}{} })
 		case b.mayHold[i]:
 			granted++
-			c.bg.goRun(func() { u.release(i); doneGranted <- struct{}{} })
+			c.bg.goRun(3*u.timeout, func() { u.release(i); doneGranted <- struct{}{} })
 		}
 	}
 	var late chan int
@@ -383,7 +383,7 @@ func (c *Cluster) abandon(ctx context.Context, l *claim, b *ballot) <-chan int {
 		if l.waiter != "" {
 			late = make(chan int, pending)
 		}
-		c.bg.goRun(func() { u.stragglers(b.f, b.answered, pending, busy, late) })
+		c.bg.goRun(3*u.timeout, func() { u.stragglers(b.f, b.answered, pending, busy, late) })
 	}
 	for range granted {
 		<-doneGranted

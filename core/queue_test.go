@@ -533,6 +533,50 @@ func TestWaitWaitsForTheLeaves(t *testing.T) {
 	})
 }
 
+// hungRelease is slowAcquire whose release calls block, ignoring their context, until
+// unblock is closed.
+type hungRelease struct {
+	slowAcquire
+	unblock chan struct{}
+}
+
+func (n hungRelease) Eval(ctx context.Context, s *core.Script, keys []string, args ...string) ([]int64, error) {
+	if s.Name() == "release" {
+		<-n.unblock
+	}
+	return n.slowAcquire.Eval(ctx, s, keys, args...)
+}
+
+// TestWaitIsBoundedByTheNodeTimeouts: a leave that a node holds for ever, ignoring its
+// deadline, holds Cluster.Wait for three node timeouts, no longer.
+func TestWaitIsBoundedByTheNodeTimeouts(t *testing.T) {
+	inBubble(t, 3, func(t *testing.T, servers []server) {
+		cl := newCluster(t, servers)
+		hold(t, cl, servers, "hung")
+		unblock := make(chan struct{})
+		defer close(unblock)
+		nodes := make([]core.Node, len(servers))
+		for i, s := range servers {
+			n := nodeFor(t, s)
+			nodes[i] = slowAcquire{Node: n, Subscriber: n}
+			if i == 2 {
+				nodes[i] = hungRelease{slowAcquire{Node: n, Subscriber: n, delay: 300 * time.Millisecond}, unblock}
+			}
+		}
+		hung, err := core.NewCluster(nodes)
+		require.NoError(t, err)
+		w := lock("hung")
+		w.NodeTimeout = 10 * time.Second
+		start := time.Now()
+		ctx, cancel := context.WithTimeout(context.Background(), 150*time.Millisecond)
+		defer cancel()
+		_, err = hung.AcquireWait(ctx, w, patient)
+		require.ErrorIs(t, err, context.DeadlineExceeded)
+		hung.Wait()
+		assert.Equal(t, 150*time.Millisecond+3*w.NodeTimeout, time.Since(start))
+	})
+}
+
 // countedSlow is slowAcquire that counts the acquire calls it sends.
 type countedSlow struct {
 	slowAcquire

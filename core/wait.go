@@ -355,7 +355,7 @@ func (c *Cluster) leave(l *claim) {
 	bound := make(chan struct{})
 	time.AfterFunc(2*timeout, func() { close(bound) })
 	for i := range c.nodes {
-		c.bg.goRun(func() {
+		c.bg.goRun(3*timeout, func() {
 			tr.wait(i, bound)
 			c.callNode(context.Background(), i, timeout, req)
 		})
