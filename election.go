@@ -60,8 +60,10 @@ func (c *Client) NewElection(name string, opts ...Option) *Election {
 // lease extends itself while held.
 //
 // Errors: those of Client.Acquire; one that matches ErrInvalid for a value that is too
-// long; and, if the value could not be recorded on a quorum, the error that says why (the
-// candidate then resigns).
+// long. Once it leads, Campaign records the value on a quorum, trying again (as Acquire
+// does) while the failures are ones a retry can fix; if ctx ends first, or the lease ends,
+// or a failure is one no retry can fix, the candidate resigns and Campaign returns an
+// error that matches that end (ctx's error, say) and the last failure.
 func (e *Election) Campaign(ctx context.Context, value string) (*Lease, error) {
 	if err := e.usable(); err != nil {
 		return nil, err
@@ -73,12 +75,35 @@ func (e *Election) Campaign(ctx context.Context, value string) (*Lease, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := e.client.cluster.Proclaim(ctx, l.held, value); err != nil {
+	if err := e.proclaim(ctx, l, value); err != nil {
 		_ = l.Release(context.WithoutCancel(ctx))
 		return nil, &lockError{"campaign", e.name, err}
 	}
 	go e.keepRecord(l, value)
 	return l, nil
+}
+
+// proclaim records value as the value of l's holder, trying again after a failure that a
+// retry can fix (backing off as Acquire does) until it succeeds, l ends, or ctx ends (the
+// error then matches ctx's error and the last failure's).
+func (e *Election) proclaim(ctx context.Context, l *Lease, value string) error {
+	b := core.Backoff{Min: e.set.retryMin, Max: e.set.retryMax}
+	for attempt := 1; ; attempt++ {
+		err := e.client.cluster.Proclaim(ctx, l.held, value)
+		if err == nil || errors.Is(err, ErrNotHeld) || core.Permanent(err) {
+			return err
+		}
+		t := time.NewTimer(b.Delay(attempt, 0))
+		select {
+		case <-t.C:
+		case <-l.Done():
+			t.Stop()
+			return fmt.Errorf("%w (%w)", l.Err(), err)
+		case <-ctx.Done():
+			t.Stop()
+			return fmt.Errorf("%w (%w)", ctx.Err(), err)
+		}
+	}
 }
 
 // keepRecord proclaims value again before the record's time runs out, while l leads.
