@@ -5,7 +5,6 @@ import (
 	"reflect"
 	"sync"
 	"sync/atomic"
-	"time"
 )
 
 // Cluster is a set of N independent nodes that grant a lock by majority (quorum N/2+1).
@@ -19,9 +18,8 @@ type Cluster struct {
 	down      []atomic.Bool  // per node: its last call failed in transit (see suspects)
 	calls     []atomic.Int32 // per node: calls under way (see request.spare)
 	warn      func(node string)
-	id        identity         // which server each node reaches
-	deadlines sharedDeadlines  // for single-node calls
-	timers    chan *time.Timer // stopped timers, for the waits of Release (see timer)
+	id        identity        // which server each node reaches
+	deadlines sharedDeadlines // for single-node calls
 	closed    atomic.Bool
 	done      chan struct{} // closed by Close
 	closeOnce sync.Once
@@ -71,7 +69,6 @@ func NewCluster(nodes []Node, opts ...ClusterOption) (*Cluster, error) {
 		unguarded: make([]atomic.Bool, len(nodes)),
 		down:      make([]atomic.Bool, len(nodes)),
 		calls:     make([]atomic.Int32, len(nodes)),
-		timers:    make(chan *time.Timer, spareTimers),
 		done:      make(chan struct{}),
 	}
 	c.id.init(len(nodes))
@@ -117,32 +114,6 @@ func (c *Cluster) Unguarded() []string {
 func (c *Cluster) markUnguarded(i int) {
 	if !c.unguarded[i].Swap(true) && c.warn != nil {
 		c.warn(c.nodes[i].String())
-	}
-}
-
-// spareTimers is how many stopped timers a Cluster keeps for reuse (see timer).
-const spareTimers = 16
-
-// timer returns a timer that fires after d, a kept one if there is one: a release's wait for
-// the nodes after its quorum (see fanout.grace) made a timer each, about one in seven of
-// core's allocations per uncontended lock and unlock at N = 5. Give it back, stopped, with
-// putTimer. (A channel, not a sync.Pool, whose random drops under the race detector made
-// the allocation counts of the tests vary.)
-func (c *Cluster) timer(d time.Duration) *time.Timer {
-	select {
-	case t := <-c.timers:
-		t.Reset(d)
-		return t
-	default:
-		return time.NewTimer(d)
-	}
-}
-
-// putTimer keeps t, which must be stopped, for reuse, unless enough are kept.
-func (c *Cluster) putTimer(t *time.Timer) {
-	select {
-	case c.timers <- t:
-	default:
 	}
 }
 

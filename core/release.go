@@ -66,8 +66,7 @@ func (f *fanout) grace(n int, d time.Duration) {
 	if n == 0 || f.out == nil {
 		return
 	}
-	timer := f.c.timer(d)
-	defer f.c.putTimer(timer)
+	timer := time.NewTimer(d)
 	defer timer.Stop()
 	for range n {
 		select {
