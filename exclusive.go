@@ -21,9 +21,9 @@ type exclusive struct {
 	keys   core.Keys
 	err    error // a bad name or option, reported by every locking call
 
-	// contended: the last lock that waited had to wait or failed (or the last that tried
-	// once failed), so the next wait's first attempt runs the acquire script, which queues
-	// it at once, rather than a plain SET NX (see core.Setter).
+	// contended: x's last lock failed or took more than one attempt, so the next wait's
+	// first attempt runs the acquire script, which queues it at once, rather than a plain
+	// SET NX (see core.Setter).
 	contended atomic.Bool
 
 	queue *queue // the name's local queue in the Client, kept for x's lifetime
@@ -35,7 +35,8 @@ type exclusive struct {
 	lease *Lease // the current holding; nil when unlocked
 }
 
-// init readies x, made by op (NewMutex, NewRWMutex), as a kind of the lock called name.
+// init readies x, for op (NewMutex or NewRWMutex), as the exclusive side of the lock called
+// name, whose holdings are of kind.
 func (x *exclusive) init(c *Client, op, name string, kind Kind, opts []Option) {
 	x.client, x.name, x.kind = c, name, kind
 	x.opts, x.err = c.opts.forCall(op, optNoAutoExtend, opts)
