@@ -151,43 +151,13 @@ func (e *Election) Observe(ctx context.Context) <-chan string {
 		close(out)
 		return out
 	}
-	wake := make(chan struct{}, 1)
-	unsubs := e.subscribe(ctx, wake)
+	wake, stop := e.client.cluster.WatchLeader(ctx, e.keys, e.set.nodeTimeout)
 	go func() {
 		defer close(out)
-		defer func() {
-			for _, unsub := range unsubs {
-				unsub()
-			}
-		}()
+		defer stop()
 		e.observe(ctx, out, wake)
 	}()
 	return out
-}
-
-// subscribe subscribes to the leader's channel on every node that is a Subscriber (each
-// within the node timeout), with a message making wake ready, and returns the
-// unsubscribes.
-func (e *Election) subscribe(ctx context.Context, wake chan struct{}) []func() {
-	var unsubs []func()
-	for _, n := range e.client.nodes {
-		s, ok := n.(core.Subscriber)
-		if !ok {
-			continue
-		}
-		sctx, cancel := context.WithTimeout(ctx, e.set.nodeTimeout)
-		unsub, err := s.Subscribe(sctx, e.keys.LeaderChannel(), func(string) {
-			select {
-			case wake <- struct{}{}:
-			default:
-			}
-		})
-		cancel()
-		if err == nil {
-			unsubs = append(unsubs, unsub)
-		}
-	}
-	return unsubs
 }
 
 // observe reads the leader when wake is ready and at least every refresh interval, and

@@ -41,6 +41,37 @@ func (c *Cluster) Proclaim(ctx context.Context, h *Held, value string) error {
 	return t.err()
 }
 
+// WatchLeader subscribes to k.LeaderChannel on every node that is a Subscriber, at once,
+// as a waiter subscribes to its own channel (it returns once a quorum confirmed and the rest
+// had twice as long as that took, or every node answered, each within timeout, or ctx
+// ended). The returned channel is ready after each record of a leader's value that a node
+// reports; stop unsubscribes (after the subscriptions still under way answered), and must
+// be called once.
+func (c *Cluster) WatchLeader(ctx context.Context, k Keys, timeout time.Duration) (records <-chan struct{}, stop func()) {
+	w := c.watch(ctx, k.LeaderChannel(), timeout)
+	out, done := make(chan struct{}, 1), make(chan struct{})
+	forwarded := make(chan struct{})
+	go func() {
+		defer close(forwarded)
+		for {
+			select {
+			case <-w.msgs:
+				select {
+				case out <- struct{}{}:
+				default:
+				}
+			case <-done:
+				return
+			}
+		}
+	}()
+	return out, func() {
+		close(done)
+		<-forwarded
+		w.stop()
+	}
+}
+
 // Leader returns the value that the leader of the election whose keys are k proclaimed,
 // and its token, if a quorum of the nodes hold that record and its token holds the lock on
 // each; ok is false if none does (no leader, or one that has not proclaimed yet). It

@@ -1,0 +1,53 @@
+package redlock_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/go-redlock/redlock"
+	"github.com/go-redlock/redlock/core"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// silentSubscriber is a Node whose Subscribe never answers before its context ends, as a
+// node behind a partition.
+type silentSubscriber struct{ redlock.Node }
+
+func (n silentSubscriber) Subscribe(ctx context.Context, _ string, _ func(string)) (func(), error) {
+	<-ctx.Done()
+	return nil, ctx.Err()
+}
+
+// TestObserveSubscribesToTheNodesAtOnce: Observe subscribes to every node at once, as a
+// waiter does, and does not wait for a node that does not answer once a quorum has
+// confirmed: with one of three nodes silent, its channel gives the current leader with no
+// time passed, and a new leader's record wakes it at once.
+func TestObserveSubscribesToTheNodesAtOnce(t *testing.T) {
+	bubble(t, func(t *testing.T) {
+		nodes, _ := simNodes(t, 3)
+		wrapped := []redlock.Node{silentSubscriber{nodes[0]}, nodes[1], nodes[2]}
+		c := newClient(t, wrapped, redlock.WithNodeTimeout(time.Second))
+		defer c.Close()
+		e := c.NewElection("watched")
+		ctx, stop := context.WithCancel(t.Context())
+		defer stop()
+		start := time.Now()
+		seen := e.Observe(ctx)
+		require.Equal(t, "", <-seen)
+		assert.Equal(t, time.Duration(0), time.Since(start), "Observe waited for the silent node")
+
+		l, err := e.Campaign(t.Context(), "first")
+		require.NoError(t, err)
+		campaigned := time.Now()
+		require.Equal(t, "first", <-seen)
+		assert.Equal(t, time.Duration(0), time.Since(campaigned), "the record's notification did not wake Observe")
+		require.NoError(t, l.Release(t.Context()))
+		stop()
+		for range seen {
+		}
+	})
+}
+
+var _ core.Subscriber = silentSubscriber{}
