@@ -19,7 +19,9 @@
 //     when no live waiter queues.
 //  3. Resends are harmless. A script run twice with the same arguments leaves the state of one
 //     run, and replies as the first run did, or "gone" for a release whose lock a first
-//     run handed on.
+//     run handed on, or "not ours" for a release whose first run freed a lock that no
+//     waiter queued for and another caller took before the second run (that node then
+//     counts as a refusal of the release: state safe, reply pessimistic).
 //  4. Every key expires. The lock key has its owner's TTL, the queue's keys lapse when no
 //     waiter calls, the fence counter FenceIdle after it was last written.
 //  5. Counters go up. A node's fence counter never decreases while it lives, and an
