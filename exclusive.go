@@ -63,10 +63,10 @@ func (x *exclusive) noCopy(kind string) {
 }
 
 // usable returns the error of every locking call of x, if any: a bad name or option, or a
-// zero Mutex.
-func (x *exclusive) usable() error {
+// zero value of typ (Mutex, RWMutex).
+func (x *exclusive) usable(typ string) error {
 	if x.client == nil {
-		return &lockError{"lock", x.name, fmt.Errorf("%w: zero Mutex (use Client.NewMutex)", ErrInvalid)}
+		return &lockError{"lock", x.name, fmt.Errorf("%w: zero %s (use Client.New%s)", ErrInvalid, typ, typ)}
 	}
 	return x.err
 }
@@ -76,12 +76,12 @@ func (x *exclusive) newLease(kind Kind) *Lease {
 	return x.client.leaseOf(x.name, kind, x.keys, x.opts)
 }
 
-// lock locks x: if wait, waiting until it is locked or ctx ends, and going on, if persist,
+// lock locks x, whose type typ names (Mutex, RWMutex) in errors: if wait, waiting until it is locked or ctx ends, and going on, if persist,
 // through errors that no retry can fix until the Client is closed; else in one attempt.
 // If the Client was closed meanwhile, it lets go of the lock and of its place, and returns
 // an error that matches ErrClosed.
-func (x *exclusive) lock(ctx context.Context, wait, persist bool) error {
-	if err := x.usable(); err != nil {
+func (x *exclusive) lock(ctx context.Context, typ string, wait, persist bool) error {
+	if err := x.usable(typ); err != nil {
 		return err
 	}
 	l := x.newLease(x.kind)

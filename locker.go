@@ -54,7 +54,7 @@ func (c *Client) NewMutex(name string, opts ...Option) *Mutex {
 // Client is closed (before or while it waits): it has no other way to say so.
 func (m *Mutex) Lock() {
 	m.x.noCopy("Mutex")
-	if err := m.x.lock(context.Background(), true, true); err != nil {
+	if err := m.x.lock(context.Background(), "Mutex", true, true); err != nil {
 		panic("redlock: Lock: " + err.Error())
 	}
 }
@@ -66,7 +66,7 @@ func (m *Mutex) Lock() {
 // this call. Every error names the lock.
 func (m *Mutex) LockContext(ctx context.Context) error {
 	m.x.noCopy("Mutex")
-	return m.x.lock(ctx, true, false)
+	return m.x.lock(ctx, "Mutex", true, false)
 }
 
 // TryLock tries to lock m once, without waiting, and reports whether it succeeded. It fails
@@ -77,7 +77,7 @@ func (m *Mutex) LockContext(ctx context.Context) error {
 // often a sign of a deeper problem in a particular use of mutexes.
 func (m *Mutex) TryLock() bool {
 	m.x.noCopy("Mutex")
-	return m.x.lock(context.Background(), false, false) == nil
+	return m.x.lock(context.Background(), "Mutex", false, false) == nil
 }
 
 // Unlock unlocks m. It is a run-time error, and panics with "redlock: unlock of unlocked

@@ -359,6 +359,7 @@ func mutexContextAndTryLock(t *testing.T) {
 	var zero redlock.Mutex
 	require.ErrorIs(t, zero.LockContext(context.Background()), redlock.ErrInvalid)
 	assert.True(t, errors.Is(zero.LockContext(context.Background()), redlock.ErrInvalid))
+	assert.ErrorContains(t, zero.LockContext(context.Background()), "zero Mutex (use Client.NewMutex)")
 }
 
 // TestMutexUnlockErrorGoesToTheLogger: without an error handler, a failed release in Unlock

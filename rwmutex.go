@@ -58,7 +58,7 @@ func (c *Client) NewRWMutex(name string, opts ...Option) *RWMutex {
 // where Mutex.Lock would.
 func (rw *RWMutex) Lock() {
 	rw.w.noCopy("RWMutex")
-	if err := rw.w.lock(context.Background(), true, true); err != nil {
+	if err := rw.w.lock(context.Background(), "RWMutex", true, true); err != nil {
 		panic("redlock: Lock: " + err.Error())
 	}
 }
@@ -67,7 +67,7 @@ func (rw *RWMutex) Lock() {
 // Mutex.LockContext does, with the same errors.
 func (rw *RWMutex) LockContext(ctx context.Context) error {
 	rw.w.noCopy("RWMutex")
-	return rw.w.lock(ctx, true, false)
+	return rw.w.lock(ctx, "RWMutex", true, false)
 }
 
 // TryLock tries once to lock rw for writing, without waiting, and reports whether it
@@ -77,7 +77,7 @@ func (rw *RWMutex) LockContext(ctx context.Context) error {
 // often a sign of a deeper problem in a particular use of mutexes.
 func (rw *RWMutex) TryLock() bool {
 	rw.w.noCopy("RWMutex")
-	return rw.w.lock(context.Background(), false, false) == nil
+	return rw.w.lock(context.Background(), "RWMutex", false, false) == nil
 }
 
 // Unlock unlocks rw for writing. It is a run-time error, and panics, if rw is not locked
@@ -133,7 +133,7 @@ func (rw *RWMutex) TryRLock() bool {
 // the Client was closed meanwhile, it lets go of the holding and returns an error that
 // matches ErrClosed.
 func (rw *RWMutex) rlock(ctx context.Context, wait, persist bool) error {
-	if err := rw.w.usable(); err != nil {
+	if err := rw.w.usable("RWMutex"); err != nil {
 		return err
 	}
 	l := rw.w.newLease(KindRWMutexRead)

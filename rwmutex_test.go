@@ -337,6 +337,8 @@ func rwMutexMisuse(t *testing.T) {
 	assert.Panics(t, bad.RLock)
 	var zero redlock.RWMutex
 	require.ErrorIs(t, zero.RLockContext(context.Background()), redlock.ErrInvalid)
+	assert.ErrorContains(t, zero.RLockContext(context.Background()), "zero RWMutex (use Client.NewRWMutex)")
+	assert.ErrorContains(t, zero.LockContext(context.Background()), "zero RWMutex (use Client.NewRWMutex)")
 }
 
 // TestRWMutexRLocker: RLocker's Lock and Unlock take and give back a read holding.
