@@ -59,7 +59,7 @@ lint: staticcheck-install gocyclo-install
 
 # Installs the pinned staticcheck into $(GOBIN_DIR) unless that exact version is there.
 staticcheck-install:
-	@if ! "$(STATICCHECK)" -version 2>/dev/null | grep -qF "($(STATICCHECK_VERSION:v%=%))"; then \
+	@if ! "$(STATICCHECK)" -version 2>/dev/null | grep -qF "($(STATICCHECK_VERSION))"; then \
 		echo "installing staticcheck $(STATICCHECK_VERSION) into $(GOBIN_DIR)"; \
 		GOBIN="$(GOBIN_DIR)" $(GO) install honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION); \
 	fi
