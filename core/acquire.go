@@ -383,7 +383,8 @@ func (c *Cluster) abandon(ctx context.Context, l *claim, b *ballot) <-chan int {
 		if l.waiter != "" {
 			late = make(chan int, pending)
 		}
-		c.bg.goRun(3*u.timeout, func() { u.stragglers(b.f, b.answered, pending, busy, late) })
+		f, answered := b.f, b.answered // not b, which would then escape on every attempt
+		c.bg.goRun(3*u.timeout, func() { u.stragglers(f, answered, pending, busy, late) })
 	}
 	for range granted {
 		<-doneGranted
