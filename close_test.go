@@ -244,3 +244,37 @@ func TestCloseWaitsForTheLeaves(t *testing.T) {
 		require.NoError(t, holder.Close())
 	})
 }
+
+// TestCloseWaitsForTheLeavesOfAQueuedWaiter: a wait that gives up while queued, with no
+// call of its under way, leaves the queue on every node in the background; Close waits for
+// those leaves too.
+func TestCloseWaitsForTheLeavesOfAQueuedWaiter(t *testing.T) {
+	bubble(t, func(t *testing.T) {
+		nodes, servers := simNodes(t, 3)
+		holder := newClient(t, nodes, redlock.WithNodeTimeout(time.Second))
+		l, err := holder.Acquire(t.Context(), "queued")
+		require.NoError(t, err)
+
+		var gone atomic.Bool
+		waiterNodes := make([]redlock.Node, len(nodes))
+		for i, n := range nodes {
+			waiterNodes[i] = goneNode{n, &gone}
+		}
+		waiter := newClient(t, waiterNodes, redlock.WithNodeTimeout(time.Second))
+		ctx, cancel := context.WithTimeout(t.Context(), 150*time.Millisecond)
+		defer cancel()
+		_, err = waiter.Acquire(ctx, "queued")
+		require.ErrorIs(t, err, context.DeadlineExceeded)
+		require.NoError(t, waiter.Close())
+		gone.Store(true)
+		time.Sleep(time.Second)
+
+		require.NoError(t, l.Release(t.Context()))
+		key := core.NewKeys("redlock:", "queued")
+		for i, s := range servers {
+			assert.False(t, s.Miniredis().Exists(key.Lock), "server %d handed the lock to the waiter that left", i)
+			assert.False(t, s.Miniredis().Exists(key.Queue), "server %d still queues the waiter that left", i)
+		}
+		require.NoError(t, holder.Close())
+	})
+}

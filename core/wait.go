@@ -347,9 +347,16 @@ func (c *Cluster) leave(l *claim) {
 	req := request{s: l.scripts().release, keys: keys, args: args, op: "release", failed: l.NodeFailed}
 	tr := &l.trail
 	if !tr.underWay() {
-		// As a release: at N = 1 in this goroutine, so that a process that exits once its
-		// wait ended has left the queue.
-		c.fan(context.Background(), timeout, req, 0)
+		if len(c.nodes) == 1 { // as a release: in this goroutine
+			c.fan(context.Background(), timeout, req, 0)
+			return
+		}
+		c.bg.goRun(3*timeout, func() { // counted, for Wait: each call in a goroutine of its own
+			f := c.fan(context.Background(), timeout, req, 0)
+			for range c.nodes {
+				<-f.out
+			}
+		})
 		return
 	}
 	bound := make(chan struct{})
