@@ -210,71 +210,45 @@ func (n goneNode) Eval(ctx context.Context, s *core.Script, keys []string, args 
 	return n.Node.Eval(ctx, s, keys, args...)
 }
 
-// TestCloseWaitsForTheLeaves: a wait that gave up while its call to a slow node was under
-// way leaves that node's queue after the call lands, and Close waits for it: once Close
-// returned, the program may exit, and the holder's release hands the lock to no one.
+// TestCloseWaitsForTheLeaves: a wait that gives up leaves the queue on every node in the
+// background: at once where no call of its is under way, and on a slow node once its call
+// there has landed. Close waits for those leaves: once it returned, the program may exit
+// (here: its nodes fail every call), and the holder's release hands the lock to no one.
 func TestCloseWaitsForTheLeaves(t *testing.T) {
-	bubble(t, func(t *testing.T) {
-		nodes, servers := simNodes(t, 3)
-		holder := newClient(t, nodes, redlock.WithNodeTimeout(time.Second))
-		l, err := holder.Acquire(t.Context(), "exit")
-		require.NoError(t, err)
+	for _, tc := range []struct {
+		name string
+		slow time.Duration // the delay of the waiter's calls to its third node
+	}{{"queued", 0}, {"a call under way", 300 * time.Millisecond}} {
+		t.Run(tc.name, func(t *testing.T) {
+			bubble(t, func(t *testing.T) {
+				nodes, servers := simNodes(t, 3)
+				holder := newClient(t, nodes, redlock.WithNodeTimeout(time.Second))
+				l, err := holder.Acquire(t.Context(), "exit")
+				require.NoError(t, err)
 
-		var gone atomic.Bool
-		waiterNodes := make([]redlock.Node, len(nodes))
-		for i, n := range nodes {
-			waiterNodes[i] = goneNode{n, &gone}
-		}
-		waiterNodes[2] = goneNode{slowNode{nodes[2], 300 * time.Millisecond}, &gone}
-		waiter := newClient(t, waiterNodes, redlock.WithNodeTimeout(time.Second))
-		ctx, cancel := context.WithTimeout(t.Context(), 150*time.Millisecond)
-		defer cancel()
-		_, err = waiter.Acquire(ctx, "exit")
-		require.ErrorIs(t, err, context.DeadlineExceeded)
-		require.NoError(t, waiter.Close())
-		gone.Store(true)
-		time.Sleep(time.Second) // what was left under way fails now
+				var gone atomic.Bool
+				waiterNodes := make([]redlock.Node, len(nodes))
+				for i, n := range nodes {
+					waiterNodes[i] = goneNode{n, &gone}
+				}
+				waiterNodes[2] = goneNode{slowNode{nodes[2], tc.slow}, &gone}
+				waiter := newClient(t, waiterNodes, redlock.WithNodeTimeout(time.Second))
+				ctx, cancel := context.WithTimeout(t.Context(), 150*time.Millisecond)
+				defer cancel()
+				_, err = waiter.Acquire(ctx, "exit")
+				require.ErrorIs(t, err, context.DeadlineExceeded)
+				require.NoError(t, waiter.Close())
+				gone.Store(true)
+				time.Sleep(time.Second) // what was left under way fails now
 
-		require.NoError(t, l.Release(t.Context()))
-		key := core.NewKeys("redlock:", "exit")
-		for i, s := range servers {
-			assert.False(t, s.Miniredis().Exists(key.Lock), "server %d handed the lock to the waiter that left", i)
-			assert.False(t, s.Miniredis().Exists(key.Queue), "server %d still queues the waiter that left", i)
-		}
-		require.NoError(t, holder.Close())
-	})
-}
-
-// TestCloseWaitsForTheLeavesOfAQueuedWaiter: a wait that gives up while queued, with no
-// call of its under way, leaves the queue on every node in the background; Close waits for
-// those leaves too.
-func TestCloseWaitsForTheLeavesOfAQueuedWaiter(t *testing.T) {
-	bubble(t, func(t *testing.T) {
-		nodes, servers := simNodes(t, 3)
-		holder := newClient(t, nodes, redlock.WithNodeTimeout(time.Second))
-		l, err := holder.Acquire(t.Context(), "queued")
-		require.NoError(t, err)
-
-		var gone atomic.Bool
-		waiterNodes := make([]redlock.Node, len(nodes))
-		for i, n := range nodes {
-			waiterNodes[i] = goneNode{n, &gone}
-		}
-		waiter := newClient(t, waiterNodes, redlock.WithNodeTimeout(time.Second))
-		ctx, cancel := context.WithTimeout(t.Context(), 150*time.Millisecond)
-		defer cancel()
-		_, err = waiter.Acquire(ctx, "queued")
-		require.ErrorIs(t, err, context.DeadlineExceeded)
-		require.NoError(t, waiter.Close())
-		gone.Store(true)
-		time.Sleep(time.Second)
-
-		require.NoError(t, l.Release(t.Context()))
-		key := core.NewKeys("redlock:", "queued")
-		for i, s := range servers {
-			assert.False(t, s.Miniredis().Exists(key.Lock), "server %d handed the lock to the waiter that left", i)
-			assert.False(t, s.Miniredis().Exists(key.Queue), "server %d still queues the waiter that left", i)
-		}
-		require.NoError(t, holder.Close())
-	})
+				require.NoError(t, l.Release(t.Context()))
+				key := core.NewKeys("redlock:", "exit")
+				for i, s := range servers {
+					assert.False(t, s.Miniredis().Exists(key.Lock), "server %d handed the lock to the waiter that left", i)
+					assert.False(t, s.Miniredis().Exists(key.Queue), "server %d still queues the waiter that left", i)
+				}
+				require.NoError(t, holder.Close())
+			})
+		})
+	}
 }
