@@ -206,7 +206,7 @@ func (c *Client) Acquire(ctx context.Context, name string, opts ...Option) (*Lea
 // one attempt (see acquire). Once held, l keeps the lock's place in the local queue until
 // it ends.
 func (c *Client) acquireLease(ctx context.Context, l *Lease, wait bool) (*Lease, error) {
-	q := c.queueOf(l.lock.Keys.Lock)
+	q := c.queueOf(l.lock.Keys.Lock, max(1, len(l.lock.Keys.Permits)))
 	g, err := c.acquire(ctx, "acquire", l, q, wait)
 	if err != nil {
 		return nil, err

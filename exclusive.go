@@ -48,7 +48,7 @@ func (x *exclusive) init(c *Client, op, name string, kind Kind, opts []Option) {
 		x.err = &lockError{op, name, x.err}
 	}
 	x.keys = core.NewKeys(x.opts.prefix, name)
-	x.queue = c.queueOf(x.keys.Lock)
+	x.queue = c.queueOf(x.keys.Lock, 1)
 }
 
 // noCopy panics if x is a copy of one that was used (kind names what holds it: "Mutex",

@@ -7,9 +7,10 @@ import (
 	"weak"
 )
 
-// queue is the local FIFO queue of one lock key within a Client: a goroutine holds slot's
-// one place while it holds or waits for the lock in Redis (through a Mutex, an RWMutex's
-// writer side, or a Lease from Acquire or TryAcquire), and the others wait to send. A Mutex
+// queue is the local FIFO queue of one lock key within a Client: a goroutine holds one of
+// slot's places (one, or a Semaphore's permits) while it holds or waits for the lock in
+// Redis (through a Mutex, an RWMutex's writer side, or a Lease from Acquire, TryAcquire or
+// a Semaphore), and the others wait to send. A Mutex
 // and an RWMutex keep their name's queue for their lifetime; the Client finds a key's queue
 // through a weak pointer, and forgets the key once nothing uses its queue (see queueOf).
 type queue struct {
@@ -17,7 +18,7 @@ type queue struct {
 	closed <-chan struct{} // the Client's: closed by its Close
 }
 
-// join takes the one place in q, in FIFO order; the caller gives it back with leave. If
+// join takes a place in q, in FIFO order; the caller gives it back with leave. If
 // wait, it waits for the place, and fails with ctx's error (and errHeldHere, the reason to
 // wait) if ctx ends first, or with ErrClosed if the Client is closed first. Else it fails
 // at once if the place is taken: with ErrClosed if the Client is closed, or errHeldHere.
@@ -49,10 +50,10 @@ func (q *queue) join(ctx context.Context, wait bool) error {
 func (q *queue) leave() { <-q.slot }
 
 // queueOf returns the local queue of key: the one its Mutexes, Leases and waiters use while
-// any of them is live, or else a new one. A key whose queue is no longer used is forgotten
+// any of them is live, or else a new one with slots places. A key whose queue is no longer used is forgotten
 // after the garbage collector finds it, so that a Client that locks many names once does not
 // keep them all.
-func (c *Client) queueOf(key string) *queue {
+func (c *Client) queueOf(key string, slots int) *queue {
 	c.qmu.Lock()
 	defer c.qmu.Unlock()
 	if q := c.queues[key].Value(); q != nil {
@@ -61,7 +62,7 @@ func (c *Client) queueOf(key string) *queue {
 	if c.queues == nil {
 		c.queues = make(map[string]weak.Pointer[queue])
 	}
-	q := &queue{slot: make(chan struct{}, 1), closed: c.closed}
+	q := &queue{slot: make(chan struct{}, slots), closed: c.closed}
 	c.queues[key] = weak.Make(q)
 	runtime.AddCleanup(q, c.forget, key)
 	return q

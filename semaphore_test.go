@@ -3,7 +3,6 @@ package redlock_test
 import (
 	"context"
 	"runtime"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -119,20 +118,13 @@ type serverView struct {
 }
 
 func semaphoreTurns(t *testing.T, sim bool, nodes func() []redlock.Node, servers []serverView) {
-	// queued reports whether want waiters wait for the lock called name on every server:
-	// queued, and not holding it (a waiter handed the lock keeps its place until it lets go).
-	queued := func(part string, want int) func() bool {
-		k := core.NewPartKeys("redlock:", "turns", part)
+	// queued reports whether want waiters wait in the semaphore's one queue on every server
+	// (a holder does not queue).
+	queued := func(want int) func() bool {
+		k := core.NewSemaphoreKeys("redlock:", "turns", 2)
 		return func() bool {
 			for _, s := range servers {
-				h := s.get(k.Lock)
-				n := 0
-				for _, id := range s.zrange(k.Queue) {
-					if !strings.HasPrefix(h, id+".") {
-						n++
-					}
-				}
-				if n != want {
+				if len(s.zrange(k.Queue)) != want {
 					return false
 				}
 			}
@@ -160,12 +152,9 @@ func semaphoreTurns(t *testing.T, sim bool, nodes func() []redlock.Node, servers
 		}
 	}
 	go wait("first")
-	// The first waiter waits on both permits: it is queued on each.
-	settle(t, sim, queued("permit/0", 1), "the first waiter is not queued on permit 0")
-	settle(t, sim, queued("permit/1", 1), "the first waiter is not queued on permit 1")
+	settle(t, sim, queued(1), "the first waiter is not queued")
 	go wait("second")
-	// The second waits for its turn, queued on the waiters' lock.
-	settle(t, sim, queued("turn", 1), "the second waiter is not queued for its turn")
+	settle(t, sim, queued(2), "the second waiter is not queued after the first")
 	_, err = closingClient(t, nodes(), rwOptions...).NewSemaphore("turns", 2).TryAcquire(ctx)
 	require.ErrorIs(t, err, redlock.ErrHeld, "a newcomer was not refused while waiters wait")
 
@@ -175,9 +164,8 @@ func semaphoreTurns(t *testing.T, sim bool, nodes func() []redlock.Node, servers
 	if sim {
 		assert.Equal(t, time.Duration(0), time.Since(released), "the first waiter did not get the permit at its release")
 	}
-	// The second is now first, and waits on both permits.
-	settle(t, sim, queued("permit/0", 1), "the second waiter is not queued on permit 0")
-	settle(t, sim, queued("permit/1", 1), "the second waiter is not queued on permit 1")
+	// The second is now first, and the only one queued.
+	settle(t, sim, queued(1), "the second waiter is not queued alone")
 	_, err = closingClient(t, nodes(), rwOptions...).NewSemaphore("turns", 2).TryAcquire(ctx)
 	require.ErrorIs(t, err, redlock.ErrHeld, "a newcomer took a permit while a waiter waits")
 	released = time.Now()
@@ -252,7 +240,7 @@ func semaphorePermitsMustAgree(t *testing.T) {
 	for _, try := range []func(*redlock.Semaphore, context.Context) (*redlock.Lease, error){(*redlock.Semaphore).TryAcquire, (*redlock.Semaphore).Acquire} {
 		_, err = try(c.NewSemaphore("agree", 3), ctx)
 		require.ErrorIs(t, err, redlock.ErrInvalid)
-		assert.ErrorContains(t, err, "has 2 permits")
+		assert.ErrorContains(t, err, "has 2 permits on node")
 	}
 	require.NoError(t, l.Release(ctx))
 }

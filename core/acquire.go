@@ -99,10 +99,16 @@ func (c *Cluster) decide(ctx context.Context, l *claim, b *ballot) (Grant, error
 		return Grant{}, ctxError(ctx, "acquire", l.Keys.named())
 	case c.misconfigured() != nil:
 		return Grant{}, opError("acquire", l.Keys.named(), c.misconfigured())
+	case b.dissenter > 0:
+		return Grant{}, opError("acquire", l.Keys.named(), fmt.Errorf("%w: the semaphore has %d permits on node %s, not %d: every holder must count the same",
+			ErrInvalid, b.dissent, c.nodes[b.dissenter-1], len(l.Keys.Permits)))
 	case !b.t.won() && b.t.refused():
 		return Grant{}, &heldError{key: l.Keys.named(), wait: time.Duration(b.wait) * time.Millisecond}
 	case !b.t.won():
 		return Grant{}, b.t.err()
+	}
+	if b.permit != nil {
+		c.holdPermit(l, b.permit, slices.Index(b.t.grants, b.t.most))
 	}
 	return c.grant(ctx, l, b.start, b.fence, 0)
 }
@@ -167,8 +173,13 @@ type ballot struct {
 	failed   []bool    // per node: it failed
 	answered []bool    // per node: its reply was read
 	refused  []bool    // per node: it refused a waiter's attempt; nil until one did
-	took     time.Duration
-	heard    bool // some node answered: took is the time to hear the last one that did
+	permit   []int     // per node: the semaphore's permit it granted (-1: none); nil for a lock
+	// dissent is the number of permits that node dissenter-1 records for the semaphore, if
+	// not the number asked for (dissenter 0: none).
+	dissent   int64
+	dissenter int
+	took      time.Duration
+	heard     bool // some node answered: took is the time to hear the last one that did
 }
 
 // see records the reply r.
@@ -184,6 +195,11 @@ func (b *ballot) see(r reply) {
 		if len(r.vals) > 1 {
 			b.fence.see(r.vals[1])
 		}
+		if b.permit != nil {
+			b.permit[r.node] = permitOf(r.vals)
+		}
+	case r.vals[0] == -2:
+		b.dissent, b.dissenter = r.vals[1], r.node+1
 	case len(r.vals) > 1: // refused (0) or abstaining (-1): either way, how long
 		b.wait = max(b.wait, r.vals[1])
 		if b.waiter && r.vals[0] == 0 {
@@ -229,6 +245,9 @@ func (c *Cluster) vote(ctx context.Context, l *claim, b *ballot) {
 	}
 	b.f = c.fan(ctx, l.NodeTimeout, req, 0)
 	b.t = tally{c: c, op: "acquire", key: l.Keys.named()}
+	if k := len(l.Keys.Permits); k > 0 {
+		b.t.grants, b.permit = make([]int, k), slices.Repeat([]int{-1}, n)
+	}
 	if spared {
 		b.t.suspects = suspects
 	}
@@ -279,20 +298,31 @@ func (c *Cluster) acquireRequest(l *claim, plain, unknown bool) request {
 	guard := strconv.FormatInt(int64((l.Guard+time.Second-1)/time.Second), 10)
 	req.keys = l.Keys.acquireKeys()
 	req.args = []string{l.token, millis(l.TTL), guard, fence, l.waiter, strconv.FormatInt(l.ticket, 10), millis(l.placeKept())}
+	if k := len(l.Keys.Permits); k > 0 {
+		req.args = append(req.args, "0", strconv.Itoa(k), strconv.Itoa(l.hint-1))
+	}
 	return req
 }
 
 // lose undoes the failed attempt b (see abandon) and returns what the next attempt should
 // know. A split vote is one that no owner won: some nodes granted the attempt, and the
-// refusals alone did not decide it (then another owner holds the lock, and we wait for it).
+// refusals alone did not decide it (then another owner holds the lock, and we wait for it);
+// or, for a semaphore, some nodes granted permits but no quorum granted one.
 func (c *Cluster) lose(ctx context.Context, l *claim, b *ballot, err error) outcome {
 	late := c.abandon(ctx, l, b)
+	if b.t.most > 0 { // ask for the permit most nodes granted; for the next, if that failed again
+		hint := slices.Index(b.t.grants, b.t.most) + 1
+		if hint == l.hint {
+			hint = hint%len(b.t.grants) + 1
+		}
+		l.hint = hint
+	}
 	took := b.took
 	if !b.heard {
 		took = time.Since(b.start)
 	}
 	return outcome{
-		wait: time.Duration(b.wait) * time.Millisecond, split: b.t.yes > 0 && !errors.Is(err, ErrHeld),
+		wait: time.Duration(b.wait) * time.Millisecond, split: b.t.yes > 0 && (!errors.Is(err, ErrHeld) || b.permit != nil),
 		handers: b.t.no + len(c.nodes) - b.t.answers, took: took, start: b.start, refused: b.refused, plain: b.plain, late: late,
 	}
 }
@@ -425,12 +455,12 @@ func (c *Cluster) undoer(ctx context.Context, l *claim) *undo {
 		mode = "leave"
 	}
 	// Copies: the caller's next attempt puts a new token in l while stragglers are released.
-	args := releaseArgs(l.token, l.Keys.Channel, l.waiter, mode, strconv.FormatInt(l.ticket, 10), millis(l.placeKept()))
+	args := l.releaseArgs(mode)
 	u := &undo{c: c, ctx: context.WithoutCancel(ctx), timeout: l.NodeTimeout, trail: &l.trail, attempt: int64(l.attempt),
 		rel: request{s: l.scripts().release, keys: l.Keys.releaseKeys(), args: args, op: "release", failed: l.NodeFailed}}
 	if l.waiter != "" && mode == "stay" {
 		u.leave = u.rel
-		u.leave.args = releaseArgs(l.token, l.Keys.Channel, l.waiter, "leave")
+		u.leave.args = l.releaseArgs("leave")
 	}
 	return u
 }

@@ -20,9 +20,14 @@ func TestParseHandover(t *testing.T) {
 		want    handover
 		ok      bool
 	}{
-		{"w.3 0", handover{token: "w.3"}, true},
-		{"w.3 1700000000000001", handover{token: "w.3", fence: 1700000000000001}, true},
-		{"w.3 12 u", handover{token: "w.3", fence: 12, unguarded: true}, true},
+		{"w.3 0", handover{token: "w.3", permit: -1}, true},
+		{"w.3 1700000000000001", handover{token: "w.3", fence: 1700000000000001, permit: -1}, true},
+		{"w.3 12 u", handover{token: "w.3", fence: 12, unguarded: true, permit: -1}, true},
+		{"w.3 12 #0", handover{token: "w.3", fence: 12, permit: 0}, true}, // a semaphore's permit 0
+		{"w.3 12 #7 u", handover{token: "w.3", fence: 12, unguarded: true, permit: 7}, true},
+		{"w.3 12 #", handover{}, false},   // no permit
+		{"w.3 12 #-1", handover{}, false}, // a negative permit
+		{"w.3 12 #1 x", handover{}, false},
 		{"", handover{}, false},         // a plain wake-up
 		{"w.3", handover{}, false},      // no fence
 		{" 12", handover{}, false},      // no token

@@ -172,6 +172,16 @@ func (e *restartError) Error() string {
 
 func (e *restartError) Is(target error) bool { return target == ErrRestarted }
 
+// permitsError is a node's reply that its semaphore records n permits, not the number the
+// acquisition asked with: every holder must count the same. It matches ErrInvalid.
+type permitsError struct{ n int64 }
+
+func (e *permitsError) Error() string {
+	return fmt.Sprintf("%v: the node records %d permits: every holder of a semaphore must count the same", ErrInvalid, e.n)
+}
+
+func (e *permitsError) Is(target error) bool { return target == ErrInvalid }
+
 // timeoutError is ErrNodeTimeout, with the driver's own error when it says more than that
 // the deadline passed. It does not wrap context.DeadlineExceeded: the caller's context is
 // still live, and errors.Is(err, context.DeadlineExceeded) must say only that it is not.

@@ -34,6 +34,8 @@ func (r reply) nodeErr() error {
 	switch {
 	case r.err != nil:
 		return r.err
+	case r.vals[0] == -2 && len(r.vals) > 1:
+		return &permitsError{n: r.vals[1]}
 	case r.vals[0] < 0 && len(r.vals) > 1:
 		return &restartError{wait: time.Duration(r.vals[1]) * time.Millisecond}
 	}
@@ -217,7 +219,7 @@ func (c *Cluster) ask(dctx context.Context, i int, req *request) (vals []int64, 
 	}
 	known := c.id.known[i].Load()
 	vals, err = c.send(dctx, i, req, !known)
-	if err == nil && !known {
+	if err == nil && !known && (len(vals) == 0 || vals[0] != -2) { // -2: a semaphore's count disagrees, no vote
 		err = c.identified(i, vals)
 	}
 	return vals, false, err
@@ -281,6 +283,9 @@ func (c *Cluster) send(dctx context.Context, i int, req *request, identify bool)
 	}
 	args := req.args
 	switch {
+	case identify && len(args) > 7: // a semaphore's: ARGV[8] is there
+		args = slices.Clone(args)
+		args[7] = "1"
 	case identify:
 		args = append(args[:len(args):len(args)], "1")
 	case (req.s == releaseScript || req.s == runlockScript || req.s == proclaimScript) && c.sharded[i]:
@@ -311,6 +316,10 @@ type tally struct {
 	// one that let go: its key can only have gone by this release, run twice, or with the
 	// server's data.
 	gone bool
+	// grants counts a semaphore acquisition's grants per permit (nil for a lock), and most
+	// is the largest count: a quorum must grant one permit.
+	grants []int
+	most   int
 	// yesNodes, noNodes and failedNodes are the nodes (a bit each, for N <= 64) that said
 	// yes, said no and failed (or were recorded as not answering), for the error.
 	yesNodes, noNodes, failedNodes uint64
@@ -370,6 +379,10 @@ func (t *tally) add(r reply) {
 	case r.vals[0] == 1, t.gone && len(r.vals) > 2 && r.vals[2] == 1:
 		t.yes++
 		t.yesNodes |= bit(r.node)
+		if i := permitOf(r.vals); t.grants != nil && i >= 0 && i < len(t.grants) {
+			t.grants[i]++
+			t.most = max(t.most, t.grants[i])
+		}
 	default:
 		t.no++
 		t.noNodes |= bit(r.node)
@@ -377,9 +390,21 @@ func (t *tally) add(r reply) {
 }
 
 // won reports a quorum of yes-votes; lost reports that a quorum is out of reach.
-func (t *tally) won() bool { return t.yes >= t.c.quorum }
+func (t *tally) won() bool { return t.yes >= t.c.quorum && (t.grants == nil || t.most >= t.c.quorum) }
 func (t *tally) lost() bool {
+	if t.grants != nil { // the permit most granted, and every node yet to answer
+		return t.most+len(t.c.nodes)-t.answers-bits.OnesCount64(t.suspects) < t.c.quorum
+	}
 	return len(t.c.nodes)-t.no-len(t.errs)-bits.OnesCount64(t.suspects) < t.c.quorum
+}
+
+// permitOf returns the permit that a semaphore acquisition's reply vals names: its last
+// value (see acquire.lua), -1 if none.
+func permitOf(vals []int64) int {
+	if len(vals) < 4 {
+		return -1
+	}
+	return int(vals[len(vals)-1])
 }
 
 // waiting reports whether some node that is not suspected has not answered.
@@ -395,7 +420,13 @@ func (t *tally) unheard() {
 }
 
 // refused reports that the no-votes alone put a quorum out of reach.
-func (t *tally) refused() bool { return t.no > len(t.c.nodes)-t.c.quorum }
+func (t *tally) refused() bool {
+	no := t.no
+	if t.grants != nil { // a semaphore's: a grant of another permit than the most granted
+		no += t.yes - t.most
+	}
+	return no > len(t.c.nodes)-t.c.quorum
+}
 
 // missing records every node that has not answered, and is not recorded yet, as failed
 // with err (a timeout, or the caller's end).

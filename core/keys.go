@@ -6,6 +6,7 @@ import (
 	"encoding/base64"
 	"encoding/hex"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -24,6 +25,9 @@ type Keys struct {
 	Readers string // the readers that hold the lock: a sorted set of tokens by the end of their time
 	Leader  string // an election's record of its leader: "<token> <value>" (see Proclaim)
 	Channel string // a waiter is woken on Channel + ":" + its waiter id (see Wake)
+	// Permits are a semaphore's permits, a lock key each (see NewSemaphoreKeys); nil for a
+	// lock. A semaphore's Readers key holds its record of len(Permits).
+	Permits []string
 
 	// scriptKeys are the KEYS of the acquire and release scripts, made once by NewKeys so
 	// that a call need not make them (nil in a Keys that NewKeys did not make). Never
@@ -116,6 +120,33 @@ func newWaiter() (waiter, first string) {
 	buf[n], buf[n+1] = '.', '1'
 	first = string(buf[:])
 	return first[:n], first
+}
+
+// NewSemaphoreKeys returns the keys of the semaphore called name with permits permits
+// (at least 1): permit i is the lock key of NewPartKeys(prefix, name, "permit/<i>"), and
+// its queue, fence, channel and record of the number of permits are those of
+// NewPartKeys(prefix, name, "permit") but for the record, its Readers, which is name's lock
+// key followed by ":permits". A semaphore's keys are none of a lock's, under any name.
+func NewSemaphoreKeys(prefix, name string, permits int) Keys {
+	k := NewPartKeys(prefix, name, "permit")
+	k.Readers = NewKeys(prefix, name).Lock + ":permits"
+	k.Permits = make([]string, permits)
+	for i := range k.Permits {
+		k.Permits[i] = k.Lock + "/" + strconv.Itoa(i)
+	}
+	k.Lock = k.Permits[0]
+	k.scriptKeys = &scriptKeys{acquire: append(k.AcquireKeys(), k.Permits...), release: append(k.ReleaseKeys(), k.Permits...)}
+	return k
+}
+
+// permit returns the keys of a semaphore's permit i, held: its Lock is the permit's key.
+func (k Keys) permit(i int) Keys {
+	k.Lock = k.Permits[i]
+	sk := *k.scriptKeys
+	sk.release = slices.Clone(sk.release)
+	sk.release[0] = k.Lock
+	k.scriptKeys = &sk
+	return k
 }
 
 // AcquireKeys returns the KEYS that core passes to the acquire and rlock scripts, in order:

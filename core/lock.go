@@ -120,6 +120,9 @@ type claim struct {
 	// attempt is the number of AcquireWait's attempt under way (0 for Acquire): only its
 	// first attempt may take the lock with a plain SET (see Setter), unless Contended.
 	attempt int
+	// hint is the semaphore's permit to ask for, plus one (0: any): the one that the most
+	// nodes granted a failed attempt.
+	hint int
 	// acquiring is the acquisition that granted the lock, pending the number of its nodes
 	// that had not answered when it returned, and late those nodes (a bit per node, for
 	// N <= 64). Release calls each of them only once it answered, so that a straggler's

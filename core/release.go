@@ -29,7 +29,7 @@ import (
 // their TTL).
 func (c *Cluster) Release(ctx context.Context, h *Held) error {
 	l := &h.claim
-	req := request{s: l.scripts().release, detached: true, keys: l.Keys.releaseKeys(), args: releaseArgs(l.token, l.Keys.Channel, l.waiter, "leave"),
+	req := request{s: l.scripts().release, detached: true, keys: l.Keys.releaseKeys(), args: l.releaseArgs("leave"),
 		op: "release", failed: l.NodeFailed}
 	start := time.Now()
 	var f *fanout

@@ -25,8 +25,6 @@ var (
 	rextendSource string
 	//go:embed lua/runlock.lua
 	runlockSource string
-	//go:embed lua/permits.lua
-	permitsSource string
 	//go:embed lua/proclaim.lua
 	proclaimSource string
 	//go:embed lua/leader.lua
@@ -40,8 +38,6 @@ var (
 	rlockScript   = NewScript("rlock", preludeSource+rlockSource)
 	rextendScript = NewScript("rextend", preludeSource+rextendSource)
 	runlockScript = NewScript("runlock", preludeSource+runlockSource)
-	// A semaphore's record of its number of permits (see Permits).
-	permitsScript = NewScript("permits", preludeSource+permitsSource)
 	// An election's record of its leader's value (see Proclaim and Leader).
 	proclaimScript = NewScript("proclaim", proclaimSource)
 	leaderScript   = NewScript("leader", leaderSource)
@@ -69,9 +65,9 @@ var (
 )
 
 // Scripts returns the scripts core runs, in the order acquire, extend, release, raise,
-// rlock, rextend, runlock, permits, proclaim, leader: for a backend that preloads them
+// rlock, rextend, runlock, proclaim, leader: for a backend that preloads them
 // (SCRIPT LOAD) and for tests of a backend.
 func Scripts() []*Script {
 	return []*Script{acquireScript, extendScript, releaseScript, raiseScript, rlockScript, rextendScript, runlockScript,
-		permitsScript, proclaimScript, leaderScript}
+		proclaimScript, leaderScript}
 }

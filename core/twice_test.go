@@ -203,10 +203,21 @@ func TestScriptsRunTwice(t *testing.T) {
 			assert.Equal(t, "w.1", holder(name))
 		})
 
-		each("permits", func(t *testing.T, name string) {
-			key := core.NewKeys("q:", name)
-			require.NoError(t, tw.Permits(ctx, key, 2, 10*time.Second, 0))
-			require.ErrorIs(t, tw.Permits(ctx, key, 3, 10*time.Second, 0), core.ErrInvalid)
+		each("semaphore", func(t *testing.T, name string) {
+			l := patientLock(name, false)
+			l.Keys = core.NewSemaphoreKeys("q:", name, 2)
+			h, err := tw.Acquire(ctx, l)
+			require.NoError(t, err, "the second run finds the permit that the first took")
+			o, err := plain.Acquire(ctx, l)
+			require.NoError(t, err, "the other permit is free")
+			_, err = plain.Acquire(ctx, l)
+			require.ErrorIs(t, err, core.ErrHeld)
+			require.NoError(t, tw.Release(ctx, h))
+			require.NoError(t, plain.Release(ctx, o))
+			other := *l
+			other.Keys = core.NewSemaphoreKeys("q:", name, 3)
+			_, err = tw.Acquire(ctx, &other)
+			require.ErrorIs(t, err, core.ErrInvalid, "the record says 2 permits")
 		})
 		each("proclaim and leader", func(t *testing.T, name string) {
 			l := patientLock(name, false)

@@ -160,7 +160,8 @@ func (c *Cluster) between(ctx context.Context, l *claim, w **watch, b Backoff, a
 // however long this one took to fail, so that the nodes keep the waiter's place (see
 // placeKept). After a split vote (competitors took some nodes each and all let go), it
 // waits a random pause of up to two attempts' time, so that the next round has a winner;
-// a node that meanwhile hands it the lock, or wakes it, ends the pause. While the lock is
+// a node that meanwhile hands it the lock, or wakes it, ends the pause (a semaphore's
+// waiter, whose split may be the holders' permits spread over the nodes, the backoff's). While the lock is
 // held and w is active, it waits for the holder's TTL (at most the refresh interval), and
 // a message ends that wait. Otherwise the backoff's delay.
 func pause(l *claim, w *watch, b Backoff, attempt int, o outcome, held bool) (time.Duration, bool) {
@@ -170,6 +171,8 @@ func pause(l *claim, w *watch, b Backoff, attempt int, o outcome, held bool) (ti
 	}
 	delay := min(b.Delay(attempt, o.wait), refresh)
 	switch {
+	case o.split && l.Keys.Permits != nil: // nodes with free permits, but not one a quorum share
+		return delay, w.isActive()
 	case o.split:
 		return min(rand.N(2*o.took+1), refresh), w.isActive()
 	case held && w.isActive() && o.wait > 0:
@@ -194,7 +197,7 @@ func (c *Cluster) await(ctx context.Context, l *claim, w *watch, o outcome, dela
 	if listen {
 		msgs, late = w.msgs, o.late
 	}
-	hs := &handovers{token: l.token, refused: o.refused, handed: make([]bool, len(c.nodes))}
+	hs := &handovers{token: l.token, k: len(l.Keys.Permits), refused: o.refused, got: make([]handover, len(c.nodes))}
 	for {
 		var node int
 		var h handover
@@ -224,11 +227,15 @@ func (c *Cluster) await(ctx context.Context, l *claim, w *watch, o outcome, dela
 		if h.unguarded {
 			c.markUnguarded(node)
 		}
-		if hs.count < c.quorum {
+		permit, count, fence := hs.best()
+		if count < c.quorum {
 			timer.Reset(min(c.restOfHandover(l, o), time.Until(deadline)))
 			continue
 		}
-		g, err := c.grant(ctx, l, o.start, hs.fence, l.TTL/2)
+		if permit >= 0 {
+			c.holdPermit(l, hs.permits(), permit)
+		}
+		g, err := c.grant(ctx, l, o.start, fence, l.TTL/2)
 		return g, err == nil // if too little is left: call again, and the nodes renew it
 	}
 }
@@ -253,17 +260,16 @@ type handovers struct {
 	token   string
 	refused []bool // per node: it refused the attempt (shared with the outcome until copied)
 	copied  bool
-	handed  []bool      // per node: its hand-over counted
+	k       int         // a semaphore's number of permits; 0 for a lock
+	got     []handover  // per node: its hand-over that counted (token "": none)
 	pending []*handover // per node: a hand-over from a node whose refusal has not come yet
-	count   int         // hand-overs counted
-	fence   highest     // the fences handed over
 }
 
 // refuse records node i's refusal that came after the attempt returned, and returns the
 // hand-over it sent before, if any.
 func (hs *handovers) refuse(i int) (int, handover, bool) {
 	if !hs.copied { // the outcome's is the attempt's
-		r := make([]bool, len(hs.handed))
+		r := make([]bool, len(hs.got))
 		copy(r, hs.refused)
 		hs.refused, hs.copied = r, true
 	}
@@ -284,22 +290,55 @@ func (hs *handovers) early(i int, h handover) bool {
 		return false
 	}
 	if hs.pending == nil {
-		hs.pending = make([]*handover, len(hs.handed))
+		hs.pending = make([]*handover, len(hs.got))
 	}
 	hs.pending[i] = &h
 	return true
 }
 
 // take counts h from node i, and reports whether it counted: it must be this attempt's,
-// from a node that refused it, once per node.
+// from a node that refused it, once per node, and name one of a semaphore's permits (or
+// none, for a lock).
 func (hs *handovers) take(i int, h handover) bool {
-	if h.token != hs.token || hs.refused == nil || !hs.refused[i] || hs.handed[i] {
+	if h.token != hs.token || hs.refused == nil || !hs.refused[i] || hs.got[i].token != "" || h.permit >= hs.k || (hs.k > 0) != (h.permit >= 0) {
 		return false
 	}
-	hs.handed[i] = true
-	hs.count++
-	hs.fence.see(h.fence)
+	hs.got[i] = h
 	return true
+}
+
+// best returns the semaphore's permit that the most hand-overs counted name (-1: a lock's,
+// which name none), how many name it, and their fences.
+func (hs *handovers) best() (permit, count int, fence highest) {
+	for _, h := range hs.got {
+		if h.token == "" {
+			continue
+		}
+		var n int
+		var f highest
+		for _, o := range hs.got {
+			if o.token != "" && o.permit == h.permit {
+				n++
+				f.see(o.fence)
+			}
+		}
+		if n > count {
+			permit, count, fence = h.permit, n, f
+		}
+	}
+	return permit, count, fence
+}
+
+// permits returns the permit each node handed over (-1: none), for holdPermit.
+func (hs *handovers) permits() []int {
+	p := make([]int, len(hs.got))
+	for i, h := range hs.got {
+		p[i] = -1
+		if h.token != "" {
+			p[i] = h.permit
+		}
+	}
+	return p
 }
 
 // handoverWait is how long a waiter that heard a first hand-over of its attempt o waits
@@ -318,21 +357,31 @@ type handover struct {
 	token     string
 	fence     int64
 	unguarded bool
+	permit    int // a semaphore's permit; -1 for a lock
 }
 
-// parseHandover parses "<token> <fence>[ u]" (see release.lua); ok is false for anything
-// else, such as the empty message of a plain wake-up.
+// parseHandover parses "<token> <fence>[ #<permit>][ u]" (see release.lua); ok is false for
+// anything else, such as the empty message of a plain wake-up.
 func parseHandover(p string) (h handover, ok bool) {
 	token, rest, found := strings.Cut(p, " ")
 	if !found || token == "" {
 		return h, false
 	}
 	fence, flag, _ := strings.Cut(rest, " ")
+	h = handover{token: token, permit: -1}
+	if permit, more, _ := strings.Cut(flag, " "); strings.HasPrefix(permit, "#") {
+		n, err := strconv.Atoi(permit[1:])
+		if err != nil || n < 0 {
+			return handover{}, false
+		}
+		h.permit, flag = n, more
+	}
 	n, err := strconv.ParseInt(fence, 10, 64)
 	if err != nil || n < 0 || (flag != "" && flag != "u") {
-		return h, false
+		return handover{}, false
 	}
-	return handover{token: token, fence: n, unguarded: flag == "u"}, true
+	h.fence, h.unguarded = n, flag == "u"
+	return h, true
 }
 
 // leave takes l's waiter out of the queue on every node, in the background (each node
@@ -343,7 +392,7 @@ func parseHandover(p string) (h handover, ok bool) {
 // for a node that ignores its deadline), so that none of them queues the waiter again
 // after it left.
 func (c *Cluster) leave(l *claim) {
-	keys, args, timeout := l.Keys.releaseKeys(), releaseArgs(l.token, l.Keys.Channel, l.waiter, "leave"), l.NodeTimeout
+	keys, args, timeout := l.Keys.releaseKeys(), l.releaseArgs("leave"), l.NodeTimeout
 	req := request{s: l.scripts().release, keys: keys, args: args, op: "release", failed: l.NodeFailed}
 	tr := &l.trail
 	if !tr.underWay() {

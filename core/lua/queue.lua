@@ -7,6 +7,8 @@ local floor_cap = 2000000 -- how far a fence floor counts past the server's cloc
 local left_kept = 10000 -- how long a leave is remembered in a, as '!' .. id, in ms
 local first_scan = 64 -- the most lapsed waiters forgotten per call
 
+-- sem_lock and sem_index, set by a semaphore's release: the permit that hand_over hands on.
+local sem_lock, sem_index
 local clock -- the server's TIME, read once when first needed
 local function server_time()
   clock = clock or redis.call('TIME')
@@ -138,15 +140,27 @@ local function first(q, a, w)
   return {}
 end
 
--- ahead reports whether a live waiter other than waiter (at ticket) heads the queue, to go
--- first; every waiter goes before a caller that does not wait ('').
-local function ahead(q, a, w, waiter, ticket)
+-- ahead reports whether n (1 if nil) live waiters other than waiter (at ticket) head the
+-- queue, to go first; every waiter goes before a caller that does not wait ('').
+local function ahead(q, a, w, waiter, ticket, n)
   local head = first(q, a, w)
-  if #head == 0 or head[1] == waiter then
-    return false
+  if (n or 1) > 1 and #head > 0 then
+    head = redis.call('ZRANGE', q, 0, first_scan - 1, 'WITHSCORES')
   end
-  local score = tonumber(head[2])
-  return waiter == '' or score < ticket or (score == ticket and head[1] < waiter)
+  local now, live = now_ms(), 0
+  for i = 1, #head, 2 do
+    local id, score = head[i], tonumber(head[i + 1])
+    if id == waiter or waiter ~= '' and (score > ticket or score == ticket and id > waiter) then
+      return false
+    end
+    if i == 1 or tonumber(redis.call('ZSCORE', a, id) or 0) > now then
+      live = live + 1
+    end
+    if live >= (n or 1) then
+      return true
+    end
+  end
+  return false
 end
 
 -- remaining returns lock's PTTL, but 1 in its last millisecond (which reads 0), 0 if gone.
@@ -156,6 +170,18 @@ local function remaining(lock)
     return 1
   end
   return pttl == -2 and 0 or pttl
+end
+
+-- soonest returns the least remaining time of the held permits (as remaining's), -1: none ends.
+local function soonest(permits)
+  local least = remaining(permits[1])
+  for i = 2, #permits do
+    local t = remaining(permits[i])
+    if least <= 0 or t > 0 and t < least then
+      least = t
+    end
+  end
+  return least
 end
 
 -- queue_caller queues the caller of acquire or rlock, if it waits, with its attempt.
@@ -170,19 +196,21 @@ local function queue_caller(reader)
   end
 end
 
--- vote returns acquire's or rlock's reply {status, value}, extended as ARGV[8] asks.
-local function vote(status, value, unguarded)
-  if ARGV[8] ~= '1' then
-    return unguarded and {status, value, 1} or {status, value}
+-- vote returns acquire's or rlock's reply {status, value}, extended as ARGV[8] asks, and
+-- with a semaphore's permit index (if any) last.
+local function vote(status, value, unguarded, index)
+  local r = {status, value}
+  if unguarded or index or ARGV[8] == '1' then
+    r[3] = unguarded and 1 or 0
   end
-  local r = {status, value, unguarded and 1 or 0}
-  local info = redis.pcall('INFO', 'server')
+  local info = ARGV[8] == '1' and redis.pcall('INFO', 'server')
   local id = type(info) == 'string' and string.match(info, 'run_id:(%x+)')
   if id and #id == 40 then
     for i = 1, 40, 10 do
       r[#r + 1] = tonumber(string.sub(id, i, i + 9), 16)
     end
   end
+  r[#r + 1] = index
   return r
 end
 
@@ -281,10 +309,14 @@ local function hand_over(waiter, stays)
       dequeue(KEYS[2], KEYS[3], KEYS[4], head[1])
       message = token .. ' 0'
     elseif token and not abstain then
-      redis.call('SET', KEYS[1], token, 'PX', ttl)
-      holds(KEYS[3], head[1], ttl)
+      redis.call('SET', sem_lock or KEYS[1], token, 'PX', ttl)
+      if sem_lock then -- a permit's holder does not queue
+        dequeue(KEYS[2], KEYS[3], KEYS[4], head[1])
+      else
+        holds(KEYS[3], head[1], ttl)
+      end
       local fence = fenced ~= '0' and advance(KEYS[5], fenced) or 0
-      message = token .. ' ' .. string.format('%d', fence)
+      message = token .. ' ' .. string.format('%d', fence) .. (sem_lock and ' #' .. sem_index or '')
     end
     if message ~= '' and unguarded then
       message = message .. ' u'
