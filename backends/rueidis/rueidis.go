@@ -11,7 +11,9 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/go-redlock/redlock/backends/internal/ctxcall"
@@ -25,7 +27,8 @@ import (
 type Node struct {
 	client rueidis.Client
 	name   string
-	ps     *pubsub // Subscribe's state; see subscribe.go
+	ps     *pubsub               // Subscribe's state; see subscribe.go
+	px     atomic.Pointer[pxArg] // the last SetNX's PX argument; see pxArg
 }
 
 var (
@@ -113,7 +116,9 @@ func (n *Node) SetNX(ctx context.Context, key, value string, ttl time.Duration) 
 }
 
 func (n *Node) setNX(ctx context.Context, key, value string, ttl time.Duration) (bool, error) {
-	cmd := n.client.B().Set().Key(key).Value(value).Nx().PxMilliseconds(ttl.Milliseconds()).Build()
+	// SET key value NX PX ms, built as an arbitrary command so that its PX argument can be
+	// the string made once per TTL (the typed builder formats the number on every call).
+	cmd := n.client.B().Arbitrary("SET").Keys(key).Args(value, "NX", "PX", n.pxArg(ttl)).Build()
 	err := n.client.Do(ctx, cmd).Error()
 	switch {
 	case err == nil:
@@ -124,6 +129,24 @@ func (n *Node) setNX(ctx context.Context, key, value string, ttl time.Duration) 
 		return false, ctx.Err()
 	}
 	return false, closed(serverError(err))
+}
+
+// pxArg is a TTL in milliseconds and its decimal form, SET's PX argument.
+type pxArg struct {
+	ms  int64
+	arg string
+}
+
+// pxArg returns ttl's whole milliseconds in decimal. A Node keeps the last one it made: a
+// Client's locks mostly share one TTL, and a lock's first attempt sends SET NX with it.
+func (n *Node) pxArg(ttl time.Duration) string {
+	ms := ttl.Milliseconds()
+	if p := n.px.Load(); p != nil && p.ms == ms {
+		return p.arg
+	}
+	p := &pxArg{ms: ms, arg: strconv.FormatInt(ms, 10)}
+	n.px.Store(p)
+	return p.arg
 }
 
 // closed returns err, made to match core.ErrClosed too if it says the client was closed.
