@@ -177,6 +177,7 @@ var groups = []group{
 	{name: "noscript", checks: noscriptChecks()},
 	{name: "errors", checks: append(append(errorChecks(), crossSlotChecks()...), closedChecks()...)},
 	{name: "replies", checks: replyChecks()},
+	{name: "strings", checks: stringsChecks()},
 	{name: "arguments", checks: argumentChecks()},
 	{name: "evalsha", checks: append(evalshaChecks(), resendChecks()...)},
 	{name: "string", checks: stringChecks()},

@@ -59,6 +59,11 @@ var faults = []fault{
 			"miniredis/setnx/context/cancel/open-connection",
 			"miniredis/setnx/context/cancel/new-connection",
 			"miniredis/setnx/context/cancelled-before",
+			"miniredis/strings/context/deadline/open-connection",
+			"miniredis/strings/context/deadline/new-connection",
+			"miniredis/strings/context/cancel/open-connection",
+			"miniredis/strings/context/cancel/new-connection",
+			"miniredis/strings/context/cancelled-before",
 		},
 		message: "the Node must honour ctx",
 	},
@@ -85,6 +90,8 @@ var faults = []fault{
 			"miniredis/evalsha/error-runs-once",
 			"miniredis/evalsha/slow-reply-runs-once",
 			"miniredis/replies/long",
+			"miniredis/strings/bytes", "miniredis/strings/integers", "miniredis/strings/mixed", "miniredis/strings/empty",
+			"miniredis/strings/long", "miniredis/strings/error-reply", "miniredis/strings/runs-once", "miniredis/strings/own-memory",
 		},
 		message: "the Node must fall back to EVAL",
 	},
@@ -97,6 +104,7 @@ var faults = []fault{
 			// The script's error after its write, and go-redis's redis.Nil, read as {0}.
 			"miniredis/evalsha/error-runs-once",
 			"miniredis/replies/nil",
+			"miniredis/strings/error-reply", "miniredis/strings/not-an-array",
 		},
 		message: "never as a reply",
 	},
@@ -146,10 +154,11 @@ var faults = []fault{
 	{
 		name: "runs-twice", newNode: newRunsTwice,
 		servers: []conformance.Server{conformance.Miniredis},
-		failing: []string{"miniredis/evalsha/runs-once", "miniredis/evalsha/slow-reply-runs-once", "miniredis/scripts/acquire/fence-advances"},
+		failing: []string{"miniredis/evalsha/runs-once", "miniredis/evalsha/slow-reply-runs-once", "miniredis/scripts/acquire/fence-advances", "miniredis/strings/runs-once"},
 		// Its second call runs on after a cancellation of the first: whether the context
 		// checks see that depends on the machine's timing (under load one of them passed).
-		mayFail: []string{"miniredis/context/cancel/new-connection", "miniredis/context/cancel/open-connection"},
+		mayFail: []string{"miniredis/context/cancel/new-connection", "miniredis/context/cancel/open-connection",
+			"miniredis/strings/context/cancel/new-connection", "miniredis/strings/context/cancel/open-connection"},
 		message: "each Eval must run the script exactly once",
 	},
 	{
@@ -212,7 +221,7 @@ var faults = []fault{
 	{
 		name: "shared-reply", newNode: newSharedReply,
 		servers: []conformance.Server{conformance.Miniredis},
-		failing: []string{"miniredis/replies/own-memory", "miniredis/scripts/acquire/own-token-retry"},
+		failing: []string{"miniredis/replies/own-memory", "miniredis/scripts/acquire/own-token-retry", "miniredis/strings/own-memory"},
 		racy:    true,
 		// Concurrent callers read each other's replies, when they overlap.
 		mayFail: []string{
@@ -373,6 +382,11 @@ var faults = []fault{
 			"redis-cluster/setnx/context/cancel/open-connection",
 			"redis-cluster/setnx/context/cancel/new-connection",
 			"redis-cluster/setnx/context/cancelled-before",
+			"redis-cluster/strings/context/deadline/open-connection",
+			"redis-cluster/strings/context/deadline/new-connection",
+			"redis-cluster/strings/context/cancel/open-connection",
+			"redis-cluster/strings/context/cancel/new-connection",
+			"redis-cluster/strings/context/cancelled-before",
 		},
 		message: "the Node must honour ctx",
 	},

@@ -26,7 +26,8 @@
 //
 //   - scripts: every core script (core.Scripts: acquire, extend, release, raise, the
 //     read-write lock's rlock, rextend, runlock, the semaphore's permits, and the election's
-//     proclaim and leader) through Node.Eval, with the reply and the
+//     proclaim and leader) through Node.Eval (leader, whose reply holds the record as a bulk
+//     string, through Node.EvalStrings, as core reads it), with the reply and the
 //     effect on the server checked: acquire of a free lock, of a held one, of one readers
 //     hold, retried with our own token, and the fence counter advancing exactly past 2^32;
 //     extend of our lock, another's, a missing one; release of ours (deleted, and published
@@ -40,19 +41,26 @@
 //     waiting writer, who is told), of one of two, while a writer holds the lock. The
 //     scripts that take six keys (acquire, rlock, release, runlock) get the readers key
 //     last.
-//   - noscript: each script right after SCRIPT FLUSH, three times: Eval falls back from
-//     EVALSHA to EVAL, and the script replies as it must on an empty server.
+//   - noscript: each script right after SCRIPT FLUSH, three times: Eval (EvalStrings for
+//     leader) falls back from EVALSHA to EVAL, and the script replies as it must on an empty
+//     server.
 //   - errors: a server error (WRONGTYPE, redis.error_reply) is an error that keeps the
 //     server's message, with no reply, and WRONGTYPE is one that core.Permanent knows (a
 //     backend that puts its own text in front of the server's hides it); so is a reply that
 //     is not an array of integers. On a cluster, keys of different slots are an error that
-//     core.Permanent knows, never a panic. closed-client: once Harness.CloseClient closed
-//     the driver client, Eval and SetNX fail with an error that matches core.ErrClosed
-//     (skipped, saying so, without CloseClient).
+//     core.Permanent knows, never a panic (through Eval and EvalStrings). closed-client: once
+//     Harness.CloseClient closed the driver client, Eval, EvalStrings and SetNX fail with an
+//     error that matches core.ErrClosed (skipped, saying so, without CloseClient).
 //   - replies: integer replies keep their sign ({0, -1} for a lock held without expiry, the
 //     restart guard's {-1, wait} on a fresh redis-server); a nil reply is an error, not an
 //     empty array; a reply of 700 integers comes back whole; a reply is memory of its
 //     caller's own, unchanged by later calls.
+//   - strings: EvalStrings returns bulk strings byte for byte (empty, 0x00, CR LF, non-UTF-8,
+//     64 KiB), integers in decimal with their sign, mixed arrays, a nil element (Lua false)
+//     as "", an empty array, 1000 elements whole; a nil reply, a string or integer alone, a
+//     nested array and an error reply are errors with no reply (the error keeps the server's
+//     message); each call runs the script once; a reply is the caller's own; and it honours
+//     ctx as the context checks below ask of Eval.
 //   - arguments: every argument arrives, empty ones included, in order; every key arrives,
 //     in order (all six of acquire's and release's); the caller's keys and args slices are
 //     unchanged after later calls on the same Node (the Node keeps nothing of them).

@@ -12,7 +12,8 @@ import (
 )
 
 // noscriptChecks: each core script is called right after SCRIPT FLUSH, three times over, so
-// that EVALSHA meets NOSCRIPT every time; Eval must fall back to EVAL and succeed.
+// that EVALSHA meets NOSCRIPT every time; Eval (EvalStrings for leader, as core calls it)
+// must fall back to EVAL and succeed.
 func noscriptChecks() []check {
 	var checks []check
 	for _, s := range core.Scripts() {
@@ -27,6 +28,12 @@ func noscriptChecks() []check {
 				for _, exists := range adminAll(t, addr, "SCRIPT", "EXISTS", s.SHA1()) {
 					require.Equal(t, []any{int64(0)}, exists, "conformance: SCRIPT FLUSH did not forget the script")
 				}
+				if want := emptyStrings(s); want != nil {
+					got, err := evalStrings(n, s, keys, args...)
+					require.NoError(t, err, "round %d: EvalStrings(%s) right after SCRIPT FLUSH failed: on a NOSCRIPT reply to EVALSHA the Node must fall back to EVAL", round, s.Name())
+					assert.Equal(t, want, got, "EvalStrings(%s) on an empty server replied %q, want %q", s.Name(), got, want)
+					continue
+				}
 				got, err := eval(n, s, keys, args...)
 				require.NoError(t, err, "round %d: Eval(%s) right after SCRIPT FLUSH failed: on a NOSCRIPT reply to EVALSHA the Node must fall back to EVAL", round, s.Name())
 				if want != nil {
@@ -38,8 +45,18 @@ func noscriptChecks() []check {
 	return checks
 }
 
+// emptyStrings returns what s, a script that core reads with EvalStrings, replies on an
+// empty server; nil for a script that core reads with Eval (see emptyCall).
+func emptyStrings(s *core.Script) []string {
+	if s.Name() == "leader" {
+		return []string{"0"}
+	}
+	return nil
+}
+
 // emptyCall returns arguments for s on an empty server, and what s must reply there
-// (nil: any reply, for a script this suite does not know).
+// through Eval (nil: any reply, for a script this suite does not know or that core reads
+// with EvalStrings).
 func emptyCall(s *core.Script, k core.Keys) (keys, args []string, want func(*testing.T, []int64)) {
 	equal := func(want ...int64) func(*testing.T, []int64) {
 		return func(t *testing.T, got []int64) {
@@ -67,8 +84,8 @@ func emptyCall(s *core.Script, k core.Keys) (keys, args []string, want func(*tes
 		return []string{k.Lock}, []string{"3", ttl}, equal(1, 0)
 	case "proclaim":
 		return []string{k.Lock, k.Leader}, []string{ours, k.LeaderChannel(), "PUBLISH", "v", ttl}, equal(0)
-	case "leader":
-		return []string{k.Lock, k.Leader}, nil, equal(0)
+	case "leader": // read with EvalStrings: see emptyStrings
+		return []string{k.Lock, k.Leader}, nil, nil
 	}
 	return []string{k.Lock, k.Fence}, []string{ours, ttl}, nil
 }
@@ -167,6 +184,13 @@ func closedChecks() []check {
 				got, err := eval(n, script(t, "extend"), []string{k.Lock}, ours, ttl)
 				if got != nil {
 					return format(got), err
+				}
+				return "", err
+			},
+			"EvalStrings": func() (string, error) {
+				got, err := evalStrings(n, script(t, "leader"), []string{k.Lock, k.Leader})
+				if got != nil {
+					return fmt.Sprintf("%q", got), err
 				}
 				return "", err
 			},

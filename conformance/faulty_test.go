@@ -190,12 +190,13 @@ func (n preloaded) Eval(ctx context.Context, s *core.Script, keys []string, args
 // honourCtx returns call's result, or ctx's error as soon as ctx is done (call then runs on
 // in its goroutine): the ctx handling of a correct backend, for faults that are about
 // something else.
-func honourCtx(ctx context.Context, call func() ([]int64, error)) ([]int64, error) {
+func honourCtx[T any](ctx context.Context, call func() (T, error)) (T, error) {
+	var zero T
 	if err := ctx.Err(); err != nil {
-		return nil, err
+		return zero, err
 	}
 	type result struct {
-		v   []int64
+		v   T
 		err error
 	}
 	done := make(chan result, 1)
@@ -206,11 +207,11 @@ func honourCtx(ctx context.Context, call func() ([]int64, error)) ([]int64, erro
 	select {
 	case r := <-done:
 		if r.err != nil {
-			return nil, r.err
+			return zero, r.err
 		}
 		return r.v, nil
 	case <-ctx.Done():
-		return nil, ctx.Err()
+		return zero, ctx.Err()
 	}
 }
 
@@ -510,7 +511,7 @@ func newSameName(t testing.TB, addr string) core.Node { return sameName{eval{goo
 
 func (sameName) String() string { return "redis" }
 
-// eval hides every method of a Node but Eval and String.
+// eval hides every method of a Node but Eval, EvalStrings and String.
 type eval struct{ n core.Node }
 
 func (e eval) Eval(ctx context.Context, s *core.Script, keys []string, args ...string) ([]int64, error) {
@@ -554,6 +555,7 @@ type sharedReply struct {
 	inner core.Node
 	mu    sync.Mutex
 	buf   []int64
+	strs  []string // EvalStrings's buffer
 }
 
 func newSharedReply(t testing.TB, addr string) core.Node {

@@ -46,7 +46,7 @@ func replyChecks() []check {
 				s := core.NewScript("conformance-nil", src)
 				got, err := eval(n, s, []string{k.Lock})
 				if err == nil {
-					t.Errorf("a script that replied nil (%q) gave reply %s and no error: a nil reply is an error, not an empty array (core would read an election's missing record, or a lock's state, from nothing)", src, format(got))
+					t.Errorf("a script that replied nil (%q) gave reply %s and no error: a nil reply is an error, not an empty array (core would read a lock's state from nothing)", src, format(got))
 				}
 				assert.Empty(t, got, "a script that replied nil (%q) gave error %v together with reply %s", src, err, format(got))
 			}
@@ -68,7 +68,7 @@ func replyChecks() []check {
 				for i < min(len(got), len(want)) && got[i] == want[i] {
 					i++
 				}
-				t.Fatalf("a script that replied %d integers gave %d, the first %d of them right: a long reply must come back whole and exact (a fixed-size reply buffer cuts it; through core, an Election's leader with a 100-byte value then reads as no leader)", length, len(got), i)
+				t.Fatalf("a script that replied %d integers gave %d, the first %d of them right: a long reply must come back whole and exact (a fixed-size reply buffer cuts it)", length, len(got), i)
 			}
 		}},
 		{"own-memory", func(t *testing.T, e *env) {

@@ -4,7 +4,7 @@
 //
 // Most programs use the root package redlock instead; core is what a backend author and the
 // root package build on. Lock semantics live here once: a backend only translates Node.Eval
-// into its driver's calls.
+// and Node.EvalStrings into its driver's calls.
 //
 // # Invariants
 //

@@ -82,7 +82,12 @@ func (c *Cluster) Leader(ctx context.Context, k Keys, timeout time.Duration) (to
 	if err := ctxError(ctx, "leader", k.named()); err != nil {
 		return "", "", false, err
 	}
-	f := c.call(ctx, nil, "", timeout, leaderScript, []string{k.Lock, k.Leader})
+	out := make(chan leaderReply, len(c.nodes)) // room for all: the rest finish on their own
+	dctx := c.deadlines.detach(ctx, timeout)
+	keys := []string{k.Lock, k.Leader}
+	for i := range c.nodes {
+		go func() { out <- c.readRecord(ctx, dctx, i, timeout, keys) }()
+	}
 	t := tally{c: c, op: "leader", key: k.named()}
 	answered := make([]bool, len(c.nodes))
 	counts := map[string]int{} // per record: the nodes that hold it, its token holding the lock
@@ -100,50 +105,63 @@ func (c *Cluster) Leader(ctx context.Context, k Keys, timeout time.Duration) (to
 		case left == 0:
 			return "", "", false, t.err()
 		}
-		var r reply
-		if f.out == nil { // a single node, which fan called: its one reply
-			r = f.one
-		} else {
+		var r leaderReply
+		select {
+		case r = <-out:
+		case <-dctx.Done(): // also when every call answered: their replies are on out
 			select {
-			case r = <-f.out:
-			case <-f.deadline: // also when every call answered: their replies are on out
-				select {
-				case r = <-f.out:
-				default:
-					t.missing(answered, timeoutError(timeout, nil))
-					t.answers = len(c.nodes)
-					continue
-				}
-			case <-ctx.Done():
-				return "", "", false, ctxError(ctx, "leader", k.named())
+			case r = <-out:
+			default:
+				t.missing(answered, timeoutError(timeout, nil))
+				t.answers = len(c.nodes)
+				continue
 			}
+		case <-ctx.Done():
+			return "", "", false, ctxError(ctx, "leader", k.named())
 		}
 		answered[r.node] = true
-		t.add(r)
-		if record, found := decodeRecord(r.vals); found {
-			counts[record]++
-			if counts[record] > counts[top] {
-				top = record
+		t.add(r.reply)
+		if r.yes() {
+			counts[r.record]++
+			if counts[r.record] > counts[top] {
+				top = r.record
 			}
 		}
 	}
 }
 
-// decodeRecord decodes leader.lua's reply: the record, and whether there is one.
-func decodeRecord(vals []int64) (string, bool) {
-	if len(vals) < 2 || vals[0] != 1 {
-		return "", false
+// leaderReply is one node's answer to the leader script: a yes with the record, a no, or
+// an error.
+type leaderReply struct {
+	reply
+	record string
+}
+
+// The vals of a leaderReply's yes and no (read only).
+var recordFound, recordMissing = []int64{1}, []int64{0}
+
+// readRecord runs the leader script on node i through EvalStrings under dctx, which bounds
+// the call by timeout, and turns the outcome into a reply as Cluster.eval does a script's:
+// the caller's ctx error if it ended, ErrNodeTimeout if the deadline passed, an error for
+// a reply other than {0} or {1, record}.
+func (c *Cluster) readRecord(ctx, dctx context.Context, i int, timeout time.Duration, keys []string) leaderReply {
+	c.calls[i].Add(1)
+	defer c.calls[i].Add(-1)
+	vals, err := c.nodes[i].EvalStrings(dctx, leaderScript, keys)
+	switch {
+	case ctx.Err() != nil:
+		err = ctx.Err()
+	case err != nil && dctx.Err() != nil:
+		err = timeoutError(timeout, err)
+	case err == nil && !(len(vals) == 1 && vals[0] == "0" || len(vals) == 2 && vals[0] == "1"):
+		err = fmt.Errorf("redlock: leader script replied %d values, want {0} or {1, record}", len(vals))
 	}
-	n := int(vals[1])
-	if n < 0 || n > MaxValueLen+64 || len(vals) != 2+(n+5)/6 {
-		return "", false
+	c.heard(ctx, dctx, i, err)
+	switch {
+	case err != nil:
+		return leaderReply{reply: reply{node: i, err: err}}
+	case vals[0] == "0":
+		return leaderReply{reply: reply{node: i, vals: recordMissing}}
 	}
-	b := make([]byte, n)
-	for i := range n {
-		chunk := vals[2+i/6]
-		last := min(6, n-i/6*6) // the bytes in this number
-		shift := 8 * (last - 1 - i%6)
-		b[i] = byte(chunk >> shift)
-	}
-	return string(b), true
+	return leaderReply{reply{node: i, vals: recordFound}, vals[1]}
 }

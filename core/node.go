@@ -5,13 +5,14 @@ import (
 	"crypto/sha1"
 	"encoding/hex"
 	"fmt"
+	"strconv"
 )
 
 // Node is one independent Redis master, or one Redis Cluster addressed through a cluster
 // client. Backends implement it for a driver; a Node must be safe for concurrent use.
 type Node interface {
-	// Eval runs s with keys and args and returns its reply. Every core script replies with
-	// an array of integers. Implementations send EVALSHA with s.SHA1() and fall back to EVAL
+	// Eval runs s with keys and args and returns its reply, for a script that replies with
+	// an array of integers, as every core script but leader does. Implementations send EVALSHA with s.SHA1() and fall back to EVAL
 	// with s.Source() when the server replies NOSCRIPT: each call runs the script exactly
 	// once (EVALSHA, then EVAL only after NOSCRIPT, never both). Eval honours ctx: it returns
 	// soon after ctx's deadline passes or ctx is cancelled. A transport or server error is
@@ -22,6 +23,16 @@ type Node interface {
 	// Cluster, keys of different slots are an error (the server's CROSSSLOT, or one that
 	// matches ErrInvalid), never a panic.
 	Eval(ctx context.Context, s *Script, keys []string, args ...string) ([]int64, error)
+
+	// EvalStrings runs s as Eval does, for a script whose reply is an array of bulk strings
+	// and integers, and returns each element as a string: a bulk string's bytes exactly (any
+	// bytes, empty included), an integer in decimal ("-1"), and a nil element (Lua false)
+	// as "". A reply that is not such an array (a nil reply, a string or integer alone, an
+	// element that is an array) is an error. The rest of Eval's contract holds as it is:
+	// EVALSHA, then EVAL only after NOSCRIPT; ctx honoured; errors, never a partial reply;
+	// ErrClosed; a new slice that the caller owns; keys and args passed whole, neither
+	// changed nor kept; keys of different slots an error, never a panic.
+	EvalStrings(ctx context.Context, s *Script, keys []string, args ...string) ([]string, error)
 
 	// String names the node in errors, for example "127.0.0.1:6379": non-empty, and
 	// distinct for distinct servers.
@@ -66,6 +77,32 @@ func Ints(s *Script, reply any) ([]int64, error) {
 			return nil, fmt.Errorf("redlock: %s script replied %T at %d, want an integer", s.Name(), e, i)
 		}
 		out[i] = n
+	}
+	return out, nil
+}
+
+// Strings converts a script's reply as most drivers decode it, an array ([]any) of strings
+// or []byte (bulk strings), int64 and nil, to the []string that EvalStrings returns (see
+// Node.EvalStrings). Anything else is an error that names the script: for a backend whose
+// driver decodes replies that way.
+func Strings(s *Script, reply any) ([]string, error) {
+	arr, ok := reply.([]any)
+	if !ok {
+		return nil, fmt.Errorf("redlock: %s script replied %T, want an array", s.Name(), reply)
+	}
+	out := make([]string, len(arr))
+	for i, e := range arr {
+		switch e := e.(type) {
+		case []byte:
+			out[i] = string(e)
+		case string:
+			out[i] = e
+		case int64:
+			out[i] = strconv.FormatInt(e, 10)
+		case nil:
+		default:
+			return nil, fmt.Errorf("redlock: %s script replied %T at %d, want a string or an integer", s.Name(), e, i)
+		}
 	}
 	return out, nil
 }

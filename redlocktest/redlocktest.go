@@ -207,6 +207,9 @@ type idle struct{}
 func (idle) Eval(context.Context, *core.Script, []string, ...string) ([]int64, error) {
 	return nil, fmt.Errorf("%w: not a node", core.ErrInvalid)
 }
+func (idle) EvalStrings(context.Context, *core.Script, []string, ...string) ([]string, error) {
+	return nil, fmt.Errorf("%w: not a node", core.ErrInvalid)
+}
 func (idle) String() string { return "idle" }
 
 // Len returns N, the number of servers.

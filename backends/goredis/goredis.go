@@ -163,27 +163,47 @@ func (n *Node) String() string { return n.name }
 // with context.DeadlineExceeded; a call whose connection broke under it is sent again by
 // go-redis (MaxRetries), which is the only resend.
 func (n *Node) Eval(ctx context.Context, s *core.Script, keys []string, args ...string) ([]int64, error) {
+	return run(ctx, n, s, keys, args, redis.NewIntSliceCmd)
+}
+
+// EvalStrings runs s as Eval does, through the same calls, bounds and fallbacks, and
+// returns its reply's elements as strings (see core.Node): a nil element is "".
+func (n *Node) EvalStrings(ctx context.Context, s *core.Script, keys []string, args ...string) ([]string, error) {
+	return run(ctx, n, s, keys, args, redis.NewStringSliceCmd)
+}
+
+// replyCmd is a go-redis command whose reply decodes to a T: *redis.IntSliceCmd for Eval,
+// *redis.StringSliceCmd for EvalStrings.
+type replyCmd[T any] interface {
+	redis.Cmder
+	Result() (T, error)
+}
+
+// run is Eval and EvalStrings (see Eval), with newCmd making the command that decodes the
+// reply.
+func run[T any, C replyCmd[T]](ctx context.Context, n *Node, s *core.Script, keys, args []string, newCmd func(context.Context, ...any) C) (T, error) {
+	var zero T
 	if n.refused != nil {
-		return nil, n.refused
+		return zero, n.refused
 	}
 	if err := ctx.Err(); err != nil {
-		return nil, err
+		return zero, err
 	}
 	if n.direct(ctx) {
 		ctx, cancel := n.bound(ctx)
 		defer cancel()
 		start := time.Now()
-		v, err := n.eval(ctx, s, n.command(s, keys, args, true))
+		v, err := eval(ctx, n, s, n.command(s, keys, args, true), newCmd)
 		if err != nil && ctx.Err() != nil {
 			n.warm(ctx, start)
 		}
 		return v, n.cause(err)
 	}
 	cmd := n.command(s, keys, args, false) // the call may outlive Eval: no pointers into keys or args
-	v, err := ctxcall.Go(ctx, func() ([]int64, error) {
+	v, err := ctxcall.Go(ctx, func() (T, error) {
 		ctx, cancel := n.bound(ctx)
 		defer cancel()
-		return n.eval(ctx, s, cmd)
+		return eval(ctx, n, s, cmd, newCmd)
 	})
 	return v, n.cause(err)
 }
@@ -364,23 +384,24 @@ func (n *Node) command(s *core.Script, keys, args []string, borrow bool) []any {
 
 // eval sends cmd (see command), and EVAL with s's source instead if the server does not
 // have the script yet.
-func (n *Node) eval(ctx context.Context, s *core.Script, cmd []any) ([]int64, error) {
-	v, err := n.process(ctx, cmd)
+func eval[T any, C replyCmd[T]](ctx context.Context, n *Node, s *core.Script, cmd []any, newCmd func(context.Context, ...any) C) (T, error) {
+	v, err := process(ctx, n, cmd, newCmd)
 	if err != nil && redis.HasErrorPrefix(err, "NOSCRIPT") {
 		cmd[0], cmd[1] = "eval", s.Source()
-		v, err = n.process(ctx, cmd)
+		v, err = process(ctx, n, cmd, newCmd)
 	}
 	if err != nil {
-		return nil, closed(err)
+		var zero T
+		return zero, closed(err)
 	}
 	return v, nil
 }
 
 // process sends one EVAL or EVALSHA (see command) and returns its reply, which go-redis
-// decodes straight into the []int64 that every core script replies (a reply of another
-// shape is an error).
-func (n *Node) process(ctx context.Context, cmd []any) ([]int64, error) {
-	c := redis.NewIntSliceCmd(ctx, cmd...)
+// decodes straight into what newCmd's command holds: the []int64 that every lock script
+// replies, or strings (a reply of another shape is an error).
+func process[T any, C replyCmd[T]](ctx context.Context, n *Node, cmd []any, newCmd func(context.Context, ...any) C) (T, error) {
+	c := newCmd(ctx, cmd...)
 	if cmd[2] != 0 {
 		c.SetFirstKeyPos(3) // for a cluster client's routing, as go-redis's own Eval does
 	}

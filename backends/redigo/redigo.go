@@ -75,6 +75,25 @@ func (n *Node) String() string { return n.name }
 // it (a reset, say) is sent again on another connection of the pool, up to three times,
 // within ctx. A server error reply, such as WRONGTYPE, is returned as a redis.Error.
 func (n *Node) Eval(ctx context.Context, s *core.Script, keys []string, args ...string) ([]int64, error) {
+	v, err := n.run(ctx, s, keys, args)
+	if err != nil {
+		return nil, err
+	}
+	return core.Ints(s, v)
+}
+
+// EvalStrings runs s as Eval does, and returns its reply's elements as strings (see
+// core.Node): a nil element is "".
+func (n *Node) EvalStrings(ctx context.Context, s *core.Script, keys []string, args ...string) ([]string, error) {
+	v, err := n.run(ctx, s, keys, args)
+	if err != nil {
+		return nil, err
+	}
+	return core.Strings(s, v)
+}
+
+// run sends s with keys and args (see Eval) and returns the reply as redigo decodes it.
+func (n *Node) run(ctx context.Context, s *core.Script, keys, args []string) (any, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
@@ -100,7 +119,7 @@ func (n *Node) Eval(ctx context.Context, s *core.Script, keys []string, args ...
 	if err != nil {
 		return nil, ctxErr(ctx, err)
 	}
-	return core.Ints(s, v)
+	return v, nil
 }
 
 // lostRetries is how many times Eval sends again a call whose connection broke under it.

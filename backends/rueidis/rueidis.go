@@ -100,6 +100,18 @@ func (n *Node) Eval(ctx context.Context, s *core.Script, keys []string, args ...
 	return ctxcall.Go(ctx, func() ([]int64, error) { return n.eval(ctx, s, keys, args) })
 }
 
+// EvalStrings runs s as Eval does, and returns its reply's elements as strings (see
+// core.Node): a nil element (Lua false) is "".
+func (n *Node) EvalStrings(ctx context.Context, s *core.Script, keys []string, args ...string) ([]string, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	if direct(ctx) {
+		return n.evalStrings(ctx, s, keys, args)
+	}
+	return ctxcall.Go(ctx, func() ([]string, error) { return n.evalStrings(ctx, s, keys, args) })
+}
+
 // SetNX runs SET key value NX PX ttl (see core.Setter) through the client's pipelined
 // connection. It honours ctx as Eval does.
 func (n *Node) SetNX(ctx context.Context, key, value string, ttl time.Duration) (bool, error) {
@@ -166,7 +178,8 @@ func direct(ctx context.Context) bool {
 	return ok || ctx.Done() == nil
 }
 
-func (n *Node) eval(ctx context.Context, s *core.Script, keys, args []string) ([]int64, error) {
+// reply runs s (see Eval) and returns its reply, an array.
+func (n *Node) reply(ctx context.Context, s *core.Script, keys, args []string) ([]rueidis.RedisMessage, error) {
 	lua := scripts[s]
 	if lua == nil { // not a core script: used once, not kept
 		lua = rueidis.NewLuaScript(s.Source())
@@ -192,10 +205,39 @@ func (n *Node) eval(ctx context.Context, s *core.Script, keys, args []string) ([
 	if err != nil {
 		return nil, fmt.Errorf("redlock: %s script: %w", s.Name(), err)
 	}
+	return arr, nil
+}
+
+func (n *Node) eval(ctx context.Context, s *core.Script, keys, args []string) ([]int64, error) {
+	arr, err := n.reply(ctx, s, keys, args)
+	if err != nil {
+		return nil, err
+	}
 	out := make([]int64, len(arr))
 	for i := range arr {
 		if out[i], err = arr[i].ToInt64(); err != nil {
 			return nil, fmt.Errorf("redlock: %s script replied a non-integer at %d: %w", s.Name(), i, err)
+		}
+	}
+	return out, nil
+}
+
+func (n *Node) evalStrings(ctx context.Context, s *core.Script, keys, args []string) ([]string, error) {
+	arr, err := n.reply(ctx, s, keys, args)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]string, len(arr))
+	for i := range arr {
+		switch m := &arr[i]; {
+		case m.IsString():
+			out[i], _ = m.ToString()
+		case m.IsInt64():
+			v, _ := m.ToInt64()
+			out[i] = strconv.FormatInt(v, 10)
+		case m.IsNil():
+		default:
+			return nil, fmt.Errorf("redlock: %s script replied neither a string nor an integer at %d", s.Name(), i)
 		}
 	}
 	return out, nil

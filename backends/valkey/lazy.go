@@ -75,6 +75,16 @@ func (l *Lazy) Eval(ctx context.Context, s *core.Script, keys []string, args ...
 	return n.Eval(ctx, s, keys, args...)
 }
 
+// EvalStrings is the Node's EvalStrings (see Node.EvalStrings) once the client is made;
+// until then it makes it (see Lazy).
+func (l *Lazy) EvalStrings(ctx context.Context, s *core.Script, keys []string, args ...string) ([]string, error) {
+	n, err := l.get(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return n.EvalStrings(ctx, s, keys, args...)
+}
+
 // SetNX is the Node's SetNX (see Node.SetNX) once the client is made; until then it makes
 // it (see Lazy).
 func (l *Lazy) SetNX(ctx context.Context, key, value string, ttl time.Duration) (bool, error) {

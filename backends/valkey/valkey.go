@@ -20,6 +20,7 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -117,6 +118,18 @@ func (n *Node) Eval(ctx context.Context, s *core.Script, keys []string, args ...
 	return ctxcall.Go(ctx, func() ([]int64, error) { return n.eval(ctx, s, keys, args) })
 }
 
+// EvalStrings runs s as Eval does, and returns its reply's elements as strings (see
+// core.Node): a nil element (Lua false) is "".
+func (n *Node) EvalStrings(ctx context.Context, s *core.Script, keys []string, args ...string) ([]string, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	if bounded(ctx) {
+		return n.evalStrings(ctx, s, keys, args)
+	}
+	return ctxcall.Go(ctx, func() ([]string, error) { return n.evalStrings(ctx, s, keys, args) })
+}
+
 // SetNX implements core.Setter: SET key value NX PX ttl, true when it set the key, false
 // (and no error) when the key exists. ttl is sent in whole milliseconds; under a
 // millisecond SetNX returns an error and sends nothing. It honours ctx and reports a closed
@@ -166,7 +179,8 @@ func closed(err error) error {
 	return err
 }
 
-func (n *Node) eval(ctx context.Context, s *core.Script, keys, args []string) ([]int64, error) {
+// reply runs s (see Eval) and returns its reply, an array.
+func (n *Node) reply(ctx context.Context, s *core.Script, keys, args []string) ([]valkey.ValkeyMessage, error) {
 	lua := scripts[s]
 	if lua == nil { // not one of core's scripts: built for this call only
 		lua = valkey.NewLuaScript(s.Source())
@@ -192,10 +206,39 @@ func (n *Node) eval(ctx context.Context, s *core.Script, keys, args []string) ([
 	if err != nil {
 		return nil, fmt.Errorf("redlock: %s script: %w", s.Name(), err)
 	}
+	return arr, nil
+}
+
+func (n *Node) eval(ctx context.Context, s *core.Script, keys, args []string) ([]int64, error) {
+	arr, err := n.reply(ctx, s, keys, args)
+	if err != nil {
+		return nil, err
+	}
 	out := make([]int64, len(arr))
 	for i := range arr {
 		if out[i], err = arr[i].ToInt64(); err != nil {
 			return nil, fmt.Errorf("redlock: %s script replied a non-integer at %d: %w", s.Name(), i, err)
+		}
+	}
+	return out, nil
+}
+
+func (n *Node) evalStrings(ctx context.Context, s *core.Script, keys, args []string) ([]string, error) {
+	arr, err := n.reply(ctx, s, keys, args)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]string, len(arr))
+	for i := range arr {
+		switch m := &arr[i]; {
+		case m.IsString():
+			out[i], _ = m.ToString()
+		case m.IsInt64():
+			v, _ := m.ToInt64()
+			out[i] = strconv.FormatInt(v, 10)
+		case m.IsNil():
+		default:
+			return nil, fmt.Errorf("redlock: %s script replied neither a string nor an integer at %d", s.Name(), i)
 		}
 	}
 	return out, nil

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"net"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -64,7 +65,7 @@ func (t *tracer) record() ([]call, int) {
 	return append([]call(nil), t.calls...), t.dropped
 }
 
-// tracedNode wraps a backend's Node and records every Eval and SetNX. It passes the
+// tracedNode wraps a backend's Node and records every Eval, EvalStrings and SetNX. It passes the
 // optional capabilities core looks for (Setter, Subscriber, ShardedPubSub, io.Closer)
 // through to the backend's Node, so the Client behaves as it would without it.
 type tracedNode struct {
@@ -92,6 +93,23 @@ func (n *tracedNode) Eval(ctx context.Context, s *core.Script, keys []string, ar
 		if len(vals) > 1 {
 			c.value = vals[1]
 		}
+	}
+	n.t.add(c)
+	return vals, err
+}
+
+// EvalStrings records a call as Eval does, with the reply's first value as its status.
+func (n *tracedNode) EvalStrings(ctx context.Context, s *core.Script, keys []string, args ...string) ([]string, error) {
+	c := call{worker: n.worker, node: n.node, script: s.Name(), start: n.t.clk.now()}
+	if len(args) > 0 {
+		c.token = args[0]
+	}
+	vals, err := n.inner.EvalStrings(ctx, s, keys, args...)
+	c.end = n.t.clk.now()
+	if err != nil {
+		c.err = errKind(err)
+	} else if len(vals) > 0 {
+		c.status, _ = strconv.ParseInt(vals[0], 10, 64)
 	}
 	n.t.add(c)
 	return vals, err
@@ -153,12 +171,15 @@ func newTracedNode(inner redlock.Node, t *tracer, worker, node int) redlock.Node
 	}
 }
 
-// evalOnly exposes only a tracedNode's Eval and String.
+// evalOnly exposes only a tracedNode's Eval, EvalStrings and String.
 type evalOnly struct{ n *tracedNode }
 
 func (e evalOnly) String() string { return e.n.String() }
 func (e evalOnly) Eval(ctx context.Context, s *core.Script, keys []string, args ...string) ([]int64, error) {
 	return e.n.Eval(ctx, s, keys, args...)
+}
+func (e evalOnly) EvalStrings(ctx context.Context, s *core.Script, keys []string, args ...string) ([]string, error) {
+	return e.n.EvalStrings(ctx, s, keys, args...)
 }
 
 // errKind names a node error's kind, from the transport up.

@@ -17,7 +17,8 @@ import (
 // Node is a minimal redlock backend written from scratch: a core.Node that speaks RESP2 to
 // one Redis server over plain TCP connections, with a small pool of idle ones. A backend for
 // any other driver has the same four duties: send EVALSHA and fall back to EVAL on NOSCRIPT,
-// honour ctx, return error replies as errors, and convert the reply to []int64. It holds no
+// honour ctx, return error replies as errors, and convert the reply to []int64 (Eval) or
+// []string (EvalStrings). It holds no
 // lock logic: that lives in core. A Node is safe for concurrent use.
 type Node struct {
 	addr   string
@@ -58,6 +59,25 @@ func (n *Node) Close() {
 
 // Eval runs s on the server: EVALSHA, and EVAL if the server does not have the script.
 func (n *Node) Eval(ctx context.Context, s *core.Script, keys []string, args ...string) ([]int64, error) {
+	reply, err := n.run(ctx, s, keys, args)
+	if err != nil {
+		return nil, err
+	}
+	return core.Ints(s, reply)
+}
+
+// EvalStrings runs s as Eval does, for a reply whose elements may be bulk strings.
+func (n *Node) EvalStrings(ctx context.Context, s *core.Script, keys []string, args ...string) ([]string, error) {
+	reply, err := n.run(ctx, s, keys, args)
+	if err != nil {
+		return nil, err
+	}
+	return core.Strings(s, reply)
+}
+
+// run sends s with keys and args, and returns the reply as read decodes it; an error reply
+// is an error.
+func (n *Node) run(ctx context.Context, s *core.Script, keys, args []string) (any, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
@@ -89,7 +109,10 @@ func (n *Node) Eval(ctx context.Context, s *core.Script, keys []string, args ...
 	if err != nil {
 		return nil, err
 	}
-	return ints(s, reply)
+	if e, ok := reply.(redisError); ok {
+		return nil, e
+	}
+	return reply, nil
 }
 
 // get returns an idle connection, or dials a new one.
@@ -174,13 +197,4 @@ func read(r *bufio.Reader) (any, error) {
 		return arr, nil
 	}
 	return nil, fmt.Errorf("custombackend: unknown reply type %q", line[0])
-}
-
-// ints converts a script's reply to []int64; anything else, an error reply included, is
-// an error.
-func ints(s *core.Script, reply any) ([]int64, error) {
-	if e, ok := reply.(redisError); ok {
-		return nil, e
-	}
-	return core.Ints(s, reply)
 }

@@ -212,6 +212,16 @@ func (n *node) Eval(ctx context.Context, s *core.Script, keys []string, args ...
 	return v.([]int64), nil
 }
 
+func (n *node) EvalStrings(ctx context.Context, s *core.Script, keys []string, args ...string) ([]string, error) {
+	v, err := n.link.call(ctx, s.Name(), func(ctx context.Context) (any, error) {
+		return n.inner.EvalStrings(ctx, s, keys, args...)
+	})
+	if err != nil {
+		return nil, err
+	}
+	return v.([]string), nil
+}
+
 func (n *node) SetNX(ctx context.Context, key, value string, ttl time.Duration) (bool, error) {
 	v, err := n.link.call(ctx, "setnx", func(ctx context.Context) (any, error) {
 		return n.inner.SetNX(ctx, key, value, ttl)
