@@ -19,8 +19,9 @@ const MaxPermits = 1024
 // under any name, is one of them). A holder holds one permit: a Lease, named as the
 // Semaphore, that a quorum of the nodes granted for that same permit, so at most K hold
 // at once, over N nodes as a Mutex is. Its fencing token comes from one counter for the
-// Semaphore, so tokens increase from each holder to the next, whichever permits they
-// hold. Waiters take turns in the order they started waiting, across processes: with f
+// Semaphore: it is larger than the token of every holder granted before its acquisition
+// began, whichever permit that one held (so the holders of one permit have increasing
+// tokens). Waiters take turns in the order they started waiting, across processes: with f
 // permits free, a node grants one only to a caller with fewer than f live waiters ahead
 // of it, and a release hands the permit it frees to the first waiter, telling it as a
 // Mutex's release does.

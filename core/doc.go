@@ -28,7 +28,7 @@
 //     acquisition leaves it at least the server's time in microseconds and at least the
 //     attempt's floor (which counts for at most 2 s past the server's clock).
 //  6. A restarted node abstains. A server up for less than the restart guard grants no
-//     lock and counts no permits.
+//     lock and no permit.
 //  7. A leave is final. For 10 s after a waiter left, no call of its queues it or takes
 //     the lock in its name.
 //
@@ -52,6 +52,8 @@
 //     a straggler once it answers; a waiter that gives up leaves every queue.
 //  6. Progress. A crashed holder blocks the others for its TTL at most, a crashed waiter
 //     for a place's lifetime (placeKept); a waiter that keeps calling keeps its place.
+//  7. At most K. A semaphore's holder holds one permit, which a quorum granted or handed
+//     over to that same attempt: (1) per permit, so at most K hold at once.
 //
 // The tables below state what each script does, per node; docs/design.md argues the
 // invariants from them.
@@ -133,6 +135,31 @@
 //	                                                    the next writer; each leaves the queue
 //
 // A writer waiting in the queue thus blocks the readers that queue after it.
+//
+// # Semaphores, per node
+//
+// A semaphore of K permits (NewSemaphoreKeys) is K lock keys, Keys.Permits, under one queue
+// and one fence counter, and a record of K (Keys.Readers, kept FenceIdle after the last
+// acquisition). Its waiters queue, record attempts and are woken as a lock's; the rows of
+// the lock's table hold with "a permit" for "the lock", but for these:
+//
+//	state       event                                   effect                                  reply / message
+//	----------  --------------------------------------  --------------------------------------  -----------------------
+//	any         acquire, the record says n != K          -                                       {-2, n}
+//	W holds p   acquire (a resend, a later attempt)     renew p                                 {1, fence, u, p}
+//	any         acquire, f permits free, fewer than f   SET the hinted permit if free, else     {1, fence, u, p}
+//	            live waiters ahead of W                 the first free one, p; W leaves the
+//	                                                    queue (a permit's holder does not queue)
+//	any         acquire, every permit held, or f free   queue W, record the attempt             {0, pttl or 0, u, -1}
+//	            and f live waiters ahead
+//	holding     release                                 DEL every permit of W's here            {1, woken}
+//	first       a release frees permit p (or finds      SET p to W's recorded token, fence to   "<token> <fence> #<p>[ u]"
+//	            one free)                               its floor; W leaves the queue           on W's channel
+//
+// So a node grants a caller one permit at most. Across the nodes a caller wins the permit
+// that a quorum granted, or handed over, to that same attempt, and lets go at once of the
+// permits other nodes granted it; with no such permit it calls again, asking for the one
+// most nodes granted (or the next, if that one failed again).
 //
 // # The waiter, across nodes (AcquireWait)
 //

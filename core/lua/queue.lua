@@ -1,6 +1,5 @@
 -- The prelude of every script but extend, proclaim and leader: constants and shared
 -- functions. q, a, w are a lock's queue, liveness and attempts keys; r its readers key.
-
 local fence_idle = 3600000 -- core.FenceIdle in ms
 local readers_hold = '(readers)' -- the lock key's value while readers hold it
 local floor_cap = 2000000 -- how far a fence floor counts past the server's clock, in us
@@ -14,27 +13,21 @@ local function server_time()
   clock = clock or redis.call('TIME')
   return clock
 end
-
 local function now_ms()
   local t = server_time()
   return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 end
-
 -- attempt splits "<waiter id>.<attempt>" into the id and the number; nil for other tokens.
 local function attempt(token)
   local id, n = string.match(token, '^(.+)%.(%d+)$')
-  if id then
-    return id, tonumber(n)
-  end
+  return id, n and tonumber(n)
 end
-
 -- ours reports whether holder is token or an earlier attempt of token's waiter.
 local function ours(holder, token)
   local id, n = attempt(token)
   local hid, hn = attempt(holder)
   return holder == token or (id ~= nil and id == hid and hn <= n)
 end
-
 -- guarded returns the ms to abstain for under a restart guard of guard s (0: off), else nil;
 -- then whether the server reports no uptime.
 local function guarded(guard)
@@ -47,12 +40,8 @@ local function guarded(guard)
   if not uptime then
     return nil, true
   end
-  if uptime <= guard then -- whole seconds: only uptime > guard proves the guard's time passed
-    return (guard - uptime + 1) * 1000, false
-  end
-  return nil, false
+  return uptime <= guard and (guard - uptime + 1) * 1000 or nil, false -- only uptime > guard proves it
 end
-
 -- advance sets the fence counter f to max(counter + 1, server time in us, floor) and returns it.
 local function advance(f, floor)
   local t = server_time()
@@ -70,7 +59,6 @@ local function advance(f, floor)
   redis.call('SET', f, now, 'PX', fence_idle)
   return tonumber(now)
 end
-
 -- enqueue queues waiter at ticket (a decimal string), or keeps its place, for keep ms, and
 -- records reg as its attempt (if given) unless a later one is recorded.
 local function enqueue(q, a, w, waiter, ticket, keep, reg)
@@ -91,26 +79,22 @@ local function enqueue(q, a, w, waiter, ticket, keep, reg)
     end
   end
 end
-
 -- holds makes waiter's place, if any, lapse with its lock of ttl ms.
 local function holds(a, waiter, ttl)
   if waiter ~= '' then
     redis.call('ZADD', a, 'XX', string.format('%d', now_ms() + tonumber(ttl)), waiter)
   end
 end
-
 local function dequeue(q, a, w, waiter)
   redis.call('ZREM', q, waiter)
   redis.call('ZREM', a, waiter)
   redis.call('HDEL', w, waiter)
 end
-
 -- gone reports whether waiter left less than left_kept ago.
 local function gone(a, waiter)
   local until_ms = redis.call('ZSCORE', a, '!' .. waiter)
   return until_ms ~= false and tonumber(until_ms) > now_ms()
 end
-
 -- forget marks waiter as left, and drops what has lapsed in a.
 local function forget(a, waiter)
   local now = now_ms()
@@ -120,7 +104,6 @@ local function forget(a, waiter)
     redis.call('PEXPIRE', a, left_kept)
   end
 end
-
 -- first dequeues lapsed waiters at the head and returns the first live one as {id, ticket},
 -- or {} if there is none or the scan ran out.
 local function first(q, a, w)
@@ -139,7 +122,6 @@ local function first(q, a, w)
   end
   return {}
 end
-
 -- ahead reports whether n (1 if nil) live waiters other than waiter (at ticket) head the
 -- queue, to go first; every waiter goes before a caller that does not wait ('').
 local function ahead(q, a, w, waiter, ticket, n)
@@ -162,16 +144,11 @@ local function ahead(q, a, w, waiter, ticket, n)
   end
   return false
 end
-
 -- remaining returns lock's PTTL, but 1 in its last millisecond (which reads 0), 0 if gone.
 local function remaining(lock)
   local pttl = redis.call('PTTL', lock)
-  if pttl == 0 then
-    return 1
-  end
-  return pttl == -2 and 0 or pttl
+  return pttl == 0 and 1 or pttl == -2 and 0 or pttl
 end
-
 -- soonest returns the least remaining time of the held permits (as remaining's), -1: none ends.
 local function soonest(permits)
   local least = remaining(permits[1])
@@ -183,7 +160,6 @@ local function soonest(permits)
   end
   return least
 end
-
 -- queue_caller queues the caller of acquire or rlock, if it waits, with its attempt.
 local function queue_caller(reader)
   if ARGV[5] ~= '' then
@@ -195,7 +171,6 @@ local function queue_caller(reader)
     enqueue(KEYS[3], KEYS[4], KEYS[5], ARGV[5], ARGV[6], tonumber(ARGV[7]), reg)
   end
 end
-
 -- vote returns acquire's or rlock's reply {status, value}, extended as ARGV[8] asks, and
 -- with a semaphore's permit index (if any) last.
 local function vote(status, value, unguarded, index)
@@ -213,7 +188,6 @@ local function vote(status, value, unguarded, index)
   r[#r + 1] = index
   return r
 end
-
 -- read_grant gives token a share of ttl ms (a decimal string); held: the lock key holds
 -- readers_hold (else it is free).
 local function read_grant(lock, r, token, ttl, held)
@@ -230,7 +204,6 @@ local function read_grant(lock, r, token, ttl, held)
     end
   end
 end
-
 -- shares returns r's entries that token may own, as {member, score, ...}.
 local function shares(r, token)
   local _, n = attempt(token)
@@ -240,7 +213,6 @@ local function shares(r, token)
   local score = redis.call('ZSCORE', r, token)
   return score and {token, score} or {}
 end
-
 -- own_share returns the live entry in r that token owns (as ours says), or nil.
 local function own_share(r, token)
   local now = now_ms()
@@ -250,9 +222,7 @@ local function own_share(r, token)
       return entries[i]
     end
   end
-  return nil
 end
-
 -- read_release deletes token's entries (as ours says) and frees the lock key if no live
 -- entry is left. It returns whether a live one was token's (1 or 0), whether the lock is
 -- still held, and whether no writer holds it.
@@ -281,7 +251,6 @@ local function read_release(lock, r, token)
   redis.call('PEXPIRE', lock, tonumber(last[2]) - now)
   return released, true, true
 end
-
 -- hand_over gives the free lock to the first live waiter (unless that is waiter and it
 -- stays), and to the readers right behind a reader, and tells each on its channel. KEYS and
 -- ARGV are release's. It returns how many subscribers heard.
@@ -300,10 +269,7 @@ local function hand_over(waiter, stays)
       return woken -- a writer waits for the readers handed the lock before it
     end
     local message = ''
-    local abstain, unguarded
-    if token then
-      abstain, unguarded = guarded(tonumber(guard))
-    end
+    local abstain, unguarded = guarded(tonumber(guard) or 0)
     if token and not abstain and reader then
       read_grant(KEYS[1], KEYS[6], token, ttl, i > 1)
       dequeue(KEYS[2], KEYS[3], KEYS[4], head[1])
@@ -318,9 +284,7 @@ local function hand_over(waiter, stays)
       local fence = fenced ~= '0' and advance(KEYS[5], fenced) or 0
       message = token .. ' ' .. string.format('%d', fence) .. (sem_lock and ' #' .. sem_index or '')
     end
-    if message ~= '' and unguarded then
-      message = message .. ' u'
-    end
+    message = message .. (message ~= '' and unguarded and ' u' or '')
     woken = woken + redis.call(publish, ARGV[2] .. ':' .. head[1], message)
     if not reader or message == '' then
       return woken
@@ -328,7 +292,6 @@ local function hand_over(waiter, stays)
   end
   return woken
 end
-
 -- settle ends release and runlock: released (0 or 1) whether the caller let go of a
 -- holding, holder whether the lock is still held, queued whether the queue exists, absent
 -- whether nothing of the caller's is here and no other owner holds the lock. It returns the

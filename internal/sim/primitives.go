@@ -99,7 +99,7 @@ func acquirer(w string, a *actor, c *redlock.Client) func(ctx context.Context, k
 				return nil, err
 			}
 			h := leaseHeld(a.id, permit, l)
-			h.h.k, h.h.fenced = k, false // each permit is a lock of its own, with tokens of its own
+			h.h.k, h.h.fenced = k, false // holders of different permits overlap: their tokens need not follow their grants
 			return h, nil
 		}
 	case wElection:
