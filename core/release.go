@@ -31,6 +31,9 @@ func (c *Cluster) Release(ctx context.Context, h *Held) error {
 	l := &h.claim
 	req := request{s: l.scripts().release, detached: true, keys: l.Keys.releaseKeys(), args: l.releaseArgs("leave"),
 		op: "release", failed: l.NodeFailed}
+	if l.Keys.Permits != nil {
+		req.args = append(req.args, "1") // KEYS[1] is the permit held
+	}
 	start := time.Now()
 	var f *fanout
 	if a, late := l.acquiring, l.late; a != nil && l.pending > 0 && late != 0 {

@@ -1,17 +1,17 @@
 -- release: KEYS[1] lock, KEYS[2] queue, KEYS[3] alive, KEYS[4] waiters, KEYS[5] fence counter,
--- KEYS[6] readers, and a semaphore's KEYS[7] .. KEYS[6 + K] permits (KEYS[1]: the one held, if
--- known). ARGV[1] token ("": none), ARGV[2] wake channel prefix (a waiter's: ARGV[2] .. ':' ..
--- id), ARGV[3] "SPUBLISH" for sharded pub/sub, ARGV[4] waiter id ("": none), ARGV[5] "leave" to
--- leave the queue (else keep the place: ARGV[6] ticket, ARGV[7] for how long, ms), a semaphore's
--- ARGV[8] K. Replies: {released, woken} released 1 if the lock was ours, woken how many heard a
--- hand-over ("<token> <fence>[ #<permit>][ u]", or "": call again); {0, woken, 1} nothing of
--- ours is here and no other owner holds the lock.
+-- KEYS[6] readers, and a semaphore's KEYS[7] .. KEYS[6 + K] permits. ARGV[1] token ("": none),
+-- ARGV[2] wake channel prefix (a waiter's: ARGV[2] .. ':' .. id), ARGV[3] "SPUBLISH" for sharded
+-- pub/sub, ARGV[4] waiter id ("": none), ARGV[5] "leave" to leave the queue (else keep the
+-- place: ARGV[6] ticket, ARGV[7] for how long, ms), a semaphore's ARGV[8] K and ARGV[9] "1" if
+-- KEYS[1] is its permit held. Replies: {released, woken} released 1 if the lock was ours, woken
+-- how many heard a hand-over ("<token> <fence>[ #<permit>][ u]", or "": call again);
+-- {0, woken, 1} nothing of ours is here and no other owner holds the lock.
 local holder = redis.call('GET', KEYS[1])
 local queued = redis.call('EXISTS', KEYS[2]) == 1
 local waiter = ARGV[4]
--- Uncontended, not a semaphore's, not a leave past a first attempt: done before the prelude.
+-- Uncontended, KEYS[1] known, not a leave past a first attempt: done before the prelude.
 local retried = waiter ~= '' and tonumber(string.match(ARGV[1], '%.(%d+)$') or '1') > 1
-if not queued and not ARGV[8] and (waiter == '' or ARGV[5] == 'leave' and not retried) then
+if not queued and (not ARGV[8] or ARGV[9]) and (waiter == '' or ARGV[5] == 'leave' and not retried) then
   if holder == ARGV[1] then
     redis.call('DEL', KEYS[1])
     return {1, 0}
