@@ -266,7 +266,8 @@ func TestSemaphoreBadInput(t *testing.T) {
 }
 
 // TestSemaphorePermitIsALease: a permit has a fencing token that increases from one holder
-// of it to the next, extends itself as its options say, and frees the permit on Release.
+// of it to the next (and past every token granted before, whichever permit), extends itself
+// as its options say, and frees the permit on Release.
 func TestSemaphorePermitIsALease(t *testing.T) {
 	bubble(t, semaphorePermitIsALease)
 }
@@ -287,4 +288,22 @@ func semaphorePermitIsALease(t *testing.T) {
 	require.NoError(t, err)
 	assert.Greater(t, next.Token(), l.Token())
 	require.NoError(t, next.Release(ctx))
+
+	// Three nodes, two permits: each holder's token exceeds those granted before, whichever
+	// permit they held.
+	nodes, _ = simNodes(t, 3)
+	sem = closingClient(t, nodes).NewSemaphore("tokens", 2)
+	var last uint64
+	var held []*redlock.Lease
+	for range 5 {
+		if len(held) == 2 {
+			require.NoError(t, held[0].Release(ctx))
+			held = held[1:]
+		}
+		l, err := sem.TryAcquire(ctx)
+		require.NoError(t, err)
+		assert.Greater(t, l.Token(), last)
+		last = l.Token()
+		held = append(held, l)
+	}
 }

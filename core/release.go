@@ -31,8 +31,8 @@ func (c *Cluster) Release(ctx context.Context, h *Held) error {
 	l := &h.claim
 	req := request{s: l.scripts().release, detached: true, keys: l.Keys.releaseKeys(), args: l.releaseArgs("leave"),
 		op: "release", failed: l.NodeFailed}
-	if l.Keys.Permits != nil {
-		req.args = append(req.args, "1") // KEYS[1] is the permit held
+	if l.Keys.Permits != nil && l.late == 0 {
+		req.args = append(req.args, "1") // KEYS[1] is the permit held, and no straggler may hold another
 	}
 	start := time.Now()
 	var f *fanout
