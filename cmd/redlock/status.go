@@ -37,11 +37,14 @@ Show who holds NAME, and who waits for it, on each Redis master of -addrs: the l
 NAME (held by a Lease, a Mutex, an RWMutex's writer, an Election's leader, or
 'redlock run' and 'redlock elect'), with its holder's fencing token and time left;
 the waiters queued for it, and the first of them; an RWMutex's readers and their
-time left; an Election's leader record; and a Semaphore's permits in use, with its
-number of permits if recorded. It reads every kind of key a name can have and shows
-those that exist: it only reads (it writes nothing and takes no lock), and needs no
-lock. A summary first says what a majority of the nodes agree on, which is what
-holds: the holder, readers, leader and permits in use that a quorum of nodes have.
+time left; an Election's leader record; and a Semaphore's number of permits (as
+the nodes record it), its permits in use, its fence counter and the waiters queued
+for a permit. It reads every kind of key a name can have and shows those that
+exist: on each node, a Semaphore's record of its number of permits first, then
+the rest in one MULTI/EXEC (that many permits among them, if recorded). It only
+reads (it writes nothing and takes no lock), and needs no lock. A summary first
+says what a majority of the nodes agree on, which is what holds: the holder,
+readers, leader and permits in use that a quorum of nodes have.
 
 -json prints one JSON object instead, whose fields are described below.
 
@@ -56,16 +59,17 @@ expiry, so it is not redlock's); tokens are owner tokens, as the nodes hold them
   quorum     how many nodes make a majority; answered: how many nodes answered
   found      the kinds of keys found under NAME on some node, among "lock" (the lock
              key, its fence counter or its queue), "rwmutex" (readers hold it or wait
-             for it), "election" (a leader record), "semaphore" (a permits record, a
-             permit held, or a waiter for one)
+             for it), "election" (a leader record), "semaphore" (a record of a
+             Semaphore's number of permits: its permits and queue are read only
+             on the nodes that have one)
   holder     the writer that holds the lock on a quorum, or null: owner, token (its
              fencing token: the largest fence counter of those nodes), nodes (how many
              hold it), ttl_ms (how long a quorum of them still hold it)
   readers    how many readers hold the lock on a quorum
   leader     the leader record that a quorum hold, its token holding the lock there,
              or null: token, value, nodes
-  semaphore  null, or permits (the number of permits most nodes record; 0: none
-             recorded) and in_use (permits held on a quorum)
+  semaphore  null, or permits (the number of permits most nodes record) and in_use
+             (permits held on a quorum: the same permit by the same owner)
   nodes      one object per address, in the order of -addrs:
     addr       the address
     error      why the node could not be read; then every field below is null
@@ -80,9 +84,14 @@ expiry, so it is not redlock's); tokens are owner tokens, as the nodes hold them
     leader     the election's leader record, or null: token, value, current (its
                token holds the lock on this node: the leader, if a quorum agree),
                ttl_ms
-    semaphore  null, or permits (recorded number of permits; 0: none), in_use, held
-               (permit, owner, fence, ttl_ms per permit held) and queue (the waiters
-               for a permit, as queue above; the first holds the Semaphore's turn)
+    semaphore  null (no number of permits recorded on this node), or permits (the
+               number recorded), in_use (how many are held), fence (the Semaphore's
+               one fence counter, shared by all its permits: the fencing token of
+               its last holder, whichever permit; 0: none), held (per permit held:
+               permit, its index from 0; owner; fence, the Semaphore's counter as
+               above, not necessarily this holder's token; ttl_ms) and queue (the
+               waiters for a permit, in turn order, as queue above; a holder is
+               not in it)
 
 Exit status:
   0   at least one node answered, whatever NAME's state (free included)
@@ -268,11 +277,13 @@ type leaderRecord struct {
 type semaphoreState struct {
 	Permits int           `json:"permits"`
 	InUse   int           `json:"in_use"`
+	Fence   uint64        `json:"fence"` // the Semaphore's one fence counter
 	Held    []permitState `json:"held"`
 	Queue   []waiterState `json:"queue"`
 }
 
-// permitState is a permit held on a node.
+// permitState is a permit held on a node. Its Fence is the Semaphore's fence counter, not
+// the holder's own token: the Semaphore has one counter for all its permits.
 type permitState struct {
 	Permit int    `json:"permit"`
 	Owner  string `json:"owner"`
@@ -309,52 +320,89 @@ func readStatus(c *statusConfig) *statusReport {
 	return rep
 }
 
-// readNode reads, in one transaction (MULTI/EXEC: a snapshot of the node), every key that
-// a lock, RWMutex, Election or Semaphore called keys.Name has under prefix.
+// readNode reads every key that a lock, RWMutex, Election or Semaphore called keys.Name
+// has under prefix. It first reads the Semaphore's record of its number of permits, K,
+// then every key in one transaction (MULTI/EXEC: a snapshot of the node), the K permits
+// among them; if the record changed in between, it reads again with the new K.
 func readNode(ctx context.Context, c *redis.Client, prefix string, keys core.Keys) (nodeStatus, error) {
+	record := core.NewSemaphoreKeys(prefix, keys.Name, 1).Readers
+	v, err := c.Get(ctx, record).Result()
+	if err != nil && !errors.Is(err, redis.Nil) {
+		return nodeStatus{}, fmt.Errorf("get %s: %w", record, err)
+	}
+	k := recorded(v)
+	for try := 1; ; try++ {
+		n, now, err := snapshot(ctx, c, prefix, keys, record, k)
+		if err != nil || now == k || try == 3 {
+			return n, err
+		}
+		k = now
+	}
+}
+
+// recorded returns the number of permits of a Semaphore's record, v: 0 for none (or for
+// what is not a number).
+func recorded(v string) int {
+	k, err := strconv.Atoi(v)
+	if err != nil || k < 0 {
+		return 0
+	}
+	return k
+}
+
+// snapshot is readNode's transaction, which reads k permits (at most MaxPermits) if k > 0.
+// It returns the node's state and the number of permits that record, the Semaphore's
+// record, holds in the snapshot: a snapshot whose record is not k is to be read again.
+func snapshot(ctx context.Context, c *redis.Client, prefix string, keys core.Keys, record string, k int) (nodeStatus, int, error) {
 	type lockCmds struct {
 		value *redis.StringCmd
 		pttl  *redis.Cmd
-		fence *redis.StringCmd
 	}
 	type queueCmds struct {
 		queue, alive *redis.ZSliceCmd
 		waiters      *redis.MapStringStringCmd
 	}
 	var (
-		now              *redis.TimeCmd
-		lock, turn       lockCmds
-		queue, turnQueue queueCmds
-		readers          *redis.ZSliceCmd
-		leader, permits  *redis.StringCmd
-		leaderTTL        *redis.Cmd
-		slots            [redlock.MaxPermits]lockCmds
-		readLock         = func(p redis.Pipeliner, k core.Keys) lockCmds {
-			return lockCmds{p.Get(ctx, k.Lock), p.Do(ctx, "PTTL", k.Lock), p.Get(ctx, k.Fence)}
+		now                     *redis.TimeCmd
+		lock                    lockCmds
+		fence, semFence, leader *redis.StringCmd
+		permits                 *redis.StringCmd
+		queue, semQueue         queueCmds
+		readers                 *redis.ZSliceCmd
+		leaderTTL               *redis.Cmd
+		slots                   []lockCmds
+		readLock                = func(p redis.Pipeliner, key string) lockCmds {
+			return lockCmds{p.Get(ctx, key), p.Do(ctx, "PTTL", key)}
 		}
 		readQueue = func(p redis.Pipeliner, k core.Keys) queueCmds {
 			return queueCmds{p.ZRangeWithScores(ctx, k.Queue, 0, -1), p.ZRangeWithScores(ctx, k.Alive, 0, -1), p.HGetAll(ctx, k.Waiters)}
 		}
 	)
-	turnKeys := core.NewPartKeys(prefix, keys.Name, "turn")
+	var sem core.Keys
+	if k > 0 {
+		sem = core.NewSemaphoreKeys(prefix, keys.Name, min(k, redlock.MaxPermits))
+		slots = make([]lockCmds, len(sem.Permits))
+	}
 	cmds, err := c.TxPipelined(ctx, func(p redis.Pipeliner) error {
 		now = p.Time(ctx)
-		lock, queue = readLock(p, keys), readQueue(p, keys)
+		lock, fence, queue = readLock(p, keys.Lock), p.Get(ctx, keys.Fence), readQueue(p, keys)
 		readers = p.ZRangeWithScores(ctx, keys.Readers, 0, -1)
 		leader, leaderTTL = p.Get(ctx, keys.Leader), p.Do(ctx, "PTTL", keys.Leader)
-		permits = p.Get(ctx, keys.Lock+":permits")
-		for i := range slots {
-			slots[i] = readLock(p, core.NewPartKeys(prefix, keys.Name, "permit/"+strconv.Itoa(i)))
+		permits = p.Get(ctx, record)
+		if k > 0 {
+			for i, key := range sem.Permits {
+				slots[i] = readLock(p, key)
+			}
+			semFence, semQueue = p.Get(ctx, sem.Fence), readQueue(p, sem)
 		}
-		turn, turnQueue = readLock(p, turnKeys), readQueue(p, turnKeys)
 		return nil
 	})
 	if err != nil && !errors.Is(err, redis.Nil) {
-		return nodeStatus{}, err
+		return nodeStatus{}, 0, err
 	}
 	for _, cmd := range cmds {
 		if err := cmd.Err(); err != nil && !errors.Is(err, redis.Nil) {
-			return nodeStatus{}, fmt.Errorf("%s: %w", strings.Join(strings.Fields(fmt.Sprint(cmd.Args()...)), " "), err)
+			return nodeStatus{}, 0, fmt.Errorf("%s: %w", strings.Join(strings.Fields(fmt.Sprint(cmd.Args()...)), " "), err)
 		}
 	}
 	ms := now.Val().UnixMilli()
@@ -368,8 +416,8 @@ func readNode(ctx context.Context, c *redis.Client, prefix string, keys core.Key
 			holder = v
 		}
 	}
-	fence := counter(lock.fence)
-	n.Fence = &fence
+	lockFence := counter(fence)
+	n.Fence = &lockFence
 	n.Queue = waiters(queue.queue.Val(), queue.alive.Val(), queue.waiters.Val(), holder, left)
 	for _, z := range readers.Val() {
 		if t := left(z.Score); t > 0 {
@@ -381,27 +429,22 @@ func readNode(ctx context.Context, c *redis.Client, prefix string, keys core.Key
 		n.Leader = &leaderRecord{Token: token, Value: value, Current: token != "" && token == holder, TTLms: pttl(leaderTTL)}
 	}
 
-	s := &semaphoreState{Held: []permitState{}}
-	if v, err := permits.Result(); err == nil {
-		s.Permits, _ = strconv.Atoi(v)
+	if k == 0 {
+		return n, recorded(permits.Val()), nil
 	}
+	// A Semaphore's holders are not in its queue: a waiter granted a permit leaves it.
+	s := &semaphoreState{Permits: recorded(permits.Val()), Fence: counter(semFence), Held: []permitState{},
+		Queue: waiters(semQueue.queue.Val(), semQueue.alive.Val(), semQueue.waiters.Val(), "", left)}
 	for i, slot := range slots {
 		if v, err := slot.value.Result(); err == nil {
-			s.Held = append(s.Held, permitState{Permit: i, Owner: v, Fence: counter(slot.fence), TTLms: pttl(slot.pttl)})
+			s.Held = append(s.Held, permitState{Permit: i, Owner: v, Fence: s.Fence, TTLms: pttl(slot.pttl)})
 		}
 	}
 	s.InUse = len(s.Held)
-	var turnHolder string
-	if v, err := turn.value.Result(); err == nil {
-		turnHolder = v
-		id, _ := waiterID(v)
-		s.Queue = append(s.Queue, waiterState{ID: id, TTLms: pttl(turn.pttl)})
-	}
-	s.Queue = append(s.Queue, waiters(turnQueue.queue.Val(), turnQueue.alive.Val(), turnQueue.waiters.Val(), turnHolder, left)...)
-	if s.Permits > 0 || len(s.Held) > 0 || len(s.Queue) > 0 {
+	if s.Permits > 0 { // else the record went between the reads: see readNode
 		n.Semaphore = s
 	}
-	return n, nil
+	return n, s.Permits, nil
 }
 
 // pttl returns the time left of a PTTL reply, in milliseconds: -1 for a key without an
@@ -510,9 +553,7 @@ func (rep *statusReport) sum() {
 		}
 		if s := n.Semaphore; s != nil {
 			found["semaphore"] = true
-			if s.Permits > 0 {
-				permitsSeen[s.Permits]++
-			}
+			permitsSeen[s.Permits]++
 			for _, h := range s.Held {
 				permitOwners[[2]string{strconv.Itoa(h.Permit), h.Owner}]++
 			}
@@ -607,11 +648,7 @@ func printStatus(w io.Writer, rep *statusReport) {
 		fmt.Fprintf(w, "election leader: %s (token %s), on %d of %d nodes\n", strconv.Quote(l.Value), l.Token, l.Nodes, len(rep.Nodes))
 	}
 	if s := rep.Semaphore; s != nil {
-		k := "unrecorded"
-		if s.Permits > 0 {
-			k = strconv.Itoa(s.Permits)
-		}
-		fmt.Fprintf(w, "semaphore: %d permits in use of %s\n", s.InUse, k)
+		fmt.Fprintf(w, "semaphore: %d permits in use of %d\n", s.InUse, s.Permits)
 	}
 
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
@@ -661,32 +698,32 @@ func printStatus(w io.Writer, rep *statusReport) {
 		_ = tw.Flush()
 	}
 	if semaphores {
-		fmt.Fprintf(tw, "\nNODE\tPERMITS\tIN USE\tWAITING\tHEAD\n")
+		fmt.Fprintf(tw, "\nNODE\tPERMITS\tIN USE\tFENCE\tWAITING\tHEAD\n")
 		for _, n := range rep.Nodes {
 			s := n.Semaphore
 			if s == nil {
 				continue
 			}
-			k, head := "-", "-"
-			if s.Permits > 0 {
-				k = strconv.Itoa(s.Permits)
+			fence, head := "-", "-"
+			if s.Fence != 0 {
+				fence = strconv.FormatUint(s.Fence, 10)
 			}
 			if len(s.Queue) > 0 {
 				head = waiterText(s.Queue[0])
 			}
-			fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%s\n", n.Addr, k, s.InUse, len(s.Queue), head)
+			fmt.Fprintf(tw, "%s\t%d\t%d\t%s\t%d\t%s\n", n.Addr, s.Permits, s.InUse, fence, len(s.Queue), head)
 		}
 		_ = tw.Flush()
 		if !slices.ContainsFunc(rep.Nodes, func(n nodeStatus) bool { return n.Semaphore != nil && len(n.Semaphore.Held) > 0 }) {
 			return
 		}
-		fmt.Fprintf(tw, "\nNODE\tPERMIT\tOWNER\tTOKEN\tTTL\n")
+		fmt.Fprintf(tw, "\nNODE\tPERMIT\tOWNER\tTTL\n")
 		for _, n := range rep.Nodes {
 			if n.Semaphore == nil {
 				continue
 			}
 			for _, h := range n.Semaphore.Held {
-				fmt.Fprintf(tw, "%s\t%d\t%s\t%d\t%s\n", n.Addr, h.Permit, h.Owner, h.Fence, ttl(h.TTLms))
+				fmt.Fprintf(tw, "%s\t%d\t%s\t%s\n", n.Addr, h.Permit, h.Owner, ttl(h.TTLms))
 			}
 		}
 		_ = tw.Flush()

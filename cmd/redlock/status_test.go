@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -90,9 +91,11 @@ func everyNode(rep *statusReport, cond func(n nodeStatus) bool) bool {
 
 // TestStatus: `redlock status` shows, on each of three nodes and in its summary, a free
 // name, a held lock (its token and time left), a waiter in its queue, an RWMutex's
-// readers, a Semaphore's permits in use, and an Election's leader, in JSON and as text.
+// readers, a Semaphore's number of permits, permits in use, fence counter and waiter (and
+// more permits than the 64 of old), and an Election's leader, in JSON and as text.
 func TestStatus(t *testing.T) {
 	s := newSetup(t, 3)
+	var semToken uint64 // the "semaphore" case's last holder's token
 	for _, tc := range []struct {
 		name string
 		// setup makes the state of name, and returns what the text must show.
@@ -161,25 +164,79 @@ func TestStatus(t *testing.T) {
 			}
 		}},
 		{"semaphore", func(t *testing.T, name string) []string {
-			sem := libClient(t, s).NewSemaphore(name, 3)
-			for range 2 {
-				ctx, cancel := context.WithTimeout(context.Background(), stateTimeout)
-				l, err := sem.Acquire(ctx)
-				cancel()
-				if err != nil {
-					t.Fatal(err)
-				}
-				t.Cleanup(func() { _ = l.Release(context.Background()) })
+			sem := libClient(t, s).NewSemaphore(name, 3, redlock.WithTTL(permitTTL))
+			// Acquire returns once a quorum of the nodes granted a permit, and a node
+			// that granted another one lets it go: each permit is awaited on every node,
+			// so that each node grants the next one as the others do.
+			for i := range 3 {
+				semToken = max(semToken, holdPermits(t, sem, 1)[0].Token())
+				awaitStatus(t, s.addrs, name, fmt.Sprintf("%d permits held on every node", i+1), func(rep *statusReport) bool {
+					return everyNode(rep, func(n nodeStatus) bool { return n.Semaphore != nil && n.Semaphore.InUse == i+1 })
+				})
 			}
-			return []string{"semaphore: 2 permits in use of 3", "PERMIT"}
+			// A Client's own Semaphores wait in its local queue while it holds every
+			// permit: the waiter is another Client's, which waits in Redis.
+			waitPermit(t, libClient(t, s).NewSemaphore(name, 3, redlock.WithTTL(permitTTL)))
+			awaitStatus(t, s.addrs, name, "Semaphore waiter", func(rep *statusReport) bool {
+				return everyNode(rep, func(n nodeStatus) bool {
+					return n.Semaphore != nil && n.Semaphore.InUse == 3 && len(n.Semaphore.Queue) == 1
+				})
+			})
+			return []string{"semaphore: 3 permits in use of 3", "PERMIT", "FENCE", "(writer, ", strconv.FormatUint(semToken, 10)}
 		}, func(t *testing.T, rep *statusReport) {
-			if sem := rep.Semaphore; sem == nil || sem.Permits != 3 || sem.InUse != 2 || !slices.Contains(rep.Found, "semaphore") {
-				t.Errorf("semaphore %+v, found %v; want 2 permits in use of 3", sem, rep.Found)
+			if sem := rep.Semaphore; sem == nil || sem.Permits != 3 || sem.InUse != 3 || !slices.Equal(rep.Found, []string{"semaphore"}) {
+				t.Errorf("semaphore %+v, found %v; want 3 permits in use of 3, and only a semaphore found", rep.Semaphore, rep.Found)
 			}
+			standing := 0 // the nodes whose one counter is the last holder's token
+			for _, n := range rep.Nodes {
+				sem := n.Semaphore
+				if sem == nil {
+					t.Errorf("node %s shows no semaphore", n.Addr)
+					continue
+				}
+				if n.Lock != nil || *n.Fence != 0 || len(n.Queue) != 0 {
+					t.Errorf("node %s: lock %+v, fence %d, queue %+v; want the lock's keys untouched by the semaphore", n.Addr, n.Lock, *n.Fence, n.Queue)
+				}
+				if sem.Fence == semToken {
+					standing++
+				}
+				permits := []int{}
+				for _, h := range sem.Held {
+					permits = append(permits, h.Permit)
+					if h.Fence != sem.Fence || h.TTLms <= 0 || h.Owner == "" {
+						t.Errorf("node %s: held %+v; want the semaphore's counter %d as its fence, an owner and time left", n.Addr, h, sem.Fence)
+					}
+				}
+				slices.Sort(permits)
+				if sem.Permits != 3 || sem.InUse != 3 || !slices.Equal(permits, []int{0, 1, 2}) || sem.Fence == 0 || sem.Fence > semToken {
+					t.Errorf("node %s: semaphore %+v; want permits 0, 1 and 2 of 3 held, and a counter up to the last token %d", n.Addr, sem, semToken)
+				}
+				if len(sem.Queue) != 1 || sem.Queue[0].Reader || sem.Queue[0].TTLms <= 0 ||
+					slices.ContainsFunc(sem.Held, func(h permitState) bool { return strings.HasPrefix(h.Owner, sem.Queue[0].ID) }) {
+					t.Errorf("node %s: queue %+v; want one writer, none of the holders %+v", n.Addr, sem.Queue, sem.Held)
+				}
+			}
+			if standing < 2 {
+				t.Errorf("the last holder's token %d is the semaphore's counter of %d nodes, want a quorum (2): %+v", semToken, standing, rep.Nodes)
+			}
+		}},
+		{"permits", func(t *testing.T, name string) []string {
+			// More permits held than the 64 of old, of the most a Semaphore may have: each
+			// node's record says how many permit keys to read.
+			holdPermits(t, libClient(t, s).NewSemaphore(name, redlock.MaxPermits, redlock.WithTTL(permitTTL)), 65)
+			return []string{fmt.Sprintf("semaphore: 65 permits in use of %d", redlock.MaxPermits)}
+		}, func(t *testing.T, rep *statusReport) {
+			if sem := rep.Semaphore; sem == nil || sem.Permits != redlock.MaxPermits || sem.InUse != 65 {
+				t.Errorf("semaphore %+v; want 65 permits in use of %d", sem, redlock.MaxPermits)
+			}
+			// A quorum, not every node, granted each permit (a node that granted another
+			// permit let it go): 65 held on a quorum are 65 permits read on two nodes.
 			if !everyNode(rep, func(n nodeStatus) bool {
-				return n.Semaphore != nil && n.Semaphore.Permits == 3 && len(n.Semaphore.Held) == 2 && n.Semaphore.Held[0].Fence > 0
+				sem := n.Semaphore
+				return sem != nil && sem.Permits == redlock.MaxPermits && sem.InUse == len(sem.Held) && sem.InUse <= 65 && len(sem.Queue) == 0 &&
+					!slices.ContainsFunc(sem.Held, func(h permitState) bool { return h.Permit < 0 || h.Permit >= redlock.MaxPermits })
 			}) {
-				t.Errorf("the nodes do not all show 2 permits held: %+v", rep.Nodes)
+				t.Errorf("the nodes do not all show up to 65 permits held of %d: %+v", redlock.MaxPermits, rep.Nodes)
 			}
 		}},
 		{"election", func(t *testing.T, name string) []string {
@@ -212,6 +269,45 @@ func TestStatus(t *testing.T) {
 			}
 		})
 	}
+}
+
+// permitTTL is the TTL of the permits that the tests hold: longer than they take, however
+// loaded the machine (the Leases do not extend themselves).
+const permitTTL = 5 * time.Minute
+
+// holdPermits acquires n permits of sem, released at the test's end, and returns their
+// Leases.
+func holdPermits(t *testing.T, sem *redlock.Semaphore, n int) []*redlock.Lease {
+	t.Helper()
+	var leases []*redlock.Lease
+	for range n {
+		ctx, cancel := context.WithTimeout(context.Background(), stateTimeout)
+		l, err := sem.Acquire(ctx)
+		cancel()
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = l.Release(context.Background()) })
+		leases = append(leases, l)
+	}
+	return leases
+}
+
+// waitPermit starts to wait for a permit of sem, in the background, until the test's end
+// (and releases the permit if it gets one).
+func waitPermit(t *testing.T, sem *redlock.Semaphore) {
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		if l, err := sem.Acquire(ctx); err == nil {
+			_ = l.Release(context.Background())
+		}
+	}()
+	t.Cleanup(func() {
+		cancel()
+		<-done
+	})
 }
 
 // hold starts redlock with args (run or elect, over s) and the command holdScript, waits
