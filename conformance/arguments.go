@@ -35,13 +35,14 @@ func argumentChecks() []check {
 			s := core.NewScript("conformance-keys", `local r = {#KEYS}
 for i = 1, #KEYS do r[#r + 1] = KEYS[i] == ARGV[i] and 1 or 0 end
 return r`)
-			for _, keys := range [][]string{acquireKeys(k), releaseKeys(k)} {
+			sem := core.NewSemaphoreKeys(prefix(t), "args", manyPermits)
+			for _, keys := range [][]string{acquireKeys(k), releaseKeys(k), semAcquireKeys(sem)} {
 				got := mustEval(t, n, s, keys, keys...)
 				want := []int64{int64(len(keys))}
 				for range keys {
 					want = append(want, 1)
 				}
-				assert.Equal(t, want, got, "a script given the %d keys %q, and the same strings as args, replied {#KEYS, and for each key whether it equals the arg of its position} %s, want %v: the Node must pass every key, in order, unchanged (core's acquire, rlock, release and runlock take six)", len(keys), keys, format(got), want)
+				assert.Equal(t, want, got, "a script given the %d keys %q, and the same strings as args, replied {#KEYS, and for each key whether it equals the arg of its position} %s, want %v: the Node must pass every key, in order, unchanged (core's acquire, rlock, release and runlock take six; a semaphore's acquire and release six and then its permits, a few dozen)", len(keys), keys, format(got), want)
 			}
 		}},
 		{"empty", func(t *testing.T, e *env) {

@@ -78,7 +78,6 @@ var faults = []fault{
 			"miniredis/noscript/rlock",
 			"miniredis/noscript/rextend",
 			"miniredis/noscript/runlock",
-			"miniredis/noscript/permits",
 			"miniredis/noscript/proclaim",
 			"miniredis/noscript/leader",
 			// Its scripts that are not core's were never loaded: NOSCRIPT hides the
@@ -124,13 +123,20 @@ var faults = []fault{
 	{
 		name: "loses-sign", newNode: newLosesSign,
 		servers: []conformance.Server{conformance.RedisServer},
-		failing: []string{"redis-server/replies/negative/held-without-expiry", "redis-server/replies/negative/restart-guard"},
+		failing: []string{
+			"redis-server/replies/negative/held-without-expiry", "redis-server/replies/negative/restart-guard",
+			// A semaphore's acquire replies -1 for no permit, and -2 for a record of another number.
+			"redis-server/scripts/acquire/semaphore-all-held", "redis-server/scripts/acquire/semaphore-count-mismatch",
+		},
 		message: "the Node must keep the sign of integer replies",
 	},
 	{
 		name: "loses-sign-cluster", newClusterNode: newClusterLosesSign,
 		servers: []conformance.Server{conformance.RedisCluster},
-		failing: []string{"redis-cluster/replies/negative/held-without-expiry", "redis-cluster/replies/negative/restart-guard"},
+		failing: []string{
+			"redis-cluster/replies/negative/held-without-expiry", "redis-cluster/replies/negative/restart-guard",
+			"redis-cluster/scripts/acquire/semaphore-all-held", "redis-cluster/scripts/acquire/semaphore-count-mismatch",
+		},
 		message: "the Node must keep the sign of integer replies",
 	},
 	{
@@ -154,7 +160,8 @@ var faults = []fault{
 	{
 		name: "runs-twice", newNode: newRunsTwice,
 		servers: []conformance.Server{conformance.Miniredis},
-		failing: []string{"miniredis/evalsha/runs-once", "miniredis/evalsha/slow-reply-runs-once", "miniredis/scripts/acquire/fence-advances", "miniredis/strings/runs-once"},
+		failing: []string{"miniredis/evalsha/runs-once", "miniredis/evalsha/slow-reply-runs-once", "miniredis/scripts/acquire/fence-advances", "miniredis/strings/runs-once",
+			"miniredis/scripts/acquire/semaphore-fence-advances"},
 		// Its second call runs on after a cancellation of the first: whether the context
 		// checks see that depends on the machine's timing (under load one of them passed).
 		mayFail: []string{"miniredis/context/cancel/new-connection", "miniredis/context/cancel/open-connection",
@@ -200,6 +207,13 @@ var faults = []fault{
 			"miniredis/scripts/rlock/writer-holds", "miniredis/scripts/rlock/writer-waiting", "miniredis/scripts/acquire/readers-hold",
 			"miniredis/scripts/runlock/last-reader-hands-over", "miniredis/scripts/runlock/not-last",
 			"miniredis/scripts/release/hands-to-readers",
+			// A semaphore's calls pass empty arguments too.
+			"miniredis/scripts/acquire/semaphore-free", "miniredis/scripts/acquire/semaphore-many-permits",
+			"miniredis/scripts/acquire/semaphore-hint", "miniredis/scripts/acquire/semaphore-all-held",
+			"miniredis/scripts/acquire/semaphore-count-mismatch", "miniredis/scripts/acquire/semaphore-own-permit-retry",
+			"miniredis/scripts/acquire/semaphore-fence-advances", "miniredis/scripts/acquire/semaphore-identifies-the-server",
+			"miniredis/scripts/release/semaphore-hands-over", "miniredis/scripts/release/semaphore-any-permit",
+			"miniredis/scripts/release/semaphore-not-ours", "miniredis/scripts/release/semaphore-missing",
 		},
 		message: "the Node must pass every argument, empty ones included",
 	},
@@ -215,14 +229,35 @@ var faults = []fault{
 			"miniredis/scripts/acquire/readers-hold", "miniredis/scripts/rextend/ours", "miniredis/scripts/rextend/gone",
 			"miniredis/scripts/runlock/last-reader-hands-over", "miniredis/scripts/runlock/not-last",
 			"miniredis/scripts/runlock/writer-holds", "miniredis/scripts/release/hands-to-readers",
+			// And every check of a semaphore, whose scripts take six keys and then its permits.
+			"miniredis/scripts/acquire/semaphore-free", "miniredis/scripts/acquire/semaphore-many-permits",
+			"miniredis/scripts/acquire/semaphore-hint", "miniredis/scripts/acquire/semaphore-all-held",
+			"miniredis/scripts/acquire/semaphore-count-mismatch", "miniredis/scripts/acquire/semaphore-own-permit-retry",
+			"miniredis/scripts/acquire/semaphore-fence-advances", "miniredis/scripts/acquire/semaphore-identifies-the-server",
+			"miniredis/scripts/release/semaphore-hands-over", "miniredis/scripts/release/semaphore-any-permit",
+			"miniredis/scripts/release/semaphore-not-ours", "miniredis/scripts/release/semaphore-missing",
 		},
 		message: "the Node must pass every key, in order, unchanged",
 	},
 	{
+		name: "sixteen-keys", newNode: newSixteenKeys,
+		servers: []conformance.Server{conformance.Miniredis},
+		// Enough for a lock's calls and a small semaphore's: the checks of a semaphore of a
+		// few dozen permits fail.
+		failing: []string{
+			"miniredis/arguments/all-keys", "miniredis/scripts/acquire/semaphore-many-permits", "miniredis/scripts/acquire/semaphore-hint",
+			"miniredis/scripts/release/semaphore-any-permit",
+		},
+		message: "the Node must pass every one of the 46 KEYS",
+	},
+	{
 		name: "shared-reply", newNode: newSharedReply,
 		servers: []conformance.Server{conformance.Miniredis},
-		failing: []string{"miniredis/replies/own-memory", "miniredis/scripts/acquire/own-token-retry", "miniredis/strings/own-memory"},
-		racy:    true,
+		failing: []string{
+			"miniredis/replies/own-memory", "miniredis/scripts/acquire/own-token-retry", "miniredis/strings/own-memory",
+			"miniredis/scripts/acquire/semaphore-own-permit-retry",
+		},
+		racy: true,
 		// Concurrent callers read each other's replies, when they overlap.
 		mayFail: []string{
 			"miniredis/concurrency/one-name", "miniredis/concurrency/distinct-names", "miniredis/independent-nodes/three-nodes",
@@ -257,6 +292,7 @@ var faults = []fault{
 			"miniredis/pubsub/delivery", "miniredis/pubsub/recovery", "miniredis/pubsub/two-subscribers", "miniredis/pubsub/shared-connection",
 			"miniredis/pubsub/unsubscribe", "miniredis/pubsub/unsubscribe-on-server", "miniredis/pubsub/isolation",
 			"miniredis/pubsub/recovery-every-channel", "miniredis/pubsub/recovery-after-resubscribe", "miniredis/pubsub/isolation-same-lock",
+			"miniredis/pubsub/semaphore-hand-over",
 		},
 		message: "it must return only once the server confirmed the subscription",
 	},
@@ -271,6 +307,7 @@ var faults = []fault{
 			"miniredis/pubsub/unsubscribe", "miniredis/pubsub/unsubscribe-on-server", "miniredis/pubsub/isolation",
 			"miniredis/pubsub/ready-means-confirmed/open-connection",
 			"miniredis/pubsub/recovery-every-channel", "miniredis/pubsub/recovery-after-resubscribe", "miniredis/pubsub/isolation-same-lock",
+			"miniredis/pubsub/semaphore-hand-over",
 			// Its first subscription's confirmation may still be on its way when the proxy
 			// starts to hold the server's replies.
 			"miniredis/pubsub/subscribe-deadline/leaves-nothing",
@@ -291,6 +328,7 @@ var faults = []fault{
 			"redis-cluster/pubsub/unsubscribe-on-server", "redis-cluster/pubsub/two-subscribers",
 			"redis-cluster/pubsub/shared-connection", "redis-cluster/pubsub/recovery",
 			"redis-cluster/pubsub/recovery-every-channel", "redis-cluster/pubsub/recovery-after-resubscribe", "redis-cluster/pubsub/isolation-same-lock",
+			"redis-cluster/pubsub/semaphore-hand-over",
 		},
 		message: "so it must implement core.ShardedPubSub (reporting true) on the outer Node",
 	},
@@ -303,6 +341,7 @@ var faults = []fault{
 			"redis-server/pubsub/shared-connection", "redis-server/pubsub/recovery",
 			"redis-server/pubsub/ready-means-confirmed/new-connection", "redis-server/pubsub/ready-means-confirmed/open-connection",
 			"redis-server/pubsub/recovery-every-channel", "redis-server/pubsub/recovery-after-resubscribe", "redis-server/pubsub/isolation-same-lock",
+			"redis-server/pubsub/semaphore-hand-over",
 		},
 		message: "though its core.ShardedPubSub reports true",
 	},

@@ -25,8 +25,8 @@
 // The checks, each a subtest named "<server>/<group>/<check>":
 //
 //   - scripts: every core script (core.Scripts: acquire, extend, release, raise, the
-//     read-write lock's rlock, rextend, runlock, the semaphore's permits, and the election's
-//     proclaim and leader) through Node.Eval (leader, whose reply holds the record as a bulk
+//     read-write lock's rlock, rextend, runlock, and the election's proclaim and leader)
+//     through Node.Eval (leader, whose reply holds the record as a bulk
 //     string, through Node.EvalStrings, as core reads it), with the reply and the
 //     effect on the server checked: acquire of a free lock, of a held one, of one readers
 //     hold, retried with our own token, and the fence counter advancing exactly past 2^32;
@@ -40,7 +40,16 @@
 //     the lock key no longer backs; runlock of the last share (the lock handed to the
 //     waiting writer, who is told), of one of two, while a writer holds the lock. The
 //     scripts that take six keys (acquire, rlock, release, runlock) get the readers key
-//     last.
+//     last. A semaphore of K permits (core.NewSemaphoreKeys) runs acquire and release with
+//     its K permits after those six keys, and K (and acquire's hinted permit) after their
+//     ARGV: acquire of a free semaphore (the first permit taken, K recorded), of one of 40
+//     permits (46 KEYS) with only the last free, hinting at a permit, of one whose permits
+//     are all held (the reply ends with -1, the waiter queued), against a record of another
+//     K ({-2, n}), retried with our own token (the same permit), the fence advancing exactly,
+//     and asked to identify the server (the run_id, then the permit last); release of our
+//     permit to the first of two waiters (told "<token> <fence> #<permit>" on its channel,
+//     the second not), of our permit found among 40 when KEYS[1] names another's, of
+//     another's, and on an empty server.
 //   - noscript: each script right after SCRIPT FLUSH, three times: Eval (EvalStrings for
 //     leader) falls back from EVALSHA to EVAL, and the script replies as it must on an empty
 //     server.
@@ -62,7 +71,7 @@
 //     message); each call runs the script once; a reply is the caller's own; and it honours
 //     ctx as the context checks below ask of Eval.
 //   - arguments: every argument arrives, empty ones included, in order; every key arrives,
-//     in order (all six of acquire's and release's); the caller's keys and args slices are
+//     in order (all six of acquire's and release's, and the 46 of a semaphore of 40 permits); the caller's keys and args slices are
 //     unchanged after later calls on the same Node (the Node keeps nothing of them).
 //   - evalsha: each Eval runs the script exactly once (a script that counts its runs); once
 //     the server has the script, Eval sends EVALSHA only (INFO commandstats, redis-server).
@@ -97,7 +106,9 @@
 //     each call); Subscribe honours its context's deadline and its cancellation against a
 //     server that never replies, and one that timed out while its confirmation was held
 //     back leaves nothing subscribed once the server answers; the channels of two waiters
-//     of one lock (one hash tag) get their own messages only.
+//     of one lock (one hash tag) get their own messages only; a semaphore's hand-over, which
+//     the release script run through the Node publishes (SPUBLISH for a sharded Node),
+//     reaches the Node's own subscription to the waiter's channel as "<token> <fence> #1".
 //   - setnx, for a Node that implements core.Setter: SET NX PX with the TTL in
 //     milliseconds, false (and no error) for a key that exists, an error for a TTL of 0, ctx
 //     honoured as Eval honours it, and true for a free key whose reply came 1.2 s late (a

@@ -80,8 +80,6 @@ func emptyCall(s *core.Script, k core.Keys) (keys, args []string, want func(*tes
 		return rextendKeys(k), []string{ours, ttl}, equal(0)
 	case "runlock":
 		return releaseKeys(k), releaseArgs(ours, k), equal(0, 0, 1)
-	case "permits":
-		return []string{k.Lock}, []string{"3", ttl}, equal(1, 0)
 	case "proclaim":
 		return []string{k.Lock, k.Leader}, []string{ours, k.LeaderChannel(), "PUBLISH", "v", ttl}, equal(0)
 	case "leader": // read with EvalStrings: see emptyStrings

@@ -76,6 +76,10 @@ func (n fiveKeys) EvalStrings(ctx context.Context, s *core.Script, keys []string
 	return n.inner.EvalStrings(ctx, s, keys, args...)
 }
 
+func (n sixteenKeys) EvalStrings(ctx context.Context, s *core.Script, keys []string, args ...string) ([]string, error) {
+	return n.inner.EvalStrings(ctx, s, keys, args...)
+}
+
 func (n *sharedReply) EvalStrings(ctx context.Context, s *core.Script, keys []string, args ...string) ([]string, error) {
 	v, err := n.inner.EvalStrings(ctx, s, keys, args...)
 	if err != nil {

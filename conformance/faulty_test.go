@@ -550,6 +550,19 @@ func (n fiveKeys) Eval(ctx context.Context, s *core.Script, keys []string, args 
 
 func (n fiveKeys) String() string { return n.inner.String() }
 
+// sixteenKeys passes at most sixteen of a call's keys, as a backend with a fixed-size array
+// for them would: a lock's six arrive, and a semaphore's first ten permits, but not the rest
+// of a semaphore of more permits.
+type sixteenKeys struct{ inner core.Node }
+
+func newSixteenKeys(t testing.TB, addr string) core.Node { return sixteenKeys{goodNode(t, addr)} }
+
+func (n sixteenKeys) Eval(ctx context.Context, s *core.Script, keys []string, args ...string) ([]int64, error) {
+	return n.inner.Eval(ctx, s, keys[:min(len(keys), 16)], args...)
+}
+
+func (n sixteenKeys) String() string { return n.inner.String() }
+
 // sharedReply copies every reply into one buffer of the Node's and returns the buffer.
 type sharedReply struct {
 	inner core.Node

@@ -205,7 +205,7 @@ func scriptChecks() []check {
 		}},
 	}
 	cases = append(cases, readerScriptCases()...)
-	cases = append(cases, permitsScriptCases()...)
+	cases = append(cases, semaphoreScriptCases()...)
 	cases = append(cases, electionScriptCases()...)
 	checks := make([]check, len(cases))
 	for i, c := range cases {
