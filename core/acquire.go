@@ -32,11 +32,20 @@ type Grant struct {
 // that may hold it; nodes still in flight are released when they answer, in the
 // background, so the caller waits for no straggler.
 //
+// For a semaphore (Keys.Permits), an attempt that failed although a permit was free on a
+// quorum of the nodes (they granted different ones) is followed at once by one more, which
+// asks for that permit.
+//
 // Errors: ErrHeld (another owner holds a quorum), a *QuorumError (too few nodes answered
 // yes), ErrExpired (the quorum came after the validity ran out), or ctx's error wrapped.
 func (c *Cluster) Acquire(ctx context.Context, l *Lock) (*Held, error) {
 	h := &Held{claim: claim{Lock: *l, token: NewToken()}}
-	g, _, err := c.acquire(ctx, &h.claim)
+	g, o, err := c.acquire(ctx, &h.claim)
+	if err != nil && o.split && l.Keys.Permits != nil && ctx.Err() == nil {
+		// A permit was free on a quorum, but the nodes granted different ones: ask for it.
+		h.token = NewToken()
+		g, _, err = c.acquire(ctx, &h.claim)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -174,6 +183,7 @@ type ballot struct {
 	answered []bool    // per node: its reply was read
 	refused  []bool    // per node: it refused a waiter's attempt; nil until one did
 	permit   []int     // per node: the semaphore's permit it granted (-1: none); nil for a lock
+	free     []int     // per permit: the nodes that said it was free to us (see permitsFree)
 	// dissent is the number of permits that node dissenter-1 records for the semaphore, if
 	// not the number asked for (dissenter 0: none).
 	dissent   int64
@@ -197,11 +207,15 @@ func (b *ballot) see(r reply) {
 		}
 		if b.permit != nil {
 			b.permit[r.node] = permitOf(r.vals)
+			permitsFree(r.vals, b.free)
 		}
 	case r.vals[0] == -2:
 		b.dissent, b.dissenter = r.vals[1], r.node+1
 	case len(r.vals) > 1: // refused (0) or abstaining (-1): either way, how long
 		b.wait = max(b.wait, r.vals[1])
+		if b.free != nil {
+			permitsFree(r.vals, b.free)
+		}
 		if b.waiter && r.vals[0] == 0 {
 			if b.refused == nil {
 				b.refused = make([]bool, len(b.answered))
@@ -246,7 +260,7 @@ func (c *Cluster) vote(ctx context.Context, l *claim, b *ballot) {
 	b.f = c.fan(ctx, l.NodeTimeout, req, 0)
 	b.t = tally{c: c, op: "acquire", key: l.Keys.named()}
 	if k := len(l.Keys.Permits); k > 0 {
-		b.t.grants, b.permit = make([]int, k), slices.Repeat([]int{-1}, n)
+		b.t.grants, b.free, b.permit = make([]int, k), make([]int, k), slices.Repeat([]int{-1}, n)
 	}
 	if spared {
 		b.t.suspects = suspects
@@ -300,6 +314,7 @@ func (c *Cluster) acquireRequest(l *claim, plain, unknown bool) request {
 	req.args = []string{l.token, millis(l.TTL), guard, fence, l.waiter, strconv.FormatInt(l.ticket, 10), millis(l.placeKept())}
 	if k := len(l.Keys.Permits); k > 0 {
 		req.args = append(req.args, "0", strconv.Itoa(k), strconv.Itoa(l.hint-1))
+		req.permits = k
 	}
 	return req
 }
@@ -307,22 +322,20 @@ func (c *Cluster) acquireRequest(l *claim, plain, unknown bool) request {
 // lose undoes the failed attempt b (see abandon) and returns what the next attempt should
 // know. A split vote is one that no owner won: some nodes granted the attempt, and the
 // refusals alone did not decide it (then another owner holds the lock, and we wait for it);
-// or, for a semaphore, some nodes granted permits but no quorum granted one.
+// for a semaphore, one in which a permit was free on a quorum of the nodes.
 func (c *Cluster) lose(ctx context.Context, l *claim, b *ballot, err error) outcome {
 	late := c.abandon(ctx, l, b)
-	if b.t.most > 0 { // ask for the permit most nodes granted; for the next, if that failed again
-		hint := slices.Index(b.t.grants, b.t.most) + 1
-		if hint == l.hint {
-			hint = hint%len(b.t.grants) + 1
-		}
-		l.hint = hint
+	split := b.t.yes > 0 && !errors.Is(err, ErrHeld)
+	if b.free != nil { // a semaphore's: a split if a permit was free on a quorum; ask for it next
+		most := slices.Max(b.free)
+		l.hint, split = slices.Index(b.free, most)+1, most >= c.quorum
 	}
 	took := b.took
 	if !b.heard {
 		took = time.Since(b.start)
 	}
 	return outcome{
-		wait: time.Duration(b.wait) * time.Millisecond, split: b.t.yes > 0 && (!errors.Is(err, ErrHeld) || b.permit != nil),
+		wait: time.Duration(b.wait) * time.Millisecond, split: split,
 		handers: b.t.no + len(c.nodes) - b.t.answers, took: took, start: b.start, refused: b.refused, plain: b.plain, late: late,
 	}
 }

@@ -146,20 +146,22 @@
 //	state       event                                   effect                                  reply / message
 //	----------  --------------------------------------  --------------------------------------  -----------------------
 //	any         acquire, the record says n != K          -                                       {-2, n}
-//	W holds p   acquire (a resend, a later attempt)     renew p                                 {1, fence, u, p}
-//	any         acquire, f permits free, fewer than f   SET the hinted permit if free, else     {1, fence, u, p}
+//	W holds p   acquire (a resend, a later attempt)     renew p                                 {1, fence, u, free, p}
+//	any         acquire, f permits free, fewer than f   SET the hinted permit if free, else     {1, fence, u, free, p}
 //	            live waiters ahead of W                 the first free one, p; W leaves the
 //	                                                    queue (a permit's holder does not queue)
-//	any         acquire, every permit held, or f free   queue W, record the attempt             {0, pttl or 0, u, -1}
+//	any         acquire, every permit held, or f free   queue W, record the attempt             {0, pttl or 0, u, 0, -1}
 //	            and f live waiters ahead
 //	holding     release                                 DEL every permit of W's here            {1, woken}
 //	first       a release frees permit p (or finds      SET p to W's recorded token, fence to   "<token> <fence> #<p>[ u]"
 //	            one free)                               its floor; W leaves the queue           on W's channel
 //
-// So a node grants a caller one permit at most. Across the nodes a caller wins the permit
-// that a quorum granted, or handed over, to that same attempt, and lets go at once of the
-// permits other nodes granted it; with no such permit it calls again, asking for the one
-// most nodes granted (or the next, if that one failed again).
+// free is the set of permits free to W (a bit each; none where live waiters go first), its
+// own included. So a node grants a caller one permit at most. Across the nodes a caller
+// wins the permit that a quorum granted, or handed over, to that same attempt, and lets go
+// at once of the permits other nodes granted it. With none, if a permit was free on a
+// quorum, it calls again at once asking for it (a split vote); if not, it waits as for a
+// held lock.
 //
 // # The waiter, across nodes (AcquireWait)
 //

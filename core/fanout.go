@@ -60,6 +60,9 @@ type request struct {
 	setNX      bool
 	key, value string
 	ttl        time.Duration
+	// permits is a semaphore acquisition's number of permits, whose replies end with the
+	// permits free and the permit taken (see permitsFree); 0 for the others.
+	permits int
 	// spare: the nodes (a bit each) not to call while an earlier call to them is still under
 	// way: suspects that an acquisition does not wait for (see Cluster.acquire). Such a
 	// node gets errNotCalled at once.
@@ -220,7 +223,7 @@ func (c *Cluster) ask(dctx context.Context, i int, req *request) (vals []int64, 
 	known := c.id.known[i].Load()
 	vals, err = c.send(dctx, i, req, !known)
 	if err == nil && !known && (len(vals) == 0 || vals[0] != -2) { // -2: a semaphore's count disagrees, no vote
-		err = c.identified(i, vals)
+		err = c.identified(i, req.identity(vals))
 	}
 	return vals, false, err
 }
@@ -396,6 +399,34 @@ func (t *tally) lost() bool {
 		return t.most+len(t.c.nodes)-t.answers-bits.OnesCount64(t.suspects) < t.c.quorum
 	}
 	return len(t.c.nodes)-t.no-len(t.errs)-bits.OnesCount64(t.suspects) < t.c.quorum
+}
+
+// identity returns the part of an acquisition's reply vals that identity reads: all of it
+// but a semaphore's free permits and permit taken.
+func (r *request) identity(vals []int64) []int64 {
+	if n := len(vals) - maskWords(r.permits) - 1; r.permits > 0 && vals[0] >= 0 && n >= 0 {
+		return vals[:n]
+	}
+	return vals
+}
+
+// maskWords is how many numbers a semaphore of k permits says its free permits in: 48 bits
+// each (see vote in queue.lua).
+func maskWords(k int) int { return (k + 47) / 48 }
+
+// permitsFree counts in free, per permit, the nodes whose reply vals (a grant or refusal
+// of a semaphore of len(free) permits) says it is free to the caller.
+func permitsFree(vals []int64, free []int) {
+	m := maskWords(len(free))
+	if len(vals) < 4+m || vals[0] < 0 {
+		return
+	}
+	words := vals[len(vals)-1-m : len(vals)-1]
+	for i := range free {
+		if words[i/48]&(1<<(i%48)) != 0 {
+			free[i]++
+		}
+	}
 }
 
 // permitOf returns the permit that a semaphore acquisition's reply vals names: its last

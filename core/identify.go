@@ -61,9 +61,9 @@ func (c *Cluster) identified(i int, vals []int64) error {
 			c.id.ids[id] = i
 		}
 		c.id.mu.Unlock()
-	case len(vals) == 3, len(vals) == 4: // the server reports no run_id (4: a semaphore's reply)
+	case len(vals) == 3: // the server reports no run_id
 	default:
-		return fmt.Errorf("redlock: acquire script replied %d values where the server was asked to identify itself: want 3 or 7 (a semaphore's: 4 or 8)", len(vals))
+		return fmt.Errorf("redlock: acquire script replied %d values where the server was asked to identify itself: want 3 or 7", len(vals))
 	}
 	if !c.id.known[i].Swap(true) {
 		c.id.unknown.Add(-1)

@@ -70,3 +70,46 @@ func TestSemaphoreWaitersShareThePermits(t *testing.T) {
 		require.NoError(t, c.Release(ctx, h))
 	}
 }
+
+// TestSemaphoreSplitAsksForTheFreePermit: three nodes hold other owners' permits so that each
+// grants a different one first. Where one permit is free on every node, Acquire asks for it at
+// once and wins it; where none is free on a quorum, it fails with ErrHeld, and lets go of
+// the permits the nodes granted it.
+func TestSemaphoreSplitAsksForTheFreePermit(t *testing.T) {
+	ctx := context.Background()
+	for _, c := range []struct {
+		name string
+		held [][]int // per node: the permits another owner holds
+		want int     // the permit won; -1: ErrHeld
+	}{
+		{"free on a quorum", [][]int{{0}, {1}, {0, 1}}, 2},
+		{"free on no quorum", [][]int{{0, 1}, {1, 2}, {0, 2}}, -1},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			servers := miniServers(t, 3)
+			cl := newCluster(t, servers)
+			l := semLock("split", 3)
+			for i, held := range c.held {
+				for _, p := range held {
+					_, err := servers[i].do("SET", l.Keys.Permits[p], "other", "PX", "60000")
+					require.NoError(t, err)
+				}
+			}
+			h, err := cl.Acquire(ctx, l)
+			if c.want < 0 {
+				require.ErrorIs(t, err, core.ErrHeld)
+				for i, s := range servers {
+					for p, key := range l.Keys.Permits {
+						if v, err := s.do("GET", key); err == nil {
+							assert.Equal(t, "other", v, "node %d permit %d: a grant left behind", i, p)
+						}
+					}
+				}
+				return
+			}
+			require.NoError(t, err)
+			assert.Equal(t, l.Keys.Permits[c.want], h.Keys.Lock)
+			require.NoError(t, cl.Release(ctx, h))
+		})
+	}
+}

@@ -3,11 +3,13 @@
 -- TTL ms, ARGV[3] restart guard s ("0": off), ARGV[4] fence floor ("0": no fence, "1": any),
 -- ARGV[5] waiter id ("": does not wait), ARGV[6] ticket, ARGV[7] how long the place is kept
 -- (ms), ARGV[8] "1": say which server this is; a semaphore's ARGV[9] K, ARGV[10] hinted permit.
--- Replies {status, value[, unguarded, run_id as four numbers of 10 hex digits][, permit]}:
+-- Replies {status, value[, unguarded, run_id as four numbers of 10 hex digits][, free, permit]}:
 -- {1, fence} taken (fence 0 without one); {0, pttl} held (-1: no expiry); {0, 0} free, a waiter
 -- goes first; {-1, wait} the guard abstains for wait ms; {-2, n} the record says n permits.
 -- unguarded (1: the guard was asked for, no uptime reported) is there if 1, if ARGV[8] is "1"
--- (then with the run_id), and in a semaphore's replies, which end with the permit (-1: none).
+-- (then with the run_id), and in a semaphore's {1, ...} and {0, ...}, which end with the permits
+-- free to the caller (ceil(K / 48) numbers, permit i bit i % 48 of number i / 48, from 0) and the
+-- permit taken (-1: none).
 local abstain, unguarded = guarded(tonumber(ARGV[3]) or 0)
 if abstain then
   return vote(-1, abstain)
@@ -26,12 +28,13 @@ if waiter ~= '' and gone(KEYS[4], waiter) then
 end
 -- No one waits: a free lock is taken in one call.
 local taken = not k and redis.call('EXISTS', KEYS[3]) == 0 and redis.call('SET', KEYS[1], token, 'NX', 'PX', ARGV[2])
+local free = {} -- a semaphore's permits free to the caller
 if not taken then
-  local holders, free, pick = {}, {}, nil
+  local holders, pick = {}, nil
   for i = 1, #permits do
     holders[i] = redis.call('GET', permits[i]) -- WRONGTYPE for a key of another type
     if holders[i] and ours(holders[i], token) then -- an earlier attempt's, or this one resent
-      pick = i
+      pick, free[#free + 1] = i, i
       break
     end
     free[#free + 1] = not holders[i] and i or nil
@@ -51,4 +54,4 @@ if not taken then
   index = k and pick - 1
 end
 local fence = ARGV[4] ~= '0' and advance(KEYS[2], ARGV[4]) or 0
-return vote(1, fence, unguarded, index)
+return vote(1, fence, unguarded, index, free)

@@ -6,8 +6,7 @@ local floor_cap = 2000000 -- how far a fence floor counts past the server's cloc
 local left_kept = 10000 -- how long a leave is remembered in a, as '!' .. id, in ms
 local first_scan = 64 -- the most lapsed waiters forgotten per call
 
--- sem_lock and sem_index, set by a semaphore's release: the permit that hand_over hands on.
-local sem_lock, sem_index
+local sem_lock, sem_index -- set by a semaphore's release: the permit that hand_over hands on
 local clock -- the server's TIME, read once when first needed
 local function server_time()
   clock = clock or redis.call('TIME')
@@ -107,15 +106,9 @@ end
 -- first dequeues lapsed waiters at the head and returns the first live one as {id, ticket},
 -- or {} if there is none or the scan ran out.
 local function first(q, a, w)
-  local now
   for _ = 1, first_scan do
     local head = redis.call('ZRANGE', q, 0, 0, 'WITHSCORES')
-    if #head == 0 then
-      return head
-    end
-    local lapses = redis.call('ZSCORE', a, head[1])
-    now = now or now_ms()
-    if lapses and tonumber(lapses) > now then
+    if #head == 0 or tonumber(redis.call('ZSCORE', a, head[1]) or 0) > now_ms() then
       return head
     end
     dequeue(q, a, w, head[1])
@@ -154,9 +147,7 @@ local function soonest(permits)
   local least = remaining(permits[1])
   for i = 2, #permits do
     local t = remaining(permits[i])
-    if least <= 0 or t > 0 and t < least then
-      least = t
-    end
+    least = (least <= 0 or t > 0 and t < least) and t or least
   end
   return least
 end
@@ -171,9 +162,9 @@ local function queue_caller(reader)
     enqueue(KEYS[3], KEYS[4], KEYS[5], ARGV[5], ARGV[6], tonumber(ARGV[7]), reg)
   end
 end
--- vote returns acquire's or rlock's reply {status, value}, extended as ARGV[8] asks, and
--- with a semaphore's permit index (if any) last.
-local function vote(status, value, unguarded, index)
+-- vote returns acquire's or rlock's reply {status, value}, extended as ARGV[8] asks, and a
+-- semaphore's with the permits free (a bit each, 48 to a number) and the permit index last.
+local function vote(status, value, unguarded, index, free)
   local r = {status, value}
   if unguarded or index or ARGV[8] == '1' then
     r[3] = unguarded and 1 or 0
@@ -184,6 +175,14 @@ local function vote(status, value, unguarded, index)
     for i = 1, 40, 10 do
       r[#r + 1] = tonumber(string.sub(id, i, i + 9), 16)
     end
+  end
+  local base = #r
+  for i = 1, index and math.ceil(tonumber(ARGV[9]) / 48) or 0 do
+    r[base + i] = 0
+  end
+  for _, i in ipairs(index and free or {}) do
+    local w = base + math.floor((i - 1) / 48) + 1
+    r[w] = r[w] + 2 ^ ((i - 1) % 48)
   end
   r[#r + 1] = index
   return r
@@ -251,9 +250,8 @@ local function read_release(lock, r, token)
   redis.call('PEXPIRE', lock, tonumber(last[2]) - now)
   return released, true, true
 end
--- hand_over gives the free lock to the first live waiter (unless that is waiter and it
--- stays), and to the readers right behind a reader, and tells each on its channel. KEYS and
--- ARGV are release's. It returns how many subscribers heard.
+-- hand_over gives the free lock to the first live waiter (unless that is waiter and it stays),
+-- and to the readers right behind a reader, telling each; it returns how many heard.
 local function hand_over(waiter, stays)
   local publish = ARGV[3] == 'SPUBLISH' and 'SPUBLISH' or 'PUBLISH'
   local woken = 0
@@ -292,10 +290,9 @@ local function hand_over(waiter, stays)
   end
   return woken
 end
--- settle ends release and runlock: released (0 or 1) whether the caller let go of a
--- holding, holder whether the lock is still held, queued whether the queue exists, absent
--- whether nothing of the caller's is here and no other owner holds the lock. It returns the
--- reply.
+-- settle ends release and runlock, and returns the reply: released (0 or 1) whether the caller
+-- let go of a holding, holder whether the lock is still held, queued whether the queue exists,
+-- absent whether nothing of the caller's is here and no other owner holds the lock.
 local function settle(released, holder, queued, absent)
   local waiter = ARGV[4]
   local leave = ARGV[5] == 'leave'
