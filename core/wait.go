@@ -227,17 +227,24 @@ func (c *Cluster) await(ctx context.Context, l *claim, w *watch, o outcome, dela
 		if h.unguarded {
 			c.markUnguarded(node)
 		}
-		permit, count, fence := hs.best()
-		if count < c.quorum {
+		if _, count, _ := hs.best(); count < c.quorum {
 			timer.Reset(min(c.restOfHandover(l, o), time.Until(deadline)))
 			continue
 		}
-		if permit >= 0 {
-			c.holdPermit(l, hs.permits(), permit)
-		}
-		g, err := c.grant(ctx, l, o.start, fence, l.TTL/2)
-		return g, err == nil // if too little is left: call again, and the nodes renew it
+		return c.handedOver(ctx, l, o, hs)
 	}
+}
+
+// handedOver is the grant of l's attempt o, which a quorum handed over (hs): the permit
+// they named, for a semaphore, with at least half the TTL left. If too little is left it
+// reports false: the waiter calls again, and the nodes renew it.
+func (c *Cluster) handedOver(ctx context.Context, l *claim, o outcome, hs *handovers) (Grant, bool) {
+	permit, _, fence := hs.best()
+	if permit >= 0 {
+		c.holdPermit(l, hs.permits(), permit)
+	}
+	g, err := c.grant(ctx, l, o.start, fence, l.TTL/2)
+	return g, err == nil
 }
 
 // restOfHandover is how long a waiter that heard some hand-overs of its attempt o, fewer
