@@ -31,8 +31,8 @@ type watch struct {
 // one answered, each within timeout; or once a quorum of them confirmed and the rest had
 // twice as long as the quorum took (so that nodes about as fast as the others are not
 // left out); or when ctx ended: a node that does not answer (a partition, a stopped
-// server) does not hold the waiter for the timeout, which used to cost every contended
-// acquisition under such a fault a node timeout. A subscription that a node confirms later delivers its messages from then on;
+// server) does not hold the waiter for the timeout. A subscription that a node confirms
+// later delivers its messages from then on;
 // one a release sent before it is lost, which costs at most a refresh interval (the
 // hand-over is taken at the next call), never safety. w.isActive reports whether any node
 // confirmed; if none did (no node is a Subscriber, or all failed) the waiter must poll.

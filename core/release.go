@@ -17,8 +17,8 @@ import (
 // every node about as fast as they are. A node slower than that, or one that does not
 // answer, is left to its call, which goes on in the background within the node timeout
 // (a key it keeps expires by its TTL): a node that is down or far away does not hold up
-// the caller, who used to wait out its node timeout on every release. On failure it waits
-// for every node, within the node timeout, so that its error names each one.
+// the caller. On failure it waits for every node, within the node timeout, so that its
+// error names each one.
 //
 // A node where, within h's validity, neither h's key nor another owner's is found counts as
 // one that let go: the key can only have gone by this release (a backend resends a script

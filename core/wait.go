@@ -11,47 +11,19 @@ import (
 )
 
 // AcquireWait takes the lock l asks for, retrying until it succeeds or ctx ends, and returns
-// it held. It takes a waiter id, and gives each attempt a token of its own, "<waiter
-// id>.<attempt number>" (so a late release of a failed attempt can never delete a later
-// one's keys); the Held's Token is the attempt's that won.
+// it held. It takes a waiter id and a ticket (the time of the call), and gives each attempt a
+// token of its own, "<waiter id>.<attempt number>" (the Held's Token is the attempt's that
+// won). Waiters take turns in ticket order across processes; a release hands the lock to
+// the first waiter; a waiter waits on its channel without polling where the nodes are
+// Subscribers, keeps its place by calling again at least every refresh interval (2.5 node
+// timeouts, at least 50ms), and leaves every queue when ctx ends: the package doc states
+// the protocol ("The waiter, across nodes"). If l asks for neither the restart guard nor a
+// fence, is not Contended and is not a semaphore's, the first attempt is a plain SET NX on
+// the nodes that are Setters (see Setter).
 //
-// Waiters take turns in order. AcquireWait takes a ticket (the time of the call, in
-// microseconds); every node that finds the lock held queues the waiter by ticket, and a
-// free lock goes only to the first live waiter in its queue, so a newcomer (or the owner
-// that just let go) cannot barge ahead of those already waiting. One exception: if l asks
-// for neither the restart guard nor a fence, and is not Contended, the first attempt is a
-// plain SET NX on the nodes that are Setters, which takes a free lock without looking at
-// the queue. A lock is rarely free while waiters queue, since a release hands it straight
-// to the first one: only when a holder's TTL ran out without a release, or a node could
-// not hand it over, and then until the first waiter calls again (within its refresh
-// interval). A waiter keeps its place
-// by starting an attempt at least every refresh interval (2.5 node timeouts, at least
-// 50ms, from the start of the one before); a node keeps the place for a refresh interval
-// and two node timeouts (at least a node timeout and 50ms) after the waiter's last call
-// landed there, so one that stops calling (it crashed, say, or can no longer reach that
-// node) loses its place there that long after its last call, and one that
-// gives up (ctx ended) leaves the queue at once, in the background, letting go of the lock
-// wherever a release handed it over; on a node where a call of its is still under way, the
-// leave goes once that call is answered (and undone, if it took the lock), so that the
-// call cannot queue it again. An attempt that a quorum refused does not wait for the other
-// nodes' answers: a refusal that comes later counts as the others do for a hand-over.
-//
-// A release hands the lock to the first waiter: the node sets it to the waiter's latest
-// attempt's token, with its TTL, and says so on the waiter's own channel. A waiter that
-// hears this from a quorum of the nodes that refused its latest attempt holds the lock
-// without calling again; its validity counts from the start of that attempt, which came
-// before every hand-over it accepts. It takes a hand-over only if at least half the TTL
-// is left; otherwise it calls again, and the nodes that hold the lock for it renew it.
-//
-// While it waits, it does not poll where it can: it subscribes to its own channel on the
-// nodes that are Subscribers, tries once more at once once a quorum of them confirmed (the
-// release may have come before the subscription; a node that does not answer is not waited
-// for, and its subscription delivers from when it confirms), and then sleeps until a release hands it the lock or wakes it, the
-// holder's remaining TTL or the refresh interval, whichever comes first. Without an active
-// subscription, and after other failures, it sleeps a jittered backoff, never longer than
-// the holder's remaining TTL or the refresh interval. When ctx ends it returns an error
-// that matches both ctx's error and the last attempt's (ErrHeld or ErrNoQuorum, say) under
-// errors.Is.
+// Errors: when ctx ends, one that matches both ctx's error and the last attempt's (ErrHeld
+// or ErrNoQuorum, say) under errors.Is; an error that no retry can fix (see Permanent), at
+// once, unless l.Persist; ErrClosed once the Cluster is closed.
 func (c *Cluster) AcquireWait(ctx context.Context, l *Lock, b Backoff) (*Held, error) {
 	h := &Held{claim: claim{Lock: *l}}
 	g, err := c.acquireWait(ctx, &h.claim, b)
@@ -353,8 +325,6 @@ func (hs *handovers) permits() []int {
 // answer one release about as far apart as they answered that attempt), at least 2ms, at
 // most a node timeout. A process too busy to read the other nodes' messages in that time
 // calls again for nothing: a round trip, and the lock is its own where it was handed over.
-// A 10ms floor measured no better in the handoff benchmark (8 runs of the N=5 rows each:
-// the longest wait at G=8 up to 59ms, against 31ms with 2ms).
 func handoverWait(l *claim, o outcome) time.Duration {
 	return min(l.NodeTimeout, max(2*o.took, 2*time.Millisecond))
 }
