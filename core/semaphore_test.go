@@ -12,10 +12,11 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// semLock is a fenced request for one permit of the semaphore called name with k permits.
+// semLock is a fenced request for one permit of the semaphore called name with k permits,
+// with a node timeout that a loaded machine does not miss (these tests time nothing).
 func semLock(name string, k int) *core.Lock {
 	l := lock(name)
-	l.Keys, l.Fence = core.NewSemaphoreKeys("q:", name, k), true
+	l.Keys, l.Fence, l.NodeTimeout = core.NewSemaphoreKeys("q:", name, k), true, 10*time.Second
 	return l
 }
 
