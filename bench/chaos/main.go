@@ -36,6 +36,7 @@ func main() { os.Exit(run()) }
 func run() int {
 	var (
 		backend  = flag.String("backend", "goredis", "driver: goredis, redigo or rueidis")
+		mode     = flag.String("mode", modeLease, "workers: lease (Acquire, hold 1-50 ms, Release), election (Campaign, lead until lost, campaign again) or election-turns (Campaign, lead 1-50 ms, resign)")
 		nemFlag  = flag.String("nemesis", "all", "comma-separated nemeses to run, or all: "+nemesisNames())
 		duration = flag.Duration("duration", 20*time.Second, "how long each nemesis runs")
 		workers  = flag.Int("workers", 5, "workers, each with its own Client (1-16)")
@@ -45,6 +46,7 @@ func run() int {
 		seed     = flag.Uint64("seed", 0, "seed of the nemeses' and workers' randomness (0: from the time)")
 		trace    = flag.Bool("trace", true, "print, per nemesis, what the traced node calls say about where availability went")
 		gapDump  = flag.Duration("gap-dump", 0, "print every gap with no valid holder of at least this long, with the calls under way in it (0: none)")
+		lossDump = flag.Bool("loss-dump", false, "print, for each lease that ended before its worker let go (a lost leadership), the extension rounds of its last TTL")
 	)
 	flag.Parse()
 	if *seed == 0 {
@@ -59,6 +61,10 @@ func run() int {
 		fmt.Fprintf(os.Stderr, "chaos: unknown backend %q (goredis, redigo, rueidis)\n", *backend)
 		return 2
 	}
+	if !slices.Contains(modes, *mode) {
+		fmt.Fprintf(os.Stderr, "chaos: unknown mode %q (%s)\n", *mode, strings.Join(modes, ", "))
+		return 2
+	}
 	if *workers < 1 || *workers > 16 || *duration <= 0 || *duration > 10*time.Minute {
 		fmt.Fprintln(os.Stderr, "chaos: -workers wants 1-16 and -duration (0, 10m]")
 		return 2
@@ -66,7 +72,7 @@ func run() int {
 	ls := lockSettings{backend: *backend, opts: []redlock.Option{
 		redlock.WithTTL(*ttl), redlock.WithNodeTimeout(*nodeTO), redlock.WithRestartGuard(*guard),
 	}}
-	cfg := phaseConfig{lock: ls, workers: *workers, duration: *duration, ttl: *ttl, nodeTimeout: *nodeTO, guard: *guard, seed: *seed}
+	cfg := phaseConfig{lock: ls, mode: *mode, workers: *workers, duration: *duration, ttl: *ttl, nodeTimeout: *nodeTO, guard: *guard, seed: *seed}
 
 	// Stop the servers however the program ends: return, panic, SIGINT/SIGTERM, watchdog
 	// (and on Linux, the parent-death signal if this process is killed).
@@ -126,6 +132,9 @@ func run() int {
 		printPhase(os.Stdout, ph, v, ev)
 		if *gapDump > 0 {
 			v.gaps.dump(os.Stdout, ph, v.leases, quorum, *gapDump)
+		}
+		if *lossDump {
+			dumpLosses(os.Stdout, ph, quorum)
 		}
 		verdicts = append(verdicts, v)
 		violations += v.violations()

@@ -15,6 +15,7 @@ import (
 // phaseConfig is what every nemesis runs with.
 type phaseConfig struct {
 	lock        lockSettings
+	mode        string // modeLease, modeElection or modeElectionTurns
 	workers     int
 	duration    time.Duration
 	ttl         time.Duration
@@ -89,6 +90,11 @@ func runPhase(clk clock, cfg phaseConfig, servers []*server, nem nemesis, index 
 	if err := warmUp(clients, fmt.Sprintf("chaos:%d:warm:", index), max(3*cfg.nodeTimeout, 300*time.Millisecond)); err != nil {
 		return nil, err
 	}
+	if cfg.mode != modeLease {
+		if err := warmUpElection(clients, fmt.Sprintf("chaos:%d:warm-election:", index)); err != nil {
+			return nil, err
+		}
+	}
 	tr.reset() // the warm-up's calls are not the phase's
 
 	wcfg := &workerConfig{
@@ -114,7 +120,12 @@ func runPhase(clk clock, cfg phaseConfig, servers []*server, nem nemesis, index 
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			results[w] = runWorker(ctx, wcfg, clients[w], w, cfg.seed+uint64(index)<<8)
+			seed := cfg.seed + uint64(index)<<8
+			if cfg.mode == modeLease {
+				results[w] = runWorker(ctx, wcfg, clients[w], w, seed)
+			} else {
+				results[w] = runCandidate(ctx, wcfg, clients[w], w, seed, cfg.mode == modeElectionTurns)
+			}
 		}()
 	}
 	<-ctx.Done()

@@ -22,8 +22,9 @@ type grant struct {
 	// attempt that won, minus the drift allowance, and moves with each extension).
 	end      time.Duration
 	token    uint64
-	extended int  // successful extensions
-	paused   bool // it paused past its validity (client-pause)
+	extended int    // successful extensions
+	paused   bool   // it paused past its validity (client-pause)
+	lost     string // why the lease ended before the worker let go ("" if it did not)
 }
 
 // errCounts counts errors by "operation:kind".
