@@ -19,7 +19,9 @@ func (k Keys) LeaderChannel() string { return k.Channel + ":leader" }
 
 // Proclaim records value as the value of h's holder, where h holds the lock, and keeps it
 // FenceIdle, for Leader to read; it publishes "<token> <value>" on k.LeaderChannel. It
-// needs a quorum, and waits for every node (each within the node timeout).
+// needs a quorum: it returns once a quorum recorded the value and the other nodes had
+// twice as long as that took (as Release does), the rest recording it in the background
+// within the node timeout; on failure it waits for every node, for the error.
 //
 // Errors: one that matches ErrInvalid for a value over MaxValueLen; ErrNotHeld (too few
 // nodes still hold h); a *QuorumError (too few nodes answered).
@@ -29,9 +31,17 @@ func (c *Cluster) Proclaim(ctx context.Context, h *Held, value string) error {
 		return opError("proclaim", l.Keys.named(), fmt.Errorf("%w: a value of %d bytes: at most %d", ErrInvalid, len(value), MaxValueLen))
 	}
 	ctx = context.WithoutCancel(ctx)
+	start := time.Now()
 	f := c.call(ctx, nil, "", l.NodeTimeout, proclaimScript, []string{l.Keys.Lock, l.Keys.Leader}, l.token, l.Keys.LeaderChannel(), "PUBLISH", value, millis(FenceIdle))
-	t := tally{c: c, op: "proclaim", key: l.Keys.named(), all: true}
-	c.collect(ctx, f, &t, make([]bool, len(c.nodes)), nil)
+	t := tally{c: c, op: "proclaim", key: l.Keys.named()}
+	answered := make([]bool, len(c.nodes))
+	c.collect(ctx, f, &t, answered, nil)
+	if t.won() {
+		f.grace(len(c.nodes)-t.answers, max(2*time.Since(start), releaseGrace))
+		return nil
+	}
+	t.all = true // the outcome is a failure: hear every node out, for the error
+	c.collect(ctx, f, &t, answered, nil)
 	switch {
 	case t.won():
 		return nil
