@@ -177,7 +177,10 @@ func (l *Lease) Err() error {
 }
 
 // Extend resets the lock's TTL on the nodes that still hold it, moving Until to this call's
-// start + TTL - drift. It never re-creates the lock on a node that lost it.
+// start + TTL - drift. A node that never held the lock for this lease (it was down or out
+// of reach when the lease was granted) takes it where it is free, and counts, if its answer
+// comes within the lease's validity (see core.Cluster.Extend); a node that held it and lost
+// it counts as one that no longer holds it.
 //
 // Errors: one matching ErrNotHeld (and the reason, ErrLost say) if the lease has ended or
 // the nodes no longer hold it (the lease then ends with ErrLost); a *QuorumError if too few

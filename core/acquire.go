@@ -92,7 +92,7 @@ func (c *Cluster) acquire(ctx context.Context, l *claim) (Grant, outcome, error)
 	if err != nil {
 		return Grant{}, c.lose(ctx, l, &b, err), err
 	}
-	l.acquiring, l.pending, l.late = b.f, len(c.nodes)-b.t.answers, b.unanswered()
+	l.acquiring, l.pending, l.late, l.holds = b.f, len(c.nodes)-b.t.answers, b.unanswered(), b.t.yesNodes
 	return g, outcome{}, nil
 }
 

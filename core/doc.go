@@ -16,7 +16,7 @@
 //     earlier attempt's of the same waiter), or when a release hands it to the first live
 //     waiter; a release deletes it only when it is the caller's.
 //  2. No barging. A free lock goes to the first live waiter in the queue, or to a caller
-//     when no live waiter queues.
+//     when no live waiter queues, or back to its holder's extension (see Across 1).
 //  3. Resends are harmless. A script run twice with the same arguments leaves the state of one
 //     run, and replies as the first run did, or "gone" for a release whose lock a first
 //     run handed on, or "not ours" for a release whose first run freed a lock that no
@@ -38,7 +38,11 @@
 //     attempt, or handed it over, and time is left of its validity, start + TTL - drift,
 //     counted from before the first request. Two quorums share a node, which (1) held one
 //     owner at a time; so no two Grants' validities overlap while the servers' clocks run
-//     within the drift allowance and the restart guard covers the longest TTL.
+//     within the drift allowance and the restart guard covers the longest TTL. An extension
+//     takes the free key only on a node that never held the lock for this owner, and counts
+//     it only if that node answered before the lease's validity ended, when no other owner
+//     could hold a quorum: so the key was no one's, and the argument stands for the new
+//     validity, counted from before the extension's first request.
 //  2. Fencing. A fenced Grant's token stands on a quorum before it is returned (a quorum
 //     agreed on it, or it was raised there), so every later quorum meets a counter at
 //     least that large and (5) grants a larger one, while the restart guard exceeds 2 s

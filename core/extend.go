@@ -2,12 +2,19 @@ package core
 
 import (
 	"context"
+	"strconv"
 	"time"
 )
 
 // Extend resets the TTL of h on every node that still holds it with h's token, and returns
-// the new end of validity. It never re-creates a key that is gone. It needs a quorum, within the new
-// validity, like Acquire, and returns as soon as the outcome is decided.
+// the new end of validity, which it also keeps in h.Until. A writer's lock (not a reader's
+// share, nor a semaphore's permit) is also taken on a node where its key is free, that
+// node's fence counter raised to h's token; such a node counts only if it never held h
+// (it did not grant it: where h's key is gone, the lock was lost, and is not taken again)
+// and its answer came before h's validity ended, while no other owner could hold a
+// quorum. So a holder granted while some nodes were unreachable holds on them too once
+// they are back. It needs a quorum, within the new validity, like Acquire, and returns as
+// soon as the outcome is decided.
 //
 // Errors: ErrNotHeld (too many nodes no longer hold l for a quorum: the lock is lost), a
 // *QuorumError (too few nodes answered: the lock is still valid until its previous end),
@@ -18,14 +25,22 @@ func (c *Cluster) Extend(ctx context.Context, h *Held) (time.Time, error) {
 		return time.Time{}, err
 	}
 	start := time.Now()
-	f := c.call(ctx, &l.Lock, "extend", l.NodeTimeout, l.scripts().extend, l.Keys.extendKeys(l.Read), l.token, millis(l.TTL))
+	req := request{s: l.scripts().extend, keys: l.Keys.extendKeys(l.Read), args: []string{l.token, millis(l.TTL)}, op: "extend", failed: l.NodeFailed}
 	t := tally{c: c, op: "extend", key: l.Keys.named()}
+	if !l.Read && l.Keys.Permits == nil && len(c.nodes) <= 64 {
+		req.more, req.moreTo, t.retake = "0", ^l.holds, h.Until
+		if l.Fence {
+			req.more = strconv.FormatUint(h.Fence, 10)
+		}
+	}
+	f := c.fan(ctx, l.NodeTimeout, req, 0)
 	c.collect(ctx, f, &t, make([]bool, len(c.nodes)), nil)
 	until := start.Add(l.TTL - l.Drift())
 	switch {
 	case ctx.Err() != nil:
 		return time.Time{}, ctxError(ctx, "extend", l.Keys.named())
 	case t.won() && time.Now().Before(until):
+		h.Until, l.holds = until, l.holds|t.yesNodes
 		return until, nil
 	case t.won():
 		return time.Time{}, opError("extend", l.Keys.named(), ErrExpired)

@@ -60,6 +60,10 @@ type request struct {
 	setNX      bool
 	key, value string
 	ttl        time.Duration
+	// more is appended to args for the nodes in moreTo (a bit each): an extension's fence,
+	// for the nodes that never held the lock (see Extend).
+	more   string
+	moreTo uint64
 	// permits is a semaphore acquisition's number of permits, whose replies end with the
 	// permits free and the permit taken (see permitsFree); 0 for the others.
 	permits int
@@ -286,6 +290,8 @@ func (c *Cluster) send(dctx context.Context, i int, req *request, identify bool)
 	}
 	args := req.args
 	switch {
+	case req.moreTo&bit(i) != 0:
+		args = append(args[:len(args):len(args)], req.more)
 	case identify && len(args) > 7: // a semaphore's: ARGV[8] is there
 		args = slices.Clone(args)
 		args[7] = "1"
@@ -319,6 +325,10 @@ type tally struct {
 	// one that let go: its key can only have gone by this release, run twice, or with the
 	// server's data.
 	gone bool
+	// retake, for an extension, is when the lease's validity ends: a node that took the lock
+	// where it was free ({2}: see extend.lua) counts as one that extended it only if its
+	// answer came before then.
+	retake time.Time
 	// grants counts a semaphore acquisition's grants per permit (nil for a lock), and most
 	// is the largest count: a quorum must grant one permit.
 	grants []int
@@ -379,7 +389,7 @@ func (t *tally) add(r reply) {
 			t.errs = append(t.errs, NodeError{Node: t.c.nodes[r.node].String(), Err: err})
 			t.failedNodes |= bit(r.node)
 		}
-	case r.vals[0] == 1, t.gone && len(r.vals) > 2 && r.vals[2] == 1:
+	case r.vals[0] == 1, t.gone && len(r.vals) > 2 && r.vals[2] == 1, r.vals[0] == 2 && time.Now().Before(t.retake):
 		t.yes++
 		t.yesNodes |= bit(r.node)
 		if i := permitOf(r.vals); t.grants != nil && i >= 0 && i < len(t.grants) {

@@ -181,7 +181,7 @@ func (k Keys) extendKeys(read bool) []string {
 	if read {
 		return []string{k.Lock, k.Readers}
 	}
-	return []string{k.Lock}
+	return []string{k.Lock, k.Fence}
 }
 
 // NewPartKeys returns the keys of a lock that a primitive keeps for itself beside the lock

@@ -130,6 +130,9 @@ type claim struct {
 	acquiring *fanout
 	pending   int
 	late      uint64
+	// holds are the nodes (a bit each, N <= 64) known to have held the lock for this owner:
+	// they granted it, handed it over, or extended it (see Extend).
+	holds uint64
 	// trail is what AcquireWait's failed attempts still have under way on the nodes, which
 	// its leave must follow (unused by Acquire).
 	trail trail

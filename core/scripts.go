@@ -7,7 +7,7 @@ import (
 
 // The scripts that every lock operation runs: each file's header gives its KEYS, ARGV and
 // replies. queue.lua is the prelude, the constants and functions shared by every script but
-// extend, proclaim and leader: it comes first, except in release (below).
+// proclaim and leader: it comes first, except in release (below).
 var (
 	//go:embed lua/queue.lua
 	preludeSource string
@@ -31,7 +31,7 @@ var (
 	leaderSource string
 
 	acquireScript = NewScript("acquire", preludeSource+acquireSource)
-	extendScript  = NewScript("extend", extendSource)
+	extendScript  = NewScript("extend", preludeSource+extendSource)
 	releaseScript = NewScript("release", preludeAt(releaseSource))
 	raiseScript   = NewScript("raise", preludeSource+raiseSource)
 	// A reader's: rlock and runlock share the prelude, and runlock ends as release does.

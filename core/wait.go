@@ -215,6 +215,12 @@ func (c *Cluster) handedOver(ctx context.Context, l *claim, o outcome, hs *hando
 	if permit >= 0 {
 		c.holdPermit(l, hs.permits(), permit)
 	}
+	l.holds = 0
+	for i, h := range hs.got {
+		if h.token != "" {
+			l.holds |= bit(i)
+		}
+	}
 	g, err := c.grant(ctx, l, o.start, fence, l.TTL/2)
 	return g, err == nil
 }

@@ -1,4 +1,4 @@
--- The prelude of every script but extend, proclaim and leader: constants and shared
+-- The prelude of every script but proclaim and leader: constants and shared
 -- functions. q, a, w are a lock's queue, liveness and attempts keys; r its readers key.
 local fence_idle = 3600000 -- core.FenceIdle in ms
 local readers_hold = '(readers)' -- the lock key's value while readers hold it
@@ -80,9 +80,7 @@ local function enqueue(q, a, w, waiter, ticket, keep, reg)
 end
 -- holds makes waiter's place, if any, lapse with its lock of ttl ms.
 local function holds(a, waiter, ttl)
-  if waiter ~= '' then
-    redis.call('ZADD', a, 'XX', string.format('%d', now_ms() + tonumber(ttl)), waiter)
-  end
+  redis.call('ZADD', a, 'XX', string.format('%d', now_ms() + tonumber(ttl)), waiter) -- XX: '' never queues
 end
 local function dequeue(q, a, w, waiter)
   redis.call('ZREM', q, waiter)
@@ -91,8 +89,7 @@ local function dequeue(q, a, w, waiter)
 end
 -- gone reports whether waiter left less than left_kept ago.
 local function gone(a, waiter)
-  local until_ms = redis.call('ZSCORE', a, '!' .. waiter)
-  return until_ms ~= false and tonumber(until_ms) > now_ms()
+  return tonumber(redis.call('ZSCORE', a, '!' .. waiter) or 0) > now_ms()
 end
 -- forget marks waiter as left, and drops what has lapsed in a.
 local function forget(a, waiter)
@@ -154,10 +151,8 @@ end
 -- queue_caller queues the caller of acquire or rlock, if it waits, with its attempt.
 local function queue_caller(reader)
   if ARGV[5] ~= '' then
-    local fence, mode = '0', ' r'
-    if not reader then
-      fence, mode = string.match(ARGV[4], '^%d+$') or '1', ''
-    end
+    local fence = reader and '0' or string.match(ARGV[4], '^%d+$') or '1'
+    local mode = reader and ' r' or ''
     local reg = ARGV[1] .. ' ' .. ARGV[2] .. ' ' .. fence .. ' ' .. (tonumber(ARGV[3]) or 0) .. mode
     enqueue(KEYS[3], KEYS[4], KEYS[5], ARGV[5], ARGV[6], tonumber(ARGV[7]), reg)
   end

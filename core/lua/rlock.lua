@@ -11,18 +11,14 @@ if waiter ~= '' and gone(KEYS[4], waiter) then
   return vote(0, math.max(remaining(KEYS[1]), 0))
 end
 local holder = redis.call('GET', KEYS[1])
-if holder and holder ~= readers_hold then
-  queue_caller(true)
-  return vote(0, math.max(remaining(KEYS[1]), 0))
-end
 local queued = redis.call('EXISTS', KEYS[3]) == 1
 -- A share of this attempt or an earlier one of ours is ours, whatever the queue says.
-local share = holder and own_share(KEYS[6], token)
-if share then
-  redis.call('ZREM', KEYS[6], share)
-elseif queued and ahead(KEYS[3], KEYS[4], KEYS[5], waiter, tonumber(ARGV[6])) then
-  queue_caller(true)
+local share = holder == readers_hold and own_share(KEYS[6], token)
+if holder and holder ~= readers_hold or not share and queued and ahead(KEYS[3], KEYS[4], KEYS[5], waiter, tonumber(ARGV[6])) then
+  queue_caller(true) -- a writer holds the lock, or a waiter goes first
   return vote(0, math.max(remaining(KEYS[1]), 0))
+elseif share then
+  redis.call('ZREM', KEYS[6], share)
 end
 read_grant(KEYS[1], KEYS[6], token, ARGV[2], holder == readers_hold)
 if queued and waiter ~= '' then

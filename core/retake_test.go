@@ -1,0 +1,74 @@
+package core_test
+
+import (
+	"context"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/go-redlock/redlock/core"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// TestExtendTakesNodesThatNeverHeld: a holder granted while two of five servers were down
+// takes the lock on them with its next extension once they are back, their fence counters
+// raised to its token, and then holds on every node; such nodes count only before its
+// validity ends. A node that held the lock and lost it counts as one that no longer does.
+func TestExtendTakesNodesThatNeverHeld(t *testing.T) {
+	bubble(t, func(t *testing.T) {
+		servers := simServers(t, 5)
+		c := newCluster(t, servers)
+		ctx := context.Background()
+		acquire := func(name string) (*core.Lock, *core.Held) {
+			l := lock(name)
+			l.TTL, l.Fence = time.Second, true
+			for _, s := range servers[3:] {
+				s.sim.Crash()
+			}
+			h, err := c.Acquire(ctx, l)
+			require.NoError(t, err)
+			for _, s := range servers[3:] {
+				s.sim.Restart()
+			}
+			return l, h
+		}
+
+		l, h := acquire("back")
+		until, err := c.Extend(ctx, h)
+		require.NoError(t, err)
+		assert.Equal(t, until, h.Until)
+		for i, s := range servers {
+			v, err := s.do("GET", l.Keys.Lock)
+			require.NoError(t, err, "node %d", i)
+			assert.Equal(t, h.Token(), v, "node %d", i)
+			n, err := s.do("GET", l.Keys.Fence)
+			require.NoError(t, err, "node %d", i)
+			counter, _ := strconv.ParseUint(n.(string), 10, 64)
+			assert.GreaterOrEqual(t, counter, h.Fence, "node %d: a later holder could get a smaller token", i)
+		}
+		// Now it holds on all five: two may fail (or lose it) and it still extends.
+		servers[0].sim.Crash()
+		_, err = servers[1].do("DEL", l.Keys.Lock)
+		require.NoError(t, err)
+		_, err = c.Extend(ctx, h)
+		require.NoError(t, err, "three of five still held it")
+		servers[0].sim.Restart() // empty
+		_, err = servers[2].do("DEL", l.Keys.Lock)
+		require.NoError(t, err)
+		_, err = c.Extend(ctx, h)
+		require.ErrorIs(t, err, core.ErrNotHeld, "nodes that lost the lock counted as holding it")
+
+		// After the validity, nodes that never held it no longer count.
+		_, h = acquire("late")
+		time.Sleep(time.Until(h.Until) + time.Millisecond) // the granted keys have not expired yet
+		_, err = c.Extend(ctx, h)
+		require.NoError(t, err, "the three granting nodes extend it")
+		_, h = acquire("later")
+		_, err = servers[1].do("DEL", lock("later").Keys.Lock)
+		require.NoError(t, err)
+		time.Sleep(time.Until(h.Until) + time.Millisecond)
+		_, err = c.Extend(ctx, h)
+		require.ErrorIs(t, err, core.ErrNotHeld, "nodes that took the lock after the validity counted")
+	})
+}
