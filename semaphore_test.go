@@ -118,17 +118,19 @@ type serverView struct {
 }
 
 func semaphoreTurns(t *testing.T, sim bool, nodes func() []redlock.Node, servers []serverView) {
-	// queued reports whether want waiters wait in the semaphore's one queue on every server
-	// (a holder does not queue).
+	// queued reports whether want waiters wait in the semaphore's one queue on a quorum of
+	// the servers (a holder does not queue; the servers may differ: a call that lands after
+	// the quorum decided, say, can leave a waiter a stray permit on one of them).
 	queued := func(want int) func() bool {
 		k := core.NewSemaphoreKeys("redlock:", "turns", 2)
 		return func() bool {
+			n := 0
 			for _, s := range servers {
-				if len(s.zrange(k.Queue)) != want {
-					return false
+				if len(s.zrange(k.Queue)) == want {
+					n++
 				}
 			}
-			return true
+			return n > len(servers)/2
 		}
 	}
 	ctx := ctxT(t, time.Minute)
