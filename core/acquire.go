@@ -92,7 +92,10 @@ func (c *Cluster) acquire(ctx context.Context, l *claim) (Grant, outcome, error)
 	if err != nil {
 		return Grant{}, c.lose(ctx, l, &b, err), err
 	}
-	l.acquiring, l.pending, l.late, l.holds = b.f, len(c.nodes)-b.t.answers, b.unanswered(), b.t.yesNodes
+	l.acquiring, l.pending, l.late = b.f, len(c.nodes)-b.t.answers, b.unanswered()
+	if b.permit == nil { // a semaphore's: see holdPermit
+		l.holds = b.t.yesNodes
+	}
 	return g, outcome{}, nil
 }
 
@@ -117,7 +120,13 @@ func (c *Cluster) decide(ctx context.Context, l *claim, b *ballot) (Grant, error
 		return Grant{}, b.t.err()
 	}
 	if b.permit != nil {
-		c.holdPermit(l, b.permit, slices.Index(b.t.grants, b.t.most))
+		var answered uint64
+		for i, ok := range b.answered {
+			if ok {
+				answered |= bit(i)
+			}
+		}
+		c.holdPermit(l, b.permit, slices.Index(b.t.grants, b.t.most), answered)
 	}
 	return c.grant(ctx, l, b.start, b.fence, 0)
 }
@@ -259,8 +268,8 @@ func (c *Cluster) vote(ctx context.Context, l *claim, b *ballot) {
 	}
 	b.f = c.fan(ctx, l.NodeTimeout, req, 0)
 	b.t = tally{c: c, op: "acquire", key: l.Keys.named()}
-	if k := len(l.Keys.Permits); k > 0 {
-		b.t.grants, b.free, b.permit = make([]int, k), make([]int, k), slices.Repeat([]int{-1}, n)
+	if k := len(l.Keys.Permits); k > 0 { // a semaphore's: every node heard, so that no grant goes unseen
+		b.t.grants, b.free, b.permit, b.t.all = make([]int, k), make([]int, k), slices.Repeat([]int{-1}, n), true
 	}
 	if spared {
 		b.t.suspects = suspects

@@ -31,8 +31,8 @@ func (c *Cluster) Release(ctx context.Context, h *Held) error {
 	l := &h.claim
 	req := request{s: l.scripts().release, detached: true, keys: l.Keys.releaseKeys(), args: l.releaseArgs("leave"),
 		op: "release", failed: l.NodeFailed}
-	if l.Keys.Permits != nil && l.late == 0 {
-		req.args = append(req.args, "1") // KEYS[1] is the permit held, and no straggler may hold another
+	if l.Keys.Permits != nil { // where KEYS[1] is the permit the node granted, so nothing else is ours
+		req.more, req.moreTo = "1", l.holds
 	}
 	start := time.Now()
 	var f *fanout

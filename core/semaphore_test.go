@@ -20,13 +20,19 @@ func semLock(name string, k int) *core.Lock {
 	return l
 }
 
-// TestSemaphoreWaitersShareThePermits: goroutines on three nodes wait for the permits of a
-// semaphore of 3 and hold each a moment: never more than 3 hold at once, every wait ends
-// with a permit, and 3 waiters that hold on until all 3 hold get a permit each.
+// TestSemaphoreWaitersShareThePermits: goroutines on three simulated nodes wait for the
+// permits of a semaphore of 3 and hold each a moment: never more than 3 hold at once, every
+// wait ends with a permit within a virtual minute, and 3 waiters that hold on until all 3
+// hold get a permit each.
 func TestSemaphoreWaitersShareThePermits(t *testing.T) {
+	bubble(t, semaphoreWaitersShareThePermits)
+}
+
+func semaphoreWaitersShareThePermits(t *testing.T) {
 	const goroutines, rounds, permits = 8, 5, 3
-	c := newCluster(t, miniServers(t, 3))
+	c := newCluster(t, simServers(t, 3))
 	l := semLock("pool", permits)
+	l.NodeTimeout = 100 * time.Millisecond // virtual time
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	var holders, most atomic.Int32

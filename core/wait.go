@@ -212,14 +212,14 @@ func (c *Cluster) await(ctx context.Context, l *claim, w *watch, o outcome, dela
 // reports false: the waiter calls again, and the nodes renew it.
 func (c *Cluster) handedOver(ctx context.Context, l *claim, o outcome, hs *handovers) (Grant, bool) {
 	permit, _, fence := hs.best()
-	if permit >= 0 {
-		c.holdPermit(l, hs.permits(), permit)
-	}
 	l.holds = 0
 	for i, h := range hs.got {
 		if h.token != "" {
 			l.holds |= bit(i)
 		}
+	}
+	if permit >= 0 {
+		c.holdPermit(l, hs.permits(), permit, ^uint64(0))
 	}
 	g, err := c.grant(ctx, l, o.start, fence, l.TTL/2)
 	return g, err == nil
