@@ -165,7 +165,7 @@ func (h *highest) see(f int64) {
 }
 
 // admit returns the error of an attempt that must not be made: ctx ended, the Cluster is
-// closed, or a reader asks for a fence.
+// closed, or a reader asks for a fence or several names.
 func (c *Cluster) admit(ctx context.Context, l *claim) error {
 	switch {
 	case ctx.Err() != nil:
@@ -174,6 +174,8 @@ func (c *Cluster) admit(ctx context.Context, l *claim) error {
 		return opError("acquire", l.Keys.named(), ErrClosed)
 	case l.Read && l.Fence:
 		return opError("acquire", l.Keys.named(), fmt.Errorf("%w: a reader takes no fencing token", ErrInvalid))
+	case l.Read && l.Keys.Set != nil:
+		return opError("acquire", l.Keys.named(), fmt.Errorf("%w: a lock over several names has no readers", ErrInvalid))
 	}
 	return nil
 }
@@ -381,7 +383,7 @@ const FenceIdle = time.Hour
 // to a waiter advances the counter to the floor of the waiter's attempt, so that a
 // hand-over usually skips it too.
 func (c *Cluster) raise(ctx context.Context, l *claim, fence int64, until time.Time) error {
-	f := c.call(ctx, &l.Lock, "raise", l.NodeTimeout, raiseScript, []string{l.Keys.Lock, l.Keys.Fence}, l.token, strconv.FormatInt(fence, 10))
+	f := c.call(ctx, &l.Lock, "raise", l.NodeTimeout, raiseScript, l.Keys.raiseKeys(), l.token, strconv.FormatInt(fence, 10))
 	t := tally{c: c, op: "raise", key: l.Keys.named()}
 	c.collect(ctx, f, &t, make([]bool, len(c.nodes)), nil)
 	switch {

@@ -28,6 +28,9 @@ type Keys struct {
 	// Permits are a semaphore's permits, a lock key each (see NewSemaphoreKeys); nil for a
 	// lock. A semaphore's Readers key holds its record of len(Permits).
 	Permits []string
+	// Set are the names of a lock over several names at once, each name's keys (see
+	// NewSetKeys); nil for a lock of one name. A set's other fields are its first name's.
+	Set []Keys
 
 	// scriptKeys are the KEYS of the acquire and release scripts, made once by NewKeys so
 	// that a call need not make them (nil in a Keys that NewKeys did not make). Never
@@ -139,6 +142,31 @@ func NewSemaphoreKeys(prefix, name string, permits int) Keys {
 	return k
 }
 
+// NewSetKeys returns the keys of a lock over every one of names at once, each name's keys
+// those of NewKeys(prefix, name): a holder of the set holds each name, as a lock of that
+// name alone would, so single-name locks and sets exclude each other. The names are sorted,
+// and a name given twice counts once; no name is an error matching ErrInvalid. Its Lock,
+// Fence and Channel are those of its first name (in order): a set's waiter is woken on its
+// first name's channel. The scripts find a name's other keys from its lock key, so every
+// name's keys must follow NewKeys's layout, and on Redis Cluster share one slot (a prefix
+// with a hash tag).
+func NewSetKeys(prefix string, names []string) (Keys, error) {
+	names = slices.Compact(slices.Sorted(slices.Values(names)))
+	if len(names) == 0 {
+		return Keys{}, fmt.Errorf("%w: a lock over several names needs at least one name", ErrInvalid)
+	}
+	set := make([]Keys, len(names))
+	sk := &scriptKeys{}
+	for i, name := range names {
+		set[i] = NewKeys(prefix, name)
+		sk.acquire = append(sk.acquire, set[i].AcquireKeys()...)
+	}
+	sk.release = sk.acquire // releaseset reads a name's keys from the same six
+	k := set[0]
+	k.Name, k.Set, k.scriptKeys = "["+strings.Join(names, " ")+"]", set, sk
+	return k, nil
+}
+
 // permit returns the keys of a semaphore's permit i, held: its Lock is the permit's key.
 func (k Keys) permit(i int) Keys {
 	k.Lock = k.Permits[i]
@@ -176,12 +204,33 @@ func (k *Keys) releaseKeys() []string {
 	return k.ReleaseKeys()
 }
 
-// extendKeys returns the KEYS of the extend script (writer) or rextend (reader).
+// extendKeys returns the KEYS of the extend script (writer) or rextend (reader): a set's
+// lock keys, one a name.
 func (k Keys) extendKeys(read bool) []string {
+	if k.Set != nil {
+		keys := make([]string, len(k.Set))
+		for i, n := range k.Set {
+			keys[i] = n.Lock
+		}
+		return keys
+	}
 	if read {
 		return []string{k.Lock, k.Readers}
 	}
 	return []string{k.Lock, k.Fence}
+}
+
+// raiseKeys returns the KEYS of the raise script: the lock key and fence counter of each
+// name.
+func (k Keys) raiseKeys() []string {
+	if k.Set == nil {
+		return []string{k.Lock, k.Fence}
+	}
+	keys := make([]string, 0, 2*len(k.Set))
+	for _, n := range k.Set {
+		keys = append(keys, n.Lock, n.Fence)
+	}
+	return keys
 }
 
 // NewPartKeys returns the keys of a lock that a primitive keeps for itself beside the lock

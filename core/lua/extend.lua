@@ -1,16 +1,22 @@
--- extend: KEYS[1] lock, KEYS[2] fence counter; ARGV[1] token, ARGV[2] TTL ms, ARGV[3] (if
--- given) the holder's fence ("0": none), to take the lock where it is free and raise the
--- counter to it. Replies: {1} extended; {2} taken where it was free; {0} another's, or gone.
-local holder = redis.call('GET', KEYS[1])
-if holder == ARGV[1] then
-  redis.call('PEXPIRE', KEYS[1], ARGV[2])
-  return {1}
-elseif holder or not ARGV[3] then
-  return {0}
+-- extend: KEYS per name its lock and fence counter (a set's: name after name); ARGV[1]
+-- token, ARGV[2] TTL ms, ARGV[3] (if given) the holder's fence ("0": none), to take the
+-- names that are free and raise their counters to it. Replies: {1} extended; {2} some name
+-- was free and is taken; {0} a name is another's, or gone (nothing changed).
+local took = false
+for i = 1, #KEYS, 2 do
+  local holder = redis.call('GET', KEYS[i])
+  if holder ~= ARGV[1] and (holder or not ARGV[3]) then
+    return {0}
+  end
+  took = took or not holder
 end
-redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
-local counter = ARGV[3] ~= '0' and redis.call('GET', KEYS[2])
-if ARGV[3] ~= '0' and (not counter or tonumber(counter) < tonumber(ARGV[3])) then
-  redis.call('SET', KEYS[2], ARGV[3], 'PX', fence_idle)
+for i = 1, #KEYS, 2 do
+  redis.call('SET', KEYS[i], ARGV[1], 'PX', ARGV[2])
+  if took and ARGV[3] ~= '0' then
+    local counter = redis.call('GET', KEYS[i + 1])
+    if not counter or tonumber(counter) < tonumber(ARGV[3]) then
+      redis.call('SET', KEYS[i + 1], ARGV[3], 'PX', fence_idle)
+    end
+  end
 end
-return {2}
+return {took and 2 or 1}

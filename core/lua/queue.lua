@@ -245,72 +245,137 @@ local function read_release(lock, r, token)
   redis.call('PEXPIRE', lock, tonumber(last[2]) - now)
   return released, true, true
 end
--- hand_over gives the free lock to the first live waiter (unless that is waiter and it stays),
--- and to the readers right behind a reader, telling each; it returns how many heard.
-local function hand_over(waiter, stays)
+-- keys_of returns the keys of the lock whose lock key is base (core.NewKeys's layout), and
+-- release's KEYS as a table if base is nil; a set's names are those of its KEYS, 6 a name.
+local function keys_of(base)
+  if not base then
+    return {lock = KEYS[1], queue = KEYS[2], alive = KEYS[3], waiters = KEYS[4], fence = KEYS[5], readers = KEYS[6], channel = ARGV[2]}
+  end
+  local k = {lock = base, channel = base .. ':released'}
+  for _, s in ipairs({'fence', 'queue', 'alive', 'waiters', 'readers'}) do
+    k[s] = base .. ':' .. s
+  end
+  return k
+end
+-- set_of parses a set waiter's names, " <length> <lock key>" each, into their keys.
+local function set_of(list)
+  local names, pos = {}, 1
+  while pos <= #list do
+    local n, at = string.match(list, '^ (%d+) ()', pos)
+    names[#names + 1], pos = keys_of(string.sub(list, at, at + n - 1)), at + n
+  end
+  return names
+end
+-- advance_all advances every name's fence counter (see advance), then raises each to the
+-- largest, the set's token, which it returns.
+local function advance_all(names, floor)
+  local top = 0
+  for _, k in ipairs(names) do
+    top = math.max(top, advance(k.fence, floor))
+  end
+  for _, k in ipairs(names) do
+    if tonumber(redis.call('GET', k.fence)) < top then
+      redis.call('SET', k.fence, string.format('%d', top), 'PX', fence_idle)
+    end
+  end
+  return top
+end
+-- take_set sets every name's lock to token for ttl ms, waiter's places lapsing with it, and
+-- returns the set's fence (0: none asked, fenced '0').
+local function take_set(names, waiter, token, ttl, fenced)
+  for _, k in ipairs(names) do
+    redis.call('SET', k.lock, token, 'PX', ttl)
+    holds(k.alive, waiter, ttl)
+  end
+  return fenced ~= '0' and advance_all(names, fenced) or 0
+end
+-- hand_set hands a set waiter, first in a freed name's queue, every name of its set if each
+-- is free (or its own) and it is first in each queue; else it leaves the free names reserved
+-- (the waiter stays first). Its message goes on the set's first name's channel.
+local function hand_set(names, waiter, token, ttl, fenced, guard, publish)
+  for _, k in ipairs(names) do
+    local holder = redis.call('GET', k.lock)
+    if holder and not ours(holder, token) or first(k.queue, k.alive, k.waiters)[1] ~= waiter then
+      return 0
+    end
+  end
+  local abstain, unguarded = guarded(tonumber(guard) or 0)
+  local message = ''
+  if not abstain then
+    message = token .. ' ' .. string.format('%d', take_set(names, waiter, token, ttl, fenced)) .. (unguarded and ' u' or '')
+  end
+  return redis.call(publish, names[1].channel .. ':' .. waiter, message)
+end
+-- hand_over gives the free lock k to the first live waiter (unless that is waiter and it
+-- stays), and to the readers right behind a reader, telling each; a set waiter gets it with
+-- the rest of its set (hand_set). It returns how many heard.
+local function hand_over(k, waiter, stays)
   local publish = ARGV[3] == 'SPUBLISH' and 'SPUBLISH' or 'PUBLISH'
   local woken = 0
   for i = 1, first_scan do
-    local head = first(KEYS[2], KEYS[3], KEYS[4])
+    local head = first(k.queue, k.alive, k.waiters)
     if #head == 0 or (head[1] == waiter and stays) then
       return woken
     end
-    local reg = redis.call('HGET', KEYS[4], head[1])
-    local token, ttl, fenced, guard, mode = string.match(reg or '', '^(%S+) (%d+) (%d+) (%d+)( ?r?)$')
+    local reg = redis.call('HGET', k.waiters, head[1])
+    local token, ttl, fenced, guard, mode = string.match(reg or '', '^(%S+) (%d+) (%d+) (%d+)(.*)$')
     local reader = mode == ' r'
     if i > 1 and not reader then
       return woken -- a writer waits for the readers handed the lock before it
+    elseif mode and string.sub(mode, 1, 2) == ' s' then
+      return hand_set(set_of(string.sub(mode, 3)), head[1], token, ttl, fenced, guard, publish)
     end
     local message = ''
     local abstain, unguarded = guarded(tonumber(guard) or 0)
     if token and not abstain and reader then
-      read_grant(KEYS[1], KEYS[6], token, ttl, i > 1)
-      dequeue(KEYS[2], KEYS[3], KEYS[4], head[1])
+      read_grant(k.lock, k.readers, token, ttl, i > 1)
+      dequeue(k.queue, k.alive, k.waiters, head[1])
       message = token .. ' 0'
     elseif token and not abstain then
-      redis.call('SET', sem_lock or KEYS[1], token, 'PX', ttl)
+      redis.call('SET', sem_lock or k.lock, token, 'PX', ttl)
       if sem_lock then -- a permit's holder does not queue
-        dequeue(KEYS[2], KEYS[3], KEYS[4], head[1])
+        dequeue(k.queue, k.alive, k.waiters, head[1])
       else
-        holds(KEYS[3], head[1], ttl)
+        holds(k.alive, head[1], ttl)
       end
-      local fence = fenced ~= '0' and advance(KEYS[5], fenced) or 0
+      local fence = fenced ~= '0' and advance(k.fence, fenced) or 0
       message = token .. ' ' .. string.format('%d', fence) .. (sem_lock and ' #' .. sem_index or '')
     end
     message = message .. (message ~= '' and unguarded and ' u' or '')
-    woken = woken + redis.call(publish, ARGV[2] .. ':' .. head[1], message)
+    woken = woken + redis.call(publish, k.channel .. ':' .. head[1], message)
     if not reader or message == '' then
       return woken
     end
   end
   return woken
 end
--- settle ends release and runlock, and returns the reply: released (0 or 1) whether the caller
--- let go of a holding, holder whether the lock is still held, queued whether the queue exists,
--- absent whether nothing of the caller's is here and no other owner holds the lock.
-local function settle(released, holder, queued, absent)
+-- settle ends release and runlock for the lock k, and returns the reply: released (0 or 1)
+-- whether the caller let go of a holding, holder whether the lock is still held, queued
+-- whether the queue exists, absent whether nothing of the caller's is here and no other
+-- owner holds the lock.
+local function settle(k, released, holder, queued, absent)
   local waiter = ARGV[4]
   local leave = ARGV[5] == 'leave'
   if released == 0 and not absent and queued and ARGV[1] ~= '' then
-    absent = gone(KEYS[3], waiter ~= '' and waiter or ARGV[1])
+    absent = gone(k.alive, waiter ~= '' and waiter or ARGV[1])
   end
   if waiter ~= '' and leave then
     if queued then
-      dequeue(KEYS[2], KEYS[3], KEYS[4], waiter)
+      dequeue(k.queue, k.alive, k.waiters, waiter)
     end
     local _, n = attempt(ARGV[1])
     if queued or (n and n > 1) then -- else no earlier attempt's call can land after the leave
-      forget(KEYS[3], waiter)
+      forget(k.alive, waiter)
     end
-  elseif waiter ~= '' and released == 1 and not gone(KEYS[3], waiter) then
-    enqueue(KEYS[2], KEYS[3], KEYS[4], waiter, ARGV[6], tonumber(ARGV[7]), nil)
+  elseif waiter ~= '' and released == 1 and not gone(k.alive, waiter) then
+    enqueue(k.queue, k.alive, k.waiters, waiter, ARGV[6], tonumber(ARGV[7]), nil)
     queued = true
   elseif waiter == '' and released == 1 and queued then
-    forget(KEYS[3], ARGV[1]) -- so that this release, run again, finds the lock gone
+    forget(k.alive, ARGV[1]) -- so that this release, run again, finds the lock gone
   end
   local woken = 0
   if not holder and queued then
-    woken = hand_over(waiter, not leave)
+    woken = hand_over(k, waiter, not leave)
   end
   if released == 0 and absent then
     return {0, woken, 1}

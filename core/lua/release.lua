@@ -36,4 +36,4 @@ for i = #permits, 1, -1 do
 end
 pick = mine or pick
 sem_lock, sem_index = ARGV[8] and pick and permits[pick], (pick or 1) - 1
-return settle(released, pick == nil, queued, absent)
+return settle(keys_of(), released, pick == nil, queued, absent)

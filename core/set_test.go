@@ -1,0 +1,329 @@
+package core_test
+
+import (
+	"context"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/go-redlock/redlock/core"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// These tests check a lock over several names at once (core.NewSetKeys) on the acquireset
+// and releaseset scripts: all or nothing, one fence above every name's, waiters of
+// overlapping sets that never block each other for good, and no starvation by single-name
+// holders.
+
+// setLock is a fenced request for every one of names at once, with a node timeout that
+// suits servers.
+func setLock(t *testing.T, servers []server, names ...string) *core.Lock {
+	t.Helper()
+	k, err := core.NewSetKeys("q:", names)
+	require.NoError(t, err)
+	l := lockOn(servers, names[0])
+	l.Keys, l.Fence = k, true
+	return l
+}
+
+// fencedOn is lockOn(servers, name), fenced: its attempts run the acquire script, so that
+// they queue as a waiter does (a plain SET NX passes by the queue: see Setter).
+func fencedOn(servers []server, name string) *core.Lock {
+	l := lockOn(servers, name)
+	l.Fence = true
+	return l
+}
+
+// holders returns what each server's lock key of name holds ("" for none).
+func holders(t *testing.T, servers []server, name string) []string {
+	k := core.NewKeys("q:", name)
+	h := make([]string, len(servers))
+	for i, s := range servers {
+		h[i] = get(t, s, k.Lock)
+	}
+	return h
+}
+
+func everywhere(servers []server, v string) []string {
+	h := make([]string, len(servers))
+	for i := range h {
+		h[i] = v
+	}
+	return h
+}
+
+func TestNewSetKeys(t *testing.T) {
+	_, err := core.NewSetKeys("q:", nil)
+	require.ErrorIs(t, err, core.ErrInvalid)
+	k, err := core.NewSetKeys("q:", []string{"b", "a", "b"})
+	require.NoError(t, err)
+	require.Len(t, k.Set, 2, "a name given twice counts once")
+	assert.Equal(t, core.NewKeys("q:", "a"), k.Set[0])
+	assert.Equal(t, core.NewKeys("q:", "b"), k.Set[1])
+	assert.Equal(t, core.NewKeys("q:", "a").Channel, k.Channel, "a set's waiter is woken on its first name's channel")
+}
+
+// TestSetIsAllOrNothing: a set whose one name is held takes none of them; once free, it
+// takes every name on every node, and single-name locks of its names are refused until it
+// lets go of all of them.
+func TestSetIsAllOrNothing(t *testing.T) {
+	for _, c := range setups {
+		t.Run(c.name, func(t *testing.T) {
+			servers := c.servers(t, c.n)
+			cl := newCluster(t, servers)
+			ctx := context.Background()
+			b, err := cl.Acquire(ctx, fencedOn(servers, "b"))
+			require.NoError(t, err)
+			_, err = cl.Acquire(ctx, setLock(t, servers, "a", "b"))
+			require.ErrorIs(t, err, core.ErrHeld)
+			assert.Equal(t, everywhere(servers, ""), holders(t, servers, "a"), "a was taken without b")
+			require.NoError(t, cl.Release(ctx, b))
+
+			set, err := cl.Acquire(ctx, setLock(t, servers, "b", "a"))
+			require.NoError(t, err)
+			for _, name := range []string{"a", "b"} {
+				require.Eventually(t, func() bool { // Acquire returns at a quorum
+					return assert.ObjectsAreEqual(everywhere(servers, set.Token()), holders(t, servers, name))
+				}, generous, time.Millisecond, "%s is not the set's everywhere", name)
+				_, err = cl.Acquire(ctx, fencedOn(servers, name))
+				require.ErrorIs(t, err, core.ErrHeld, "a single-name lock of %s while the set holds it", name)
+			}
+			_, err = cl.Extend(ctx, set)
+			require.NoError(t, err)
+			require.NoError(t, cl.Release(ctx, set))
+			for _, name := range []string{"a", "b"} {
+				require.Eventually(t, func() bool {
+					return assert.ObjectsAreEqual(everywhere(servers, ""), holders(t, servers, name))
+				}, generous, time.Millisecond, "%s is still held after the set's release", name)
+			}
+			_, err = cl.Extend(ctx, set)
+			require.ErrorIs(t, err, core.ErrNotHeld)
+		})
+	}
+}
+
+// TestSetTokenExceedsEveryName: the set's fencing token is larger than every token any of
+// its names had, however far apart the names' counters are, and each name's next token is
+// larger than the set's.
+func TestSetTokenExceedsEveryName(t *testing.T) {
+	for _, c := range setups {
+		t.Run(c.name, func(t *testing.T) {
+			servers := c.servers(t, c.n)
+			cl := newCluster(t, servers)
+			ctx := context.Background()
+			// b's counter far ahead of a's (and of the floor an acquisition proposes).
+			far := strconv.FormatInt(time.Now().Add(time.Minute).UnixMicro(), 10)
+			for _, s := range servers {
+				_, err := s.do("SET", core.NewKeys("q:", "b").Fence, far, "PX", "60000")
+				require.NoError(t, err)
+			}
+			var before uint64
+			for _, name := range []string{"a", "b"} {
+				h, err := cl.Acquire(ctx, fencedOn(servers, name))
+				require.NoError(t, err)
+				before = max(before, h.Fence)
+				require.NoError(t, cl.Release(ctx, h))
+			}
+			set, err := cl.Acquire(ctx, setLock(t, servers, "a", "b"))
+			require.NoError(t, err)
+			assert.Greater(t, set.Fence, before, "the set's token is not above every name's")
+			require.NoError(t, cl.Release(ctx, set))
+			for _, name := range []string{"a", "b"} {
+				h, err := cl.Acquire(ctx, fencedOn(servers, name))
+				require.NoError(t, err)
+				assert.Greater(t, h.Fence, set.Fence, "%s's next token is not above the set's", name)
+				require.NoError(t, cl.Release(ctx, h))
+			}
+		})
+	}
+}
+
+// TestCrossedSetWaitersNeverDeadlock: a waiter for {a, b} and one for {b, a}, queued while
+// a and b are held by others, both get their set, in the order they queued, whichever
+// name is let go of first; each is handed its set whole.
+func TestCrossedSetWaitersNeverDeadlock(t *testing.T) {
+	for _, c := range setups {
+		for _, first := range []string{"a", "b"} {
+			t.Run(c.name+"/"+first+" first", func(t *testing.T) {
+				servers := c.servers(t, c.n)
+				cl := newCluster(t, servers)
+				ctx, cancel := context.WithTimeout(context.Background(), generous)
+				defer cancel()
+				held := map[string]*core.Held{}
+				for _, name := range []string{"a", "b"} {
+					h, err := cl.Acquire(ctx, fencedOn(servers, name))
+					require.NoError(t, err)
+					held[name] = h
+				}
+				order := make(chan int, 2)
+				var wg sync.WaitGroup
+				for i, names := range [][]string{{"a", "b"}, {"b", "a"}} {
+					wg.Go(func() {
+						h, err := cl.AcquireWait(ctx, setLock(t, servers, names...), patient)
+						if !assert.NoError(t, err, "waiter %d", i) {
+							order <- -1
+							return
+						}
+						order <- i
+						time.Sleep(5 * time.Millisecond)
+						assert.NoError(t, cl.Release(context.Background(), h))
+					})
+					k := core.NewKeys("q:", "a")
+					require.Eventually(t, func() bool { return allEqual(queued(t, servers, k), int64(i+1)) },
+						generous, time.Millisecond, "waiter %d is not queued", i)
+				}
+				second := map[string]string{"a": "b", "b": "a"}[first]
+				require.NoError(t, cl.Release(ctx, held[first]))
+				time.Sleep(20 * time.Millisecond)
+				assert.Equal(t, everywhere(servers, ""), holders(t, servers, first), "%s stays free, kept for the set's waiter", first)
+				require.NoError(t, cl.Release(ctx, held[second]))
+				for want := range 2 {
+					require.Equal(t, want, await(t, servers, order, "a set waiter's turn"), "the set waiters did not go in ticket order")
+				}
+				wg.Wait()
+			})
+		}
+	}
+}
+
+// TestSetWaiterIsNotStarved: while a set waiter for {a, b} waits for b, a stays free for
+// it: single-name waiters of a that come after it queue behind it, and none holds a until
+// the set waiter had its turn, which a release of b hands it whole.
+func TestSetWaiterIsNotStarved(t *testing.T) {
+	for _, c := range setups[:2] {
+		t.Run(c.name, func(t *testing.T) {
+			servers := c.servers(t, c.n)
+			cl := newCluster(t, servers)
+			ctx, cancel := context.WithTimeout(context.Background(), generous)
+			defer cancel()
+			b, err := cl.Acquire(ctx, fencedOn(servers, "b"))
+			require.NoError(t, err)
+			var setHeld atomic.Bool
+			var early atomic.Int32 // single holders of a before the set's turn
+			got := make(chan *core.Held, 1)
+			go func() {
+				h, err := cl.AcquireWait(ctx, setLock(t, servers, "a", "b"), patient)
+				if assert.NoError(t, err) {
+					setHeld.Store(true)
+					got <- h
+				}
+			}()
+			a := core.NewKeys("q:", "a")
+			require.Eventually(t, func() bool { return allEqual(queued(t, servers, a), 1) }, generous, time.Millisecond)
+			var wg sync.WaitGroup
+			for range 4 { // a stream of single-name lockers of a
+				wg.Go(func() {
+					for range 3 {
+						h, err := cl.AcquireWait(ctx, fencedOn(servers, "a"), core.Backoff{Min: time.Millisecond, Max: 5 * time.Millisecond})
+						if !assert.NoError(t, err) {
+							return
+						}
+						if !setHeld.Load() {
+							early.Add(1)
+						}
+						time.Sleep(time.Millisecond)
+						assert.NoError(t, cl.Release(context.Background(), h))
+					}
+				})
+			}
+			time.Sleep(100 * time.Millisecond)
+			require.NoError(t, cl.Release(ctx, b))
+			set := <-got
+			require.NoError(t, cl.Release(ctx, set))
+			wg.Wait()
+			assert.Zero(t, early.Load(), "a single-name waiter that queued after the set waiter took a first")
+		})
+	}
+}
+
+// TestSetsAndMutexesExclude: goroutines lock random sets of three names, or single names,
+// through AcquireWait; no name ever has two holders at once, and every wait ends.
+func TestSetsAndMutexesExclude(t *testing.T) {
+	for _, c := range setups[:2] {
+		t.Run(c.name, func(t *testing.T) {
+			servers := c.servers(t, c.n)
+			cl := newCluster(t, servers)
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			names := []string{"x", "y", "z"}
+			var holding [3]atomic.Int32
+			requests := [][]int{{0}, {1}, {2}, {0, 1}, {1, 2}, {2, 0}, {0, 1, 2}, {2, 1}}
+			var wg sync.WaitGroup
+			for g := range len(requests) {
+				wg.Go(func() {
+					for r := range 5 {
+						idx := requests[(g+r)%len(requests)]
+						var l *core.Lock
+						if len(idx) == 1 {
+							l = fencedOn(servers, names[idx[0]])
+						} else {
+							set := make([]string, len(idx))
+							for i, n := range idx {
+								set[i] = names[n]
+							}
+							l = setLock(t, servers, set...)
+						}
+						h, err := cl.AcquireWait(ctx, l, core.Backoff{Min: time.Millisecond, Max: 10 * time.Millisecond})
+						if !assert.NoError(t, err, "goroutine %d round %d", g, r) {
+							return
+						}
+						for _, n := range idx {
+							assert.Equal(t, int32(1), holding[n].Add(1), "%s has two holders", names[n])
+						}
+						time.Sleep(time.Millisecond)
+						for _, n := range idx {
+							holding[n].Add(-1)
+						}
+						assert.NoError(t, cl.Release(context.Background(), h))
+					}
+				})
+			}
+			wg.Wait()
+		})
+	}
+}
+
+// TestSetScriptsRunTwice: acquireset and releaseset run twice with the same arguments leave
+// the state of one run: the set held once, a waiter queued once, everything let go.
+func TestSetScriptsRunTwice(t *testing.T) {
+	onOneOfEach(t, func(t *testing.T, s server) {
+		ctx := context.Background()
+		tw, _, plain := twiceClusters(t, s)
+		servers := []server{s}
+		l := setLock(t, servers, "a", "b")
+		l.NodeTimeout = 10 * time.Second
+
+		set, err := tw.Acquire(ctx, l)
+		require.NoError(t, err)
+		assert.Equal(t, []string{set.Token()}, holders(t, servers, "a"))
+		assert.Equal(t, []string{set.Token()}, holders(t, servers, "b"))
+		_, err = tw.Extend(ctx, set)
+		require.NoError(t, err)
+		require.NoError(t, tw.Release(ctx, set))
+		assert.Equal(t, []string{""}, holders(t, servers, "a"))
+		assert.Equal(t, []string{""}, holders(t, servers, "b"))
+
+		b, err := plain.Acquire(ctx, fencedOn(servers, "b"))
+		require.NoError(t, err)
+		_, err = tw.AcquireAs(ctx, l, "w.1", "w", 1)
+		require.ErrorIs(t, err, core.ErrHeld)
+		for _, name := range []string{"a", "b"} {
+			assert.Equal(t, []int64{1}, queued(t, servers, core.NewKeys("q:", name)), "the set waiter is queued once in %s", name)
+		}
+		assert.Equal(t, []string{""}, holders(t, servers, "a"), "a was taken without b")
+		require.NoError(t, plain.Release(ctx, b)) // hands the set to w.1
+		assert.Equal(t, []string{"w.1"}, holders(t, servers, "a"))
+		assert.Equal(t, []string{"w.1"}, holders(t, servers, "b"))
+		w := core.HeldAs(l, "w.1", "w", 1)
+		w.Until = time.Now().Add(time.Minute) // within its validity: a second run's "gone" counts
+		require.NoError(t, tw.Release(ctx, w))
+		assert.Equal(t, []string{""}, holders(t, servers, "a"))
+		assert.Equal(t, []string{""}, holders(t, servers, "b"))
+		for _, name := range []string{"a", "b"} {
+			assert.Equal(t, []int64{0}, queued(t, servers, core.NewKeys("q:", name)), "the set waiter left %s's queue", name)
+		}
+	})
+}
