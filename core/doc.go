@@ -169,6 +169,36 @@
 // a permit was free on a quorum, it calls again at once asking for it (a split vote); if
 // not, it waits as for a held lock.
 //
+// # Sets of names, per node
+//
+// A lock over several names at once (NewSetKeys) is each name's own keys: a name held by a
+// set holds the set's token in its lock key, as a single-name owner's would. Its waiter W
+// queues in every name's queue under one id and ticket, with the same attempt recorded in
+// each, followed by " s" and the set's lock keys (" <length> <key>" each), from which a
+// release finds the other names' keys (NewKeys's layout). The rows of the lock's table
+// hold per name, but for these:
+//
+//	state       event                                   effect                                  reply / message
+//	----------  --------------------------------------  --------------------------------------  -----------------------
+//	any         acquireset, each name free (no live      SET every name to W's token, each       {1, fence}
+//	            waiter ahead of W) or W's                counter to the set's fence
+//	any         acquireset, some name held by another,   queue W in every name's queue, record   {0, longest pttl} or
+//	            or a live waiter ahead in some queue     the attempt and the set in each         {0, 0}
+//	holding     releaseset                               DEL each name that is W's; per name,    {1, woken}
+//	                                                     as release (leave or stay, hand over)
+//	first       a release frees name a; each of W's      SET every name to W's recorded token,   "<token> <fence>[ u]"
+//	            names free (or W's), W first in each     each counter to the set's fence         on the first name's
+//	            queue                                                                            channel
+//	first       same, another name held, or a live       - (a stays free: W is first in its      -
+//	            waiter ahead of W in another queue       queue, so no one else takes it)
+//
+// The set's fence is the largest of every name's advanced counter, and each counter is
+// raised to it: larger than every name's earlier token, and every name's next one is
+// larger still. Waiters of every name are ordered by (ticket, id), alike in every queue and
+// on every node; a waiter waits only for holders, which wait for nothing, and for waiters
+// ahead of it in that order, so no waiter waits for itself: sets of overlapping names
+// never deadlock.
+//
 // # The waiter, across nodes (AcquireWait)
 //
 // W takes a ticket, subscribes to its own channel (Keys.Wake) once it finds the lock held,
