@@ -330,3 +330,39 @@ func TestSetScriptsRunTwice(t *testing.T) {
 		}
 	})
 }
+
+// TestSetIsHandedOverWhole: a set waiter whose refresh interval and backoff are far longer
+// than the test gets its set when the holder of its last held name lets go, without
+// calling again: every node handed it the whole set, under the attempt they refused.
+func TestSetIsHandedOverWhole(t *testing.T) {
+	for _, c := range setups {
+		t.Run(c.name, func(t *testing.T) {
+			servers := c.servers(t, c.n)
+			cl, counts := countedCluster(t, servers)
+			ctx, cancel := context.WithTimeout(context.Background(), generous)
+			defer cancel()
+			b, err := cl.Acquire(ctx, fencedOn(servers, "b"))
+			require.NoError(t, err)
+			l := setLock(t, servers, "a", "b")
+			l.NodeTimeout = 2 * time.Second // a refresh interval of 5 s
+			got := make(chan *core.Held, 1)
+			go func() {
+				h, err := cl.AcquireWait(ctx, l, patient)
+				if assert.NoError(t, err) {
+					got <- h
+				}
+			}()
+			a := core.NewKeys("q:", "a")
+			// Its second attempt, after it subscribed, is recorded in a's queue too.
+			require.Eventually(t, func() bool { return registeredAs(t, servers, a, ".2") }, generous, time.Millisecond)
+			calls := sum(counts, func(n *counted) *atomic.Int64 { return &n.acquires })
+			require.NoError(t, cl.Release(ctx, b))
+			set := await(t, servers, got, "the set's hand-over")
+			assert.Equal(t, 2, set.Attempts, "the set was handed to the attempt the nodes refused")
+			assert.Equal(t, calls, sum(counts, func(n *counted) *atomic.Int64 { return &n.acquires }), "the set waiter called again")
+			assert.Equal(t, everywhere(servers, set.Token()), holders(t, servers, "a"))
+			assert.Equal(t, everywhere(servers, set.Token()), holders(t, servers, "b"))
+			require.NoError(t, cl.Release(ctx, set))
+		})
+	}
+}
