@@ -204,15 +204,11 @@ func (k *Keys) releaseKeys() []string {
 	return k.ReleaseKeys()
 }
 
-// extendKeys returns the KEYS of the extend script (writer) or rextend (reader): a set's
-// lock keys, one a name.
+// extendKeys returns the KEYS of the extend script (writer) or rextend (reader); a set's
+// are its raiseKeys.
 func (k Keys) extendKeys(read bool) []string {
 	if k.Set != nil {
-		keys := make([]string, len(k.Set))
-		for i, n := range k.Set {
-			keys[i] = n.Lock
-		}
-		return keys
+		return k.raiseKeys()
 	}
 	if read {
 		return []string{k.Lock, k.Readers}
