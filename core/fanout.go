@@ -297,7 +297,7 @@ func (c *Cluster) send(dctx context.Context, i int, req *request, identify bool)
 		args[7] = "1"
 	case identify:
 		args = append(args[:len(args):len(args)], "1")
-	case (req.s == releaseScript || req.s == runlockScript || req.s == proclaimScript || req.s == releaseSetScript) && c.sharded[i]:
+	case (req.s == releaseScript || req.s == runlockScript || req.s == proclaimScript) && c.sharded[i]:
 		args = slices.Clone(args)
 		args[2] = "SPUBLISH"
 	}

@@ -74,7 +74,8 @@ func NewKeys(prefix, name string) Keys {
 	}
 	k := Keys{Name: name, Lock: base, Fence: base + ":fence", Queue: base + ":queue", Alive: base + ":alive", Waiters: base + ":waiters",
 		Readers: base + ":readers", Leader: base + ":leader", Channel: base + ":released"}
-	k.scriptKeys = &scriptKeys{acquire: k.AcquireKeys(), release: k.ReleaseKeys()}
+	keys := k.AcquireKeys()
+	k.scriptKeys = &scriptKeys{acquire: keys, release: keys}
 	return k
 }
 
@@ -161,7 +162,7 @@ func NewSetKeys(prefix string, names []string) (Keys, error) {
 		set[i] = NewKeys(prefix, name)
 		sk.acquire = append(sk.acquire, set[i].AcquireKeys()...)
 	}
-	sk.release = sk.acquire // releaseset reads a name's keys from the same six
+	sk.release = sk.acquire
 	k := set[0]
 	k.Name, k.Set, k.scriptKeys = "["+strings.Join(names, " ")+"]", set, sk
 	return k, nil
@@ -183,10 +184,9 @@ func (k Keys) AcquireKeys() []string {
 	return []string{k.Lock, k.Fence, k.Queue, k.Alive, k.Waiters, k.Readers}
 }
 
-// ReleaseKeys returns the KEYS that core passes to the release and runlock scripts, in order.
-func (k Keys) ReleaseKeys() []string {
-	return []string{k.Lock, k.Queue, k.Alive, k.Waiters, k.Fence, k.Readers}
-}
+// ReleaseKeys returns the KEYS that core passes to the release and runlock scripts, in order:
+// those of AcquireKeys.
+func (k Keys) ReleaseKeys() []string { return k.AcquireKeys() }
 
 // acquireKeys and releaseKeys are AcquireKeys and ReleaseKeys for core's calls, shared
 // where NewKeys made them: not to be written.

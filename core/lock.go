@@ -66,11 +66,8 @@ func (l *Lock) Drift() time.Duration {
 	return time.Duration(float64(l.TTL)*l.DriftFactor) + 2*time.Millisecond
 }
 
-// scripts returns the scripts of l's kind of holding: a set's, a reader's or a writer's.
+// scripts returns the scripts of l's kind of holding: a reader's or a writer's.
 func (l *Lock) scripts() lockScripts {
-	if l.Keys.Set != nil {
-		return setScripts
-	}
 	if l.Read {
 		return readerScripts
 	}

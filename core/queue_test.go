@@ -95,7 +95,7 @@ func (n *counted) SetNX(ctx context.Context, key, value string, ttl time.Duratio
 
 func (n *counted) Eval(ctx context.Context, s *core.Script, keys []string, args ...string) ([]int64, error) {
 	switch s.Name() {
-	case "acquire", "acquireset":
+	case "acquire":
 		n.acquires.Add(1)
 		if d := n.slow.Load(); d > 0 {
 			defer time.Sleep(time.Duration(d))

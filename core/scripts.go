@@ -29,10 +29,6 @@ var (
 	proclaimSource string
 	//go:embed lua/leader.lua
 	leaderSource string
-	//go:embed lua/acquireset.lua
-	acquireSetSource string
-	//go:embed lua/releaseset.lua
-	releaseSetSource string
 
 	acquireScript = NewScript("acquire", preludeSource+acquireSource)
 	extendScript  = NewScript("extend", preludeSource+extendSource)
@@ -45,9 +41,6 @@ var (
 	// An election's record of its leader's value (see Proclaim and Leader).
 	proclaimScript = NewScript("proclaim", proclaimSource)
 	leaderScript   = NewScript("leader", leaderSource)
-	// A lock over several names at once (see NewSetKeys): extend is the lock's.
-	acquireSetScript = NewScript("acquireset", preludeSource+acquireSetSource)
-	releaseSetScript = NewScript("releaseset", preludeSource+releaseSetSource)
 )
 
 // preludeMark is the line of release.lua that the prelude replaces: the uncontended case,
@@ -69,7 +62,6 @@ type lockScripts struct{ acquire, extend, release *Script }
 var (
 	writerScripts = lockScripts{acquireScript, extendScript, releaseScript}
 	readerScripts = lockScripts{rlockScript, rextendScript, runlockScript}
-	setScripts    = lockScripts{acquireSetScript, extendScript, releaseSetScript}
 )
 
 // Scripts returns the scripts core runs, in the order acquire, extend, release, raise,

@@ -148,13 +148,14 @@ local function soonest(permits)
   end
   return least
 end
--- queue_caller queues the caller of acquire or rlock, if it waits, with its attempt.
-local function queue_caller(reader)
-  if ARGV[5] ~= '' then
-    local fence = reader and '0' or string.match(ARGV[4], '^%d+$') or '1'
-    local mode = reader and ' r' or ''
-    local reg = ARGV[1] .. ' ' .. ARGV[2] .. ' ' .. fence .. ' ' .. (tonumber(ARGV[3]) or 0) .. mode
-    enqueue(KEYS[3], KEYS[4], KEYS[5], ARGV[5], ARGV[6], tonumber(ARGV[7]), reg)
+-- queue_caller queues the caller of acquire or rlock, if it waits, as one waiter in the queue
+-- of each of names, with its attempt; mode: '' a writer's, ' r' a reader's, ' s' and the
+-- names a set's.
+local function queue_caller(names, mode)
+  local fence = mode == ' r' and '0' or string.match(ARGV[4], '^%d+$') or '1'
+  local reg = table.concat({ARGV[1], ARGV[2], fence, tonumber(ARGV[3]) or 0}, ' ') .. mode
+  for _, k in ipairs(ARGV[5] ~= '' and names or {}) do
+    enqueue(k.queue, k.alive, k.waiters, ARGV[5], ARGV[6], tonumber(ARGV[7]), reg)
   end
 end
 -- vote returns acquire's or rlock's reply {status, value}, extended as ARGV[8] asks, and a
@@ -245,24 +246,23 @@ local function read_release(lock, r, token)
   redis.call('PEXPIRE', lock, tonumber(last[2]) - now)
   return released, true, true
 end
--- keys_of returns the keys of the lock whose lock key is base (core.NewKeys's layout), and
--- release's KEYS as a table if base is nil; a set's names are those of its KEYS, 6 a name.
-local function keys_of(base)
-  if not base then
-    return {lock = KEYS[1], queue = KEYS[2], alive = KEYS[3], waiters = KEYS[4], fence = KEYS[5], readers = KEYS[6], channel = ARGV[2]}
-  end
-  local k = {lock = base, channel = base .. ':released'}
-  for _, s in ipairs({'fence', 'queue', 'alive', 'waiters', 'readers'}) do
-    k[s] = base .. ':' .. s
-  end
-  return k
+-- keys_at returns the keys of the name whose six KEYS start at j, as a table; its channel is
+-- ARGV[2] (release's) for the first, else its lock key's (core.NewKeys's layout).
+local function keys_at(j)
+  return {lock = KEYS[j], fence = KEYS[j + 1], queue = KEYS[j + 2], alive = KEYS[j + 3], waiters = KEYS[j + 4],
+    readers = KEYS[j + 5], channel = j == 1 and ARGV[2] or KEYS[j] .. ':released'}
 end
--- set_of parses a set waiter's names, " <length> <lock key>" each, into their keys.
+-- set_of parses a set waiter's names, " <length> <lock key>" each, into their keys, each as
+-- core.NewKeys lays them out from the lock key.
 local function set_of(list)
   local names, pos = {}, 1
   while pos <= #list do
     local n, at = string.match(list, '^ (%d+) ()', pos)
-    names[#names + 1], pos = keys_of(string.sub(list, at, at + n - 1)), at + n
+    local k = {lock = string.sub(list, at, at + n - 1)}
+    for _, s in ipairs({'fence', 'queue', 'alive', 'waiters', 'readers', 'released'}) do
+      k[s] = k.lock .. ':' .. s
+    end
+    names[#names + 1], pos, k.channel = k, at + n, k.released
   end
   return names
 end
@@ -273,7 +273,7 @@ local function advance_all(names, floor)
   for _, k in ipairs(names) do
     top = math.max(top, advance(k.fence, floor))
   end
-  for _, k in ipairs(names) do
+  for _, k in ipairs(#names > 1 and names or {}) do
     if tonumber(redis.call('GET', k.fence)) < top then
       redis.call('SET', k.fence, string.format('%d', top), 'PX', fence_idle)
     end
@@ -289,9 +289,9 @@ local function take_set(names, waiter, token, ttl, fenced)
   end
   return fenced ~= '0' and advance_all(names, fenced) or 0
 end
--- hand_set hands a set waiter, first in a freed name's queue, every name of its set if each
--- is free (or its own) and it is first in each queue; else it leaves the free names reserved
--- (the waiter stays first). Its message goes on the set's first name's channel.
+-- hand_set hands a writer, first in a freed name's queue, every name of its set (a lock: the
+-- one) if each is free (or its own) and it is first in each queue; else it leaves the free
+-- names reserved (the waiter stays first). Its message goes on the first name's channel.
 local function hand_set(names, waiter, token, ttl, fenced, guard, publish)
   for _, k in ipairs(names) do
     local holder = redis.call('GET', k.lock)
@@ -301,14 +301,14 @@ local function hand_set(names, waiter, token, ttl, fenced, guard, publish)
   end
   local abstain, unguarded = guarded(tonumber(guard) or 0)
   local message = ''
-  if not abstain then
+  if token and not abstain then
     message = token .. ' ' .. string.format('%d', take_set(names, waiter, token, ttl, fenced)) .. (unguarded and ' u' or '')
   end
   return redis.call(publish, names[1].channel .. ':' .. waiter, message)
 end
 -- hand_over gives the free lock k to the first live waiter (unless that is waiter and it
--- stays), and to the readers right behind a reader, telling each; a set waiter gets it with
--- the rest of its set (hand_set). It returns how many heard.
+-- stays), with the rest of its set if it waits for several names (hand_set), and to the
+-- readers right behind a reader, telling each. It returns how many heard.
 local function hand_over(k, waiter, stays)
   local publish = ARGV[3] == 'SPUBLISH' and 'SPUBLISH' or 'PUBLISH'
   local woken = 0
@@ -322,24 +322,22 @@ local function hand_over(k, waiter, stays)
     local reader = mode == ' r'
     if i > 1 and not reader then
       return woken -- a writer waits for the readers handed the lock before it
-    elseif mode and string.sub(mode, 1, 2) == ' s' then
-      return hand_set(set_of(string.sub(mode, 3)), head[1], token, ttl, fenced, guard, publish)
+    elseif not reader and not sem_lock then
+      local set = mode and string.sub(mode, 1, 2) == ' s' and set_of(string.sub(mode, 3))
+      return hand_set(set or {k}, head[1], token, ttl, fenced, guard, publish)
     end
     local message = ''
     local abstain, unguarded = guarded(tonumber(guard) or 0)
     if token and not abstain and reader then
       read_grant(k.lock, k.readers, token, ttl, i > 1)
-      dequeue(k.queue, k.alive, k.waiters, head[1])
       message = token .. ' 0'
-    elseif token and not abstain then
-      redis.call('SET', sem_lock or k.lock, token, 'PX', ttl)
-      if sem_lock then -- a permit's holder does not queue
-        dequeue(k.queue, k.alive, k.waiters, head[1])
-      else
-        holds(k.alive, head[1], ttl)
-      end
+    elseif token and not abstain then -- a semaphore's waiter: a permit's holder does not queue
+      redis.call('SET', sem_lock, token, 'PX', ttl)
       local fence = fenced ~= '0' and advance(k.fence, fenced) or 0
-      message = token .. ' ' .. string.format('%d', fence) .. (sem_lock and ' #' .. sem_index or '')
+      message = token .. ' ' .. string.format('%d', fence) .. ' #' .. sem_index
+    end
+    if message ~= '' then
+      dequeue(k.queue, k.alive, k.waiters, head[1])
     end
     message = message .. (message ~= '' and unguarded and ' u' or '')
     woken = woken + redis.call(publish, k.channel .. ':' .. head[1], message)

@@ -15,7 +15,7 @@ local queued = redis.call('EXISTS', KEYS[3]) == 1
 -- A share of this attempt or an earlier one of ours is ours, whatever the queue says.
 local share = holder == readers_hold and own_share(KEYS[6], token)
 if holder and holder ~= readers_hold or not share and queued and ahead(KEYS[3], KEYS[4], KEYS[5], waiter, tonumber(ARGV[6])) then
-  queue_caller(true) -- a writer holds the lock, or a waiter goes first
+  queue_caller({keys_at(1)}, ' r') -- a writer holds the lock, or a waiter goes first
   return vote(0, math.max(remaining(KEYS[1]), 0))
 elseif share then
   redis.call('ZREM', KEYS[6], share)
