@@ -172,19 +172,20 @@
 // # Sets of names, per node
 //
 // A lock over several names at once (NewSetKeys) is each name's own keys: a name held by a
-// set holds the set's token in its lock key, as a single-name owner's would. Its waiter W
-// queues in every name's queue under one id and ticket, with the same attempt recorded in
-// each, followed by " s" and the set's lock keys (" <length> <key>" each), from which a
-// release finds the other names' keys (NewKeys's layout). The rows of the lock's table
-// hold per name, but for these:
+// set holds the set's token in its lock key, as a single-name owner's would. The acquire and
+// release scripts take each name's six keys, name after name (a lock is a set of one). Its
+// waiter W queues in every name's queue under one id and ticket, with the same attempt
+// recorded in each, followed by " s" and the set's lock keys (" <length> <key>" each), from
+// which a release finds the other names' keys (NewKeys's layout). The rows of the lock's
+// table hold per name, but for these:
 //
 //	state       event                                   effect                                  reply / message
 //	----------  --------------------------------------  --------------------------------------  -----------------------
-//	any         acquireset, each name free (no live      SET every name to W's token, each       {1, fence}
+//	any         acquire, each name free (no live         SET every name to W's token, each       {1, fence}
 //	            waiter ahead of W) or W's                counter to the set's fence
-//	any         acquireset, some name held by another,   queue W in every name's queue, record   {0, longest pttl} or
-//	            or a live waiter ahead in some queue     the attempt and the set in each         {0, 0}
-//	holding     releaseset                               DEL each name that is W's; per name,    {1, woken}
+//	any         acquire, some name held by another, or   queue W in every name's queue, record   {0, longest pttl} or
+//	            a live waiter ahead in some queue        the attempt and the set in each         {0, 0}
+//	holding     release                                  DEL each name that is W's; per name,    {1, woken}
 //	                                                     as release (leave or stay, hand over)
 //	first       a release frees name a; each of W's      SET every name to W's recorded token,   "<token> <fence>[ u]"
 //	            names free (or W's), W first in each     each counter to the set's fence         on the first name's
