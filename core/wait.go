@@ -21,11 +21,10 @@ import (
 // once, unless l.Persist; ErrClosed once the Cluster is closed.
 func (c *Cluster) AcquireWait(ctx context.Context, l *Lock, b Backoff) (*Held, error) {
 	h := &Held{claim: claim{Lock: *l}}
-	g, err := c.acquireWait(ctx, &h.claim, b)
-	if err != nil {
+	var err error
+	if h.Grant, err = c.acquireWait(ctx, &h.claim, b); err != nil {
 		return nil, err
 	}
-	h.Grant = g
 	return h, nil
 }
 
