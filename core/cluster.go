@@ -52,6 +52,16 @@ func NewCluster(nodes []Node, opts ...ClusterOption) (*Cluster, error) {
 	if len(nodes) == 0 {
 		return nil, fmt.Errorf("%w: no nodes", ErrInvalid)
 	}
+	c := &Cluster{
+		nodes:     append([]Node(nil), nodes...),
+		quorum:    len(nodes)/2 + 1,
+		sharded:   make([]bool, len(nodes)),
+		setters:   true,
+		unguarded: make([]atomic.Bool, len(nodes)),
+		down:      make([]atomic.Bool, len(nodes)),
+		calls:     make([]atomic.Int32, len(nodes)),
+		done:      make(chan struct{}),
+	}
 	for i, n := range nodes {
 		if isNil(n) {
 			return nil, fmt.Errorf("%w: node %d is nil", ErrInvalid, i)
@@ -61,28 +71,15 @@ func NewCluster(nodes []Node, opts ...ClusterOption) (*Cluster, error) {
 				return nil, fmt.Errorf("%w: nodes %d and %d are the same Node (%s): each server must count as one vote", ErrInvalid, j, i, n)
 			}
 		}
-	}
-	c := &Cluster{
-		nodes:     append([]Node(nil), nodes...),
-		quorum:    len(nodes)/2 + 1,
-		sharded:   make([]bool, len(nodes)),
-		unguarded: make([]atomic.Bool, len(nodes)),
-		down:      make([]atomic.Bool, len(nodes)),
-		calls:     make([]atomic.Int32, len(nodes)),
-		done:      make(chan struct{}),
+		_, setter := n.(Setter)
+		c.setters = c.setters && setter
+		if s, ok := n.(ShardedPubSub); ok {
+			c.sharded[i] = s.ShardedPubSub()
+		}
 	}
 	c.id.init(len(nodes))
 	for _, o := range opts {
 		o(c)
-	}
-	c.setters = true
-	for i, n := range nodes {
-		if _, ok := n.(Setter); !ok {
-			c.setters = false
-		}
-		if s, ok := n.(ShardedPubSub); ok {
-			c.sharded[i] = s.ShardedPubSub()
-		}
 	}
 	return c, nil
 }

@@ -7,9 +7,8 @@ import (
 	"time"
 )
 
-// sharedDeadlines lets the calls that start in one millisecond share a deadline context
-// (see detach): a context of its own per call starts a timer each. It is a Cluster's, and
-// safe for concurrent use.
+// sharedDeadlines is a Cluster's source of deadline contexts (see detach), safe for
+// concurrent use.
 type sharedDeadlines struct {
 	detached atomic.Pointer[sharedDeadline]
 }
@@ -17,7 +16,7 @@ type sharedDeadlines struct {
 // sharedDeadline is a context with a deadline, shared by the calls that start before until.
 type sharedDeadline struct {
 	ctx     context.Context
-	cancel  context.CancelFunc // never called: ctx ends at its deadline, or with parent
+	cancel  context.CancelFunc // never called: ctx ends at its deadline
 	timeout time.Duration
 	until   time.Time
 	last    atomic.Pointer[detached] // the last detached context made with ctx (see detach)

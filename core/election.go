@@ -18,10 +18,8 @@ const MaxValueLen = 4096
 func (k Keys) LeaderChannel() string { return k.Channel + ":leader" }
 
 // Proclaim records value as the value of h's holder, where h holds the lock, and keeps it
-// FenceIdle, for Leader to read; it publishes "<token> <value>" on k.LeaderChannel. It
-// needs a quorum: it returns once a quorum recorded the value and the other nodes had
-// twice as long as that took (as Release does), the rest recording it in the background
-// within the node timeout; on failure it waits for every node, for the error.
+// FenceIdle, for Leader to read; it publishes "<token> <value>" on k.LeaderChannel. It needs
+// a quorum, and returns as Release does.
 //
 // Errors: one that matches ErrInvalid for a value over MaxValueLen; ErrNotHeld (too few
 // nodes still hold h); a *QuorumError (too few nodes answered).
@@ -34,16 +32,8 @@ func (c *Cluster) Proclaim(ctx context.Context, h *Held, value string) error {
 	start := time.Now()
 	f := c.call(ctx, nil, "", l.NodeTimeout, proclaimScript, []string{l.Keys.Lock, l.Keys.Leader}, l.token, l.Keys.LeaderChannel(), "PUBLISH", value, millis(FenceIdle))
 	t := tally{c: c, op: "proclaim", key: l.Keys.named()}
-	answered := make([]bool, len(c.nodes))
-	c.collect(ctx, f, &t, answered, nil)
-	if t.won() {
-		f.grace(len(c.nodes)-t.answers, max(2*time.Since(start), releaseGrace))
-		return nil
-	}
-	t.all = true // the outcome is a failure: hear every node out, for the error
-	c.collect(ctx, f, &t, answered, nil)
 	switch {
-	case t.won():
+	case c.settle(ctx, f, &t, start), t.won():
 		return nil
 	case t.refused():
 		return opError("proclaim", l.Keys.named(), ErrNotHeld)
@@ -51,16 +41,14 @@ func (c *Cluster) Proclaim(ctx context.Context, h *Held, value string) error {
 	return t.err()
 }
 
-// WatchLeader subscribes to k.LeaderChannel on every node that is a Subscriber, at once,
-// as a waiter subscribes to its own channel (it returns once a quorum confirmed and the rest
-// had twice as long as that took, or every node answered, each within timeout, or ctx
-// ended). The returned channel is ready after each record of a leader's value that a node
-// reports; stop unsubscribes (after the subscriptions still under way answered), and must
-// be called once.
+// WatchLeader subscribes to k.LeaderChannel on every node that is a Subscriber, each within
+// timeout, and returns once every node answered, or a quorum confirmed and the rest had
+// twice as long as that took, or ctx ended. The returned channel is ready after each record
+// of a leader's value that a node reports. stop, to be called once, unsubscribes once the
+// subscriptions still under way answered.
 func (c *Cluster) WatchLeader(ctx context.Context, k Keys, timeout time.Duration) (records <-chan struct{}, stop func()) {
 	w := c.watch(ctx, k.LeaderChannel(), timeout)
-	out, done := make(chan struct{}, 1), make(chan struct{})
-	forwarded := make(chan struct{})
+	out, done, forwarded := make(chan struct{}, 1), make(chan struct{}), make(chan struct{})
 	go func() {
 		defer close(forwarded)
 		for {

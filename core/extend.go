@@ -8,13 +8,11 @@ import (
 
 // Extend resets the TTL of h on every node that still holds it with h's token, and returns
 // the new end of validity, which it also keeps in h.Until. A writer's lock (not a reader's
-// share, nor a semaphore's permit) is also taken on a node where its key is free, that
-// node's fence counter raised to h's token; such a node counts only if it never held h
-// (it did not grant it: where h's key is gone, the lock was lost, and is not taken again)
-// and its answer came before h's validity ended, while no other owner could hold a
-// quorum. So a holder granted while some nodes were unreachable holds on them too once
-// they are back. It needs a quorum, within the new validity, like Acquire, and returns as
-// soon as the outcome is decided.
+// share, nor a semaphore's permit) is also taken, its fence counter raised to h's token, on
+// a node where its key is free and that never held h (where h's key is gone, the lock was
+// lost), if that node answers within h's validity (see the package doc, Exclusion): so a
+// holder granted while some nodes were unreachable holds on them too once they are back.
+// It needs a quorum within the new validity, and returns once the outcome is decided.
 //
 // Errors: ErrNotHeld (too many nodes no longer hold l for a quorum: the lock is lost), a
 // *QuorumError (too few nodes answered: the lock is still valid until its previous end),

@@ -8,16 +8,13 @@ import (
 )
 
 // identity tells apart the servers behind a Cluster's nodes, so that one server reached
-// through two Nodes (the same Node twice, or two clients of one address) never counts as
-// two votes. NewCluster refuses the same Node value twice. Servers are compared by the
-// run_id they report, random per server process: a node's first acquisitions ask the
-// acquire script to add it to its reply (ARGV[8], so it costs no round trip of its own),
-// and the node's vote counts only once its reply said which server it reaches. Once two
-// nodes are found to reach one server, every acquisition fails with an error that matches
-// ErrInvalid and names both. A single node needs no identity.
-//
-// A server that does not report a run_id (miniredis) cannot be compared, and takes part.
-// A Node for a Redis Cluster is identified by the shard that serves its first lock.
+// through two Nodes (two clients of one address, say) never counts as two votes (see the
+// package doc, One server, one vote). Servers are compared by the run_id they report, random
+// per server process, which a node's acquisitions ask for in their reply until it is known.
+// Once two nodes are found to reach one server, every acquisition fails with an error that
+// matches ErrInvalid and names both. A server that reports no run_id (miniredis) cannot be
+// compared, and takes part. A Node for a Redis Cluster is identified by the shard that
+// serves its first lock. A single node needs no identity.
 type identity struct {
 	known   []atomic.Bool // per node: identified (or unidentifiable)
 	unknown atomic.Int32  // the nodes not known yet

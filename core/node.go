@@ -12,9 +12,9 @@ import (
 // client. Backends implement it for a driver; a Node must be safe for concurrent use.
 type Node interface {
 	// Eval runs s with keys and args and returns its reply, for a script that replies with
-	// an array of integers, as every core script but leader does. Implementations send EVALSHA with s.SHA1() and fall back to EVAL
-	// with s.Source() when the server replies NOSCRIPT: each call runs the script exactly
-	// once (EVALSHA, then EVAL only after NOSCRIPT, never both). Eval honours ctx: it returns
+	// an array of integers, as every core script but leader does. Implementations send
+	// EVALSHA with s.SHA1() and fall back to EVAL with s.Source() when the server replies
+	// NOSCRIPT: each call runs the script exactly once. Eval honours ctx: it returns
 	// soon after ctx's deadline passes or ctx is cancelled. A transport or server error is
 	// returned as an error, never as a partial reply; a closed driver client's error matches
 	// ErrClosed. Integer replies keep their sign, and the reply is a new slice that the
@@ -28,10 +28,7 @@ type Node interface {
 	// and integers, and returns each element as a string: a bulk string's bytes exactly (any
 	// bytes, empty included), an integer in decimal ("-1"), and a nil element (Lua false)
 	// as "". A reply that is not such an array (a nil reply, a string or integer alone, an
-	// element that is an array) is an error. The rest of Eval's contract holds as it is:
-	// EVALSHA, then EVAL only after NOSCRIPT; ctx honoured; errors, never a partial reply;
-	// ErrClosed; a new slice that the caller owns; keys and args passed whole, neither
-	// changed nor kept; keys of different slots an error, never a panic.
+	// element that is an array) is an error. The rest of Eval's contract holds.
 	EvalStrings(ctx context.Context, s *Script, keys []string, args ...string) ([]string, error)
 
 	// String names the node in errors, for example "127.0.0.1:6379": non-empty, and

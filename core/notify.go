@@ -17,28 +17,22 @@ type message struct {
 // watch is one waiter's subscription to its own wake-up channel (Keys.Wake) on every node
 // that is a Subscriber.
 type watch struct {
-	// usable is closed once every node answered Subscribe, or a quorum of them confirmed
-	// (all of them, if fewer are Subscribers) and the rest had twice as long as that took:
-	// the waiter need not wait longer for the rest.
-	usable chan struct{}
+	usable chan struct{} // closed when watch may return (see watch)
 	ready  chan struct{} // closed once every node answered Subscribe
 	active atomic.Bool   // at least one node confirmed
 	unsubs []func()      // complete once ready is closed
 	msgs   chan message  // what the nodes said; messages beyond its room are dropped
 }
 
-// watch subscribes to channel on every Subscriber node in parallel and returns once every
-// one answered, each within timeout; or once a quorum of them confirmed and the rest had
-// twice as long as the quorum took (so that nodes about as fast as the others are not
-// left out); or when ctx ended: a node that does not answer (a partition, a stopped
-// server) does not hold the waiter for the timeout. A subscription that a node confirms
-// later delivers its messages from then on;
-// one a release sent before it is lost, which costs at most a refresh interval (the
-// hand-over is taken at the next call), never safety. w.isActive reports whether any node
-// confirmed; if none did (no node is a Subscriber, or all failed) the waiter must poll.
+// watch subscribes to channel on every Subscriber node in parallel, each within timeout, and
+// returns once every one answered; or once a quorum of them (all, if fewer are Subscribers)
+// confirmed and the rest had twice as long as that took, so that a node that does not
+// answer does not hold the waiter for the timeout; or when ctx ended. A subscription that a
+// node confirms later delivers from then on. A message lost meanwhile, or dropped for want
+// of room in w.msgs, costs at most a refresh interval (the hand-over is taken at the next
+// call), never safety. w.isActive reports whether any node confirmed; if none did, the
+// waiter must poll.
 func (c *Cluster) watch(ctx context.Context, channel string, timeout time.Duration) *watch {
-	// Room for several messages per node: a waiter reads them between attempts, and a
-	// dropped one costs at most a refresh interval (the hand-over is taken at the next call).
 	w := &watch{usable: make(chan struct{}), ready: make(chan struct{}), msgs: make(chan message, 4*len(c.nodes)+4)}
 	go c.subscribe(ctx, w, channel, timeout)
 	select {
@@ -90,11 +84,7 @@ func (c *Cluster) subscribe(ctx context.Context, w *watch, channel string, timeo
 			switch {
 			case answered == subscribers:
 				usable()
-			case err == nil && confirmed == need:
-				// The rest get twice as long as the quorum took: a node that answers
-				// about as fast as the others does not lose the messages of the
-				// waiter's first moments, and one that does not answer is not waited
-				// for.
+			case err == nil && confirmed == need: // the rest get twice as long as that took
 				if d := 2 * time.Since(start); d > 0 {
 					grace = time.AfterFunc(d, usable)
 				} else { // in virtual time: a timer due at once would only run usable now
@@ -111,8 +101,7 @@ func (c *Cluster) subscribe(ctx context.Context, w *watch, channel string, timeo
 	close(w.ready)
 }
 
-// isActive reports whether the waiter will hear release notifications. It is false on a
-// nil watch.
+// isActive reports whether the waiter will hear release notifications; false on a nil watch.
 func (w *watch) isActive() bool {
 	if w == nil {
 		return false
@@ -125,10 +114,8 @@ func (w *watch) isActive() bool {
 	}
 }
 
-// drain forgets the messages received so far: they were sent before the attempt about to
-// be made, whose own answers supersede them. Without it, messages that arrive while the
-// waiter is not listening would fill w.msgs and crowd out later ones. It is a no-op on a
-// nil watch.
+// drain forgets the messages received so far, which the attempt about to be made
+// supersedes, so that they do not crowd out later ones in w.msgs. A no-op on a nil watch.
 func (w *watch) drain() {
 	if w == nil {
 		return
@@ -142,8 +129,8 @@ func (w *watch) drain() {
 	}
 }
 
-// stop unsubscribes on the nodes, after the subscriptions still under way have answered
-// (within a node timeout). It is a no-op on a nil watch.
+// stop unsubscribes on the nodes, once the subscriptions still under way answered (within
+// a node timeout). A no-op on a nil watch.
 func (w *watch) stop() {
 	if w == nil {
 		return

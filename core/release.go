@@ -5,20 +5,15 @@ import (
 	"time"
 )
 
-// Release deletes h on every node that holds it with h's token (or, for a waiter's token,
-// with an earlier attempt's), takes h's waiter out of the queue, and hands the lock to the
-// first waiter in the queue, telling it on its channel (see AcquireWait). A node that had
-// not answered the acquisition yet is called once it answers (or at the acquisition's
-// deadline), so that no late SET lands after the release; the others at once. It runs even
-// if ctx is cancelled: a release is never abandoned half-way.
+// Release runs release "leave" for h on every node (see the package doc's tables): it lets
+// go of h, takes h's waiter out of the queue and hands the lock on. It runs even if ctx is
+// cancelled: a release is never abandoned half-way. A node that had not answered the
+// acquisition yet is called once it answers (or at the acquisition's deadline), so that no
+// late SET lands after the release.
 //
-// It returns once a quorum let go and the other nodes had twice as long as that took (at
-// least releaseGrace): when it returns, the lock is gone from a quorum of nodes and from
-// every node about as fast as they are. A node slower than that, or one that does not
-// answer, is left to its call, which goes on in the background within the node timeout
-// (a key it keeps expires by its TTL): a node that is down or far away does not hold up
-// the caller. On failure it waits for every node, within the node timeout, so that its
-// error names each one.
+// It returns once a quorum let go and the other nodes had twice as long as that took; a
+// slower node is left to its call, which ends within the node timeout. On failure it waits
+// for every node, so that its error names each one.
 //
 // A node where, within h's validity, neither h's key nor another owner's is found counts as
 // one that let go: the key can only have gone by this release (a backend resends a script
@@ -45,22 +40,33 @@ func (c *Cluster) Release(ctx context.Context, h *Held) error {
 	}
 	l.acquiring, l.pending, l.late = nil, 0, 0
 	t := tally{c: c, op: "release", key: l.Keys.named(), gone: start.Before(h.Until)}
-	answered := make([]bool, len(c.nodes))
-	c.collect(f.ctx, f, &t, answered, nil)
-	if t.won() {
-		f.grace(len(c.nodes)-t.answers, max(2*time.Since(start), releaseGrace))
+	switch {
+	case c.settle(f.ctx, f, &t, start):
 		return nil
-	}
-	t.all = true // the outcome is a failure: hear every node out, for the error
-	c.collect(f.ctx, f, &t, answered, nil)
-	if t.refused() {
+	case t.refused():
 		return opError("release", l.Keys.named(), ErrNotHeld)
 	}
 	return t.err()
 }
 
-// releaseGrace is the least time a release that a quorum answered waits for the other
-// nodes (see Release): nodes on one machine or network answer one request within it.
+// settle reads f's replies into t, begun at start. Once a quorum said yes, it waits for the
+// other nodes twice as long as that took (at least releaseGrace) and reports true: a node
+// that is down or far away does not hold up the caller. Otherwise it hears every node out,
+// for t's error, and reports false.
+func (c *Cluster) settle(ctx context.Context, f *fanout, t *tally, start time.Time) bool {
+	answered := make([]bool, len(c.nodes))
+	c.collect(ctx, f, t, answered, nil)
+	if t.won() {
+		f.grace(len(c.nodes)-t.answers, max(2*time.Since(start), releaseGrace))
+		return true
+	}
+	t.all = true
+	c.collect(ctx, f, t, answered, nil)
+	return false
+}
+
+// releaseGrace is the least time settle waits for the other nodes once a quorum answered:
+// nodes on one machine or network answer one request within it.
 const releaseGrace = 2 * time.Millisecond
 
 // grace waits up to d (and no later than the calls' deadline) for the n replies of f not

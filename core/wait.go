@@ -11,31 +11,24 @@ import (
 )
 
 // AcquireWait takes the lock l asks for, retrying until it succeeds or ctx ends, and returns
-// it held. It takes a waiter id and a ticket (the time of the call), and gives each attempt a
-// token of its own, "<waiter id>.<attempt number>" (the Held's Token is the attempt's that
-// won). Waiters take turns in ticket order across processes; a release hands the lock to
-// the first waiter; a waiter waits on its channel without polling where the nodes are
-// Subscribers, keeps its place by calling again at least every refresh interval (2.5 node
-// timeouts, at least 50ms), and leaves every queue when ctx ends: the package doc states
-// the protocol ("The waiter, across nodes"). If l asks for neither the restart guard nor a
-// fence, is not Contended and is not a semaphore's, the first attempt is a plain SET NX on
-// the nodes that are Setters (see Setter).
+// it held. It queues as one waiter, with a ticket taken at the call and a token per attempt
+// (the Held's Token is the winning attempt's): see the package doc, Tokens and The waiter,
+// across nodes. If l asks for neither the restart guard nor a fence, is not Contended and
+// is not a semaphore's, the first attempt is a plain SET NX on the nodes that are Setters.
 //
 // Errors: when ctx ends, one that matches both ctx's error and the last attempt's (ErrHeld
 // or ErrNoQuorum, say) under errors.Is; an error that no retry can fix (see Permanent), at
 // once, unless l.Persist; ErrClosed once the Cluster is closed.
 func (c *Cluster) AcquireWait(ctx context.Context, l *Lock, b Backoff) (*Held, error) {
 	h := &Held{claim: claim{Lock: *l}}
-	g, err := c.acquireWait(ctx, &h.claim, b)
-	if err != nil {
+	var err error
+	if h.Grant, err = c.acquireWait(ctx, &h.claim, b); err != nil {
 		return nil, err
 	}
-	h.Grant = g
 	return h, nil
 }
 
-// acquireWait is AcquireWait for the claim l, which it gives a waiter id, a ticket and a
-// token per attempt.
+// acquireWait is AcquireWait for the claim l, whose waiter id, ticket and token it sets.
 func (c *Cluster) acquireWait(ctx context.Context, l *claim, b Backoff) (Grant, error) {
 	waiter, first := newWaiter()
 	l.waiter, l.ticket = waiter, time.Now().UnixMicro()
@@ -128,14 +121,11 @@ func (c *Cluster) between(ctx context.Context, l *claim, w **watch, b Backoff, a
 }
 
 // pause returns how long to wait after the failed attempt o, and whether a message on w may
-// end the wait. The next attempt starts within a refresh interval of this one's start,
-// however long this one took to fail, so that the nodes keep the waiter's place (see
-// placeKept). After a split vote (competitors took some nodes each and all let go), it
-// waits a random pause of up to two attempts' time, so that the next round has a winner;
-// a node that meanwhile hands it the lock, or wakes it, ends the pause (a semaphore's
-// waiter, whose split may be the holders' permits spread over the nodes, the backoff's). While the lock is
-// held and w is active, it waits for the holder's TTL (at most the refresh interval), and
-// a message ends that wait. Otherwise the backoff's delay.
+// end the wait. The next attempt starts within a refresh interval of o's start, so that the
+// nodes keep the waiter's place (see placeKept). After a split vote it waits a random pause
+// of up to two attempts' time, so that the next round has a winner (a semaphore's waiter,
+// whose split may be the holders' permits spread over the nodes, the backoff's delay);
+// while the lock is held and w is active, the holder's TTL; else the backoff's delay.
 func pause(l *claim, w *watch, b Backoff, attempt int, o outcome, held bool) (time.Duration, bool) {
 	refresh := l.refresh()
 	if !o.start.IsZero() {
@@ -225,19 +215,18 @@ func (c *Cluster) handedOver(ctx context.Context, l *claim, o outcome, hs *hando
 	return g, err == nil
 }
 
-// restOfHandover is how long a waiter that heard some hand-overs of its attempt o, fewer
-// than a quorum, waits for the rest. The other nodes hand it over in the same release,
-// moments apart. If they do not soon, it calls again: they may have handed it to other
-// waiters (the nodes' queues differ while waiters are still joining them), and then no one
-// gets a quorum of hand-overs; the next attempt sorts that out, as a split vote, where
-// waiting would leave the lock idle. If too few nodes can hand it over for a quorum (the
-// others granted the attempt and were let go, or failed), it calls again at once: the
-// nodes that handed it over count it as its own, and the others may grant it.
+// restOfHandover is how long a waiter that heard fewer than a quorum of hand-overs of its
+// attempt o waits for the rest before it calls again: twice the attempt's time, bounded (the
+// nodes answer one release about as far apart as they answered the attempt). Hand-overs that
+// do not follow soon went to other waiters too (the nodes' queues differ while waiters join
+// them), and no one gets a quorum: the next attempt sorts that out, as after a split vote.
+// If too few nodes can hand it over for a quorum (the others granted o and were let go, or
+// failed), it calls again at once: the nodes that handed it over count it as its own.
 func (c *Cluster) restOfHandover(l *claim, o outcome) time.Duration {
 	if o.handers < c.quorum {
 		return 0
 	}
-	return handoverWait(l, o)
+	return min(l.NodeTimeout, max(2*o.took, 2*time.Millisecond))
 }
 
 // handovers counts the hand-overs of one attempt.
@@ -326,15 +315,6 @@ func (hs *handovers) permits() []int {
 	return p
 }
 
-// handoverWait is how long a waiter that heard a first hand-over of its attempt o waits
-// for the rest of a quorum before it calls again: twice the attempt's time (the nodes
-// answer one release about as far apart as they answered that attempt), at least 2ms, at
-// most a node timeout. A process too busy to read the other nodes' messages in that time
-// calls again for nothing: a round trip, and the lock is its own where it was handed over.
-func handoverWait(l *claim, o outcome) time.Duration {
-	return min(l.NodeTimeout, max(2*o.took, 2*time.Millisecond))
-}
-
 // handover is a release's message that it handed the lock to a waiter's attempt.
 type handover struct {
 	token     string
@@ -367,13 +347,10 @@ func parseHandover(p string) (h handover, ok bool) {
 	return h, true
 }
 
-// leave takes l's waiter out of the queue on every node, in the background (each node
-// within a node timeout), lets go of the lock where a release handed it to one of l's
-// attempts, and hands it on (or wakes the next waiter) if the lock is then free. On each
-// node it goes only after the calls of l's earlier attempts still under way there answered
-// and were undone (see abandon), or two node timeouts passed (by then they answered, but
-// for a node that ignores its deadline), so that none of them queues the waiter again
-// after it left.
+// leave sends release "leave" for l's waiter to every node, in the background. On each node
+// it goes only after the calls of l's earlier attempts still under way there answered and
+// were undone (see abandon), so that none of them queues the waiter again after it left; or
+// after two node timeouts (by then they answered, but for a node that ignores its deadline).
 func (c *Cluster) leave(l *claim) {
 	keys, args, timeout := l.Keys.releaseKeys(), l.releaseArgs("leave"), l.NodeTimeout
 	req := request{s: l.scripts().release, keys: keys, args: args, op: "release", failed: l.NodeFailed}

@@ -35,12 +35,13 @@ type Server struct {
 	m       *miniredis.Miniredis // nil while down
 	started time.Time            // the bubble's time when the process started
 	runID   string
-	boots   int           // the processes started so far
-	offset  time.Duration // the server's clock minus the bubble's
-	pinned  bool          // the clock was offset once: miniredis's time is set before each command
-	noInfo  atomic.Bool   // INFO is miniredis's own (see SetInfo); atomic: read under miniredis's lock
-	pooled  atomic.Bool   // scripts run on the pooled engine (see SetPooledScripts)
-	hung    chan struct{} // non-nil while hung (see Hang): closed when that ends
+	boots   int                      // the processes started so far
+	offset  time.Duration            // the server's clock minus the bubble's
+	pinned  bool                     // the clock was offset once: miniredis's time is set before each command
+	noInfo  atomic.Bool              // INFO is miniredis's own (see SetInfo); atomic: read under miniredis's lock
+	pooled  atomic.Bool              // scripts run on the pooled engine (see SetPooledScripts)
+	hung    chan struct{}            // non-nil while hung (see Hang): closed when that ends
+	here    map[*clientConn]struct{} // the running process's connections served in the writer (see clientConn)
 }
 
 // NewServer starts a server at addr, which must be an IP address and port
@@ -128,7 +129,9 @@ func (s *Server) String() string { return s.addr }
 
 // Dial returns a new connection to the server over a Pipe, or, while the server is down, an
 // error that matches syscall.ECONNREFUSED, as dialling a stopped redis-server does. Its
-// signature is go-redis's Options.Dialer; the network and address are ignored.
+// signature is go-redis's Options.Dialer; the network and address are ignored. The
+// connection serves its commands in the goroutine that writes them while it can (see
+// clientConn), and through the server's goroutines otherwise.
 func (s *Server) Dial(context.Context, string, string) (net.Conn, error) { return s.dial(nil) }
 
 // dial is Dial over a PipeVia(l) (l nil: a Pipe).
@@ -141,8 +144,12 @@ func (s *Server) dial(l *Link) (net.Conn, error) {
 		return nil, &net.OpError{Op: "dial", Net: "tcp", Err: os.NewSyscallError("connect", syscall.ECONNREFUSED)}
 	}
 	client, srv := PipeVia(l)
-	s.m.Server().ServeConn(&serverEnd{Conn: srv, s: s, closed: make(chan struct{})})
-	return client, nil
+	c := newClientConn(s, s.m.Server(), client, &serverEnd{Conn: srv, s: s, closed: make(chan struct{})}, l)
+	if s.here == nil {
+		s.here = map[*clientConn]struct{}{}
+	}
+	s.here[c] = struct{}{}
+	return c, nil
 }
 
 // Do runs one command on the running process directly, as a connection's would run, but
@@ -297,9 +304,12 @@ func (s *Server) Up() bool {
 // lost, and dials are refused until Restart. Crashing a server that is down does nothing.
 func (s *Server) Crash() {
 	s.mu.Lock()
-	m := s.m
-	s.m = nil
+	m, here := s.m, s.here
+	s.m, s.here = nil, nil
 	s.mu.Unlock()
+	for c := range here {
+		_ = c.end.Close()
+	}
 	if m != nil {
 		m.Close()
 	}
