@@ -204,16 +204,20 @@ type vm struct {
 		p   *server.Peer
 		sha string
 	}
-	out bytes.Buffer // a redis.call's reply
-	w   *bufio.Writer
-	r   *bufio.Reader
+	// For redis.call: a command's arguments, and the nested peer that the command
+	// replies to, into out; reused from call to call.
+	args []string
+	peer *server.Peer
+	out  bytes.Buffer
+
+	elems []lua.LValue // the elements of the tables that reply writes
 }
 
 // newVM returns a new Lua state for e's scripts.
 func (e *scriptEngine) newVM() *vm {
 	v := &vm{l: lua.NewState(lua.Options{SkipOpenLibs: true})}
-	v.w = bufio.NewWriter(&v.out)
-	v.r = bufio.NewReader(&v.out)
+	v.peer = server.NewPeer(bufio.NewWriter(&v.out))
+	v.peer.Ctx = e.nested
 	l := v.l
 	for _, lib := range []struct {
 		n string
@@ -311,7 +315,7 @@ func (v *vm) run(e *scriptEngine, p *server.Peer, sha string, proto *lua.Functio
 		p.WriteError(errLuaParse(err))
 		return
 	}
-	luaToRedis(l, p, l.Get(1))
+	v.reply(p, l.Get(1))
 	l.SetTop(0)
 	p.Resp3 = resp3
 	p.SwitchResp3 = nil
@@ -403,7 +407,7 @@ func (v *vm) call(l *lua.LState, failFast bool) int {
 		l.Error(lua.LString(fmt.Sprintf("Please specify at least one argument for this redis lib call script: %s, &c.", sha)), 1)
 		return 0
 	}
-	args := make([]string, 0, top)
+	args := v.args[:0]
 	for i := 1; i <= top; i++ {
 		switch a := l.Get(i).(type) {
 		case lua.LNumber:
@@ -415,14 +419,13 @@ func (v *vm) call(l *lua.LState, failFast bool) int {
 			return 0
 		}
 	}
+	v.args = args[:0]
 	v.out.Reset()
-	v.w.Reset(&v.out)
-	peer := server.NewPeer(v.w)
-	peer.Ctx = v.cur.e.nested
-	v.cur.e.srv.Dispatch(peer, args)
-	_ = v.w.Flush()
-	v.r.Reset(&v.out)
-	res, err := server.ParseReply(v.r)
+	v.peer.Resp3, v.peer.SwitchResp3 = false, nil // as a new peer's
+	v.cur.e.srv.Dispatch(v.peer, args)
+	v.peer.Flush()
+	clear(args) // keep no argument past the call
+	res, _, err := readReply(l, v.out.Bytes(), true)
 	if err != nil {
 		msg := err.Error()
 		unknown := strings.Contains(msg, "ERR unknown command")
@@ -439,25 +442,7 @@ func (v *vm) call(l *lua.LState, failFast bool) int {
 		l.Push(field(l, "err", msg))
 		return 1
 	}
-	switch r := res.(type) {
-	case nil:
-		l.Push(lua.LFalse)
-	case int64:
-		l.Push(lua.LNumber(r))
-	case int:
-		l.Push(lua.LNumber(r))
-	case []uint8:
-		l.Push(lua.LString(string(r)))
-	case []any:
-		l.Push(redisToLua(l, r))
-	case server.Simple:
-		l.Push(field(l, "ok", string(r)))
-	case string:
-		l.Push(lua.LString(r))
-	default:
-		l.Error(lua.LString(fmt.Sprintf("simnet: reply of type %T", r)), 1)
-		return 0
-	}
+	l.Push(res)
 	return 1
 }
 
@@ -469,34 +454,12 @@ func field(l *lua.LState, k, v string) *lua.LTable {
 	return t
 }
 
-func redisToLua(l *lua.LState, res []any) *lua.LTable {
-	t := l.CreateTable(len(res), 0)
-	for _, e := range res {
-		var v lua.LValue
-		switch e := e.(type) {
-		case nil:
-			v = lua.LFalse
-		case int:
-			v = lua.LNumber(e)
-		case int64:
-			v = lua.LNumber(e)
-		case []uint8:
-			v = lua.LString(string(e))
-		case []any:
-			v = redisToLua(l, e)
-		case string:
-			v = lua.LString(e)
-		case server.Simple:
-			v = lua.LString(string(e))
-		default:
-			v = lua.LString(fmt.Sprint(e))
-		}
-		l.RawSet(t, lua.LNumber(t.Len()+1), v)
-	}
-	return t
-}
-
-func luaToRedis(l *lua.LState, c *server.Peer, value lua.LValue) {
+// reply writes value, a script's result, to c as Redis converts it: nil and false are a nil
+// reply, true is 1, a number an integer, a string a bulk string, a table with an err or ok
+// field an error or status reply, and any other table an array of its elements 1, 2, ...
+// up to the first nil.
+func (v *vm) reply(c *server.Peer, value lua.LValue) {
+	l := v.l
 	switch t := value.(type) {
 	case nil, *lua.LNilType:
 		c.WriteNull()
@@ -519,22 +482,28 @@ func luaToRedis(l *lua.LState, c *server.Peer, value lua.LValue) {
 			c.WriteInline(s.String())
 			return
 		}
-		var result []lua.LValue
+		// The elements go on v.elems, above those of the tables that hold this one.
+		base := len(v.elems)
+		raw := l.GetMetatable(t) == lua.LNil // no __index: no need for GetTable
 		for j := 1; ; j++ {
-			val := l.GetTable(value, lua.LNumber(j))
-			if val == nil {
-				result = append(result, val)
-				continue
+			var e lua.LValue
+			if raw {
+				e = t.RawGetInt(j)
+			} else {
+				e = l.GetTable(t, lua.LNumber(j))
 			}
-			if val.Type() == lua.LTNil {
+			if e.Type() == lua.LTNil {
 				break
 			}
-			result = append(result, val)
+			v.elems = append(v.elems, e)
 		}
-		c.WriteLen(len(result))
-		for _, r := range result {
-			luaToRedis(l, c, r)
+		n := len(v.elems) - base
+		c.WriteLen(n)
+		for i := range n {
+			v.reply(c, v.elems[base+i])
 		}
+		clear(v.elems[base:])
+		v.elems = v.elems[:base]
 	default:
 		c.WriteError(fmt.Sprintf("ERR simnet: script returned a %s", value.Type()))
 	}

@@ -70,6 +70,14 @@ func TestPooledScriptsAnswerAsMiniredis(t *testing.T) {
 		{"return redis.call('EXISTS', 'k', 'n', 'nope')", nil, nil},
 		{"return redis.call('PUBLISH', 'ch', 'msg')", nil, nil},
 		{"return type(KEYS[2])", []string{"only"}, nil},
+		{"local r = redis.call('MGET', 'missing', 'k'); return {type(r[1]), r[2], #r}", nil, nil},
+		{"return redis.call('SCAN', 0, 'COUNT', 100)", nil, nil},
+		{"local r = redis.call('SCAN', 0); return {type(r[1]), type(r[2])}", nil, nil},
+		{"return redis.call('PING').ok .. redis.call('TYPE', 'z').ok", nil, nil},
+		{"return redis.pcall('INCR', 'z').err", nil, nil},
+		{"return #redis.call('ZRANGE', 'missing', 0, -1)", nil, nil},
+		{"return {redis.call('ECHO', ''), redis.call('ECHO', 'a\\r\\nb')}", nil, nil},
+		{"return redis.call('ZSCORE', 'z', 'b')", nil, nil},
 		{"this is not lua", nil, nil},
 	}
 	ctx := context.Background()
