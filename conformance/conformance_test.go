@@ -74,7 +74,6 @@ var faults = []fault{
 			"miniredis/noscript/acquire",
 			"miniredis/noscript/extend",
 			"miniredis/noscript/release",
-			"miniredis/noscript/raise",
 			"miniredis/noscript/rlock",
 			"miniredis/noscript/rextend",
 			"miniredis/noscript/runlock",

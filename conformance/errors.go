@@ -72,8 +72,6 @@ func emptyCall(s *core.Script, k core.Keys) (keys, args []string, want func(*tes
 		return []string{k.Lock}, []string{ours, ttl}, equal(0)
 	case "release":
 		return releaseKeys(k), releaseArgs(ours, k), equal(0, 0, 1)
-	case "raise":
-		return []string{k.Lock, k.Fence}, []string{ours, "5"}, equal(0)
 	case "rlock":
 		return acquireKeys(k), readerArgs(ours, ttl), equal(1, 0)
 	case "rextend":

@@ -182,26 +182,26 @@ func scriptChecks() []check {
 			}
 			assert.Equal(t, want, got, "acquire asked to identify the server replied %s, want the server's run_id in four parts after {1, fence, 0}: the Node must pass every argument and keep integer replies exact", format(got))
 		}},
-		{"raise/ours", func(t *testing.T, n core.Node, addr string, k core.Keys) {
+		{"extend/fence-raises", func(t *testing.T, n core.Node, addr string, k core.Keys) {
 			admin(t, addr, "SET", k.Lock, ours, "PX", ttl)
 			admin(t, addr, "SET", k.Fence, "5")
-			got := mustEval(t, n, script(t, "raise"), []string{k.Lock, k.Fence}, ours, bigFenceStr)
-			assert.Equal(t, []int64{1}, got, "raise while we hold the lock replied %s, want {1}", format(got))
-			assert.Equal(t, bigFenceStr, admin(t, addr, "GET", k.Fence), "raise while we hold the lock must set the fence counter to T")
+			got := mustEval(t, n, script(t, "extend"), []string{k.Lock, k.Fence}, ours, ttl, bigFenceStr)
+			assert.Equal(t, []int64{1}, got, "extend with a fence while we hold the lock replied %s, want {1}", format(got))
+			assert.Equal(t, bigFenceStr, admin(t, addr, "GET", k.Fence), "extend with a fence while we hold the lock must raise the fence counter to it")
 		}},
-		{"raise/never-lowers", func(t *testing.T, n core.Node, addr string, k core.Keys) {
+		{"extend/fence-never-lowers", func(t *testing.T, n core.Node, addr string, k core.Keys) {
 			admin(t, addr, "SET", k.Lock, ours, "PX", ttl)
 			admin(t, addr, "SET", k.Fence, bigFenceStr)
-			got := mustEval(t, n, script(t, "raise"), []string{k.Lock, k.Fence}, ours, "5")
-			assert.Equal(t, []int64{1}, got, "raise to a lower T while we hold the lock replied %s, want {1}", format(got))
-			assert.Equal(t, bigFenceStr, admin(t, addr, "GET", k.Fence), "raise must never lower the fence counter")
+			got := mustEval(t, n, script(t, "extend"), []string{k.Lock, k.Fence}, ours, ttl, "5")
+			assert.Equal(t, []int64{1}, got, "extend with a lower fence while we hold the lock replied %s, want {1}", format(got))
+			assert.Equal(t, bigFenceStr, admin(t, addr, "GET", k.Fence), "extend must never lower the fence counter")
 		}},
-		{"raise/not-ours", func(t *testing.T, n core.Node, addr string, k core.Keys) {
+		{"extend/fence-not-ours", func(t *testing.T, n core.Node, addr string, k core.Keys) {
 			admin(t, addr, "SET", k.Lock, theirs, "PX", ttl)
 			admin(t, addr, "SET", k.Fence, "5")
-			got := mustEval(t, n, script(t, "raise"), []string{k.Lock, k.Fence}, ours, bigFenceStr)
-			assert.Equal(t, []int64{0}, got, "raise of another owner's lock replied %s, want {0}", format(got))
-			assert.Equal(t, "5", admin(t, addr, "GET", k.Fence), "raise of another owner's lock must leave the counter alone")
+			got := mustEval(t, n, script(t, "extend"), []string{k.Lock, k.Fence}, ours, ttl, bigFenceStr)
+			assert.Equal(t, []int64{0}, got, "extend with a fence of another owner's lock replied %s, want {0}", format(got))
+			assert.Equal(t, "5", admin(t, addr, "GET", k.Fence), "extend of another owner's lock must leave the counter alone")
 		}},
 	}
 	cases = append(cases, readerScriptCases()...)

@@ -376,15 +376,16 @@ const fenceLead = time.Second
 const FenceIdle = time.Hour
 
 // raise sets the fence counter to at least fence on a quorum of the nodes where l is held,
-// so that any later quorum meets a counter >= fence and hands out a larger token. An
+// so that any later quorum meets a counter >= fence and hands out a larger token: it is an
+// extension that carries the fence (extend.lua), so it also takes l where it is free. An
 // acquisition skips it where a quorum of the nodes that granted it replied with the same,
 // largest counter: those already hold a counter >= fence. Its acquire script asks every
 // node for at least the same floor, so that they usually do; a release that hands the lock
 // to a waiter advances the counter to the floor of the waiter's attempt, so that a
 // hand-over usually skips it too.
 func (c *Cluster) raise(ctx context.Context, l *claim, fence int64, until time.Time) error {
-	f := c.call(ctx, &l.Lock, "raise", l.NodeTimeout, raiseScript, l.Keys.raiseKeys(), l.token, strconv.FormatInt(fence, 10))
-	t := tally{c: c, op: "raise", key: l.Keys.named()}
+	f := c.call(ctx, &l.Lock, "raise", l.NodeTimeout, extendScript, l.Keys.extendKeys(false), l.token, millis(l.TTL), strconv.FormatInt(fence, 10))
+	t := tally{c: c, op: "raise", key: l.Keys.named(), retake: until}
 	c.collect(ctx, f, &t, make([]bool, len(c.nodes)), nil)
 	switch {
 	case ctx.Err() != nil:

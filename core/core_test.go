@@ -252,7 +252,7 @@ func TestFenceIsRaisedOnlyForFencedLocksOverManyNodes(t *testing.T) {
 		require.NoError(t, err)
 		assert.Equal(t, uint64(9), g.Fence)
 		synctest.Wait()
-		assert.Equal(t, []string{"acquire", "raise"}, fakes[0].scripts())
+		assert.Equal(t, []string{"acquire", "extend"}, fakes[0].scripts(), "the raise is an extension with the fence")
 
 		c, fakes = cluster(t, grants(5), grants(9), grants(7))
 		l.Fence = false
@@ -275,7 +275,7 @@ func TestFailedRaiseFailsTheAcquisition(t *testing.T) {
 		// whichever replies come first.
 		raiseRefused := func(fence int64) func(context.Context, *Script) ([]int64, error) {
 			return func(_ context.Context, s *Script) ([]int64, error) {
-				if s == raiseScript {
+				if s == extendScript {
 					return []int64{0}, nil
 				}
 				return []int64{1, fence}, nil
@@ -289,7 +289,7 @@ func TestFailedRaiseFailsTheAcquisition(t *testing.T) {
 		for _, n := range fakes[1:] {
 			synctest.Wait()
 			// A straggler's acquire and the raise race on their way to a node; the release follows both.
-			assert.ElementsMatch(t, []string{"acquire", "raise", "release"}, n.scripts())
+			assert.ElementsMatch(t, []string{"acquire", "extend", "release"}, n.scripts())
 		}
 	})
 }

@@ -84,7 +84,7 @@ func TestEveryKeyExpires(t *testing.T) {
 		r, err = node.Eval(ctx, script(t, "acquire"), other.AcquireKeys(), "t1", "10000", "0", "1", "", "0", "1000")
 		require.NoError(t, err)
 		require.Equal(t, int64(1), r[0])
-		_, err = node.Eval(ctx, script(t, "raise"), []string{other.Lock, other.Fence}, "t1", strconv.FormatInt(r[1]+10, 10))
+		_, err = node.Eval(ctx, script(t, "extend"), []string{other.Lock, other.Fence}, "t1", "10000", strconv.FormatInt(r[1]+10, 10))
 		require.NoError(t, err)
 		requireEveryKeyExpires(t, s)
 		pttl, err := s.do("PTTL", other.Fence)
@@ -101,7 +101,7 @@ func TestEveryKeyExpires(t *testing.T) {
 // TestFenceIdleIsTheScripts: the scripts expire fence counters after core.FenceIdle.
 func TestFenceIdleIsTheScripts(t *testing.T) {
 	want := fmt.Sprintf("fence_idle = %d", core.FenceIdle.Milliseconds())
-	for _, name := range []string{"acquire", "release", "raise"} {
+	for _, name := range []string{"acquire", "release", "extend"} {
 		assert.Contains(t, script(t, name).Source(), want, name)
 	}
 }

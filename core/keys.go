@@ -204,22 +204,13 @@ func (k *Keys) releaseKeys() []string {
 	return k.ReleaseKeys()
 }
 
-// extendKeys returns the KEYS of the extend script (writer) or rextend (reader); a set's
-// are its raiseKeys.
+// extendKeys returns the KEYS of the extend script (writer: each name's lock key and fence
+// counter) or rextend (reader).
 func (k Keys) extendKeys(read bool) []string {
-	if k.Set != nil {
-		return k.raiseKeys()
-	}
-	if read {
+	switch {
+	case read:
 		return []string{k.Lock, k.Readers}
-	}
-	return []string{k.Lock, k.Fence}
-}
-
-// raiseKeys returns the KEYS of the raise script: the lock key and fence counter of each
-// name.
-func (k Keys) raiseKeys() []string {
-	if k.Set == nil {
+	case k.Set == nil:
 		return []string{k.Lock, k.Fence}
 	}
 	keys := make([]string, 0, 2*len(k.Set))

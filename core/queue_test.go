@@ -81,7 +81,7 @@ func newCluster(t *testing.T, servers []server) *core.Cluster {
 }
 
 // counted is a go-redis Node (a Setter and a Subscriber) that counts the calls that reach
-// it: SET NX, and the acquire and raise scripts.
+// it: SET NX, the acquire script, and the raises (extensions that carry the fence).
 type counted struct {
 	*goredis.Node
 	sets, acquires, raises atomic.Int64
@@ -100,8 +100,10 @@ func (n *counted) Eval(ctx context.Context, s *core.Script, keys []string, args 
 		if d := n.slow.Load(); d > 0 {
 			defer time.Sleep(time.Duration(d))
 		}
-	case "raise":
-		n.raises.Add(1)
+	case "extend":
+		if len(args) > 2 { // an extension that carries the fence: the raise
+			n.raises.Add(1)
+		}
 	}
 	return n.Node.Eval(ctx, s, keys, args...)
 }

@@ -17,8 +17,6 @@ var (
 	extendSource string
 	//go:embed lua/release.lua
 	releaseSource string
-	//go:embed lua/raise.lua
-	raiseSource string
 	//go:embed lua/rlock.lua
 	rlockSource string
 	//go:embed lua/rextend.lua
@@ -33,7 +31,6 @@ var (
 	acquireScript = NewScript("acquire", preludeSource+acquireSource)
 	extendScript  = NewScript("extend", preludeSource+extendSource)
 	releaseScript = NewScript("release", preludeAt(releaseSource))
-	raiseScript   = NewScript("raise", preludeSource+raiseSource)
 	// A reader's: rlock and runlock share the prelude, and runlock ends as release does.
 	rlockScript   = NewScript("rlock", preludeSource+rlockSource)
 	rextendScript = NewScript("rextend", preludeSource+rextendSource)
@@ -64,10 +61,10 @@ var (
 	readerScripts = lockScripts{rlockScript, rextendScript, runlockScript}
 )
 
-// Scripts returns the scripts core runs, in the order acquire, extend, release, raise,
-// rlock, rextend, runlock, proclaim, leader: for a backend that preloads them
-// (SCRIPT LOAD) and for tests of a backend.
+// Scripts returns the scripts core runs, in the order acquire, extend, release, rlock,
+// rextend, runlock, proclaim, leader: for a backend that preloads them (SCRIPT LOAD) and
+// for tests of a backend.
 func Scripts() []*Script {
-	return []*Script{acquireScript, extendScript, releaseScript, raiseScript, rlockScript, rextendScript, runlockScript,
+	return []*Script{acquireScript, extendScript, releaseScript, rlockScript, rextendScript, runlockScript,
 		proclaimScript, leaderScript}
 }

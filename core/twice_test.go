@@ -107,9 +107,9 @@ func TestScriptsRunTwice(t *testing.T) {
 			l := patientLock(name, false)
 			h, err := plain.Acquire(ctx, l)
 			require.NoError(t, err)
-			raise := core.Scripts()[3]
-			require.Equal(t, "raise", raise.Name())
-			vals, err := node.Eval(ctx, raise, []string{l.Keys.Lock, l.Keys.Fence}, h.Token(), "5000000000000000")
+			extend := core.Scripts()[1] // the raise is an extension that carries the fence
+			require.Equal(t, "extend", extend.Name())
+			vals, err := node.Eval(ctx, extend, []string{l.Keys.Lock, l.Keys.Fence}, h.Token(), "10000", "5000000000000000")
 			require.NoError(t, err)
 			assert.Equal(t, []int64{1}, vals)
 			assert.Equal(t, "5000000000000000", get(t, s, l.Keys.Fence))

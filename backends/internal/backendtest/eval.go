@@ -57,10 +57,6 @@ func evalScripts(t *testing.T, newNode NewNode) {
 			missing: run{releaseKeys(keys), releaseArgs(token, keys, "PUBLISH"), equals(0, 0, 1)}, // nothing of ours, no other owner
 			held:    run{releaseKeys(keys), releaseArgs(token, keys, "PUBLISH"), equals(1, 0)},    // no waiter woken
 		},
-		"raise": {
-			missing: run{[]string{keys.Lock, keys.Fence}, []string{token, "5"}, equals(0)},
-			held:    run{[]string{keys.Lock, keys.Fence}, []string{token, "5"}, equals(1)},
-		},
 		// A reader's scripts: "held" is a writer's lock here, with our token.
 		"rlock": {
 			missing: run{acquireKeys(keys), readArgs(token, ttl), equals(1, 0)},
