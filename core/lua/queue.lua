@@ -7,7 +7,11 @@ local left_kept = 10000 -- how long a leave is remembered in a, as '!' .. id, in
 local first_scan = 64 -- the most lapsed waiters forgotten per call
 
 local sem_lock, sem_index -- set by a semaphore's release: the permit that hand_over hands on
-local clock -- the server's TIME, read once when first needed
+local clock, info -- the server's TIME and INFO server, each read once when first needed
+local function server_info(pattern)
+  info = info or redis.pcall('INFO', 'server')
+  return type(info) == 'string' and string.match(info, pattern)
+end
 local function server_time()
   clock = clock or redis.call('TIME')
   return clock
@@ -30,14 +34,9 @@ end
 -- guarded returns the ms to abstain for under a restart guard of guard s (0: off), else nil;
 -- then whether the server reports no uptime.
 local function guarded(guard)
-  if guard <= 0 then
-    return nil, false
-  end
-  local info = redis.pcall('INFO', 'server')
-  local field = type(info) == 'string' and string.match(info, 'uptime_in_seconds:(%d+)')
-  local uptime = field and tonumber(field)
+  local uptime = guard > 0 and tonumber(server_info('uptime_in_seconds:(%d+)') or '')
   if not uptime then
-    return nil, true
+    return nil, guard > 0
   end
   return uptime <= guard and (guard - uptime + 1) * 1000 or nil, false -- only uptime > guard proves it
 end
@@ -165,8 +164,7 @@ local function vote(status, value, unguarded, index, free)
   if unguarded or index or ARGV[8] == '1' then
     r[3] = unguarded and 1 or 0
   end
-  local info = ARGV[8] == '1' and redis.pcall('INFO', 'server')
-  local id = type(info) == 'string' and string.match(info, 'run_id:(%x+)')
+  local id = ARGV[8] == '1' and server_info('run_id:(%x+)')
   if id and #id == 40 then
     for i = 1, 40, 10 do
       r[#r + 1] = tonumber(string.sub(id, i, i + 9), 16)
