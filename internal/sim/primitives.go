@@ -29,6 +29,15 @@ func Workloads() []string {
 
 const lockName = "resource"
 
+// clientsOf returns the number of clients in workload w: 3, and 4 in the sets workload, so
+// that sets and single names meet on every name.
+func clientsOf(w string) int {
+	if w == wSets {
+		return 4
+	}
+	return 3
+}
+
 // acquirer returns actor a's acquisition for workload w, over its Client c and, for the
 // sets workload, its core.Cluster cl over the same nodes (nil for the others).
 func acquirer(w string, a *actor, c *redlock.Client, cl *core.Cluster) func(ctx context.Context, keeps bool) (*held, error) {

@@ -76,10 +76,7 @@ func Run(cfg Config) Result {
 	if cfg.N > 0 {
 		res.N = cfg.N
 	}
-	res.Clients = 3
-	if cfg.Workload == wSets {
-		res.Clients = setsClients
-	}
+	res.Clients = clientsOf(cfg.Workload)
 	servers := res.N
 	if cfg.Workload == wTwoAddrs {
 		res.N, servers = 3, 2

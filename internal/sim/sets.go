@@ -11,8 +11,10 @@ import (
 
 // The sets workload: locks over several names at once (core.NewSetKeys, through core,
 // which the root API does not reach yet), mixed with single-name holders of the same names
-// (fenced Leases, and Mutexes, whose uncontended first attempt is a plain SET NX). At each
-// acquisition an actor draws what it takes:
+// (fenced Leases, and unfenced Mutexes: with the restart guard on, as in every run, their
+// attempts run the acquire script too, so a Mutex's plain SET NX, which does not look at
+// the queue, is not exercised). Four clients (clientsOf); at each acquisition an actor
+// draws what it takes:
 //
 //   - half the time a set, one of setNames, as a fenced lock over core.Cluster: AcquireWait
 //     (with no deadline when the wait keeps asking), or one attempt (Acquire); extended by
@@ -33,14 +35,11 @@ var universe = []string{"x", "y", "z"}
 // setNames are the sets of names that its actors take (each sorted).
 var setNames = [][]string{{"x", "y"}, {"y", "z"}, {"x", "z"}, {"x", "y", "z"}}
 
-// setsClients is the number of clients in the sets workload: one more than the others have,
-// so that sets and single names meet on every name.
-const setsClients = 4
-
 // setsAcquirer returns actor a's acquisition for the sets workload, over its Client c for
 // single names and its core.Cluster cl (over the same nodes) for sets.
 func setsAcquirer(a *actor, c *redlock.Client, cl *core.Cluster) func(ctx context.Context, keeps bool) (*held, error) {
-	mutexes, leases := map[string]func(context.Context, bool) (*held, error){}, map[string]func(context.Context, bool) (*held, error){}
+	type acquisition = func(ctx context.Context, keeps bool) (*held, error)
+	mutexes, leases := map[string]acquisition{}, map[string]acquisition{}
 	for _, name := range universe {
 		mutexes[name] = mutexAcquirer(a, c.NewMutex(name))
 		leases[name] = leaseAcquirer(a, c, name, false)
@@ -54,7 +53,7 @@ func setsAcquirer(a *actor, c *redlock.Client, cl *core.Cluster) func(ctx contex
 		locks[i] = &core.Lock{Keys: keys, TTL: ttl, NodeTimeout: nodeTimeout, DriftFactor: 0.01, Fence: true, Guard: guardOf(a.env.nodes)}
 	}
 	return func(ctx context.Context, keeps bool) (*held, error) {
-		var acquire func(context.Context, bool) (*held, error)
+		var acquire acquisition
 		var names []string
 		switch a.rng.IntN(4) {
 		case 0, 1:
