@@ -52,7 +52,7 @@ func (h *holding) on() []string {
 	return h.names
 }
 
-// shares reports whether a and b hold a name in common.
+// shares reports whether h and b hold a name in common.
 func (h *holding) shares(b *holding) bool {
 	return slices.ContainsFunc(h.on(), func(n string) bool { return slices.Contains(b.on(), n) })
 }
