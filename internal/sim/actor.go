@@ -15,6 +15,7 @@ type held struct {
 	until   func() time.Time                // the end of its validity; nil if the API does not say
 	lost    <-chan struct{}                 // closed when the library says it is lost
 	extend  func(ctx context.Context) error // nil: it extends itself
+	eager   bool                            // extend at every step, not only once less than half the TTL is left
 	release func(ctx context.Context) error
 }
 
@@ -112,7 +113,7 @@ func (a *actor) use(ctx context.Context, i int, h *held, live func() bool) {
 		if h.h.fenced {
 			a.env.rec.write(i, h.h.token)
 		}
-		if h.extend != nil && h.until != nil && time.Until(h.until()) < ttl/2 {
+		if h.extend != nil && h.until != nil && (h.eager || time.Until(h.until()) < ttl/2) {
 			if err := h.extend(ctx); err != nil {
 				a.env.rec.note("c%d extend: %v", a.id, err)
 			}

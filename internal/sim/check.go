@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 )
 
@@ -96,22 +97,31 @@ func check(rec *recorder, e *env, hs []holding, healed, end time.Time, bound tim
 	return out
 }
 
-// exclusion: no writer or leader overlaps another holding.
+// exclusion: no writer or leader overlaps another holding of a name it holds (a holding
+// of several names holds each of them).
 func exclusion(rec *recorder, hs []holding) []violation {
 	var out []violation
 	for i, a := range hs {
 		for _, b := range hs[i+1:] {
-			if a.role == permit || b.role == permit || (a.role == reader && b.role == reader) {
+			if a.role == permit || b.role == permit || (a.role == reader && b.role == reader) || !a.shares(&b) {
 				continue
 			}
 			if a.from.Before(b.to) && b.from.Before(a.to) {
-				out = append(out, violation{maxTime(a.from, b.from), fmt.Sprintf("c%d's %s [%s, %s] overlaps c%d's %s [%s, %s]",
-					a.client, a.role, rec.since(a.from), rec.since(a.to),
-					b.client, b.role, rec.since(b.from), rec.since(b.to))})
+				out = append(out, violation{maxTime(a.from, b.from), fmt.Sprintf("c%d's %s%s [%s, %s] overlaps c%d's %s%s [%s, %s]",
+					a.client, a.role, of(&a), rec.since(a.from), rec.since(a.to),
+					b.client, b.role, of(&b), rec.since(b.from), rec.since(b.to))})
 			}
 		}
 	}
 	return out
+}
+
+// of describes the names h holds, for a violation: "" for the run's one lock.
+func of(h *holding) string {
+	if h.names == nil {
+		return ""
+	}
+	return " of " + strings.Join(h.names, ",")
 }
 
 // permits: never more holders of a Semaphore's permits than any of them counts.
@@ -134,35 +144,47 @@ func permits(rec *recorder, hs []holding) []violation {
 	return out
 }
 
-// fencing: tokens increase strictly from one holding to the next, and the resource never
-// accepted a write of a holding after one of a holding granted later.
+// fencing: per name, tokens increase strictly from one fenced holding of it to the next
+// (a holding of several names has one token, which counts for each), and the name's
+// resource never accepted a write of a holding after one of a holding granted later.
 func fencing(rec *recorder, hs []holding) []violation {
 	var out []violation
-	var prev *holding
+	prev := map[string]*holding{}
 	for i := range hs {
 		h := &hs[i]
 		if !h.fenced || h.role == permit {
 			continue
 		}
-		if prev != nil && h.token <= prev.token {
-			out = append(out, violation{h.from, fmt.Sprintf("c%d granted token %d after c%d's %d", h.client, h.token, prev.client, prev.token)})
+		for _, name := range h.on() {
+			if p := prev[name]; p != nil && h.token <= p.token {
+				out = append(out, violation{h.from, fmt.Sprintf("c%d granted token %d%s after c%d's %d%s%s", h.client, h.token, of(h), p.client, p.token, of(p), named(name))})
+			}
+			prev[name] = h
 		}
-		prev = h
 	}
-	newest := -1
+	newest := map[string]int{}
 	for _, w := range rec.writes {
 		if !w.accepted {
 			continue
 		}
-		if newest >= 0 && hs[w.holding].from.Before(hs[newest].from) {
-			out = append(out, violation{w.at, fmt.Sprintf("the resource accepted c%d's write (token %d) after c%d's (token %d), granted later",
-				hs[w.holding].client, w.token, hs[newest].client, hs[newest].token)})
+		n, seen := newest[w.name]
+		if seen && hs[w.holding].from.Before(hs[n].from) {
+			out = append(out, violation{w.at, fmt.Sprintf("the resource%s accepted c%d's write (token %d) after c%d's (token %d), granted later",
+				named(w.name), hs[w.holding].client, w.token, hs[n].client, hs[n].token)})
 		}
-		if newest < 0 || hs[w.holding].from.After(hs[newest].from) {
-			newest = w.holding
+		if !seen || hs[w.holding].from.After(hs[n].from) {
+			newest[w.name] = w.holding
 		}
 	}
 	return out
+}
+
+// named names a name for a violation: "" for the run's one lock.
+func named(name string) string {
+	if name == lockName {
+		return ""
+	}
+	return " (name " + name + ")"
 }
 
 // longestWait returns the longest time after the faults healed that a wait which keeps

@@ -19,6 +19,7 @@ type env struct {
 	plan    *plan
 	rec     *recorder
 	ttl     time.Duration
+	nodes   int  // the number of Nodes of each Client
 	mixedK  bool // Semaphore: client 0 counts 3 permits, the others 2
 	permits int  // Semaphore: the permits its waiters count (2); else 0
 	// stopOnInvalid: an actor stops at an error that matches ErrInvalid (twoaddrs, where
@@ -49,8 +50,10 @@ func (e *env) checkServers(client int) {
 }
 
 // client returns client i's redlock Client over n nodes, each a go-redis client through
-// its link, and the function that closes it all.
-func (e *env) client(seed uint64, i, n int) (*redlock.Client, func()) {
+// its link, and the function that closes it all. With withCore, it returns too a
+// core.Cluster over the same nodes, for what the root API does not offer (locks over
+// several names at once); nil otherwise.
+func (e *env) client(seed uint64, i, n int, withCore bool) (*redlock.Client, *core.Cluster, func()) {
 	var nodes []redlock.Node
 	var rdbs []*redis.Client
 	for j := range n {
@@ -80,8 +83,17 @@ func (e *env) client(seed uint64, i, n int) (*redlock.Client, func()) {
 	if err != nil {
 		panic(err) // the configuration is the simulation's own
 	}
-	return c, func() {
+	var cl *core.Cluster
+	if withCore {
+		if cl, err = core.NewCluster(nodes); err != nil {
+			panic(err)
+		}
+	}
+	return c, cl, func() {
 		_ = c.Close()
+		if cl != nil {
+			cl.Close()
+		}
 		for _, r := range rdbs {
 			_ = r.Close()
 		}

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/go-redlock/redlock"
+	"github.com/go-redlock/redlock/core"
 )
 
 // The workloads, one per run: each is the acquisition of its primitive, by every actor.
@@ -18,52 +19,35 @@ const (
 	wElection  = "election"  // Campaign, resign, and an observer
 	wDo        = "do"        // Client.Do
 	wTwoAddrs  = "twoaddrs"  // a Lease over three Nodes of which two reach one server
+	wSets      = "sets"      // locks over several names at once, mixed with single-name Leases and Mutexes (sets.go)
 )
 
 // Workloads returns the workloads, in the order the seeds cycle through them.
 func Workloads() []string {
-	return []string{wMutex, wLease, wRWMutex, wSemaphore, wElection, wDo, wTwoAddrs}
+	return []string{wMutex, wLease, wRWMutex, wSemaphore, wElection, wDo, wTwoAddrs, wSets}
 }
 
 const lockName = "resource"
 
-// acquirer returns actor a's acquisition for workload w, over its Client c.
-func acquirer(w string, a *actor, c *redlock.Client) func(ctx context.Context, keeps bool) (*held, error) {
+// clientsOf returns the number of clients in workload w: 3, and 4 in the sets workload, so
+// that sets and single names meet on every name.
+func clientsOf(w string) int {
+	if w == wSets {
+		return 4
+	}
+	return 3
+}
+
+// acquirer returns actor a's acquisition for workload w, over its Client c and, for the
+// sets workload, its core.Cluster cl over the same nodes (nil for the others).
+func acquirer(w string, a *actor, c *redlock.Client, cl *core.Cluster) func(ctx context.Context, keeps bool) (*held, error) {
 	switch w {
 	case wMutex:
-		m := c.NewMutex(lockName)
-		return func(ctx context.Context, keeps bool) (*held, error) {
-			if !keeps && a.rng.IntN(2) == 0 {
-				if !m.TryLock() {
-					return nil, fmt.Errorf("TryLock failed")
-				}
-			} else if err := m.LockContext(ctx); err != nil {
-				return nil, err
-			}
-			return &held{h: holding{client: a.id, role: writer}, lost: m.Lost(), release: m.UnlockContext}, nil
-		}
+		return mutexAcquirer(a, c.NewMutex(lockName))
 	case wLease, wTwoAddrs:
-		return func(ctx context.Context, keeps bool) (*held, error) {
-			auto := a.rng.IntN(2) == 0
-			var l *redlock.Lease
-			var err error
-			if !keeps && a.rng.IntN(2) == 0 {
-				l, err = c.TryAcquire(ctx, lockName, redlock.WithAutoExtend(auto))
-			} else {
-				l, err = c.Acquire(ctx, lockName, redlock.WithAutoExtend(auto))
-			}
-			if err != nil {
-				return nil, err
-			}
-			if w == wTwoAddrs {
-				a.env.checkServers(a.id)
-			}
-			h := leaseHeld(a.id, writer, l)
-			if !auto {
-				h.extend = l.Extend
-			}
-			return h, nil
-		}
+		return leaseAcquirer(a, c, lockName, w == wTwoAddrs)
+	case wSets:
+		return setsAcquirer(a, c, cl)
 	case wRWMutex:
 		rw := c.NewRWMutex(lockName)
 		return func(ctx context.Context, keeps bool) (*held, error) {
@@ -119,6 +103,47 @@ func acquirer(w string, a *actor, c *redlock.Client) func(ctx context.Context, k
 		}
 	}
 	panic("sim: unknown workload " + w)
+}
+
+// mutexAcquirer returns actor a's acquisition of Mutex m: TryLock, or LockContext.
+func mutexAcquirer(a *actor, m *redlock.Mutex) func(ctx context.Context, keeps bool) (*held, error) {
+	return func(ctx context.Context, keeps bool) (*held, error) {
+		if !keeps && a.rng.IntN(2) == 0 {
+			if !m.TryLock() {
+				return nil, fmt.Errorf("TryLock failed")
+			}
+		} else if err := m.LockContext(ctx); err != nil {
+			return nil, err
+		}
+		return &held{h: holding{client: a.id, role: writer}, lost: m.Lost(), release: m.UnlockContext}, nil
+	}
+}
+
+// leaseAcquirer returns actor a's acquisition of a fenced Lease of name over c: TryAcquire,
+// or Acquire, extended by hand or by itself. With twoAddrs, it checks that a quorum of
+// distinct servers hold each grant (see env.checkServers).
+func leaseAcquirer(a *actor, c *redlock.Client, name string, twoAddrs bool) func(ctx context.Context, keeps bool) (*held, error) {
+	return func(ctx context.Context, keeps bool) (*held, error) {
+		auto := a.rng.IntN(2) == 0
+		var l *redlock.Lease
+		var err error
+		if !keeps && a.rng.IntN(2) == 0 {
+			l, err = c.TryAcquire(ctx, name, redlock.WithAutoExtend(auto))
+		} else {
+			l, err = c.Acquire(ctx, name, redlock.WithAutoExtend(auto))
+		}
+		if err != nil {
+			return nil, err
+		}
+		if twoAddrs {
+			a.env.checkServers(a.id)
+		}
+		h := leaseHeld(a.id, writer, l)
+		if !auto {
+			h.extend = l.Extend
+		}
+		return h, nil
+	}
 }
 
 // leaseHeld returns l as the holding of client in role.

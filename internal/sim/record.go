@@ -28,8 +28,11 @@ type holding struct {
 	token  uint64 // fenced holdings: the fencing token
 	fenced bool
 	value  string // leader: its value
-	from   time.Time
-	to     time.Time // zero while held
+	// names are the names it holds (sorted): a lock over several names at once holds each
+	// of them, for its validity, under its one token. nil: the run's one lock, lockName.
+	names []string
+	from  time.Time
+	to    time.Time // zero while held
 }
 
 // wait is one call that waits for a lock: from its start to its grant or its end.
@@ -41,10 +44,24 @@ type wait struct {
 	got    bool
 }
 
-// write is a write to the fenced resource.
+// on returns the names that h holds.
+func (h *holding) on() []string {
+	if h.names == nil {
+		return []string{lockName}
+	}
+	return h.names
+}
+
+// shares reports whether h and b hold a name in common.
+func (h *holding) shares(b *holding) bool {
+	return slices.ContainsFunc(h.on(), func(n string) bool { return slices.Contains(b.on(), n) })
+}
+
+// write is a write to a name's fenced resource.
 type write struct {
 	at       time.Time
-	holding  int // index in recorder.holdings
+	holding  int    // index in recorder.holdings
+	name     string // the resource written: each name has its own
 	token    uint64
 	accepted bool
 }
@@ -56,8 +73,8 @@ type event struct {
 }
 
 // recorder keeps a run's record, on the bubble's clock: every grant, wait and write, and
-// the trace of faults and grants. It is the fenced resource too: a write is accepted if
-// its token is at least the largest accepted so far.
+// the trace of faults and grants. It is the fenced resources too, one per name: a write is
+// accepted if its token is at least the largest that name's resource accepted so far.
 type recorder struct {
 	start time.Time
 
@@ -65,14 +82,14 @@ type recorder struct {
 	holdings []holding
 	waits    []wait
 	writes   []write
-	maxToken uint64
+	maxToken map[string]uint64 // per name
 	events   []event
 	observed []event        // Election: the leaders' values an observer saw
 	calls    map[string]int // calls sent, per script (or "setnx")
 }
 
 func newRecorder(start time.Time) *recorder {
-	return &recorder{start: start, calls: make(map[string]int)}
+	return &recorder{start: start, calls: make(map[string]int), maxToken: make(map[string]uint64)}
 }
 
 // called counts a call of what.
@@ -118,6 +135,9 @@ func (r *recorder) granted(h holding) int {
 	h.from = time.Now()
 	r.holdings = append(r.holdings, h)
 	desc := fmt.Sprintf("c%d granted %s", h.client, h.role)
+	if h.names != nil {
+		desc += " of " + strings.Join(h.names, ",")
+	}
 	if h.fenced {
 		desc += fmt.Sprintf(" token=%d", h.token)
 	}
@@ -143,20 +163,22 @@ func (r *recorder) ended(i int, t time.Time, why string) {
 	r.events = append(r.events, event{t, fmt.Sprintf("c%d ends %s (%s)", h.client, h.role, why)})
 }
 
-// write records a write of holding i with token, and reports whether the resource
-// accepted it.
-func (r *recorder) write(i int, token uint64) bool {
+// write records a write of holding i with token to the resource of each name it holds
+// (each accepts or rejects it on its own).
+func (r *recorder) write(i int, token uint64) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	ok := token >= r.maxToken
-	if ok {
-		r.maxToken = token
+	h := &r.holdings[i]
+	for _, name := range h.on() {
+		ok := token >= r.maxToken[name]
+		if ok {
+			r.maxToken[name] = token
+		}
+		r.writes = append(r.writes, write{time.Now(), i, name, token, ok})
+		if !ok {
+			r.events = append(r.events, event{time.Now(), fmt.Sprintf("c%d write token=%d to %s rejected", h.client, token, name)})
+		}
 	}
-	r.writes = append(r.writes, write{time.Now(), i, token, ok})
-	if !ok {
-		r.events = append(r.events, event{time.Now(), fmt.Sprintf("c%d write token=%d rejected", r.holdings[i].client, token)})
-	}
-	return ok
 }
 
 // observe records that an observer saw value as the leader's.

@@ -76,7 +76,7 @@ func Run(cfg Config) Result {
 	if cfg.N > 0 {
 		res.N = cfg.N
 	}
-	res.Clients = 3
+	res.Clients = clientsOf(cfg.Workload)
 	servers := res.N
 	if cfg.Workload == wTwoAddrs {
 		res.N, servers = 3, 2
@@ -87,7 +87,7 @@ func Run(cfg Config) Result {
 		p.cuts = append(p.cuts, cut{client: -1, server: 1, toServer: true, toClient: true, from: start, to: from.Add(window / 2)})
 	}
 	rec := newRecorder(start)
-	e := &env{plan: p, rec: rec, ttl: ttl, quorum: res.N/2 + 1, bad: make(chan violation, 1)}
+	e := &env{plan: p, rec: rec, ttl: ttl, nodes: res.N, quorum: res.N/2 + 1, bad: make(chan violation, 1)}
 	e.mixedK = cfg.Workload == wSemaphore && rng.IntN(2) == 0
 	e.stopOnInvalid = cfg.Workload == wTwoAddrs
 	if cfg.Workload == wSemaphore {
@@ -118,18 +118,18 @@ func Run(cfg Config) Result {
 	var closers []func()
 	var actors sync.WaitGroup
 	for i := range res.Clients {
-		c, closeClient := e.client(cfg.Seed, i, res.N)
+		c, cl, closeClient := e.client(cfg.Seed, i, res.N, cfg.Workload == wSets)
 		closers = append(closers, closeClient)
 		a := &actor{id: i, rng: rand.New(rand.NewPCG(cfg.Seed, uint64(2000+i))), env: e, keeps: true}
 		if cfg.Workload == wDo {
 			actors.Go(func() { a.runDo(ctx, c) })
 			continue
 		}
-		a.acquire = acquirer(cfg.Workload, a, c)
+		a.acquire = acquirer(cfg.Workload, a, c, cl)
 		actors.Go(func() { a.run(ctx) })
 	}
 	if cfg.Workload == wElection {
-		c, closeClient := e.client(cfg.Seed, res.Clients, res.N)
+		c, _, closeClient := e.client(cfg.Seed, res.Clients, res.N, false)
 		closers = append(closers, closeClient)
 		actors.Go(func() { observe(ctx, rec, c) })
 	}

@@ -30,14 +30,14 @@ func TestMain(m *testing.M) {
 	os.Exit(m.Run())
 }
 
-// defaultSeeds returns the seeds that `go test` runs: 0 to 167, each fault kind with each
-// workload twice, in about 30 s on two cores; under the race detector, every 13th of the
-// first 468 (36 seeds: every kind three times, every workload five times), in about a
-// minute on two loaded cores. miniredis builds a Lua state for every script call, which
+// defaultSeeds returns the seeds that `go test` runs: 0 to 191, each fault kind with each
+// workload twice, in about 35 s on two cores; under the race detector, every 13th of the
+// first 468 (36 seeds: every kind three times, every workload four or five times), in about
+// a minute on two loaded cores. miniredis builds a Lua state for every script call, which
 // is most of a run's cost.
 func defaultSeeds() []uint64 {
 	var seeds []uint64
-	for i := range uint64(168) {
+	for i := range uint64(2 * len(Kinds()) * len(Workloads())) {
 		if !raceDetector {
 			seeds = append(seeds, i)
 		} else if i < 36 {
