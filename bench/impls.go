@@ -557,7 +557,7 @@ func (l *floorScriptsLock) Lock(ctx context.Context) error {
 
 func (l *floorScriptsLock) Unlock(ctx context.Context) error {
 	n := each(l.f.cs, func(c rueidis.Client) bool {
-		v, err := releaseLua.Exec(ctx, c, l.keys.ReleaseKeys(), []string{l.token, l.keys.Channel, "PUBLISH", "", "leave"}).AsIntSlice()
+		v, err := releaseLua.Exec(ctx, c, l.keys.ScriptKeys(), []string{l.token, l.keys.Channel, "PUBLISH", "", "leave"}).AsIntSlice()
 		return err == nil && len(v) > 0 && v[0] == 1
 	})
 	if n < l.f.quorum {

@@ -41,13 +41,13 @@ func serverCost(ctx context.Context, addr string, pairs int) ([]costRow, error) 
 	}
 	setNX := func(p goredis.Pipeliner, k core.Keys, token string) { p.SetNX(ctx, k.Lock, token, floorTTL) }
 	script := func(p goredis.Pipeliner, k core.Keys, token string) {
-		p.EvalSha(ctx, acquire.SHA1(), k.AcquireKeys(), token, "10000", "0", "0", "w", "1", "1000")
+		p.EvalSha(ctx, acquire.SHA1(), k.ScriptKeys(), token, "10000", "0", "0", "w", "1", "1000")
 	}
 	fenced := func(p goredis.Pipeliner, k core.Keys, token string) {
-		p.EvalSha(ctx, acquire.SHA1(), k.AcquireKeys(), token, "10000", "0", "1", "w", "1", "1000")
+		p.EvalSha(ctx, acquire.SHA1(), k.ScriptKeys(), token, "10000", "0", "1", "w", "1", "1000")
 	}
 	ours := func(p goredis.Pipeliner, k core.Keys, token string) {
-		p.EvalSha(ctx, release.SHA1(), k.ReleaseKeys(), token, k.Channel, "PUBLISH", "w", "leave")
+		p.EvalSha(ctx, release.SHA1(), k.ScriptKeys(), token, k.Channel, "PUBLISH", "w", "leave")
 	}
 	floorUnlock := func(p goredis.Pipeliner, k core.Keys, token string) { cad.EvalSha(ctx, p, []string{k.Lock}, token) }
 	kinds := []pair{

@@ -355,7 +355,7 @@ func format(v []int64) string {
 // acquireKeys and acquireArgs are the KEYS and ARGV of core's acquire script as core passes
 // them for an owner that does not wait: no restart guard, advance the fence counter, no
 // waiter id (so never queued), ticket 0, a place kept for 10 s.
-func acquireKeys(k core.Keys) []string { return k.AcquireKeys() }
+func acquireKeys(k core.Keys) []string { return k.ScriptKeys() }
 
 func acquireArgs(token, ttl string) []string {
 	return []string{token, ttl, "0", "1", "", "0", "10000"}
@@ -383,7 +383,7 @@ func rextendKeys(k core.Keys) []string { return []string{k.Lock, k.Readers} }
 // releaseKeys and releaseArgs are the KEYS and ARGV of core's release script (and of
 // runlock, a reader's release) as core passes them when an owner without a waiter id lets
 // go, on a node without sharded pub/sub.
-func releaseKeys(k core.Keys) []string { return k.ReleaseKeys() }
+func releaseKeys(k core.Keys) []string { return k.ScriptKeys() }
 
 func releaseArgs(token string, k core.Keys) []string {
 	return []string{token, k.Channel, "PUBLISH", "", "leave"}

@@ -31,7 +31,7 @@ func semaphoreKeys(t *testing.T, permits int) core.Keys {
 
 // semAcquireKeys are acquire's KEYS for the semaphore of k, as core passes them: a lock's
 // six, then the permits. Each call makes a new slice.
-func semAcquireKeys(k core.Keys) []string { return append(k.AcquireKeys(), k.Permits...) }
+func semAcquireKeys(k core.Keys) []string { return append(k.ScriptKeys(), k.Permits...) }
 
 // semAcquireArgs are acquire's ARGV for the semaphore of k, as core passes them: a lock's
 // (args, from acquireArgs or waiterArgs), then ARGV[8] "0" (the server need not say which it
@@ -43,7 +43,7 @@ func semAcquireArgs(k core.Keys, args []string, hint int) []string {
 // semReleaseKeys are release's KEYS for the semaphore of k and a holder of permit held:
 // a lock's six with the permit first, then the permits.
 func semReleaseKeys(k core.Keys, held int) []string {
-	keys := append(k.ReleaseKeys(), k.Permits...)
+	keys := append(k.ScriptKeys(), k.Permits...)
 	keys[0] = k.Permits[held]
 	return keys
 }

@@ -512,15 +512,14 @@ func TestKeysShareOneHashSlot(t *testing.T) {
 	assert.Equal(t, want, made)
 	acquire := []string{want.Lock, want.Fence, want.Queue, want.Alive, want.Waiters, want.Readers}
 	release := acquire
-	assert.Equal(t, acquire, k.AcquireKeys())
-	assert.Equal(t, release, k.ReleaseKeys())
+	assert.Equal(t, acquire, k.ScriptKeys())
 	// core's calls share the slices NewKeys made; a Keys made otherwise makes them.
 	assert.Equal(t, acquire, k.acquireKeys())
 	assert.Equal(t, release, k.releaseKeys())
 	assert.Same(t, &k.releaseKeys()[0], &k.releaseKeys()[0])
 	assert.Equal(t, acquire, want.acquireKeys())
 	assert.Equal(t, release, want.releaseKeys())
-	k.AcquireKeys()[0] = "changed" // the exported ones are the caller's
+	k.ScriptKeys()[0] = "changed" // the exported ones are the caller's
 	assert.Equal(t, acquire, k.acquireKeys())
 	assert.Equal(t, "redlock:{jobs:nightly}:released:w1", k.Wake("w1"))
 	assert.NotEqual(t, NewToken(), NewToken())

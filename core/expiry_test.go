@@ -68,9 +68,9 @@ func TestEveryKeyExpires(t *testing.T) {
 		ctx := context.Background()
 		_, err := s.do("SET", k.Lock, "w1.1", "PX", "10000") // w1's plain SET NX
 		require.NoError(t, err)
-		_, err = node.Eval(ctx, script(t, "release"), k.ReleaseKeys(), "w1.1", k.Channel, "PUBLISH", "w1", "stay", "1", "1000")
+		_, err = node.Eval(ctx, script(t, "release"), k.ScriptKeys(), "w1.1", k.Channel, "PUBLISH", "w1", "stay", "1", "1000")
 		require.NoError(t, err)
-		r, err := node.Eval(ctx, script(t, "acquire"), k.AcquireKeys(), acquireArgs("w2.1", "0", "w2", 2)...)
+		r, err := node.Eval(ctx, script(t, "acquire"), k.ScriptKeys(), acquireArgs("w2.1", "0", "w2", 2)...)
 		require.NoError(t, err)
 		require.Equal(t, []int64{0, 0}, r, "w2 queues behind w1")
 		for _, key := range []string{k.Queue, k.Alive, k.Waiters} {
@@ -81,7 +81,7 @@ func TestEveryKeyExpires(t *testing.T) {
 		requireEveryKeyExpires(t, s)
 
 		other := core.NewKeys("e:", "fenced")
-		r, err = node.Eval(ctx, script(t, "acquire"), other.AcquireKeys(), "t1", "10000", "0", "1", "", "0", "1000")
+		r, err = node.Eval(ctx, script(t, "acquire"), other.ScriptKeys(), "t1", "10000", "0", "1", "", "0", "1000")
 		require.NoError(t, err)
 		require.Equal(t, int64(1), r[0])
 		_, err = node.Eval(ctx, script(t, "extend"), []string{other.Lock, other.Fence}, "t1", "10000", strconv.FormatInt(r[1]+10, 10))
@@ -118,10 +118,10 @@ func TestTokensIncreaseAcrossTheFenceExpiry(t *testing.T) {
 	k := core.NewKeys("e:", "fence")
 	ctx := context.Background()
 	acquire := func(token string, floor int64) int64 {
-		r, err := node.Eval(ctx, script(t, "acquire"), k.AcquireKeys(), token, "10000", "0", strconv.FormatInt(floor, 10), "", "0", "1000")
+		r, err := node.Eval(ctx, script(t, "acquire"), k.ScriptKeys(), token, "10000", "0", strconv.FormatInt(floor, 10), "", "0", "1000")
 		require.NoError(t, err)
 		require.Equal(t, int64(1), r[0])
-		_, err = node.Eval(ctx, script(t, "release"), k.ReleaseKeys(), token, k.Channel, "PUBLISH", "", "leave")
+		_, err = node.Eval(ctx, script(t, "release"), k.ScriptKeys(), token, k.Channel, "PUBLISH", "", "leave")
 		require.NoError(t, err)
 		return r[1]
 	}
@@ -144,7 +144,7 @@ func TestHeldReplyIsAtLeastOneMillisecond(t *testing.T) {
 	k := core.NewKeys("e:", "last")
 	require.NoError(t, m.Set(k.Lock, "other"))
 	m.SetTTL(k.Lock, 500*time.Microsecond)
-	r, err := node.Eval(context.Background(), script(t, "acquire"), k.AcquireKeys(), acquireArgs("w.1", "0", "w", 1)...)
+	r, err := node.Eval(context.Background(), script(t, "acquire"), k.ScriptKeys(), acquireArgs("w.1", "0", "w", 1)...)
 	require.NoError(t, err)
 	assert.Equal(t, []int64{0, 1}, r)
 }
@@ -162,7 +162,7 @@ func TestLapsedWaitersAreForgottenInBoundedSteps(t *testing.T) {
 	ctx := context.Background()
 	require.NoError(t, m.Set(k.Lock, "holder"))
 	for i := range 100 {
-		_, err := node.Eval(ctx, script(t, "acquire"), k.AcquireKeys(), acquireArgs(fmt.Sprintf("w%d.1", i), "0", fmt.Sprintf("w%d", i), int64(i))...)
+		_, err := node.Eval(ctx, script(t, "acquire"), k.ScriptKeys(), acquireArgs(fmt.Sprintf("w%d.1", i), "0", fmt.Sprintf("w%d", i), int64(i))...)
 		require.NoError(t, err)
 	}
 	m.SetTime(start.Add(2 * time.Second)) // their places (450 ms) lapsed
@@ -176,11 +176,11 @@ func TestLapsedWaitersAreForgottenInBoundedSteps(t *testing.T) {
 		return len(n)
 	}
 	require.Equal(t, 100, count())
-	r, err := node.Eval(ctx, script(t, "acquire"), k.AcquireKeys(), acquireArgs("late.1", "0", "late", 1000)...)
+	r, err := node.Eval(ctx, script(t, "acquire"), k.ScriptKeys(), acquireArgs("late.1", "0", "late", 1000)...)
 	require.NoError(t, err)
 	assert.Equal(t, []int64{1, 0}, r, "no live waiter was found within the scan: the lock is free")
 	assert.Equal(t, 100-64, count(), "the call forgot 64 lapsed waiters")
-	_, err = node.Eval(ctx, script(t, "release"), k.ReleaseKeys(), "late.1", k.Channel, "PUBLISH", "late", "leave")
+	_, err = node.Eval(ctx, script(t, "release"), k.ScriptKeys(), "late.1", k.Channel, "PUBLISH", "late", "leave")
 	require.NoError(t, err)
 	assert.Equal(t, 0, count(), "the release forgot the rest")
 	alive, err := m.ZMembers(k.Alive)
@@ -258,12 +258,12 @@ func TestLateCallOfAWaiterThatLeftIsRefused(t *testing.T) {
 		k := core.NewKeys("e:", "left")
 		ctx := context.Background()
 		acquire := func(token, waiter string, ticket int64) []int64 {
-			r, err := node.Eval(ctx, script(t, "acquire"), k.AcquireKeys(), acquireArgs(token, "0", waiter, ticket)...)
+			r, err := node.Eval(ctx, script(t, "acquire"), k.ScriptKeys(), acquireArgs(token, "0", waiter, ticket)...)
 			require.NoError(t, err)
 			return r
 		}
 		release := func(token, waiter, mode string) []int64 {
-			r, err := node.Eval(ctx, script(t, "release"), k.ReleaseKeys(), token, k.Channel, "PUBLISH", waiter, mode, "1", "1000")
+			r, err := node.Eval(ctx, script(t, "release"), k.ScriptKeys(), token, k.Channel, "PUBLISH", waiter, mode, "1", "1000")
 			require.NoError(t, err)
 			return r
 		}

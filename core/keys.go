@@ -74,7 +74,7 @@ func NewKeys(prefix, name string) Keys {
 	}
 	k := Keys{Name: name, Lock: base, Fence: base + ":fence", Queue: base + ":queue", Alive: base + ":alive", Waiters: base + ":waiters",
 		Readers: base + ":readers", Leader: base + ":leader", Channel: base + ":released"}
-	keys := k.AcquireKeys()
+	keys := k.ScriptKeys()
 	k.scriptKeys = &scriptKeys{acquire: keys, release: keys}
 	return k
 }
@@ -139,7 +139,7 @@ func NewSemaphoreKeys(prefix, name string, permits int) Keys {
 		k.Permits[i] = k.Lock + "/" + strconv.Itoa(i)
 	}
 	k.Lock = k.Permits[0]
-	k.scriptKeys = &scriptKeys{acquire: append(k.AcquireKeys(), k.Permits...), release: append(k.ReleaseKeys(), k.Permits...)}
+	k.scriptKeys = &scriptKeys{acquire: append(k.ScriptKeys(), k.Permits...), release: append(k.ScriptKeys(), k.Permits...)}
 	return k
 }
 
@@ -160,7 +160,7 @@ func NewSetKeys(prefix string, names []string) (Keys, error) {
 	sk := &scriptKeys{}
 	for i, name := range names {
 		set[i] = NewKeys(prefix, name)
-		sk.acquire = append(sk.acquire, set[i].AcquireKeys()...)
+		sk.acquire = append(sk.acquire, set[i].ScriptKeys()...)
 	}
 	sk.release = sk.acquire
 	k := set[0]
@@ -178,30 +178,27 @@ func (k Keys) permit(i int) Keys {
 	return k
 }
 
-// AcquireKeys returns the KEYS that core passes to the acquire and rlock scripts, in order:
-// for backend tests (such as the conformance suite) that call the scripts as core does.
-func (k Keys) AcquireKeys() []string {
+// ScriptKeys returns the KEYS that core passes to the acquire, release, rlock and runlock
+// scripts, in order (a semaphore's permits and a set's other names follow them): for
+// backend tests (such as the conformance suite) that call the scripts as core does.
+func (k Keys) ScriptKeys() []string {
 	return []string{k.Lock, k.Fence, k.Queue, k.Alive, k.Waiters, k.Readers}
 }
 
-// ReleaseKeys returns the KEYS that core passes to the release and runlock scripts, in order:
-// those of AcquireKeys.
-func (k Keys) ReleaseKeys() []string { return k.AcquireKeys() }
-
-// acquireKeys and releaseKeys are AcquireKeys and ReleaseKeys for core's calls, shared
+// acquireKeys and releaseKeys are ScriptKeys for core's calls (a held permit's first), shared
 // where NewKeys made them: not to be written.
 func (k *Keys) acquireKeys() []string {
 	if k.scriptKeys != nil {
 		return k.scriptKeys.acquire
 	}
-	return k.AcquireKeys()
+	return k.ScriptKeys()
 }
 
 func (k *Keys) releaseKeys() []string {
 	if k.scriptKeys != nil {
 		return k.scriptKeys.release
 	}
-	return k.ReleaseKeys()
+	return k.ScriptKeys()
 }
 
 // extendKeys returns the KEYS of the extend script (writer: each name's lock key and fence
@@ -242,6 +239,6 @@ func NewPartKeys(prefix, name, part string) Keys {
 	base := NewKeys(prefix, name).Lock + ":" + part
 	k := Keys{Name: name, Lock: base, Fence: base + ":fence", Queue: base + ":queue", Alive: base + ":alive", Waiters: base + ":waiters",
 		Readers: base + ":readers", Leader: base + ":leader", Channel: base + ":released"}
-	k.scriptKeys = &scriptKeys{acquire: k.AcquireKeys(), release: k.ReleaseKeys()}
+	k.scriptKeys = &scriptKeys{acquire: k.ScriptKeys(), release: k.ScriptKeys()}
 	return k
 }

@@ -105,7 +105,7 @@ func slowCalls(t *testing.T, delay time.Duration) func(timeout time.Duration) er
 	return func(timeout time.Duration) error {
 		ctx, cancel := context.WithTimeout(context.Background(), timeout)
 		defer cancel()
-		_, err := node.Eval(ctx, release, keys.ReleaseKeys(), "token", keys.Channel, "PUBLISH", "", "leave")
+		_, err := node.Eval(ctx, release, keys.ScriptKeys(), "token", keys.Channel, "PUBLISH", "", "leave")
 		return err
 	}
 }
@@ -159,7 +159,7 @@ func TestCloseStopsTheBackgroundConnection(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
 	defer cancel()
 	keys := core.NewKeys("t:", "close")
-	_, err := node.Eval(ctx, core.Scripts()[0], keys.AcquireKeys(), "token", "1000", "0", "0", "", "0", "1000")
+	_, err := node.Eval(ctx, core.Scripts()[0], keys.ScriptKeys(), "token", "1000", "0", "0", "", "0", "1000")
 	require.Error(t, err)
 	start := time.Now()
 	require.NoError(t, node.Close())

@@ -183,7 +183,7 @@ func flush(t *testing.T, s *Server) {
 // acquireKeys, acquireArgs, releaseKeys and releaseArgs are the KEYS and ARGV of core's
 // acquire and release scripts as core passes them for an owner that does not wait (no
 // restart guard, fence counter advanced, no waiter id); publish is PUBLISH or SPUBLISH.
-func acquireKeys(k core.Keys) []string { return k.AcquireKeys() }
+func acquireKeys(k core.Keys) []string { return k.ScriptKeys() }
 
 func acquireArgs(token, ttl string) []string {
 	return []string{token, ttl, "0", "1", "", "0", "10000"}
@@ -194,7 +194,7 @@ func readArgs(token, ttl string) []string {
 	return []string{token, ttl, "0", "0", "", "0", "10000"}
 }
 
-func releaseKeys(k core.Keys) []string { return k.ReleaseKeys() }
+func releaseKeys(k core.Keys) []string { return k.ScriptKeys() }
 
 func releaseArgs(token string, k core.Keys, publish string) []string {
 	return []string{token, k.Channel, publish, "", "leave"}

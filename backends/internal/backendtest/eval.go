@@ -266,7 +266,7 @@ func EvalSurvivesAReset(t *testing.T, node func(t *testing.T, addr string) core.
 	k := core.NewKeys("test:", "reset")
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	got, err := n.Eval(ctx, Script(t, "acquire"), k.AcquireKeys(), "token", "10000", "0", "0", "", "0", "1000")
+	got, err := n.Eval(ctx, Script(t, "acquire"), k.ScriptKeys(), "token", "10000", "0", "0", "", "0", "1000")
 	require.True(t, reset(), "the proxy reset no call: the test proves nothing")
 	require.NoError(t, err, "a call whose connection was reset failed instead of being sent again")
 	assert.Equal(t, int64(1), got[0], "the acquisition was refused: %v", got)
@@ -288,7 +288,7 @@ func TimeoutKeepsTheConnection(t *testing.T, node func(t *testing.T, addr string
 	call := func(timeout time.Duration) error {
 		ctx, cancel := context.WithTimeout(context.Background(), timeout)
 		defer cancel()
-		_, err := n.Eval(ctx, release, k.ReleaseKeys(), "token", k.Channel, "PUBLISH", "", "leave")
+		_, err := n.Eval(ctx, release, k.ScriptKeys(), "token", k.Channel, "PUBLISH", "", "leave")
 		return err
 	}
 	// clients returns the ids of the server's client connections but the one asking.
