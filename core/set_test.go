@@ -189,7 +189,7 @@ func TestCrossedSetWaitersNeverDeadlock(t *testing.T) {
 				second := map[string]string{"a": "b", "b": "a"}[first]
 				require.NoError(t, cl.Release(ctx, held[first]))
 				time.Sleep(20 * time.Millisecond)
-				assert.Equal(t, everywhere(servers, ""), holders(t, servers, first), "%s stays free, kept for the set's waiter", first)
+				assert.Equal(t, everywhere(servers, "(reserved)"), holders(t, servers, first), "%s is reserved for the set's waiter", first)
 				require.NoError(t, cl.Release(ctx, held[second]))
 				for want := range 2 {
 					require.Equal(t, want, await(t, servers, order, "a set waiter's turn"), "the set waiters did not go in ticket order")
@@ -297,7 +297,7 @@ func TestSetsAndMutexesExclude(t *testing.T) {
 	}
 }
 
-// TestSetScriptsRunTwice: acquireset and releaseset run twice with the same arguments leave
+// TestSetScriptsRunTwice: a set's acquire and release run twice with the same arguments leave
 // the state of one run: the set held once, a waiter queued once, everything let go.
 func TestSetScriptsRunTwice(t *testing.T) {
 	onOneOfEach(t, func(t *testing.T, s server) {
@@ -324,7 +324,7 @@ func TestSetScriptsRunTwice(t *testing.T) {
 		for _, name := range []string{"a", "b"} {
 			assert.Equal(t, []int64{1}, queued(t, servers, core.NewKeys("q:", name)), "the set waiter is queued once in %s", name)
 		}
-		assert.Equal(t, []string{""}, holders(t, servers, "a"), "a was taken without b")
+		assert.Equal(t, []string{"(reserved)"}, holders(t, servers, "a"), "a is reserved for the set waiter, not taken without b")
 		require.NoError(t, tw.Release(ctx, b)) // hands the set to w.1; the second run finds b w.1's
 		assert.Equal(t, []string{"w.1"}, holders(t, servers, "a"))
 		assert.Equal(t, []string{"w.1"}, holders(t, servers, "b"))
@@ -371,6 +371,67 @@ func TestSetIsHandedOverWhole(t *testing.T) {
 			assert.Equal(t, everywhere(servers, set.Token()), holders(t, servers, "a"))
 			assert.Equal(t, everywhere(servers, set.Token()), holders(t, servers, "b"))
 			require.NoError(t, cl.Release(ctx, set))
+		})
+	}
+}
+
+// TestReservedNameRefusesPlainSetNX: a set waiter that waits for b, first in a's queue,
+// reserves a free a ("(reserved)", for as long as its place lives), so that a Mutex's
+// plain SET NX, which does not read the queue, cannot take a ahead of it; the set takes
+// both names when b is let go. A waiter that gives up lets its reservation go.
+func TestReservedNameRefusesPlainSetNX(t *testing.T) {
+	for _, c := range setups {
+		t.Run(c.name, func(t *testing.T) {
+			servers := c.servers(t, c.n)
+			cl := newCluster(t, servers)
+			ctx, cancel := context.WithTimeout(context.Background(), generous)
+			defer cancel()
+			b, err := cl.Acquire(ctx, fencedOn(servers, "b"))
+			require.NoError(t, err)
+			got := make(chan *core.Held, 1)
+			go func() {
+				h, err := cl.AcquireWait(ctx, setLock(t, servers, "a", "b"), patient)
+				assert.NoError(t, err)
+				got <- h
+			}()
+			reserved := everywhere(servers, "(reserved)")
+			require.Eventually(t, func() bool { return assert.ObjectsAreEqual(reserved, holders(t, servers, "a")) },
+				generous, time.Millisecond, "the set waiter did not reserve a")
+
+			plain := lockOn(servers, "a") // unfenced, no restart guard: its first attempt is a plain SET NX
+			_, err = cl.Acquire(ctx, plain)
+			require.ErrorIs(t, err, core.ErrHeld, "a plain SET NX took a reserved name")
+			_, err = cl.Acquire(ctx, fencedOn(servers, "a"))
+			require.ErrorIs(t, err, core.ErrHeld, "a single-name acquisition took a name reserved for the waiter ahead")
+			assert.Equal(t, reserved, holders(t, servers, "a"))
+
+			require.NoError(t, cl.Release(ctx, b))
+			set := <-got
+			require.NotNil(t, set)
+			require.Eventually(t, func() bool {
+				return assert.ObjectsAreEqual(everywhere(servers, set.Token()), holders(t, servers, "a"))
+			}, generous, time.Millisecond, "the set does not hold a everywhere")
+			require.NoError(t, cl.Release(ctx, set))
+
+			// A waiter that gives up lets its reservation go.
+			b, err = cl.Acquire(ctx, fencedOn(servers, "b"))
+			require.NoError(t, err)
+			wctx, stop := context.WithCancel(ctx)
+			done := make(chan error, 1)
+			go func() {
+				_, err := cl.AcquireWait(wctx, setLock(t, servers, "a", "b"), patient)
+				done <- err
+			}()
+			require.Eventually(t, func() bool { return assert.ObjectsAreEqual(reserved, holders(t, servers, "a")) },
+				generous, time.Millisecond, "the second set waiter did not reserve a")
+			stop()
+			require.ErrorIs(t, <-done, context.Canceled)
+			require.Eventually(t, func() bool { return assert.ObjectsAreEqual(everywhere(servers, ""), holders(t, servers, "a")) },
+				generous, time.Millisecond, "a's reservation outlived the waiter that gave up")
+			h, err := cl.Acquire(ctx, plain)
+			require.NoError(t, err, "a plain SET NX of a free name")
+			require.NoError(t, cl.Release(ctx, h))
+			require.NoError(t, cl.Release(ctx, b))
 		})
 	}
 }
