@@ -96,16 +96,18 @@ func (l *Lease) abandon() {
 	l.leave()
 }
 
-// Name returns the lock's name.
+// Name returns the lock's name; for a lock over several names (AcquireAll), the names as
+// given, as fmt.Sprint prints them ("[from to]").
 func (l *Lease) Name() string { return l.name }
 
 // Token returns the fencing token: it strictly increases from one holder of this name to the
 // next, across all nodes, under the assumptions that make the lock exclusive. Hand it to
 // the storage you write, and have the storage refuse a token lower than the highest it has
 // seen. Tokens are large (seeded from the server clock in microseconds); compare them, do
-// not count on their spacing. Across a server's restart that lost its data, they increase
-// only while the restart guard exceeds 2s plus the largest difference between the servers'
-// clocks (see WithRestartGuard).
+// not count on their spacing. A lock over several names (AcquireAll) has one token, larger
+// than every token any of its names had; each name's next token is larger than it. Across a
+// server's restart that lost its data, they increase only while the restart guard exceeds
+// 2s plus the largest difference between the servers' clocks (see WithRestartGuard).
 func (l *Lease) Token() uint64 {
 	if l.held == nil { // the zero Lease
 		return 0
