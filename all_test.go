@@ -61,9 +61,10 @@ func onAllSetups(t *testing.T, ns []int, f func(t *testing.T, s allSetup)) {
 
 var everyN = []int{1, 3, 5}
 
-// cmd runs one command on st's server, over a connection of its own.
-func cmd(t *testing.T, st store, args ...string) any {
-	t.Helper()
+// cmd runs one command on st's server, over a connection of its own. It may run in a
+// condition of require.Eventually, whose goroutine can outlive the test: it reports an
+// error rather than failing the test.
+func cmd(st store, args ...string) (any, error) {
 	var addr string
 	switch s := st.(type) {
 	case miniStore:
@@ -71,17 +72,16 @@ func cmd(t *testing.T, st store, args ...string) any {
 	case realStore:
 		addr = s.s.Addr()
 	default:
-		t.Fatalf("no address for %T", st)
+		return nil, fmt.Errorf("no address for %T", st)
 	}
-	v, err := redistest.DoTimeout(addr, 5*time.Second, args...)
-	require.NoError(t, err)
-	return v
+	return redistest.DoTimeout(addr, 5*time.Second, args...)
 }
 
-// everywhere reports whether cond holds of the reply to args on every server.
-func everywhere(t *testing.T, s allSetup, cond func(v any) bool, args ...string) bool {
+// everywhere reports whether cond holds of the reply to args on every server (false if a
+// server fails to answer).
+func everywhere(s allSetup, cond func(v any) bool, args ...string) bool {
 	for _, st := range s.stores {
-		if !cond(cmd(t, st, args...)) {
+		if v, err := cmd(st, args...); err != nil || !cond(v) {
 			return false
 		}
 	}
@@ -100,7 +100,7 @@ func queued(n int64) func(v any) bool { return func(v any) bool { return v == n 
 func heldEverywhere(t *testing.T, s allSetup, names ...string) {
 	t.Helper()
 	for _, name := range names {
-		require.Eventually(t, func() bool { return everywhere(t, s, notNil, "GET", lockKey(name)) },
+		require.Eventually(t, func() bool { return everywhere(s, notNil, "GET", lockKey(name)) },
 			generous, time.Millisecond, "%s is not held on every server", name)
 	}
 }
@@ -112,7 +112,7 @@ func heldOnQuorum(t *testing.T, s allSetup, names ...string) {
 		require.Eventually(t, func() bool {
 			n := 0
 			for _, st := range s.stores {
-				if cmd(t, st, "GET", lockKey(name)) != nil {
+				if v, err := cmd(st, "GET", lockKey(name)); err == nil && v != nil {
 					n++
 				}
 			}
@@ -125,7 +125,7 @@ func heldOnQuorum(t *testing.T, s allSetup, names ...string) {
 func freeEverywhere(t *testing.T, s allSetup, names ...string) {
 	t.Helper()
 	for _, name := range names {
-		require.Eventually(t, func() bool { return everywhere(t, s, isNil, "GET", lockKey(name)) },
+		require.Eventually(t, func() bool { return everywhere(s, isNil, "GET", lockKey(name)) },
 			generous, time.Millisecond, "%s is still held on some server", name)
 	}
 }
@@ -133,7 +133,7 @@ func freeEverywhere(t *testing.T, s allSetup, names ...string) {
 // queuedEverywhere waits until name's queue has n waiters on every server.
 func queuedEverywhere(t *testing.T, s allSetup, name string, n int64) {
 	t.Helper()
-	require.Eventually(t, func() bool { return everywhere(t, s, queued(n), "ZCARD", lockKey(name)+":queue") },
+	require.Eventually(t, func() bool { return everywhere(s, queued(n), "ZCARD", lockKey(name)+":queue") },
 		generous, time.Millisecond, "%s's queue does not have %d waiters on every server", name, n)
 }
 
@@ -159,7 +159,7 @@ func TestAcquireAllIsAllOrNothing(t *testing.T) {
 		_, err = c.TryAcquireAll(ctx, []string{"b", "a"})
 		require.ErrorIs(t, err, redlock.ErrHeld)
 		assert.Contains(t, err.Error(), `"[b a]"`, "the error does not name the lock as given")
-		assert.True(t, everywhere(t, s, isNil, "GET", lockKey("a")), "a was taken without b")
+		assert.True(t, everywhere(s, isNil, "GET", lockKey("a")), "a was taken without b")
 		require.NoError(t, b.Release(ctx))
 
 		set, err := c.TryAcquireAll(ctx, []string{"b", "a"})
@@ -430,7 +430,7 @@ func TestAcquireAllOneClient(t *testing.T) {
 		require.NoError(t, err)
 		_, err = c.TryAcquireAll(ctx, []string{"a", "b"})
 		require.ErrorIs(t, err, redlock.ErrHeld)
-		assert.True(t, everywhere(t, s, isNil, "GET", lockKey("b")), "b was taken without a")
+		assert.True(t, everywhere(s, isNil, "GET", lockKey("b")), "b was taken without a")
 
 		type result struct {
 			l   *redlock.Lease
