@@ -293,7 +293,11 @@ func (c *Client) newLease(call string, t target, not uint32, opts []Option) (*Le
 	if err != nil {
 		return nil, &lockError{call, t.name, err}
 	}
-	return c.leaseOf(t.name, KindLease, t.keys(s.prefix), s), nil
+	keys := t.keys(s.prefix)
+	if err := c.checkSlots(keys); err != nil {
+		return nil, &lockError{call, t.name, err}
+	}
+	return c.leaseOf(t.name, KindLease, keys, s), nil
 }
 
 // leaseOf returns a Lease, not yet held, of one holding of kind of the lock whose keys are

@@ -41,13 +41,15 @@ func (x *exclusive) init(c *Client, op string, t target, kind Kind, opts []Optio
 	x.client, x.name, x.kind = c, t.name, kind
 	x.opts, x.err = c.opts.forCall(op, optNoAutoExtend, opts)
 	x.opts.autoExtend = true
+	x.keys = t.keys(x.opts.prefix)
 	if err := t.check(); err != nil {
 		x.err = err
+	} else if x.err == nil {
+		x.err = c.checkSlots(x.keys)
 	}
 	if x.err != nil {
 		x.err = &lockError{op, t.name, x.err}
 	}
-	x.keys = t.keys(x.opts.prefix)
 	x.queue = c.localQueue(x.keys)
 }
 
