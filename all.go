@@ -115,7 +115,8 @@ func hashSlot(key string) uint16 {
 
 // AcquireAll takes one lock over every one of names at once, waiting while another owner
 // holds any of them and retrying through node failures, until it succeeds or ctx ends; it
-// returns the Lease. It is all or nothing: the Lease holds every name on a quorum of
+// returns the Lease. Options are those of Acquire, with the Client's settings as defaults
+// (the Lease does not extend itself unless WithAutoExtend(true)). It is all or nothing: the Lease holds every name on a quorum of
 // nodes, within one validity, and an attempt that cannot take every name frees at once
 // what it took. A name given twice counts once. The lock's name, in the Lease and in
 // errors, is the names as given, as fmt.Sprint prints them ("[from to]").
@@ -159,7 +160,7 @@ func (c *Client) AcquireAll(ctx context.Context, names []string, opts ...Option)
 
 // TryAcquireAll makes one attempt to take one lock over every one of names at once (see
 // AcquireAll), and returns its Lease. If any name is held, or waited for, it takes none of
-// them.
+// them. Options are those of TryAcquire (WithRetry and WithLogger are refused).
 //
 // Errors: those of TryAcquire (ErrHeld if another owner holds any of the names, or waiters
 // are queued for one, including another goroutine of this Client: Redis, not a local
@@ -179,6 +180,7 @@ func (c *Client) TryAcquireAll(ctx context.Context, names []string, opts ...Opti
 // runs fn while holding it, and releases it, also when fn panics. It is Do over several
 // names: the Lease extends itself while fn runs, and fn's context is cancelled, with the
 // lease's error as its cause, when the lease ends, which the loss of any one name does.
+// Options are those of Do.
 //
 // DoAll returns AcquireAll's error if the lock was never held (ErrInvalid for no names, a
 // bad name, a nil fn, or WithErrorHandler or WithAutoExtend(false)); otherwise as Do does.

@@ -600,3 +600,27 @@ func TestAllBadInput(t *testing.T) {
 	require.NoError(t, m.LockContext(ctx))
 	require.NoError(t, m.UnlockContext(ctx))
 }
+
+// TestAcquireAllClose: Close releases a held set (its Lease ends with ErrClosed, a Mutex
+// over several names loses its holding) and wakes a set waiter with ErrClosed.
+func TestAcquireAllClose(t *testing.T) {
+	onAllSetups(t, []int{3}, func(t *testing.T, s allSetup) {
+		ctx := ctxT(t, time.Minute)
+		c := s.client(t)
+		l, err := c.AcquireAll(ctx, []string{"a", "b"})
+		require.NoError(t, err)
+		m := c.NewMutexAll([]string{"c", "d"})
+		require.NoError(t, m.LockContext(ctx))
+		waited := make(chan error, 1)
+		go func() {
+			_, err := c.AcquireAll(ctx, []string{"b", "c"})
+			waited <- err
+		}()
+		queuedEverywhere(t, s, "b", 1)
+		require.NoError(t, c.Close())
+		require.ErrorIs(t, within(t, false, waited, "the waiter's end"), redlock.ErrClosed)
+		require.ErrorIs(t, l.Err(), redlock.ErrClosed)
+		within(t, false, m.Lost(), "the Mutex's loss")
+		freeEverywhere(t, s, "a", "b", "c", "d")
+	})
+}
