@@ -3,7 +3,6 @@ package redlock
 import (
 	"context"
 	"fmt"
-	"strings"
 
 	"github.com/go-redlock/redlock/core"
 )
@@ -61,58 +60,6 @@ func (t target) keys(prefix string) core.Keys {
 	return k
 }
 
-// checkSlots returns an error that matches ErrInvalid if keys, a set's, span several Redis
-// Cluster slots while one of c's nodes is a Redis Cluster client (core.ShardedPubSub): one
-// script cannot take them there (the server would answer CROSSSLOT, and a Mutex's Lock
-// would retry it for ever). It returns nil for one name, and where no node says it is a
-// cluster client.
-func (c *Client) checkSlots(keys core.Keys) error {
-	if len(keys.Set) < 2 || !c.onCluster() {
-		return nil
-	}
-	first := keys.Set[0]
-	for _, k := range keys.Set[1:] {
-		if hashSlot(k.Lock) != hashSlot(first.Lock) {
-			return fmt.Errorf("%w: on Redis Cluster the names of one lock must share a slot, and %q and %q do not (give WithPrefix a hash tag, such as \"app{locks}:\")",
-				ErrInvalid, first.Name, k.Name)
-		}
-	}
-	return nil
-}
-
-// onCluster reports whether one of c's nodes is a Redis Cluster client.
-func (c *Client) onCluster() bool {
-	for _, n := range c.nodes {
-		if sp, ok := n.(core.ShardedPubSub); ok && sp.ShardedPubSub() {
-			return true
-		}
-	}
-	return false
-}
-
-// hashSlot returns the Redis Cluster slot of key: the CRC16 (XMODEM) of its hash tag (the
-// text between its first '{' and the first '}' after it, if not empty) or else of the whole
-// key, modulo 16384.
-func hashSlot(key string) uint16 {
-	if i := strings.IndexByte(key, '{'); i >= 0 {
-		if j := strings.IndexByte(key[i+1:], '}'); j > 0 {
-			key = key[i+1 : i+1+j]
-		}
-	}
-	var crc uint16
-	for i := 0; i < len(key); i++ {
-		crc ^= uint16(key[i]) << 8
-		for range 8 {
-			if crc&0x8000 != 0 {
-				crc = crc<<1 ^ 0x1021
-			} else {
-				crc <<= 1
-			}
-		}
-	}
-	return crc % 16384
-}
-
 // AcquireAll takes one lock over every one of names at once, waiting while another owner
 // holds any of them and retrying through node failures, until it succeeds or ctx ends; it
 // returns the Lease. Options are those of Acquire, with the Client's settings as defaults
@@ -141,13 +88,19 @@ func hashSlot(key string) uint16 {
 // in Redis as its own waiter, and goroutines of one Client take turns there as processes
 // do; Redis sees every holder and waiter of each name and decides.
 //
-// On Redis Cluster one script takes every name, so the names' keys must share a slot: give
-// WithPrefix a hash tag ("app{locks}:"). Where a node is a cluster client
-// (core.ShardedPubSub) and the names fall in different slots, every call fails at once
-// with ErrInvalid, saying which names.
+// On Redis Cluster one script can only take names whose keys share a slot (all of them do
+// under a WithPrefix with a hash tag, "app{locks}:"). Where a node is a cluster client
+// (core.ShardedPubSub) and the names fall in several slots, AcquireAll takes them slot by
+// slot, in slot order, the names of each slot at once, as a lock over those names: it
+// keeps the slots it holds extended while it waits for the next, and lets go of them all
+// if it cannot have one. The Lease then holds every name, its token is raised on every
+// name to the largest of the slots' tokens, and it is lost if any slot's names are. Waiting
+// stays deadlock-free (every such lock takes the slots in one order), but the lock holds
+// its first slots' names while it waits for the others, which the waiters for those names
+// wait for meanwhile, and it is fair slot by slot only.
 //
-// Errors: those of Acquire; ErrInvalid for no names (nil or empty), a bad name, names in
-// different slots on Redis Cluster, or a bad option. Every error names the lock as given.
+// Errors: those of Acquire; ErrInvalid for no names (nil or empty), a bad name, or a bad
+// option. Every error names the lock as given.
 // AcquireAll is safe for concurrent use.
 func (c *Client) AcquireAll(ctx context.Context, names []string, opts ...Option) (*Lease, error) {
 	c.made("AcquireAll")
@@ -164,8 +117,7 @@ func (c *Client) AcquireAll(ctx context.Context, names []string, opts ...Option)
 //
 // Errors: those of TryAcquire (ErrHeld if another owner holds any of the names, or waiters
 // are queued for one, including another goroutine of this Client: Redis, not a local
-// queue, finds it); ErrInvalid for no names, a bad name, names in different slots on Redis
-// Cluster (see AcquireAll), or a bad option. Every error
+// queue, finds it); ErrInvalid for no names, a bad name, or a bad option. Every error
 // names the lock as given. TryAcquireAll is safe for concurrent use.
 func (c *Client) TryAcquireAll(ctx context.Context, names []string, opts ...Option) (*Lease, error) {
 	c.made("TryAcquireAll")
@@ -192,9 +144,8 @@ func (c *Client) DoAll(ctx context.Context, names []string, fn func(ctx context.
 
 // NewMutexAll returns a Mutex over every one of names at once: Lock takes every name or
 // none, as AcquireAll does, and holds them until Unlock; Lost closes if any name is lost.
-// Options are as for NewMutex. A name given twice counts once; no names (nil or empty), a
-// bad name, or names in different slots on Redis Cluster (see AcquireAll) is reported as
-// NewMutex reports a bad name (an error matching ErrInvalid from LockContext, false from
+// Options are as for NewMutex. A name given twice counts once; no names (nil or empty) or
+// a bad name is reported as NewMutex reports a bad name (an error matching ErrInvalid from LockContext, false from
 // TryLock, a panic from Lock), naming the lock by the names as given ("[from to]"). The
 // Mutex keeps its own copy of the names. Its methods are safe for concurrent use, as a
 // Mutex's are.

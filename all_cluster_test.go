@@ -1,6 +1,9 @@
 package redlock_test
 
 import (
+	"runtime"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -16,7 +19,9 @@ import (
 // cluster client), a set whose names share a slot (a prefix with a hash tag) is taken and
 // refuses single names, and is handed over whole by the release of its last held name (the
 // release touches the set's other names' keys, which it does not declare: same slot); a
-// set whose names fall in different slots fails at once, with the server's CROSSSLOT.
+// set whose names fall in different slots is taken slot by slot: all or nothing, one token
+// above every name's, crossed waiters, the held slot kept while it waits for the next, and
+// the loss of one slot's names.
 func TestAcquireAllOnRedisCluster(t *testing.T) {
 	c := redistest.StartCluster(t, 3)
 	newNode := func() []redlock.Node {
@@ -55,19 +60,153 @@ func TestAcquireAllOnRedisCluster(t *testing.T) {
 		// Its retry backoff is 10 s: within generous, only the hand-over can have woken it.
 		require.NoError(t, within(t, false, got, "the set's hand-over"))
 	})
-	t.Run("different slots", func(t *testing.T) {
-		require.NotEqual(t, redistest.KeySlot(lockKey("x")), redistest.KeySlot(lockKey("y")))
-		cl := closingClient(t, newNode(), patient)
-		_, err := cl.AcquireAll(ctx, []string{"x", "y"})
-		require.ErrorIs(t, err, redlock.ErrInvalid)
-		assert.Contains(t, err.Error(), `"[x y]"`)
-		assert.Contains(t, err.Error(), "slot")
-		m := cl.NewMutexAll([]string{"y", "x"})
-		require.ErrorIs(t, m.LockContext(ctx), redlock.ErrInvalid)
-		assert.Panics(t, m.Lock, "Lock retried a set that no script can take")
-		l, err := cl.TryAcquireAll(ctx, []string{"x", "x"}) // one name: one slot
+	t.Run("slot by slot", func(t *testing.T) {
+		// y's slot comes before x's: a set of both takes y, then x.
+		require.Less(t, redistest.KeySlot(lockKey("y")), redistest.KeySlot(lockKey("x")))
+		held := func(name string) bool {
+			v, err := c.Do("EXISTS", lockKey(name))
+			return err == nil && v == int64(1)
+		}
+		a, b := closingClient(t, newNode(), patient), closingClient(t, newNode(), patient)
+
+		// All or nothing: with x held, y (taken first) is let go of at once.
+		var before uint64
+		for _, name := range []string{"x", "y"} {
+			l, err := b.TryAcquire(ctx, name)
+			require.NoError(t, err)
+			before = max(before, l.Token())
+			if name == "y" {
+				require.NoError(t, l.Release(ctx))
+			} else {
+				defer func() { _ = l.Release(ctx) }()
+				_, err := a.TryAcquireAll(ctx, []string{"x", "y"})
+				require.ErrorIs(t, err, redlock.ErrHeld)
+				assert.Contains(t, err.Error(), `"[x y]"`)
+				assert.False(t, held("y"), "y was kept without x")
+				require.NoError(t, l.Release(ctx))
+			}
+		}
+
+		// One token above every name's; both refused to others; each name's next token
+		// above the set's.
+		set, err := a.TryAcquireAll(ctx, []string{"x", "y"})
 		require.NoError(t, err)
-		require.NoError(t, l.Release(ctx))
+		assert.Greater(t, set.Token(), before)
+		assert.True(t, held("x") && held("y"))
+		for _, name := range []string{"x", "y"} {
+			_, err := b.TryAcquire(ctx, name)
+			require.ErrorIs(t, err, redlock.ErrHeld, name)
+		}
+		require.NoError(t, set.Extend(ctx))
+		require.NoError(t, set.Release(ctx))
+		assert.False(t, held("x") || held("y"))
+		for _, name := range []string{"x", "y"} {
+			l, err := b.TryAcquire(ctx, name)
+			require.NoError(t, err)
+			assert.Greater(t, l.Token(), set.Token(), "%s's next token is not above the set's", name)
+			require.NoError(t, l.Release(ctx))
+		}
+
+		// Crossed waiters, while single-name Leases hold both names, both hold in the end.
+		hx, err := b.TryAcquire(ctx, "x")
+		require.NoError(t, err)
+		hy, err := b.TryAcquire(ctx, "y")
+		require.NoError(t, err)
+		done := make(chan error, 2)
+		for _, names := range [][]string{{"x", "y"}, {"y", "x"}} {
+			go func() {
+				l, err := closingClient(t, newNode(), patient).AcquireAll(ctx, names)
+				if err == nil {
+					err = l.Release(ctx)
+				}
+				done <- err
+			}()
+		}
+		require.Eventually(t, func() bool {
+			v, err := c.Do("ZCARD", lockKey("y")+":queue")
+			return err == nil && v == int64(2)
+		}, generous, time.Millisecond, "the set waiters did not queue for y")
+		require.NoError(t, hy.Release(ctx))
+		require.NoError(t, hx.Release(ctx))
+		for range 2 {
+			require.NoError(t, within(t, false, done, "a set waiter's turn"))
+		}
+	})
+	t.Run("kept while waiting", func(t *testing.T) {
+		// A set with a short TTL holds y while it waits for x longer than that TTL: its
+		// keeper extends y, whose TTL is seen to go up again.
+		a, b := closingClient(t, newNode()), closingClient(t, newNode())
+		hx, err := b.TryAcquire(ctx, "x", redlock.WithNodeTimeout(time.Second))
+		require.NoError(t, err)
+		got := make(chan error, 1)
+		go func() {
+			l, err := a.AcquireAll(ctx, []string{"x", "y"}, redlock.WithTTL(1500*time.Millisecond), redlock.WithNodeTimeout(300*time.Millisecond))
+			if err == nil {
+				err = l.Release(ctx)
+			}
+			got <- err
+		}()
+		pttl := func() int64 {
+			v, err := c.Do("PTTL", lockKey("y"))
+			if n, ok := v.(int64); err == nil && ok {
+				return n
+			}
+			return -2
+		}
+		var low int64
+		require.Eventually(t, func() bool { low = pttl(); return low > 0 && low < 1300 }, generous, time.Millisecond, "y was not taken, or not kept near its TTL")
+		require.Eventually(t, func() bool { return pttl() > low+100 }, generous, time.Millisecond, "y's TTL was not extended while the set waited")
+		require.NoError(t, hx.Release(ctx))
+		require.NoError(t, within(t, false, got, "the set"))
+	})
+	t.Run("exclusion", func(t *testing.T) {
+		// Sets over several slots, overlapping, and Mutexes of single names, a few rounds
+		// each: no name has two holders, and every wait ends.
+		names := []string{"a", "b", "x", "y"}
+		requests := [][]int{{2, 3}, {3, 2}, {0, 1}, {2, 0}, {3, 1}, {0, 1, 2, 3}, {2}, {1}}
+		var holding [4]atomic.Int32
+		var wg sync.WaitGroup
+		for g, idx := range requests {
+			cl := closingClient(t, newNode(), patient, redlock.WithRetry(time.Millisecond, 10*time.Millisecond))
+			wg.Go(func() {
+				var set []string
+				for _, i := range idx {
+					set = append(set, names[i])
+				}
+				m := cl.NewMutexAll(set)
+				for r := range 3 {
+					if !assert.NoError(t, m.LockContext(ctx), "goroutine %d round %d", g, r) {
+						return
+					}
+					for _, i := range idx {
+						assert.Equal(t, int32(1), holding[i].Add(1), "%s has two holders", names[i])
+					}
+					runtime.Gosched()
+					for _, i := range idx {
+						holding[i].Add(-1)
+					}
+					assert.NoError(t, m.UnlockContext(ctx))
+				}
+			})
+		}
+		wg.Wait()
+	})
+	t.Run("lost", func(t *testing.T) {
+		a := closingClient(t, newNode(), redlock.WithNodeTimeout(500*time.Millisecond), redlock.WithTTL(3*time.Second))
+		l, err := a.AcquireAll(ctx, []string{"x", "y"}, redlock.WithAutoExtend(true))
+		require.NoError(t, err)
+		_, err = c.Do("DEL", lockKey("x"))
+		require.NoError(t, err)
+		within(t, false, l.Done(), "the set's end")
+		require.ErrorIs(t, l.Err(), redlock.ErrLost)
+		require.ErrorIs(t, l.Release(ctx), redlock.ErrLost)
+		v, err := c.Do("EXISTS", lockKey("y"))
+		require.NoError(t, err)
+		assert.Equal(t, int64(0), v, "y is still held after the set's release")
+
+		m := a.NewMutexAll([]string{"y", "x"})
+		require.NoError(t, m.LockContext(ctx))
+		require.NoError(t, m.UnlockContext(ctx))
 	})
 }
 

@@ -294,10 +294,9 @@ func (c *Client) newLease(call string, t target, not uint32, opts []Option) (*Le
 		return nil, &lockError{call, t.name, err}
 	}
 	keys := t.keys(s.prefix)
-	if err := c.checkSlots(keys); err != nil {
-		return nil, &lockError{call, t.name, err}
-	}
-	return c.leaseOf(t.name, KindLease, keys, s), nil
+	l := c.leaseOf(t.name, KindLease, keys, s)
+	l.groups = c.slotGroups(keys, t.name, s.prefix)
+	return l, nil
 }
 
 // leaseOf returns a Lease, not yet held, of one holding of kind of the lock whose keys are

@@ -19,7 +19,8 @@ type exclusive struct {
 	kind   Kind // KindMutex, or KindRWMutexWrite
 	opts   settings
 	keys   core.Keys
-	err    error // a bad name or option, reported by every locking call
+	groups []core.Keys // a lock over names in several Redis Cluster slots: see slotGroups
+	err    error       // a bad name or option, reported by every locking call
 
 	// contended: x's last lock failed or took more than one attempt, so the next wait's
 	// first attempt runs the acquire script, which queues it at once, rather than a plain
@@ -41,15 +42,14 @@ func (x *exclusive) init(c *Client, op string, t target, kind Kind, opts []Optio
 	x.client, x.name, x.kind = c, t.name, kind
 	x.opts, x.err = c.opts.forCall(op, optNoAutoExtend, opts)
 	x.opts.autoExtend = true
-	x.keys = t.keys(x.opts.prefix)
 	if err := t.check(); err != nil {
 		x.err = err
-	} else if x.err == nil {
-		x.err = c.checkSlots(x.keys)
 	}
 	if x.err != nil {
 		x.err = &lockError{op, t.name, x.err}
 	}
+	x.keys = t.keys(x.opts.prefix)
+	x.groups = c.slotGroups(x.keys, t.name, x.opts.prefix)
 	x.queue = c.localQueue(x.keys)
 }
 
@@ -75,7 +75,11 @@ func (x *exclusive) usable(typ string) error {
 
 // newLease returns a Lease, not yet held, of one holding of kind: x's, or a reader's.
 func (x *exclusive) newLease(kind Kind) *Lease {
-	return x.client.leaseOf(x.name, kind, x.keys, x.opts)
+	l := x.client.leaseOf(x.name, kind, x.keys, x.opts)
+	if kind != KindRWMutexRead {
+		l.groups = x.groups
+	}
+	return l
 }
 
 // lock locks x, whose type typ names (Mutex, RWMutex) in errors: if wait, waiting until it is locked or ctx ends, and going on, if persist,

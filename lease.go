@@ -23,6 +23,11 @@ type Lease struct {
 	opts    settings
 	lock    core.Lock  // what is asked for
 	held    *core.Held // the lock as granted (token, start), for Extend and Release
+	// groups are the slots' groups of a lock over names in several Redis Cluster slots,
+	// taken one after another (see slotGroups), and parts their grants once held; both nil
+	// for another lock, which held stands for on the nodes.
+	groups []core.Keys
+	parts  []*core.Held
 	// acquired is when the acquisition returned, set before start only if an Observer is
 	// set (opts.observer): the start of the hold time it reports.
 	acquired time.Time
@@ -92,7 +97,7 @@ func (l *Lease) abandon() {
 		}
 	}
 	l.mu.Unlock()
-	_ = l.cluster.Release(context.Background(), l.held)
+	_ = l.releaseNodes(context.Background())
 	l.leave()
 }
 
@@ -204,7 +209,7 @@ func (l *Lease) extend(ctx context.Context, auto bool) error {
 	if l.opts.observer != nil {
 		start = time.Now()
 	}
-	until, cerr := l.cluster.Extend(ctx, l.held)
+	until, cerr := l.extendNodes(ctx)
 	err := l.extended(until, cerr)
 	if l.opts.observer != nil {
 		l.observeExtend(ctx, start, auto, until, err)
@@ -281,7 +286,7 @@ func (l *Lease) finish(ctx context.Context, reason error) error {
 	if l.opts.observer != nil {
 		start = time.Now()
 	}
-	err := l.cluster.Release(ctx, l.held)
+	err := l.releaseNodes(ctx)
 	ret := err
 	if ended != nil {
 		ret = l.notHeld(ended)
