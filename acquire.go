@@ -24,11 +24,20 @@ func (c *Client) acquire(ctx context.Context, op string, l *Lease, q *queue, wai
 	}
 	var g *core.Held
 	var err error
-	if wait {
+	b := core.Backoff{Min: l.opts.retryMin, Max: l.opts.retryMax}
+	switch {
+	case l.groups != nil && wait:
 		l.lock.Failed = a.failedHook(waitLog(l.opts, l.name))
-		g, err = c.cluster.AcquireWait(ctx, &l.lock, core.Backoff{Min: l.opts.retryMin, Max: l.opts.retryMax})
+		g, err = c.acquireGroups(ctx, l, true, b)
 		a.waited(l, g, err)
-	} else {
+	case l.groups != nil:
+		g, err = c.acquireGroups(ctx, l, false, b)
+		a.once(l, g, err)
+	case wait:
+		l.lock.Failed = a.failedHook(waitLog(l.opts, l.name))
+		g, err = c.cluster.AcquireWait(ctx, &l.lock, b)
+		a.waited(l, g, err)
+	default:
 		g, err = c.cluster.Acquire(ctx, &l.lock)
 		a.once(l, g, err)
 	}

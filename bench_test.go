@@ -27,6 +27,24 @@ func BenchmarkMutexUncontended(b *testing.B) {
 	}
 }
 
+// BenchmarkMutexAllUncontended: Lock then Unlock of a free Mutex over two names
+// (NewMutexAll) on N real servers, one goroutine: the set scripts, beside
+// BenchmarkMutexUncontended's one name.
+func BenchmarkMutexAllUncontended(b *testing.B) {
+	for _, n := range []int{1, 5} {
+		b.Run(fmt.Sprintf("N=%d", n), func(b *testing.B) {
+			nodes, _ := realNodes(b, n)
+			m := newClient(b, nodes).NewMutexAll([]string{"bench", "bench2"})
+			b.ReportAllocs()
+			for b.Loop() {
+				m.Lock()
+				//lint:ignore SA2001 the benchmark measures lock+unlock itself
+				m.Unlock()
+			}
+		})
+	}
+}
+
 // BenchmarkMutexGuard: Lock then Unlock of a free Mutex on one real server, with the restart
 // guard (the default: every acquisition runs the acquire script, which reads the server's
 // uptime) and without it (WithRestartGuard(0): a plain SET NX).

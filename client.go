@@ -78,8 +78,8 @@ func (c *Client) made(method string) {
 	}
 }
 
-// Close ends the Client. Every later acquisition through it (Acquire, TryAcquire, Do, a
-// Mutex's or an RWMutex's locking calls, a Semaphore's Acquire and TryAcquire, an
+// Close ends the Client. Every later acquisition through it (Acquire, TryAcquire, Do and
+// their All forms, a Mutex's or an RWMutex's locking calls, a Semaphore's Acquire and TryAcquire, an
 // Election's Campaign) fails with an error that matches ErrClosed, and so, at once, does
 // every such call that is waiting: in Redis, or in the Client's local queue behind another
 // goroutine of this Client. A Mutex.Lock or RWMutex.RLock panics instead, as it has no
@@ -173,7 +173,7 @@ func (c *Client) Unguarded() []string {
 // names the lock.
 func (c *Client) TryAcquire(ctx context.Context, name string, opts ...Option) (*Lease, error) {
 	c.made("TryAcquire")
-	l, err := c.newLease("TryAcquire", name, optRetry|optLogger|optErrorHandler, opts)
+	l, err := c.newLease("TryAcquire", one(name), optRetry|optLogger|optErrorHandler, opts)
 	if err != nil {
 		return nil, err
 	}
@@ -195,7 +195,7 @@ func (c *Client) TryAcquire(ctx context.Context, name string, opts ...Option) (*
 // failing for other reasons than a holder is logged (see WithLogger).
 func (c *Client) Acquire(ctx context.Context, name string, opts ...Option) (*Lease, error) {
 	c.made("Acquire")
-	l, err := c.newLease("Acquire", name, optErrorHandler, opts)
+	l, err := c.newLease("Acquire", one(name), optErrorHandler, opts)
 	if err != nil {
 		return nil, err
 	}
@@ -204,14 +204,16 @@ func (c *Client) Acquire(ctx context.Context, name string, opts ...Option) (*Lea
 
 // acquireLease takes l, a Lease not yet held: if wait, waiting as Acquire does, else in
 // one attempt (see acquire). Once held, l keeps the lock's place in the local queue until
-// it ends.
+// it ends. A lock over several names has no local queue (see localQueue).
 func (c *Client) acquireLease(ctx context.Context, l *Lease, wait bool) (*Lease, error) {
-	q := c.queueOf(l.lock.Keys.Lock, max(1, len(l.lock.Keys.Permits)))
+	q := c.localQueue(l.lock.Keys)
 	g, err := c.acquire(ctx, "acquire", l, q, wait)
 	if err != nil {
 		return nil, err
 	}
-	l.leaveQueue = q.leave
+	if q != nil {
+		l.leaveQueue = q.leave
+	}
 	if err := l.start(g); err != nil { // it gave back the place
 		return nil, err
 	}
@@ -236,10 +238,15 @@ func (c *Client) acquireLease(ctx context.Context, l *Lease, wait bool) (*Lease,
 // apply to Do (an error that matches ErrInvalid).
 func (c *Client) Do(ctx context.Context, name string, fn func(ctx context.Context) error, opts ...Option) error {
 	c.made("Do")
+	return c.do(ctx, "Do", one(name), fn, opts)
+}
+
+// do is Do and DoAll, call, over t.
+func (c *Client) do(ctx context.Context, call string, t target, fn func(ctx context.Context) error, opts []Option) error {
 	if fn == nil {
-		return &lockError{"Do", name, fmt.Errorf("%w: nil function", ErrInvalid)}
+		return &lockError{call, t.name, fmt.Errorf("%w: nil function", ErrInvalid)}
 	}
-	l, err := c.newLease("Do", name, optErrorHandler|optNoAutoExtend, opts)
+	l, err := c.newLease(call, t, optErrorHandler|optNoAutoExtend, opts)
 	if err != nil {
 		return err
 	}
@@ -276,17 +283,20 @@ func (c *Client) Do(ctx context.Context, name string, fn func(ctx context.Contex
 	return rerr
 }
 
-// newLease returns a Lease, not yet held, of the lock called name, for call with opts, of
-// which those among not (optRetry...) do not apply.
-func (c *Client) newLease(call, name string, not uint32, opts []Option) (*Lease, error) {
-	if err := checkName(name); err != nil {
-		return nil, &lockError{call, name, err}
+// newLease returns a Lease, not yet held, of t's lock, for call with opts, of which those
+// among not (optRetry...) do not apply.
+func (c *Client) newLease(call string, t target, not uint32, opts []Option) (*Lease, error) {
+	if err := t.check(); err != nil {
+		return nil, &lockError{call, t.name, err}
 	}
 	s, err := c.opts.forCall(call, not, opts)
 	if err != nil {
-		return nil, &lockError{call, name, err}
+		return nil, &lockError{call, t.name, err}
 	}
-	return c.leaseOf(name, KindLease, core.NewKeys(s.prefix, name), s), nil
+	keys := t.keys(s.prefix)
+	l := c.leaseOf(t.name, KindLease, keys, s)
+	l.groups = c.slotGroups(keys, t.name, s.prefix)
+	return l, nil
 }
 
 // leaseOf returns a Lease, not yet held, of one holding of kind of the lock whose keys are

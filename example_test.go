@@ -252,3 +252,50 @@ func ExampleClient_Do() {
 	// Do: report failed
 	// free afterwards: true
 }
+
+// Moving money between two accounts: every transfer locks both of its accounts at once, in
+// one call, so two transfers in opposite directions never deadlock, and a transfer never
+// holds one account while it waits for the other.
+func ExampleClient_DoAll() {
+	nodes, stop := exampleNodes(3)
+	defer stop()
+	client, _ := redlock.New(nodes)
+	defer client.Close()
+	ctx := context.Background()
+
+	// balances stands in for a database that several processes update; mu only tells the
+	// race detector what the lock ensures here.
+	var mu sync.Mutex
+	balances := map[string]int{"account:alice": 100, "account:bob": 50}
+	transfer := func(from, to string, amount int) error {
+		return client.DoAll(ctx, []string{from, to}, func(ctx context.Context) error {
+			// Both accounts are held here, on a quorum of nodes, until fn returns.
+			mu.Lock()
+			defer mu.Unlock()
+			if balances[from] < amount {
+				return fmt.Errorf("%s: insufficient funds", from)
+			}
+			balances[from] -= amount
+			balances[to] += amount
+			return nil
+		})
+	}
+
+	var wg sync.WaitGroup
+	wg.Go(func() { _ = transfer("account:alice", "account:bob", 30) })
+	wg.Go(func() { _ = transfer("account:bob", "account:alice", 20) })
+	wg.Wait()
+	fmt.Println(balances["account:alice"], balances["account:bob"])
+
+	// While a transfer holds both accounts, a lock of either one is refused.
+	lease, _ := client.TryAcquireAll(ctx, []string{"account:alice", "account:bob"})
+	_, err := client.TryAcquire(ctx, "account:bob")
+	fmt.Println("bob held:", errors.Is(err, redlock.ErrHeld))
+	_ = lease.Release(ctx)
+
+	fmt.Println(transfer("account:bob", "account:alice", 500))
+	// Output:
+	// 90 60
+	// bob held: true
+	// account:bob: insufficient funds
+}

@@ -19,14 +19,15 @@ type exclusive struct {
 	kind   Kind // KindMutex, or KindRWMutexWrite
 	opts   settings
 	keys   core.Keys
-	err    error // a bad name or option, reported by every locking call
+	groups []core.Keys // a lock over names in several Redis Cluster slots: see slotGroups
+	err    error       // a bad name or option, reported by every locking call
 
 	// contended: x's last lock failed or took more than one attempt, so the next wait's
 	// first attempt runs the acquire script, which queues it at once, rather than a plain
 	// SET NX (see core.Setter).
 	contended atomic.Bool
 
-	queue *queue // the name's local queue in the Client, kept for x's lifetime
+	queue *queue // the name's local queue in the Client, kept for x's lifetime; nil for a set
 
 	// self is x's address, recorded at its first use, to tell a copy (see noCopy).
 	self atomic.Pointer[exclusive]
@@ -35,20 +36,21 @@ type exclusive struct {
 	lease *Lease // the current holding; nil when unlocked
 }
 
-// init readies x, for op (NewMutex or NewRWMutex), as the exclusive side of the lock called
-// name, whose holdings are of kind.
-func (x *exclusive) init(c *Client, op, name string, kind Kind, opts []Option) {
-	x.client, x.name, x.kind = c, name, kind
+// init readies x, for op (NewMutex, NewMutexAll or NewRWMutex), as the exclusive side of
+// t's lock, whose holdings are of kind.
+func (x *exclusive) init(c *Client, op string, t target, kind Kind, opts []Option) {
+	x.client, x.name, x.kind = c, t.name, kind
 	x.opts, x.err = c.opts.forCall(op, optNoAutoExtend, opts)
 	x.opts.autoExtend = true
-	if err := checkName(name); err != nil {
+	if err := t.check(); err != nil {
 		x.err = err
 	}
 	if x.err != nil {
-		x.err = &lockError{op, name, x.err}
+		x.err = &lockError{op, t.name, x.err}
 	}
-	x.keys = core.NewKeys(x.opts.prefix, name)
-	x.queue = c.queueOf(x.keys.Lock, 1)
+	x.keys = t.keys(x.opts.prefix)
+	x.groups = c.slotGroups(x.keys, t.name, x.opts.prefix)
+	x.queue = c.localQueue(x.keys)
 }
 
 // noCopy panics if x is a copy of one that was used (kind names what holds it: "Mutex",
@@ -73,7 +75,11 @@ func (x *exclusive) usable(typ string) error {
 
 // newLease returns a Lease, not yet held, of one holding of kind: x's, or a reader's.
 func (x *exclusive) newLease(kind Kind) *Lease {
-	return x.client.leaseOf(x.name, kind, x.keys, x.opts)
+	l := x.client.leaseOf(x.name, kind, x.keys, x.opts)
+	if kind != KindRWMutexRead {
+		l.groups = x.groups
+	}
+	return l
 }
 
 // lock locks x, whose type typ names (Mutex, RWMutex) in errors: if wait, waiting until it is locked or ctx ends, and going on, if persist,

@@ -23,6 +23,11 @@ type Lease struct {
 	opts    settings
 	lock    core.Lock  // what is asked for
 	held    *core.Held // the lock as granted (token, start), for Extend and Release
+	// groups are the slots' groups of a lock over names in several Redis Cluster slots,
+	// taken one after another (see slotGroups), and parts their grants once held; both nil
+	// for another lock, which held stands for on the nodes.
+	groups []core.Keys
+	parts  []*core.Held
 	// acquired is when the acquisition returned, set before start only if an Observer is
 	// set (opts.observer): the start of the hold time it reports.
 	acquired time.Time
@@ -92,20 +97,22 @@ func (l *Lease) abandon() {
 		}
 	}
 	l.mu.Unlock()
-	_ = l.cluster.Release(context.Background(), l.held)
+	_ = l.releaseNodes(context.Background())
 	l.leave()
 }
 
-// Name returns the lock's name.
+// Name returns the lock's name; for a lock over several names (AcquireAll), the names as
+// given, as fmt.Sprint prints them ("[from to]").
 func (l *Lease) Name() string { return l.name }
 
 // Token returns the fencing token: it strictly increases from one holder of this name to the
 // next, across all nodes, under the assumptions that make the lock exclusive. Hand it to
 // the storage you write, and have the storage refuse a token lower than the highest it has
 // seen. Tokens are large (seeded from the server clock in microseconds); compare them, do
-// not count on their spacing. Across a server's restart that lost its data, they increase
-// only while the restart guard exceeds 2s plus the largest difference between the servers'
-// clocks (see WithRestartGuard).
+// not count on their spacing. A lock over several names (AcquireAll) has one token, larger
+// than every token any of its names had; each name's next token is larger than it. Across a
+// server's restart that lost its data, they increase only while the restart guard exceeds
+// 2s plus the largest difference between the servers' clocks (see WithRestartGuard).
 func (l *Lease) Token() uint64 {
 	if l.held == nil { // the zero Lease
 		return 0
@@ -202,7 +209,7 @@ func (l *Lease) extend(ctx context.Context, auto bool) error {
 	if l.opts.observer != nil {
 		start = time.Now()
 	}
-	until, cerr := l.cluster.Extend(ctx, l.held)
+	until, cerr := l.extendNodes(ctx)
 	err := l.extended(until, cerr)
 	if l.opts.observer != nil {
 		l.observeExtend(ctx, start, auto, until, err)
@@ -279,7 +286,7 @@ func (l *Lease) finish(ctx context.Context, reason error) error {
 	if l.opts.observer != nil {
 		start = time.Now()
 	}
-	err := l.cluster.Release(ctx, l.held)
+	err := l.releaseNodes(ctx)
 	ret := err
 	if ended != nil {
 		ret = l.notHeld(ended)

@@ -42,7 +42,7 @@ var _ sync.Locker = (*Mutex)(nil)
 func (c *Client) NewMutex(name string, opts ...Option) *Mutex {
 	c.made("NewMutex")
 	m := &Mutex{}
-	m.x.init(c, "NewMutex", name, KindMutex, opts)
+	m.x.init(c, "NewMutex", one(name), KindMutex, opts)
 	return m
 }
 

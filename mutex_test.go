@@ -161,11 +161,13 @@ func TestMutexPollsWithoutSubscriber(t *testing.T) {
 	}
 }
 
-// deleteKey deletes key on the server of st (a simulated or a real one).
+// deleteKey deletes key on the server of st (a simulated, miniredis or real one).
 func deleteKey(t *testing.T, st store, key string) {
 	switch s := st.(type) {
 	case simStore:
 		s.s.Miniredis().Del(key)
+	case miniStore:
+		s.m.Del(key)
 	case realStore:
 		_, err := s.s.Do("DEL", key)
 		require.NoError(t, err)

@@ -9,9 +9,9 @@ import (
 )
 
 // Option configures a Client (given to New, where it sets the default of every call) or
-// one call or primitive (given to Acquire, TryAcquire, Do, NewMutex, NewRWMutex,
-// NewSemaphore or NewElection, where it overrides the Client's setting for that call or
-// primitive only). Every option takes effect wherever it is accepted; the few that cannot
+// one call or primitive (given to Acquire, TryAcquire, Do, their All forms, NewMutex,
+// NewMutexAll, NewRWMutex, NewSemaphore or NewElection, where it overrides the Client's
+// setting for that call or primitive only). Every option takes effect wherever it is accepted; the few that cannot
 // take effect somewhere are refused there with an error that matches ErrInvalid: WithRetry
 // and WithLogger on TryAcquire (it makes one attempt and returns its error),
 // WithErrorHandler on Acquire, TryAcquire, Do, NewSemaphore and NewElection (they return

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"runtime"
 	"weak"
+
+	"github.com/go-redlock/redlock/core"
 )
 
 // queue is the local FIFO queue of one lock key within a Client: a goroutine holds one of
@@ -46,8 +48,28 @@ func (q *queue) join(ctx context.Context, wait bool) error {
 	}
 }
 
-// leave gives back the place that join took.
-func (q *queue) leave() { <-q.slot }
+// leave gives back the place that join took; on a nil q (a lock over several names, which
+// has no local queue) it does nothing.
+func (q *queue) leave() {
+	if q != nil {
+		<-q.slot
+	}
+}
+
+// localQueue returns the local queue of the lock whose keys are keys (see queueOf), or nil
+// for a lock over several names: those queue in Redis only. A set's names cannot share one
+// local queue, and a place in each name's queue would let a goroutine hold one name's place
+// while it waits for another's, behind goroutines that Redis would have ordered otherwise.
+// So a set never finds "held by another goroutine of this Client" locally, nor makes a
+// single name find it: Redis, which sees every holder and waiter of each name, decides,
+// and the goroutines of one Client that wait for overlapping sets, or for a set and one of
+// its names, take turns there as the waiters of different processes do.
+func (c *Client) localQueue(keys core.Keys) *queue {
+	if keys.Set != nil {
+		return nil
+	}
+	return c.queueOf(keys.Lock, max(1, len(keys.Permits)))
+}
 
 // queueOf returns the local queue of key: the one its Mutexes, Leases and waiters use while
 // any of them is live, or else a new one with slots places. A key whose queue is no longer used is forgotten

@@ -50,7 +50,7 @@ var _ sync.Locker = (*RWMutex)(nil)
 func (c *Client) NewRWMutex(name string, opts ...Option) *RWMutex {
 	c.made("NewRWMutex")
 	rw := &RWMutex{}
-	rw.w.init(c, "NewRWMutex", name, KindRWMutexWrite, opts)
+	rw.w.init(c, "NewRWMutex", one(name), KindRWMutexWrite, opts)
 	return rw
 }
 

@@ -47,3 +47,16 @@ func (c *Cluster) Extend(ctx context.Context, h *Held) (time.Time, error) {
 	}
 	return time.Time{}, t.err()
 }
+
+// Raise sets the fence counter of every name of h to at least fence on a quorum of the
+// nodes that hold h, then makes fence h's token (h.Fence, which a later Extend gives a node
+// that takes h again): for a caller that gives one token to several holdings. Errors: a
+// *QuorumError (too few nodes raised it), ErrExpired (h's validity ran out first), or ctx's
+// error.
+func (c *Cluster) Raise(ctx context.Context, h *Held, fence uint64) error {
+	if err := c.raise(ctx, &h.claim, int64(fence), h.Until); err != nil {
+		return err
+	}
+	h.Fence = fence
+	return nil
+}

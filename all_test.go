@@ -1,0 +1,626 @@
+package redlock_test
+
+import (
+	"context"
+	"fmt"
+	"runtime"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/go-redlock/redlock"
+	"github.com/go-redlock/redlock/internal/redistest"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// These tests check the locks over several names at once (AcquireAll, TryAcquireAll,
+// DoAll, NewMutexAll) on miniredis and redis-server at N = 1, 3 and 5. They time nothing:
+// goroutines are ordered by what the servers hold (a key, a queue's length), and every
+// wait is bounded by a generous timeout.
+
+// allSetup is one way to run a test: N servers of one kind.
+type allSetup struct {
+	nodes  []redlock.Node
+	stores []store
+	more   func() []redlock.Node // fresh Nodes, with connections of their own, to the same servers
+}
+
+// client returns a Client over fresh Nodes to s's servers (as another process would have),
+// with a node timeout that a loaded machine does not miss, closed at cleanup.
+func (s allSetup) client(t *testing.T, opts ...redlock.Option) *redlock.Client {
+	return closingClient(t, s.more(), append([]redlock.Option{patient}, opts...)...)
+}
+
+// onAllSetups runs f on miniredis and on redis-server, at each N of ns.
+func onAllSetups(t *testing.T, ns []int, f func(t *testing.T, s allSetup)) {
+	for _, k := range []string{"miniredis", "redis-server"} {
+		for _, n := range ns {
+			t.Run(fmt.Sprintf("%s/N=%d", k, n), func(t *testing.T) {
+				var s allSetup
+				if k == "miniredis" {
+					nodes, servers := miniNodes(t, n)
+					s.nodes, s.more = nodes, func() []redlock.Node { return nodesOf(t, servers) }
+					for _, m := range servers {
+						s.stores = append(s.stores, miniStore{m})
+					}
+				} else {
+					nodes, servers := realNodes(t, n)
+					s.nodes, s.more = nodes, func() []redlock.Node { return nodesFor(t, servers) }
+					for _, r := range servers {
+						s.stores = append(s.stores, realStore{r})
+					}
+				}
+				f(t, s)
+			})
+		}
+	}
+}
+
+var everyN = []int{1, 3, 5}
+
+// cmd runs one command on st's server, over a connection of its own. It may run in a
+// condition of require.Eventually, whose goroutine can outlive the test: it reports an
+// error rather than failing the test.
+func cmd(st store, args ...string) (any, error) {
+	var addr string
+	switch s := st.(type) {
+	case miniStore:
+		addr = s.m.Addr()
+	case realStore:
+		addr = s.s.Addr()
+	default:
+		return nil, fmt.Errorf("no address for %T", st)
+	}
+	return redistest.DoTimeout(addr, 5*time.Second, args...)
+}
+
+// everywhere reports whether cond holds of the reply to args on every server (false if a
+// server fails to answer).
+func everywhere(s allSetup, cond func(v any) bool, args ...string) bool {
+	for _, st := range s.stores {
+		if v, err := cmd(st, args...); err != nil || !cond(v) {
+			return false
+		}
+	}
+	return true
+}
+
+func isNil(v any) bool { return v == nil }
+
+func notNil(v any) bool { return v != nil }
+
+// queued returns a condition: a sorted set of exactly n members.
+func queued(n int64) func(v any) bool { return func(v any) bool { return v == n } }
+
+// heldEverywhere waits until every server holds each of names' lock keys (a lock returns at
+// a quorum; the others follow).
+func heldEverywhere(t *testing.T, s allSetup, names ...string) {
+	t.Helper()
+	for _, name := range names {
+		require.Eventually(t, func() bool { return everywhere(s, notNil, "GET", lockKey(name)) },
+			generous, time.Millisecond, "%s is not held on every server", name)
+	}
+}
+
+// heldOnQuorum waits until a quorum of servers hold each of names' lock keys.
+func heldOnQuorum(t *testing.T, s allSetup, names ...string) {
+	t.Helper()
+	for _, name := range names {
+		require.Eventually(t, func() bool {
+			n := 0
+			for _, st := range s.stores {
+				if v, err := cmd(st, "GET", lockKey(name)); err == nil && v != nil {
+					n++
+				}
+			}
+			return n > len(s.stores)/2
+		}, generous, time.Millisecond, "%s is not held on a quorum", name)
+	}
+}
+
+// freeEverywhere waits until no server holds any of names' lock keys.
+func freeEverywhere(t *testing.T, s allSetup, names ...string) {
+	t.Helper()
+	for _, name := range names {
+		require.Eventually(t, func() bool { return everywhere(s, isNil, "GET", lockKey(name)) },
+			generous, time.Millisecond, "%s is still held on some server", name)
+	}
+}
+
+// queuedEverywhere waits until name's queue has n waiters on every server.
+func queuedEverywhere(t *testing.T, s allSetup, name string, n int64) {
+	t.Helper()
+	require.Eventually(t, func() bool { return everywhere(s, queued(n), "ZCARD", lockKey(name)+":queue") },
+		generous, time.Millisecond, "%s's queue does not have %d waiters on every server", name, n)
+}
+
+// TestAcquireAllIsAllOrNothing: with one name held by another Client, TryAcquireAll takes
+// none of them (the other name is untouched on every server), and its error names the lock
+// as given; once free, it takes every name on every server, under one token larger than
+// every token its names had, which single-name locks of either name and overlapping sets
+// then find held, from this Client as from another; Release frees them all, and each
+// name's next token is larger than the set's.
+func TestAcquireAllIsAllOrNothing(t *testing.T) {
+	onAllSetups(t, everyN, func(t *testing.T, s allSetup) {
+		c, other := s.client(t), s.client(t)
+		ctx := ctxT(t, time.Minute)
+		var before uint64
+		for _, name := range []string{"a", "b"} { // each name has had a token
+			l, err := other.TryAcquire(ctx, name)
+			require.NoError(t, err)
+			before = max(before, l.Token())
+			require.NoError(t, l.Release(ctx))
+		}
+		b, err := other.TryAcquire(ctx, "b")
+		require.NoError(t, err)
+		_, err = c.TryAcquireAll(ctx, []string{"b", "a"})
+		require.ErrorIs(t, err, redlock.ErrHeld)
+		assert.Contains(t, err.Error(), `"[b a]"`, "the error does not name the lock as given")
+		assert.True(t, everywhere(s, isNil, "GET", lockKey("a")), "a was taken without b")
+		require.NoError(t, b.Release(ctx))
+
+		set, err := c.TryAcquireAll(ctx, []string{"b", "a"})
+		require.NoError(t, err)
+		assert.Equal(t, "[b a]", set.Name())
+		assert.Greater(t, set.Token(), before, "the set's token is not above every name's")
+		heldEverywhere(t, s, "a", "b")
+		for _, cl := range []*redlock.Client{c, other} {
+			for _, name := range []string{"a", "b"} {
+				_, err := cl.TryAcquire(ctx, name)
+				assert.ErrorIs(t, err, redlock.ErrHeld, "a Lease of %s while the set holds it", name)
+				assert.False(t, cl.NewMutex(name).TryLock(), "a Mutex of %s while the set holds it", name)
+			}
+			_, err := cl.TryAcquireAll(ctx, []string{"b", "c"})
+			assert.ErrorIs(t, err, redlock.ErrHeld, "an overlapping set while the set holds")
+			l, err := cl.TryAcquire(ctx, "c")
+			require.NoError(t, err, "c is not in the set")
+			require.NoError(t, l.Release(ctx))
+		}
+		require.NoError(t, set.Release(ctx))
+		freeEverywhere(t, s, "a", "b")
+		for _, name := range []string{"a", "b"} {
+			l, err := other.TryAcquire(ctx, name)
+			require.NoError(t, err)
+			assert.Greater(t, l.Token(), set.Token(), "%s's next token is not above the set's", name)
+			require.NoError(t, l.Release(ctx))
+		}
+	})
+}
+
+// TestAcquireAllWaitersCrossed: a waiter for {a, b} and one for {b, a} (goroutines of one
+// Client, or of two), queued while single-name Leases hold a and b, both hold their set,
+// whichever name is let go of first.
+func TestAcquireAllWaitersCrossed(t *testing.T) {
+	onAllSetups(t, everyN, func(t *testing.T, s allSetup) {
+		for _, first := range []string{"a", "b"} {
+			for _, clients := range []int{1, 2} {
+				t.Run(fmt.Sprintf("%s first, %d clients", first, clients), func(t *testing.T) {
+					holder := s.client(t)
+					waiters := []*redlock.Client{s.client(t)}
+					if clients == 2 {
+						waiters = append(waiters, s.client(t))
+					}
+					ctx := ctxT(t, time.Minute)
+					held := map[string]*redlock.Lease{}
+					for _, name := range []string{"a", "b"} {
+						l, err := holder.TryAcquire(ctx, name)
+						require.NoError(t, err)
+						held[name] = l
+					}
+					done := make(chan error, 2)
+					for i, names := range [][]string{{"a", "b"}, {"b", "a"}} {
+						go func() {
+							l, err := waiters[i%len(waiters)].AcquireAll(ctx, names)
+							if err == nil {
+								err = l.Release(ctx)
+							}
+							done <- err
+						}()
+						queuedEverywhere(t, s, "a", int64(i+1))
+					}
+					require.NoError(t, held[first].Release(ctx))
+					require.NoError(t, held[map[string]string{"a": "b", "b": "a"}[first]].Release(ctx))
+					for range 2 {
+						require.NoError(t, within(t, false, done, "a set waiter's turn"))
+					}
+					freeEverywhere(t, s, "a", "b")
+				})
+			}
+		}
+	})
+}
+
+// TestAcquireAllNotStarved: a set waiter for {a, b}, queued while b is held, is not starved
+// by a stream of fenced single-name Leases of a that started waiting after it (each on a
+// Client of its own, as processes would be): none of them holds a before the set had its
+// turn, which b's release hands it.
+func TestAcquireAllNotStarved(t *testing.T) {
+	onAllSetups(t, everyN, func(t *testing.T, s allSetup) {
+		const lockers, rounds = 3, 3
+		ctx := ctxT(t, 2*time.Minute)
+		b, err := s.client(t).TryAcquire(ctx, "b")
+		require.NoError(t, err)
+		var setHeld atomic.Bool
+		got := make(chan error, 1)
+		go func() {
+			l, err := s.client(t).AcquireAll(ctx, []string{"a", "b"})
+			if err == nil {
+				setHeld.Store(true)
+				err = l.Release(ctx)
+			}
+			got <- err
+		}()
+		queuedEverywhere(t, s, "a", 1)
+		var early atomic.Int32 // holders of a before the set's turn
+		var wg sync.WaitGroup
+		for range lockers {
+			c := s.client(t, redlock.WithRetry(time.Millisecond, 5*time.Millisecond))
+			wg.Go(func() {
+				for range rounds {
+					l, err := c.Acquire(ctx, "a")
+					if !assert.NoError(t, err) {
+						return
+					}
+					if !setHeld.Load() {
+						early.Add(1)
+					}
+					assert.NoError(t, l.Release(ctx))
+				}
+			})
+		}
+		queuedEverywhere(t, s, "a", 1+lockers) // every locker waits behind the set
+		require.NoError(t, b.Release(ctx))
+		require.NoError(t, within(t, false, got, "the set's turn"))
+		wg.Wait()
+		assert.Zero(t, early.Load(), "a Lease of a that queued after the set waiter held a first")
+	})
+}
+
+// TestAcquireAllPlainMutexTakesReservedName records what a Mutex without the restart guard
+// does to a set waiter: its first attempt, a plain SET NX, does not see the queue, so it
+// takes a name that stays free for the set waiter (reserved) while the waiter waits for
+// another. A fenced Lease of that name is refused meanwhile. The set waiter is not lost: it
+// holds its set at the first release that finds every name free, here the Mutex's Unlock
+// after b's release.
+func TestAcquireAllPlainMutexTakesReservedName(t *testing.T) {
+	onAllSetups(t, everyN, func(t *testing.T, s allSetup) {
+		ctx := ctxT(t, time.Minute)
+		other := s.client(t) // the restart guard off (newClient): a Mutex's first attempt is SET NX
+		b, err := other.TryAcquire(ctx, "b")
+		require.NoError(t, err)
+		got := make(chan error, 1)
+		go func() {
+			l, err := s.client(t).AcquireAll(ctx, []string{"a", "b"})
+			if err == nil {
+				err = l.Release(ctx)
+			}
+			got <- err
+		}()
+		queuedEverywhere(t, s, "a", 1)
+		_, err = other.TryAcquire(ctx, "a")
+		require.ErrorIs(t, err, redlock.ErrHeld, "a fenced Lease took a, which the set waiter is first for")
+
+		// Lock's first attempt is the plain SET NX (TryLock's one attempt runs the script). If
+		// the engine kept reserved names from it, this would wait behind the set waiter, which
+		// waits for b: update this test and the README then.
+		m := other.NewMutex("a")
+		require.NoError(t, m.LockContext(ctxT(t, generous)), "a plain SET NX did not take the reserved name")
+		require.NoError(t, b.Release(ctx))
+		freeEverywhere(t, s, "b") // kept free for the set waiter, which waits for a
+		select {
+		case err := <-got:
+			t.Fatalf("the set waiter returned while a Mutex held a: %v", err)
+		default:
+		}
+		require.NoError(t, m.UnlockContext(ctx))
+		require.NoError(t, within(t, false, got, "the set's turn after the Mutex's unlock"))
+	})
+}
+
+// TestAllExcludesMutexesAndReaders: goroutines lock single names through Mutexes, RWMutex
+// writers and readers, and overlapping sets through NewMutexAll and AcquireAll, a few
+// rounds each, over two Clients (so that goroutines of one Client mix sets and single
+// names, and the Client's local queue of a name meets sets): no name ever has a writer
+// beside another holder, and every wait ends.
+func TestAllExcludesMutexesAndReaders(t *testing.T) {
+	onAllSetups(t, everyN, func(t *testing.T, s allSetup) {
+		const rounds = 4
+		names := []string{"x", "y", "z"}
+		var writers, readers [3]atomic.Int32
+		ctx := ctxT(t, 3*time.Minute)
+		clients := []*redlock.Client{
+			s.client(t, redlock.WithRetry(time.Millisecond, 10*time.Millisecond)),
+			s.client(t, redlock.WithRetry(time.Millisecond, 10*time.Millisecond)),
+		}
+		write := func(idx []int) {
+			for _, i := range idx {
+				assert.Equal(t, int32(1), writers[i].Add(1), "%s has two writers", names[i])
+				assert.Zero(t, readers[i].Load(), "%s has a reader beside a writer", names[i])
+			}
+			runtime.Gosched()
+			for _, i := range idx {
+				writers[i].Add(-1)
+			}
+		}
+		namesOf := func(idx []int) []string {
+			n := make([]string, len(idx))
+			for j, i := range idx {
+				n[j] = names[i]
+			}
+			return n
+		}
+		type worker func(c *redlock.Client, g int)
+		workers := []worker{
+			func(c *redlock.Client, g int) { // a Mutex of one name
+				m := c.NewMutex(names[g%3])
+				for range rounds {
+					if !assert.NoError(t, m.LockContext(ctx)) {
+						return
+					}
+					write([]int{g % 3})
+					assert.NoError(t, m.UnlockContext(ctx))
+				}
+			},
+			func(c *redlock.Client, g int) { // an RWMutex's readers and writer
+				rw := c.NewRWMutex(names[g%3])
+				for r := range rounds {
+					if r%2 == 0 {
+						if !assert.NoError(t, rw.RLockContext(ctx)) {
+							return
+						}
+						assert.Zero(t, writers[g%3].Load(), "%s has a writer beside a reader", names[g%3])
+						readers[g%3].Add(1)
+						runtime.Gosched()
+						readers[g%3].Add(-1)
+						assert.NoError(t, rw.RUnlockContext(ctx))
+						continue
+					}
+					if !assert.NoError(t, rw.LockContext(ctx)) {
+						return
+					}
+					write([]int{g % 3})
+					assert.NoError(t, rw.UnlockContext(ctx))
+				}
+			},
+			func(c *redlock.Client, g int) { // a Mutex over several names
+				idx := [][]int{{0, 1}, {1, 2}, {2, 0}, {0, 1, 2}}[g%4]
+				m := c.NewMutexAll(namesOf(idx))
+				for range rounds {
+					if !assert.NoError(t, m.LockContext(ctx)) {
+						return
+					}
+					write(idx)
+					assert.NoError(t, m.UnlockContext(ctx))
+				}
+			},
+			func(c *redlock.Client, g int) { // Leases over several names
+				idx := [][]int{{2, 1}, {0, 2}, {1, 0}}[g%3]
+				for range rounds {
+					l, err := c.AcquireAll(ctx, namesOf(idx))
+					if !assert.NoError(t, err) {
+						return
+					}
+					write(idx)
+					assert.NoError(t, l.Release(ctx))
+				}
+			},
+		}
+		var wg sync.WaitGroup
+		for g := range 8 {
+			wg.Go(func() { workers[g%len(workers)](clients[g%2], g) })
+		}
+		wg.Wait()
+	})
+}
+
+// TestAcquireAllOneClient: goroutines of one Client that hold or wait for a set and a name
+// in it, or two overlapping sets, go by what Redis says, not by the Client's local queue:
+// the set waits while a Lease of the Client holds one of its names, and then a fenced
+// single-name attempt of a name it waits for is refused; the set, once held, refuses the
+// Client's single names and overlapping sets; a Mutex of one of its names and another set
+// wait in Redis and hold after it, and the Mutex's local queue works on.
+func TestAcquireAllOneClient(t *testing.T) {
+	onAllSetups(t, everyN, func(t *testing.T, s allSetup) {
+		c := s.client(t)
+		ctx := ctxT(t, time.Minute)
+		a, err := c.Acquire(ctx, "a")
+		require.NoError(t, err)
+		_, err = c.TryAcquireAll(ctx, []string{"a", "b"})
+		require.ErrorIs(t, err, redlock.ErrHeld)
+		assert.True(t, everywhere(s, isNil, "GET", lockKey("b")), "b was taken without a")
+
+		type result struct {
+			l   *redlock.Lease
+			err error
+		}
+		setCh := make(chan result, 1)
+		go func() {
+			l, err := c.AcquireAll(ctx, []string{"b", "a"})
+			setCh <- result{l, err}
+		}()
+		queuedEverywhere(t, s, "b", 1)
+		_, err = c.TryAcquire(ctx, "b")
+		require.ErrorIs(t, err, redlock.ErrHeld, "a Lease took b, which the set waits for")
+		require.NoError(t, a.Release(ctx))
+		r := within(t, false, setCh, "the set")
+		require.NoError(t, r.err)
+		set := r.l
+		// Handed over: a quorum holds it (a node that handed it to an earlier attempt of the
+		// waiter, whose call of this attempt had not landed, may not).
+		heldOnQuorum(t, s, "a", "b")
+
+		_, err = c.TryAcquire(ctx, "a")
+		require.ErrorIs(t, err, redlock.ErrHeld)
+		assert.NotContains(t, err.Error(), "goroutine of this Client", "a single name's local queue saw the set")
+		m := c.NewMutex("b")
+		require.False(t, m.TryLock())
+		_, err = c.TryAcquireAll(ctx, []string{"b", "c"})
+		require.ErrorIs(t, err, redlock.ErrHeld)
+
+		mutexDone, otherSet := make(chan error, 1), make(chan error, 1)
+		go func() { mutexDone <- m.LockContext(ctx) }()
+		queuedEverywhere(t, s, "b", 2) // the set holding keeps its place until it lets go
+		go func() {
+			l, err := c.AcquireAll(ctx, []string{"c", "b"})
+			if err == nil {
+				err = l.Release(ctx)
+			}
+			otherSet <- err
+		}()
+		queuedEverywhere(t, s, "b", 3)
+		require.NoError(t, set.Release(ctx))
+		require.NoError(t, within(t, false, mutexDone, "the Mutex"))
+		require.NoError(t, m.UnlockContext(ctx))
+		require.NoError(t, within(t, false, otherSet, "the second set"))
+		require.True(t, m.TryLock(), "the Mutex's local queue place was not given back")
+		require.NoError(t, m.UnlockContext(ctx))
+	})
+}
+
+// TestAcquireAllExtendsAndIsLost: a set that extends itself keeps every name past its first
+// validity; deleting one name's key on every server ends it with ErrLost (Done, Err, a
+// Mutex's Lost, the lost handler), and the other name is freed by the release.
+func TestAcquireAllExtendsAndIsLost(t *testing.T) {
+	onAllSetups(t, everyN, func(t *testing.T, s allSetup) {
+		ctx := ctxT(t, time.Minute)
+		// A TTL that leaves room for the node timeout of a loaded machine.
+		opts := []redlock.Option{redlock.WithTTL(3 * time.Second), redlock.WithNodeTimeout(500 * time.Millisecond)}
+		c := s.client(t, opts...)
+		lost := make(chan error, 1)
+		l, err := c.AcquireAll(ctx, []string{"a", "b"}, redlock.WithAutoExtend(true),
+			redlock.WithLostHandler(func(err error) { lost <- err }))
+		require.NoError(t, err)
+		first := l.Until()
+		require.Eventually(t, func() bool { return l.Until().After(first) }, generous, time.Millisecond, "the set was not extended")
+		require.NoError(t, l.Err())
+		heldEverywhere(t, s, "a", "b")
+		for _, st := range s.stores {
+			deleteKey(t, st, lockKey("b"))
+		}
+		within(t, false, l.Done(), "the set's end")
+		require.ErrorIs(t, l.Err(), redlock.ErrLost)
+		require.ErrorIs(t, within(t, false, lost, "the lost handler"), redlock.ErrLost)
+		require.ErrorIs(t, l.Release(ctx), redlock.ErrLost)
+		freeEverywhere(t, s, "a")
+
+		m := c.NewMutexAll([]string{"b", "a"})
+		require.NoError(t, m.LockContext(ctx))
+		for _, st := range s.stores {
+			deleteKey(t, st, lockKey("a"))
+		}
+		within(t, false, m.Lost(), "the Mutex's loss")
+		require.ErrorIs(t, m.UnlockContext(ctx), redlock.ErrLost)
+		freeEverywhere(t, s, "b")
+	})
+}
+
+// TestDoAll: DoAll runs fn holding every name; fn's context ends, with ErrLost as its
+// cause, when one name is lost, and DoAll returns it; a panic in fn goes on after the
+// names are released.
+func TestDoAll(t *testing.T) {
+	onAllSetups(t, everyN, func(t *testing.T, s allSetup) {
+		ctx := ctxT(t, time.Minute)
+		c := s.client(t, redlock.WithTTL(3*time.Second), redlock.WithNodeTimeout(500*time.Millisecond))
+		err := c.DoAll(ctx, []string{"a", "b"}, func(fctx context.Context) error {
+			heldEverywhere(t, s, "a", "b")
+			for _, st := range s.stores {
+				deleteKey(t, st, lockKey("a"))
+			}
+			within(t, false, fctx.Done(), "fn's context's end")
+			require.ErrorIs(t, context.Cause(fctx), redlock.ErrLost)
+			return nil
+		})
+		require.ErrorIs(t, err, redlock.ErrLost)
+		assert.Contains(t, err.Error(), `"[a b]"`)
+		freeEverywhere(t, s, "b")
+
+		require.PanicsWithValue(t, "boom", func() {
+			_ = c.DoAll(ctx, []string{"a", "b"}, func(context.Context) error { panic("boom") })
+		})
+		freeEverywhere(t, s, "a", "b")
+		l, err := c.TryAcquireAll(ctx, []string{"a", "b"})
+		require.NoError(t, err, "the names were not released after the panic")
+		require.NoError(t, l.Release(ctx))
+	})
+}
+
+// TestAllBadInput: no names, or a bad one, is ErrInvalid from every call over several
+// names, naming the lock as given; so is an option that does not apply. A name given twice
+// counts once.
+func TestAllBadInput(t *testing.T) {
+	nodes, servers := miniNodes(t, 3)
+	c := newClient(t, nodes, patient)
+	ctx := ctxT(t, time.Minute)
+	long := strings.Repeat("x", redlock.MaxNameLen+1)
+	for _, names := range [][]string{nil, {}, {"a", ""}, {"a", long}} {
+		t.Run(fmt.Sprint(len(names)), func(t *testing.T) {
+			check := func(t *testing.T, err error) {
+				t.Helper()
+				require.ErrorIs(t, err, redlock.ErrInvalid)
+				want := fmt.Sprintf("%q", fmt.Sprint(names))
+				if len(want) > 66 {
+					want = want[:40] // quoted cuts long names short
+				}
+				assert.Contains(t, err.Error(), want, "the error does not name the lock as given")
+			}
+			_, err := c.AcquireAll(ctx, names)
+			check(t, err)
+			_, err = c.TryAcquireAll(ctx, names)
+			check(t, err)
+			check(t, c.DoAll(ctx, names, func(context.Context) error { return nil }))
+			m := c.NewMutexAll(names)
+			check(t, m.LockContext(ctx))
+			assert.False(t, m.TryLock())
+			assert.Panics(t, m.Lock)
+		})
+	}
+	_, err := c.TryAcquireAll(ctx, []string{"a"}, redlock.WithRetry(time.Millisecond, time.Second))
+	require.ErrorIs(t, err, redlock.ErrInvalid)
+	require.ErrorIs(t, c.DoAll(ctx, []string{"a"}, nil), redlock.ErrInvalid)
+	require.ErrorIs(t, c.DoAll(ctx, []string{"a"}, func(context.Context) error { return nil }, redlock.WithAutoExtend(false)), redlock.ErrInvalid)
+	for _, s := range servers {
+		assert.Empty(t, s.Keys(), "a refused call left keys")
+	}
+
+	l, err := c.TryAcquireAll(ctx, []string{"b", "a", "b"})
+	require.NoError(t, err)
+	assert.Equal(t, "[b a b]", l.Name())
+	for _, s := range servers {
+		for _, name := range []string{"a", "b"} {
+			v, err := s.Get(lockKey(name))
+			require.NoError(t, err)
+			assert.NotEmpty(t, v)
+		}
+	}
+	require.NoError(t, l.Release(ctx))
+	m := c.NewMutexAll([]string{"a", "a"})
+	require.NoError(t, m.LockContext(ctx))
+	require.NoError(t, m.UnlockContext(ctx))
+}
+
+// TestAcquireAllClose: Close releases a held set (its Lease ends with ErrClosed, a Mutex
+// over several names loses its holding) and wakes a set waiter with ErrClosed.
+func TestAcquireAllClose(t *testing.T) {
+	onAllSetups(t, []int{3}, func(t *testing.T, s allSetup) {
+		ctx := ctxT(t, time.Minute)
+		c := s.client(t)
+		l, err := c.AcquireAll(ctx, []string{"a", "b"})
+		require.NoError(t, err)
+		m := c.NewMutexAll([]string{"c", "d"})
+		require.NoError(t, m.LockContext(ctx))
+		waited := make(chan error, 1)
+		go func() {
+			_, err := c.AcquireAll(ctx, []string{"b", "c"})
+			waited <- err
+		}()
+		queuedEverywhere(t, s, "b", 1)
+		require.NoError(t, c.Close())
+		require.ErrorIs(t, within(t, false, waited, "the waiter's end"), redlock.ErrClosed)
+		require.ErrorIs(t, l.Err(), redlock.ErrClosed)
+		within(t, false, m.Lost(), "the Mutex's loss")
+		freeEverywhere(t, s, "a", "b", "c", "d")
+	})
+}

@@ -1,0 +1,4 @@
+package redlock
+
+// HashSlot is hashSlot, for the external tests.
+func HashSlot(key string) int { return int(hashSlot(key)) }

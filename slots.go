@@ -1,0 +1,281 @@
+package redlock
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/go-redlock/redlock/core"
+)
+
+// A lock over several names on Redis Cluster: one script can take only keys of one slot,
+// so a set whose names fall in several slots is taken slot by slot (see AcquireAll). The
+// names of each slot form a group, a lock over those names (core.NewSetKeys), and the
+// groups are taken one after another in slot order, each as a lock is (waiting in its
+// names' queues as one waiter). Every such lock takes its groups in that one order, and
+// holds a group only while it waits for a later one, so no two wait for each other: along
+// "waits for", the slot waited for never goes down, and within one slot the queue's order
+// (ticket, waiter id) goes down.
+
+// errPartLost ends an acquisition slot by slot whose held group was lost (its keys gone)
+// while it waited for another: it lets go of them all and starts again.
+var errPartLost = errors.New("redlock: a slot's names were lost while the lock waited for another slot's")
+
+// slotGroups returns the groups of keys, a set's, in slot order, if one of c's nodes is a
+// Redis Cluster client and the names fall in several slots; nil otherwise (one script takes
+// the whole set). Each group is named name in errors.
+func (c *Client) slotGroups(keys core.Keys, name, prefix string) []core.Keys {
+	if len(keys.Set) < 2 || !c.onCluster() {
+		return nil
+	}
+	type slotted struct {
+		slot uint16
+		name string
+	}
+	ns := make([]slotted, len(keys.Set))
+	for i, k := range keys.Set {
+		ns[i] = slotted{hashSlot(k.Lock), k.Name}
+	}
+	slices.SortFunc(ns, func(a, b slotted) int { return cmp.Or(cmp.Compare(a.slot, b.slot), strings.Compare(a.name, b.name)) })
+	if ns[0].slot == ns[len(ns)-1].slot {
+		return nil
+	}
+	var groups []core.Keys
+	for i := 0; i < len(ns); {
+		var names []string
+		j := i
+		for ; j < len(ns) && ns[j].slot == ns[i].slot; j++ {
+			names = append(names, ns[j].name)
+		}
+		g, _ := core.NewSetKeys(prefix, names) // never empty
+		g.Name = name
+		groups = append(groups, g)
+		i = j
+	}
+	return groups
+}
+
+// onCluster reports whether one of c's nodes is a Redis Cluster client.
+func (c *Client) onCluster() bool {
+	for _, n := range c.nodes {
+		if sp, ok := n.(core.ShardedPubSub); ok && sp.ShardedPubSub() {
+			return true
+		}
+	}
+	return false
+}
+
+// hashSlot returns the Redis Cluster slot of key: the CRC16 (XMODEM) of its hash tag (the
+// text between its first '{' and the first '}' after it, if not empty) or else of the whole
+// key, modulo 16384.
+func hashSlot(key string) uint16 {
+	if i := strings.IndexByte(key, '{'); i >= 0 {
+		if j := strings.IndexByte(key[i+1:], '}'); j > 0 {
+			key = key[i+1 : i+1+j]
+		}
+	}
+	var crc uint16
+	for i := 0; i < len(key); i++ {
+		crc ^= uint16(key[i]) << 8
+		for range 8 {
+			if crc&0x8000 != 0 {
+				crc = crc<<1 ^ 0x1021
+			} else {
+				crc <<= 1
+			}
+		}
+	}
+	return crc % 16384
+}
+
+// acquireGroups takes l's groups (see slotGroups), waiting as AcquireWait does if wait,
+// else with one attempt each, and returns one grant for them all, whose parts l keeps: its
+// Until is the earliest of theirs, and its token, if l is fenced, the largest, to which
+// every group's counters are raised. If it cannot have a group it lets go of those it
+// holds. If it waits, and a held group is lost meanwhile, or the raise fails for a reason
+// a retry may fix, it lets go of them all and starts again.
+func (c *Client) acquireGroups(ctx context.Context, l *Lease, wait bool, b core.Backoff) (*core.Held, error) {
+	for pass := 0; ; pass++ {
+		g, err := c.acquireGroupsOnce(ctx, l, wait, b)
+		if err == nil || !wait || ctx.Err() != nil || core.Permanent(err) {
+			return g, err
+		}
+		select {
+		case <-ctx.Done():
+			return nil, &lockError{"acquire", l.name, fmt.Errorf("%w; last attempt: %w", ctx.Err(), err)}
+		case <-time.After(b.Delay(pass, 0)):
+		}
+	}
+}
+
+// acquireGroupsOnce is one pass of acquireGroups.
+func (c *Client) acquireGroupsOnce(ctx context.Context, l *Lease, wait bool, b core.Backoff) (*core.Held, error) {
+	kctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	k := c.keep(kctx, cancel, l.lock.TTL-l.lock.Drift())
+	for _, keys := range l.groups {
+		lk := l.lock
+		lk.Keys = keys
+		var g *core.Held
+		var err error
+		if wait {
+			g, err = c.cluster.AcquireWait(kctx, &lk, b)
+		} else {
+			g, err = c.cluster.Acquire(kctx, &lk)
+		}
+		if err != nil {
+			parts := k.stop()
+			c.releaseParts(parts)
+			if cause := context.Cause(kctx); errors.Is(cause, errPartLost) && ctx.Err() == nil {
+				return nil, cause
+			}
+			return nil, err
+		}
+		k.add(g)
+	}
+	parts := k.stop()
+	if cause := context.Cause(kctx); errors.Is(cause, errPartLost) {
+		c.releaseParts(parts)
+		return nil, cause
+	}
+	grant := core.Grant{Start: parts[0].Start, Until: parts[0].Until, Attempts: parts[len(parts)-1].Attempts}
+	for _, p := range parts {
+		grant.Until, grant.Fence = minTime(grant.Until, p.Until), max(grant.Fence, p.Fence)
+	}
+	if l.lock.Fence {
+		for _, p := range parts {
+			if p.Fence == grant.Fence {
+				continue
+			}
+			if err := c.cluster.Raise(ctx, p, grant.Fence); err != nil {
+				c.releaseParts(parts)
+				return nil, err
+			}
+		}
+	}
+	l.parts = parts
+	return &core.Held{Grant: grant}, nil
+}
+
+// releaseParts lets go of parts, each on its own.
+func (c *Client) releaseParts(parts []*core.Held) {
+	var wg sync.WaitGroup
+	for _, p := range parts {
+		wg.Go(func() { _ = c.cluster.Release(context.Background(), p) })
+	}
+	wg.Wait()
+}
+
+// keeper extends the groups that an acquisition slot by slot holds while it waits for the
+// next, every third of the validity; if one is lost it ends the acquisition's context
+// with errPartLost.
+type keeper struct {
+	mu    sync.Mutex
+	parts []*core.Held
+	quit  chan struct{}
+	done  chan struct{}
+}
+
+// keep starts a keeper for an acquisition whose context is ctx (cancel ends it), of
+// groups whose validity is validity.
+func (c *Client) keep(ctx context.Context, cancel context.CancelCauseFunc, validity time.Duration) *keeper {
+	k := &keeper{quit: make(chan struct{}), done: make(chan struct{})}
+	go func() {
+		defer close(k.done)
+		t := time.NewTicker(max(validity/3, time.Millisecond))
+		defer t.Stop()
+		for {
+			select {
+			case <-k.quit:
+				return
+			case <-ctx.Done():
+				return
+			case <-t.C:
+			}
+			k.mu.Lock()
+			parts := slices.Clone(k.parts)
+			k.mu.Unlock()
+			for _, p := range parts {
+				if _, err := c.cluster.Extend(ctx, p); errors.Is(err, ErrNotHeld) {
+					cancel(errPartLost)
+					return
+				}
+			}
+		}
+	}()
+	return k
+}
+
+// add gives k one more group to keep.
+func (k *keeper) add(p *core.Held) {
+	k.mu.Lock()
+	k.parts = append(k.parts, p)
+	k.mu.Unlock()
+}
+
+// stop stops k, once its extension under way (if any) returned, and returns its groups.
+func (k *keeper) stop() []*core.Held {
+	close(k.quit)
+	<-k.done
+	return k.parts
+}
+
+// extendParts extends every part of l and returns the earliest of their ends: Extend for a
+// lock slot by slot. If any part is no longer held, the error matches ErrNotHeld; if some
+// failed otherwise, their errors joined (the lock stays valid until its previous Until).
+func (l *Lease) extendParts(ctx context.Context) (time.Time, error) {
+	errs := make([]error, len(l.parts))
+	var wg sync.WaitGroup
+	for i, p := range l.parts {
+		wg.Go(func() { _, errs[i] = l.cluster.Extend(ctx, p) })
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if errors.Is(err, ErrNotHeld) {
+			return time.Time{}, err
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return time.Time{}, err
+	}
+	until := l.parts[0].Until
+	for _, p := range l.parts[1:] {
+		until = minTime(until, p.Until)
+	}
+	return until, nil
+}
+
+// releaseNodes lets go of l's lock on the nodes: of each part, for a lock slot by slot,
+// and returns the errors joined.
+func (l *Lease) releaseNodes(ctx context.Context) error {
+	if l.parts == nil {
+		return l.cluster.Release(ctx, l.held)
+	}
+	errs := make([]error, len(l.parts))
+	var wg sync.WaitGroup
+	for i, p := range l.parts {
+		wg.Go(func() { errs[i] = l.cluster.Release(ctx, p) })
+	}
+	wg.Wait()
+	return errors.Join(errs...)
+}
+
+// extendNodes extends l's lock on the nodes (each part, for a lock slot by slot).
+func (l *Lease) extendNodes(ctx context.Context) (time.Time, error) {
+	if l.parts == nil {
+		return l.cluster.Extend(ctx, l.held)
+	}
+	return l.extendParts(ctx)
+}
+
+func minTime(a, b time.Time) time.Time {
+	if b.Before(a) {
+		return b
+	}
+	return a
+}
