@@ -118,6 +118,7 @@ func TestAgreedHandOverNeedsNoRaise(t *testing.T) {
 				t.Helper()
 				h := lock("handed")
 				h.Fence = true
+				h.NodeTimeout = 10 * time.Second // every node takes it, however loaded the machine
 				hg, err := cl.Acquire(ctx, h)
 				require.NoError(t, err)
 				for i, s := range servers { // Acquire returns at a quorum: wait for the last node
@@ -157,6 +158,10 @@ func TestAgreedHandOverNeedsNoRaise(t *testing.T) {
 				}
 				assert.GreaterOrEqual(t, n, cl.Quorum(), "no quorum holds a counter >= the token")
 				require.NoError(t, cl.Release(ctx, wg))
+				for i, s := range servers { // Release returns at a quorum: the next round needs every node free
+					require.Eventually(t, func() bool { return get(t, s, w.Keys.Lock) == "" }, 10*time.Second, time.Millisecond,
+						"server %d still holds the lock", i)
+				}
 				return hg.Fence, wg.Fence, raised
 			}
 
