@@ -45,6 +45,41 @@ func BenchmarkMutexAllUncontended(b *testing.B) {
 	}
 }
 
+// BenchmarkGuardedUncontended: an uncontended acquisition and release on 5 real servers with
+// the restart guard on, as Clients run by default (so every first attempt runs the acquire
+// script, a Mutex's too): a Mutex of one name, a Mutex over two names (NewMutexAll), a
+// Semaphore of one permit and a fenced Lease, side by side.
+func BenchmarkGuardedUncontended(b *testing.B) {
+	servers := realServers(b, 5)
+	c := newClient(b, nodesFor(b, servers), redlock.WithRestartGuard(time.Second), redlock.WithTTL(time.Second))
+	ctx := ctxT(b, time.Hour)
+	warm := c.NewMutex("warm") // fresh servers abstain under the guard: wait it out
+	if err := warm.LockContext(ctxT(b, 10*time.Second)); err != nil {
+		b.Fatal(err)
+	}
+	warm.Unlock()
+	pair := func(lock func() error, unlock func() error) func(b *testing.B) {
+		return func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				if err := lock(); err != nil {
+					b.Fatal(err)
+				}
+				if err := unlock(); err != nil {
+					b.Fatal(err)
+				}
+			}
+		}
+	}
+	m, all := c.NewMutex("bench"), c.NewMutexAll([]string{"bench-a", "bench-b"})
+	s := c.NewSemaphore("bench-sem", 1)
+	var l *redlock.Lease
+	b.Run("Mutex", pair(func() error { return m.LockContext(ctx) }, func() error { return m.UnlockContext(ctx) }))
+	b.Run("MutexAll/2", pair(func() error { return all.LockContext(ctx) }, func() error { return all.UnlockContext(ctx) }))
+	b.Run("Semaphore/K=1", pair(func() (err error) { l, err = s.Acquire(ctx); return err }, func() error { return l.Release(ctx) }))
+	b.Run("Lease", pair(func() (err error) { l, err = c.TryAcquire(ctx, "bench-lease"); return err }, func() error { return l.Release(ctx) }))
+}
+
 // BenchmarkMutexGuard: Lock then Unlock of a free Mutex on one real server, with the restart
 // guard (the default: every acquisition runs the acquire script, which reads the server's
 // uptime) and without it (WithRestartGuard(0): a plain SET NX).
