@@ -24,6 +24,8 @@ elseif k then
 end
 if waiter ~= '' and gone(KEYS[4], waiter) then
   return vote(0, soonest(k and {unpack(KEYS, 7)} or {KEYS[1]}), nil, k and -1)
+elseif not k and #KEYS == 6 and redis.call('EXISTS', KEYS[3]) == 0 and redis.call('SET', KEYS[1], token, 'NX', 'PX', ARGV[2]) then
+  return vote(1, ARGV[4] ~= '0' and advance(KEYS[2], ARGV[4]) or 0, unguarded) -- one name, no one waits: one call
 elseif not k then -- a lock, or every name of a set: all or none
   local names, list, wait, blocked, firsts = {}, '', 0, false, {}
   for j = 1, #KEYS, 6 do
