@@ -84,6 +84,9 @@ func impls() []impl {
 		{key: "redlock-lease", name: "redlock Lease, fenced (go-redis)", handoff: true, ours: true,
 			notes: "TryAcquire+Release (Acquire+Release in the handoff test); N>1 pays the fence-raise round; WithRestartGuard(0).",
 			new:   func(a []string, w bool) (client, error) { return newOurs(a, goredisNodes, true, w) }},
+		{key: "redlock-all", name: "redlock Mutex over two names (go-redis)", ours: true,
+			notes: "NewMutexAll of the row's name and a second one: every name in one acquire script per node (a set takes no SET NX fast path). Go-redis nodes as for the Mutex row; WithRestartGuard(0).",
+			new:   func(a []string, _ bool) (client, error) { return newOursAll(a, goredisNodes) }},
 		{key: "redlock-rlock", name: "redlock RWMutex, RLock (go-redis)",
 			notes: "RLockContext+RUnlockContext of an RWMutex per name: a reader's share (the rlock and runlock scripts; readers take no SET NX fast path). Go-redis nodes as for the Mutex row; WithRestartGuard(0).",
 			new:   func(a []string, _ bool) (client, error) { return newOursRead(a, goredisNodes, false) }},
@@ -213,6 +216,22 @@ func (o *oursRead) Locker(name string) locker {
 		name = "readers:one"
 	}
 	return ourReader{o.c.NewRWMutex(name)}
+}
+
+// oursAll is ours, locking two names at once through NewMutexAll: the row's name and the
+// same with "/2".
+type oursAll struct{ *ours }
+
+func newOursAll(addrs []string, nodes nodesFunc) (client, error) {
+	c, err := newOurs(addrs, nodes, false)
+	if err != nil {
+		return nil, err
+	}
+	return oursAll{c.(*ours)}, nil
+}
+
+func (o oursAll) Locker(name string) locker {
+	return ourMutex{o.c.NewMutexAll([]string{name, name + "/2"})}
 }
 
 type ourReader struct{ rw *redlock.RWMutex }

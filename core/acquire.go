@@ -387,15 +387,20 @@ func (c *Cluster) raise(ctx context.Context, l *claim, fence int64, until time.T
 	f := c.call(ctx, &l.Lock, "raise", l.NodeTimeout, extendScript, l.Keys.extendKeys(false), l.token, millis(l.TTL), strconv.FormatInt(fence, 10))
 	t := tally{c: c, op: "raise", key: l.Keys.named(), retake: until}
 	c.collect(ctx, f, &t, make([]bool, len(c.nodes)), nil)
+	l.extending, l.extendPending = f, len(c.nodes)-t.answers
+	var err error
 	switch {
 	case ctx.Err() != nil:
-		return ctxError(ctx, "acquire", l.Keys.named())
+		err = ctxError(ctx, "acquire", l.Keys.named())
 	case !t.won():
-		return t.err()
+		err = t.err()
 	case !time.Now().Before(until):
-		return opError("acquire", l.Keys.named(), ErrExpired)
+		err = opError("acquire", l.Keys.named(), ErrExpired)
 	}
-	return nil
+	if err != nil { // the acquisition is undone: the raise's calls land first
+		l.extended()
+	}
+	return err
 }
 
 // abandon releases a failed attempt: at once on the nodes that answered and may hold the

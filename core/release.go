@@ -8,8 +8,9 @@ import (
 // Release runs release "leave" for h on every node (see the package doc's tables): it lets
 // go of h, takes h's waiter out of the queue and hands the lock on. It runs even if ctx is
 // cancelled: a release is never abandoned half-way. A node that had not answered the
-// acquisition yet is called once it answers (or at the acquisition's deadline), so that no
-// late SET lands after the release.
+// acquisition yet is called once it answers (or at the acquisition's deadline), and the
+// release waits for the nodes that had not answered h's last extension (or its raise), so
+// that no late SET lands after the release.
 //
 // It returns once a quorum let go and the other nodes had twice as long as that took; a
 // slower node is left to its call, which ends within the node timeout. On failure it waits
@@ -26,6 +27,7 @@ func (c *Cluster) Release(ctx context.Context, h *Held) error {
 	l := &h.claim
 	req := request{s: l.scripts().release, detached: true, keys: l.Keys.releaseKeys(), args: l.releaseArgs("leave"),
 		op: "release", failed: l.NodeFailed}
+	l.extended()
 	if l.Keys.Permits != nil { // where KEYS[1] is the permit the node granted, so nothing else is ours
 		req.more, req.moreTo = "1", l.holds
 	}
@@ -86,6 +88,20 @@ func (f *fanout) grace(n int, d time.Duration) {
 			return
 		}
 	}
+}
+
+// extended waits for the nodes that had not answered the last extension (or raise) when it
+// returned, within its deadline: a late one could take a key that a release had freed.
+func (l *claim) extended() {
+	f := l.extending
+	for ; f != nil && f.out != nil && l.extendPending > 0; l.extendPending-- {
+		select {
+		case <-f.out:
+		case <-f.deadline: // the rest answer, if ever, later
+			l.extendPending = 0
+		}
+	}
+	l.extending, l.extendPending = nil, 0
 }
 
 // stragglers waits for the nodes that had not answered the acquisition when it returned,
