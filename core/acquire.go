@@ -386,8 +386,9 @@ const FenceIdle = time.Hour
 func (c *Cluster) raise(ctx context.Context, l *claim, fence int64, until time.Time) error {
 	f := c.call(ctx, &l.Lock, "raise", l.NodeTimeout, extendScript, l.Keys.extendKeys(false), l.token, millis(l.TTL), strconv.FormatInt(fence, 10))
 	t := tally{c: c, op: "raise", key: l.Keys.named(), retake: until}
-	c.collect(ctx, f, &t, make([]bool, len(c.nodes)), nil)
-	l.extending, l.extendPending = f, len(c.nodes)-t.answers
+	answered := make([]bool, len(c.nodes))
+	c.collect(ctx, f, &t, answered, nil)
+	l.follow(f, ^uint64(0), answered)
 	var err error
 	switch {
 	case ctx.Err() != nil:
@@ -398,7 +399,8 @@ func (c *Cluster) raise(ctx context.Context, l *claim, fence int64, until time.T
 		err = opError("acquire", l.Keys.named(), ErrExpired)
 	}
 	if err != nil { // the acquisition is undone: the raise's calls land first
-		l.extended()
+		f.wait(l.extendLate)
+		l.extending, l.extendLate = nil, 0
 	}
 	return err
 }

@@ -22,7 +22,6 @@ func (c *Cluster) Extend(ctx context.Context, h *Held) (time.Time, error) {
 	if err := ctxError(ctx, "extend", l.Keys.named()); err != nil {
 		return time.Time{}, err
 	}
-	l.extended()
 	start := time.Now()
 	req := request{s: l.scripts().extend, keys: l.Keys.extendKeys(l.Read), args: []string{l.token, millis(l.TTL)}, op: "extend", failed: l.NodeFailed}
 	t := tally{c: c, op: "extend", key: l.Keys.named()}
@@ -35,11 +34,7 @@ func (c *Cluster) Extend(ctx context.Context, h *Held) (time.Time, error) {
 	f := c.fan(ctx, l.NodeTimeout, req, 0)
 	answered := make([]bool, len(c.nodes))
 	c.collect(ctx, f, &t, answered, nil)
-	for i, ok := range answered {
-		if !ok && req.moreTo&bit(i) != 0 { // a node that may take the lock has not answered
-			l.extending, l.extendPending = f, len(c.nodes)-t.answers
-		}
-	}
+	l.follow(f, req.moreTo, answered)
 	until := start.Add(l.TTL - l.Drift())
 	switch {
 	case ctx.Err() != nil:

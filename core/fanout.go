@@ -145,23 +145,44 @@ func (f *fanout) call(i int) {
 	f.out <- f.c.eval(f.ctx, f.dctx, i, f.timeout, &f.req)
 }
 
-// after calls the nodes in late (a bit per node), which had not answered the acquisition a
-// when it returned, each once it answered a, or at a's deadline: so that a call made to
-// undo what a did (a release) cannot land before a's own request on that node. f is the
-// fan-out that skipped them; its other calls are under way, and their replies wait in its
-// out. after returns once it started every call.
-func (f *fanout) after(a *fanout, late uint64) {
-	for late != 0 {
+// after calls each node of lateA once the fan-out a has its answer from it, and each of
+// lateE once e has (a bit per node; a node in both once both have), or when their deadline
+// passes: so that those calls, which could set the lock's key, land before f's. f must
+// skip those nodes (see fan).
+func (f *fanout) after(a *fanout, lateA uint64, e *fanout, lateE uint64) {
+	for all := lateA | lateE; all != 0; all &= lateA | lateE {
+		var aout, eout <-chan reply
+		var adone, edone <-chan struct{}
+		if lateA != 0 {
+			aout, adone = a.out, a.deadline
+		}
+		if lateE != 0 {
+			eout, edone = e.out, e.deadline
+		}
 		select {
-		case r := <-a.out:
-			if late&(1<<r.node) != 0 {
-				late &^= 1 << r.node
-				go f.call(r.node)
-			}
-		case <-a.deadline: // the rest answer, if ever, later
-			for ; late != 0; late &= late - 1 {
-				go f.call(bits.TrailingZeros64(late))
-			}
+		case r := <-aout:
+			lateA &^= bit(r.node)
+		case r := <-eout:
+			lateE &^= bit(r.node)
+		case <-adone: // the rest answer, if ever, later
+			lateA = 0
+		case <-edone:
+			lateE = 0
+		}
+		for ready := all &^ (lateA | lateE); ready != 0; ready &= ready - 1 {
+			go f.call(bits.TrailingZeros64(ready))
+		}
+	}
+}
+
+// wait returns once the nodes of late (a bit per node) answered f, or at f's deadline.
+func (f *fanout) wait(late uint64) {
+	for late != 0 && f.out != nil {
+		select {
+		case r := <-f.out:
+			late &^= bit(r.node)
+		case <-f.deadline:
+			return
 		}
 	}
 }

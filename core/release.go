@@ -8,9 +8,9 @@ import (
 // Release runs release "leave" for h on every node (see the package doc's tables): it lets
 // go of h, takes h's waiter out of the queue and hands the lock on. It runs even if ctx is
 // cancelled: a release is never abandoned half-way. A node that had not answered the
-// acquisition yet is called once it answers (or at the acquisition's deadline), and the
-// release waits for the nodes that had not answered h's last extension (or its raise), so
-// that no late SET lands after the release.
+// acquisition yet, or h's last extension (or its raise) that could take the lock there, is
+// called once it answers (or at that call's deadline), so that no late SET lands after the
+// release.
 //
 // It returns once a quorum let go and the other nodes had twice as long as that took; a
 // slower node is left to its call, which ends within the node timeout. On failure it waits
@@ -27,20 +27,20 @@ func (c *Cluster) Release(ctx context.Context, h *Held) error {
 	l := &h.claim
 	req := request{s: l.scripts().release, detached: true, keys: l.Keys.releaseKeys(), args: l.releaseArgs("leave"),
 		op: "release", failed: l.NodeFailed}
-	l.extended()
 	if l.Keys.Permits != nil { // where KEYS[1] is the permit the node granted, so nothing else is ours
 		req.more, req.moreTo = "1", l.holds
 	}
 	start := time.Now()
-	var f *fanout
-	if a, late := l.acquiring, l.late; a != nil && l.pending > 0 && late != 0 {
-		f = c.fan(ctx, l.NodeTimeout, req, late)
-		f.after(a, late)
-	} else {
-		l.stragglers()
-		f = c.fan(ctx, l.NodeTimeout, req, 0)
+	var late uint64 // the acquisition's nodes that had not answered
+	if l.acquiring != nil && l.pending > 0 {
+		late = l.late
 	}
-	l.acquiring, l.pending, l.late = nil, 0, 0
+	if late == 0 {
+		l.stragglers()
+	}
+	f := c.fan(ctx, l.NodeTimeout, req, late|l.extendLate)
+	f.after(l.acquiring, late, l.extending, l.extendLate)
+	l.acquiring, l.pending, l.late, l.extending, l.extendLate = nil, 0, 0, nil, 0
 	t := tally{c: c, op: "release", key: l.Keys.named(), gone: start.Before(h.Until)}
 	switch {
 	case c.settle(f.ctx, f, &t, start):
@@ -90,18 +90,18 @@ func (f *fanout) grace(n int, d time.Duration) {
 	}
 }
 
-// extended waits for the nodes that had not answered the last extension (or raise) when it
-// returned, within its deadline: a late one could take a key that a release had freed.
-func (l *claim) extended() {
-	f := l.extending
-	for ; f != nil && f.out != nil && l.extendPending > 0; l.extendPending-- {
-		select {
-		case <-f.out:
-		case <-f.deadline: // the rest answer, if ever, later
-			l.extendPending = 0
+// follow records f, an extension (or a raise), if a node of may (a bit per node: those sent
+// the fence to take the lock with) has not answered it: Release then follows that call.
+func (l *claim) follow(f *fanout, may uint64, answered []bool) {
+	var late uint64
+	for i, ok := range answered {
+		if !ok {
+			late |= may & bit(i)
 		}
 	}
-	l.extending, l.extendPending = nil, 0
+	if late != 0 {
+		l.extending, l.extendLate = f, late
+	}
 }
 
 // stragglers waits for the nodes that had not answered the acquisition when it returned,
