@@ -431,6 +431,7 @@ func TestAcquireAllOneClient(t *testing.T) {
 		ctx := ctxT(t, time.Minute)
 		a, err := c.Acquire(ctx, "a")
 		require.NoError(t, err)
+		heldEverywhere(t, s, "a") // Acquire returns at a quorum: else the set could be granted where a is not yet
 		_, err = c.TryAcquireAll(ctx, []string{"a", "b"})
 		require.ErrorIs(t, err, redlock.ErrHeld)
 		assert.True(t, everywhere(s, isNil, "GET", lockKey("b")), "b was taken without a")
