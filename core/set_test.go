@@ -352,7 +352,9 @@ func TestSetIsHandedOverWhole(t *testing.T) {
 			b, err := cl.Acquire(ctx, fencedOn(servers, "b"))
 			require.NoError(t, err)
 			l := setLock(t, servers, "a", "b")
-			l.NodeTimeout = 2 * time.Second // a refresh interval of 5 s
+			l.NodeTimeout = 2 * time.Second            // a refresh interval of 5 s
+			slowAcquires(counts, 300*time.Millisecond) // the waiter's attempts (see slowAcquires)
+			defer slowAcquires(counts, 0)
 			got := make(chan *core.Held, 1)
 			go func() {
 				h, err := cl.AcquireWait(ctx, l, patient)
