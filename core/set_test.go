@@ -85,10 +85,14 @@ func TestSetIsAllOrNothing(t *testing.T) {
 			ctx := context.Background()
 			b, err := cl.Acquire(ctx, fencedOn(servers, "b"))
 			require.NoError(t, err)
+			heldBy(t, servers, "b", b) // else the set is granted where b is not yet
 			_, err = cl.Acquire(ctx, setLock(t, servers, "a", "b"))
 			require.ErrorIs(t, err, core.ErrHeld)
 			assert.Equal(t, everywhere(servers, ""), holders(t, servers, "a"), "a was taken without b")
 			require.NoError(t, cl.Release(ctx, b))
+			require.Eventually(t, func() bool { // the release returns at a quorum
+				return assert.ObjectsAreEqual(everywhere(servers, ""), holders(t, servers, "b"))
+			}, generous, time.Millisecond, "b is still held after its release")
 
 			set, err := cl.Acquire(ctx, setLock(t, servers, "b", "a"))
 			require.NoError(t, err)
@@ -167,6 +171,7 @@ func TestCrossedSetWaitersNeverDeadlock(t *testing.T) {
 				for _, name := range []string{"a", "b"} {
 					h, err := cl.Acquire(ctx, fencedOn(servers, name))
 					require.NoError(t, err)
+					heldBy(t, servers, name, h)
 					held[name] = h
 				}
 				order := make(chan int, 2)
@@ -188,8 +193,9 @@ func TestCrossedSetWaitersNeverDeadlock(t *testing.T) {
 				}
 				second := map[string]string{"a": "b", "b": "a"}[first]
 				require.NoError(t, cl.Release(ctx, held[first]))
-				time.Sleep(20 * time.Millisecond)
-				assert.Equal(t, everywhere(servers, "(reserved)"), holders(t, servers, first), "%s is reserved for the set's waiter", first)
+				require.Eventually(t, func() bool { // the release returns at a quorum
+					return assert.ObjectsAreEqual(everywhere(servers, "(reserved)"), holders(t, servers, first))
+				}, generous, time.Millisecond, "%s is not reserved for the set's waiter", first)
 				require.NoError(t, cl.Release(ctx, held[second]))
 				for want := range 2 {
 					require.Equal(t, want, await(t, servers, order, "a set waiter's turn"), "the set waiters did not go in ticket order")
@@ -212,6 +218,7 @@ func TestSetWaiterIsNotStarved(t *testing.T) {
 			defer cancel()
 			b, err := cl.Acquire(ctx, fencedOn(servers, "b"))
 			require.NoError(t, err)
+			heldBy(t, servers, "b", b)
 			var setHeld atomic.Bool
 			var early atomic.Int32 // single holders of a before the set's turn
 			got := make(chan *core.Held, 1)
@@ -351,6 +358,7 @@ func TestSetIsHandedOverWhole(t *testing.T) {
 			defer cancel()
 			b, err := cl.Acquire(ctx, fencedOn(servers, "b"))
 			require.NoError(t, err)
+			heldBy(t, servers, "b", b)
 			l := setLock(t, servers, "a", "b")
 			l.NodeTimeout = 2 * time.Second            // a refresh interval of 5 s
 			slowAcquires(counts, 300*time.Millisecond) // the waiter's attempts (see slowAcquires)
