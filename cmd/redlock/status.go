@@ -74,8 +74,7 @@ expiry, so it is not redlock's); tokens are owner tokens, as the nodes hold them
     addr       the address
     error      why the node could not be read; then every field below is null
     lock       the lock key, or null (free on this node): owner (the holder's token,
-               "(readers)" while readers hold it, or "(reserved)" while it is kept,
-               free, for a waiter of several names), readers (true then), ttl_ms
+               or "(readers)" while readers hold it), readers (true then), ttl_ms
     fence      the lock's fence counter: the fencing token of its last fenced
                holder (every holder but a Mutex's); 0: none
     queue      the waiters for the lock, in turn order, without the holder: id (the
@@ -295,10 +294,6 @@ type permitState struct {
 // readersHold is the lock key's value while readers hold the lock (see core's doc).
 const readersHold = "(readers)"
 
-// reserved is the value of a free lock key kept for a waiter of several names at once (see
-// core's doc): no one holds it.
-const reserved = "(reserved)"
-
 // readStatus reads c.name's keys on every node at once, each within c.timeout, and sums
 // them up.
 func readStatus(c *statusConfig) *statusReport {
@@ -417,7 +412,7 @@ func snapshot(ctx context.Context, c *redis.Client, prefix string, keys core.Key
 	var holder string // the lock's owner, if a writer
 	if v, err := lock.value.Result(); err == nil {
 		n.Lock = &lockState{Owner: v, Readers: v == readersHold, TTLms: pttl(lock.pttl)}
-		if v != readersHold && v != reserved {
+		if v != readersHold {
 			holder = v
 		}
 	}
@@ -537,7 +532,7 @@ func (rep *statusReport) sum() {
 			continue
 		}
 		rep.Answered++
-		if n.Lock != nil && !n.Lock.Readers && n.Lock.Owner != reserved {
+		if n.Lock != nil && !n.Lock.Readers {
 			owners[n.Lock.Owner] = append(owners[n.Lock.Owner], n.Lock.TTLms)
 			tokens[n.Lock.Owner] = max(tokens[n.Lock.Owner], *n.Fence)
 		}
@@ -644,7 +639,7 @@ func printStatus(w io.Writer, rep *statusReport) {
 		fmt.Fprintf(w, "lock: held by %s, token %d, on %d of %d nodes, for %s more\n", h.Owner, h.Token, h.Nodes, len(rep.Nodes), ttl(h.TTLms))
 	case rep.Readers > 0:
 		fmt.Fprintf(w, "lock: held by %d readers\n", rep.Readers)
-	case slices.ContainsFunc(rep.Nodes, func(n nodeStatus) bool { return n.Lock != nil && n.Lock.Owner != reserved }):
+	case slices.ContainsFunc(rep.Nodes, func(n nodeStatus) bool { return n.Lock != nil }):
 		fmt.Fprintf(w, "lock: not held: no holder has a quorum of the nodes\n")
 	case rep.Answered > 0:
 		fmt.Fprintf(w, "lock: free\n")
@@ -669,8 +664,6 @@ func printStatus(w io.Writer, rep *statusReport) {
 			lock, left = "held by "+l.Owner, ttl(l.TTLms)
 			if l.Readers {
 				lock = "readers"
-			} else if l.Owner == reserved {
-				lock = "free, reserved for the first waiter"
 			} else if *n.Fence != 0 {
 				token = strconv.FormatUint(*n.Fence, 10)
 			}

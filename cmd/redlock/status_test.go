@@ -163,33 +163,6 @@ func TestStatus(t *testing.T) {
 				t.Errorf("the nodes do not all show 2 readers: %+v", rep.Nodes)
 			}
 		}},
-		{"reserved", func(t *testing.T, name string) []string {
-			// A waiter for name and another name, which another Client holds, is first in
-			// name's queue: name is free, reserved for it.
-			c := libClient(t, s)
-			other, err := libClient(t, s).TryAcquire(context.Background(), name+"-other", redlock.WithTTL(permitTTL))
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { _ = other.Release(context.Background()) })
-			ctx, cancel := context.WithCancel(context.Background())
-			done := make(chan struct{})
-			t.Cleanup(func() { cancel(); <-done })
-			go func() {
-				defer close(done)
-				if l, err := c.AcquireAll(ctx, []string{name, name + "-other"}); err == nil {
-					_ = l.Release(context.Background())
-				}
-			}()
-			awaitStatus(t, s.addrs, name, "the name reserved on every node", func(rep *statusReport) bool {
-				return everyNode(rep, func(n nodeStatus) bool { return n.Lock != nil && n.Lock.Owner == "(reserved)" && len(n.Queue) == 1 })
-			})
-			return []string{"lock: free", "free, reserved for the first waiter"}
-		}, func(t *testing.T, rep *statusReport) {
-			if rep.Holder != nil {
-				t.Errorf("a reserved name shows a holder: %+v", rep.Holder)
-			}
-		}},
 		{"semaphore", func(t *testing.T, name string) []string {
 			sem := libClient(t, s).NewSemaphore(name, 3, redlock.WithTTL(permitTTL))
 			// Acquire returns once a quorum of the nodes granted a permit, and a node
