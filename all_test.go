@@ -2,7 +2,6 @@ package redlock_test
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"runtime"
 	"strings"
@@ -281,45 +280,44 @@ func TestAcquireAllNotStarved(t *testing.T) {
 	})
 }
 
-// TestAcquireAllReservesNamesFromPlainMutex: a name that a set waiter is first for, free
-// while the waiter waits for another, is reserved for it: a fenced Lease of that name is
-// refused, and a Mutex without the restart guard, whose first attempt is a plain SET NX that
-// does not read the queue, queues behind the set waiter and holds the name only after the
-// set was released.
-func TestAcquireAllReservesNamesFromPlainMutex(t *testing.T) {
+// TestAcquireAllPlainMutexTakesReservedName records what a Mutex without the restart guard
+// does to a set waiter: its first attempt, a plain SET NX, does not see the queue, so it
+// takes a name that stays free for the set waiter (reserved) while the waiter waits for
+// another. A fenced Lease of that name is refused meanwhile. The set waiter is not lost: it
+// holds its set at the first release that finds every name free, here the Mutex's Unlock
+// after b's release.
+func TestAcquireAllPlainMutexTakesReservedName(t *testing.T) {
 	onAllSetups(t, everyN, func(t *testing.T, s allSetup) {
 		ctx := ctxT(t, time.Minute)
 		other := s.client(t) // the restart guard off (newClient): a Mutex's first attempt is SET NX
 		b, err := other.TryAcquire(ctx, "b")
 		require.NoError(t, err)
-		set := make(chan *redlock.Lease, 1)
+		got := make(chan error, 1)
 		go func() {
 			l, err := s.client(t).AcquireAll(ctx, []string{"a", "b"})
-			assert.NoError(t, err)
-			set <- l
+			if err == nil {
+				err = l.Release(ctx)
+			}
+			got <- err
 		}()
 		queuedEverywhere(t, s, "a", 1)
 		_, err = other.TryAcquire(ctx, "a")
 		require.ErrorIs(t, err, redlock.ErrHeld, "a fenced Lease took a, which the set waiter is first for")
 
-		var setReleased atomic.Bool
-		locked := make(chan error, 1)
+		// Lock's first attempt is the plain SET NX (TryLock's one attempt runs the script). If
+		// the engine kept reserved names from it, this would wait behind the set waiter, which
+		// waits for b: update this test and the README then.
 		m := other.NewMutex("a")
-		go func() {
-			err := m.LockContext(ctx)
-			if err == nil && !setReleased.Load() {
-				err = errors.New("the Mutex held a before the set waiter had its turn")
-			}
-			locked <- err
-		}()
-		queuedEverywhere(t, s, "a", 2) // the Mutex's SET NX was refused: it waits behind the set waiter
+		require.NoError(t, m.LockContext(ctxT(t, generous)), "a plain SET NX did not take the reserved name")
 		require.NoError(t, b.Release(ctx))
-		l := <-set
-		require.NotNil(t, l)
-		setReleased.Store(true)
-		require.NoError(t, l.Release(ctx))
-		require.NoError(t, within(t, false, locked, "the Mutex's turn after the set's release"))
+		freeEverywhere(t, s, "b") // kept free for the set waiter, which waits for a
+		select {
+		case err := <-got:
+			t.Fatalf("the set waiter returned while a Mutex held a: %v", err)
+		default:
+		}
 		require.NoError(t, m.UnlockContext(ctx))
+		require.NoError(t, within(t, false, got, "the set's turn after the Mutex's unlock"))
 	})
 }
 
