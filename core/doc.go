@@ -185,21 +185,14 @@
 //	any         acquire, each name free (no live         SET every name to W's token, each       {1, fence}
 //	            waiter ahead of W) or W's                counter to the set's fence
 //	any         acquire, some name held by another, or   queue W in every name's queue, record   {0, longest pttl} or
-//	            a live waiter ahead in some queue        the attempt and the set in each; each   {0, 0}
-//	                                                     free name where W is first holds
-//	                                                     "(reserved)" for as long as W's place
+//	            a live waiter ahead in some queue        the attempt and the set in each         {0, 0}
 //	holding     release                                  DEL each name that is W's; per name,    {1, woken}
 //	                                                     as release (leave or stay, hand over)
 //	first       a release frees name a; each of W's      SET every name to W's recorded token,   "<token> <fence>[ u]"
 //	            names free (or W's), W first in each     each counter to the set's fence         on the first name's
 //	            queue                                                                            channel
-//	first       same, another name held, or a live       a holds "(reserved)" for as long as     -
-//	            waiter ahead of W in another queue       W's place
-//
-// Every script reads "(reserved)" as a free key (acquire grants it only to the caller with
-// no live waiter ahead, that is W; a release deletes it and hands the name on, reserving it
-// again for a set waiter first in the queue), but a plain SET NX (see Setter) finds the key
-// taken: so while W waits for its other names, no one takes a reserved name ahead of it.
+//	first       same, another name held, or a live       - (a stays free: W is first in its      -
+//	            waiter ahead of W in another queue       queue, so no one else takes it)
 //
 // The set's fence is the largest of every name's advanced counter, and each counter is
 // raised to it: larger than every name's earlier token, and every name's next one is

@@ -194,8 +194,8 @@ func TestCrossedSetWaitersNeverDeadlock(t *testing.T) {
 				second := map[string]string{"a": "b", "b": "a"}[first]
 				require.NoError(t, cl.Release(ctx, held[first]))
 				require.Eventually(t, func() bool { // the release returns at a quorum
-					return assert.ObjectsAreEqual(everywhere(servers, "(reserved)"), holders(t, servers, first))
-				}, generous, time.Millisecond, "%s is not reserved for the set's waiter", first)
+					return assert.ObjectsAreEqual(everywhere(servers, ""), holders(t, servers, first))
+				}, generous, time.Millisecond, "%s does not stay free, kept for the set's waiter", first)
 				require.NoError(t, cl.Release(ctx, held[second]))
 				for want := range 2 {
 					require.Equal(t, want, await(t, servers, order, "a set waiter's turn"), "the set waiters did not go in ticket order")
@@ -331,7 +331,7 @@ func TestSetScriptsRunTwice(t *testing.T) {
 		for _, name := range []string{"a", "b"} {
 			assert.Equal(t, []int64{1}, queued(t, servers, core.NewKeys("q:", name)), "the set waiter is queued once in %s", name)
 		}
-		assert.Equal(t, []string{"(reserved)"}, holders(t, servers, "a"), "a is reserved for the set waiter, not taken without b")
+		assert.Equal(t, []string{""}, holders(t, servers, "a"), "a was taken without b")
 		require.NoError(t, tw.Release(ctx, b)) // hands the set to w.1; the second run finds b w.1's
 		assert.Equal(t, []string{"w.1"}, holders(t, servers, "a"))
 		assert.Equal(t, []string{"w.1"}, holders(t, servers, "b"))
@@ -381,75 +381,6 @@ func TestSetIsHandedOverWhole(t *testing.T) {
 			assert.Equal(t, everywhere(servers, set.Token()), holders(t, servers, "a"))
 			assert.Equal(t, everywhere(servers, set.Token()), holders(t, servers, "b"))
 			require.NoError(t, cl.Release(ctx, set))
-		})
-	}
-}
-
-// TestReservedNameRefusesPlainSetNX: a set waiter that waits for b, first in a's queue,
-// reserves a free a ("(reserved)", for as long as its place lives), so that a Mutex's
-// plain SET NX, which does not read the queue, cannot take a ahead of it; the set takes
-// both names when b is let go. A waiter that gives up lets its reservation go.
-func TestReservedNameRefusesPlainSetNX(t *testing.T) {
-	for _, c := range setups {
-		t.Run(c.name, func(t *testing.T) {
-			servers := c.servers(t, c.n)
-			cl := newCluster(t, servers)
-			ctx, cancel := context.WithTimeout(context.Background(), generous)
-			defer cancel()
-			b, err := cl.Acquire(ctx, fencedOn(servers, "b"))
-			require.NoError(t, err)
-			heldBy(t, servers, "b", b) // else the set is granted where b is not yet: a split vote
-			got := make(chan *core.Held, 1)
-			go func() {
-				h, err := cl.AcquireWait(ctx, setLock(t, servers, "a", "b"), patient)
-				assert.NoError(t, err)
-				got <- h
-			}()
-			reserved := everywhere(servers, "(reserved)")
-			require.Eventually(t, func() bool { return assert.ObjectsAreEqual(reserved, holders(t, servers, "a")) },
-				generous, time.Millisecond, "the set waiter did not reserve a")
-
-			plain := lockOn(servers, "a") // unfenced, no restart guard: its first attempt is a plain SET NX
-			_, err = cl.Acquire(ctx, plain)
-			require.ErrorIs(t, err, core.ErrHeld, "a plain SET NX took a reserved name")
-			_, err = cl.Acquire(ctx, fencedOn(servers, "a"))
-			require.ErrorIs(t, err, core.ErrHeld, "a single-name acquisition took a name reserved for the waiter ahead")
-			assert.Equal(t, reserved, holders(t, servers, "a"))
-
-			require.NoError(t, cl.Release(ctx, b))
-			set := <-got
-			require.NotNil(t, set)
-			require.Eventually(t, func() bool { // a hand-over holds on a quorum (a node may have handed it to an earlier attempt)
-				n := 0
-				for _, v := range holders(t, servers, "a") {
-					if v == set.Token() {
-						n++
-					}
-				}
-				return n > len(servers)/2
-			}, generous, time.Millisecond, "the set does not hold a on a quorum")
-			require.NoError(t, cl.Release(ctx, set))
-
-			// A waiter that gives up lets its reservation go.
-			b, err = cl.Acquire(ctx, fencedOn(servers, "b"))
-			require.NoError(t, err)
-			heldBy(t, servers, "b", b)
-			wctx, stop := context.WithCancel(ctx)
-			done := make(chan error, 1)
-			go func() {
-				_, err := cl.AcquireWait(wctx, setLock(t, servers, "a", "b"), patient)
-				done <- err
-			}()
-			require.Eventually(t, func() bool { return assert.ObjectsAreEqual(reserved, holders(t, servers, "a")) },
-				generous, time.Millisecond, "the second set waiter did not reserve a")
-			stop()
-			require.ErrorIs(t, <-done, context.Canceled)
-			require.Eventually(t, func() bool { return assert.ObjectsAreEqual(everywhere(servers, ""), holders(t, servers, "a")) },
-				generous, time.Millisecond, "a's reservation outlived the waiter that gave up")
-			h, err := cl.Acquire(ctx, plain)
-			require.NoError(t, err, "a plain SET NX of a free name")
-			require.NoError(t, cl.Release(ctx, h))
-			require.NoError(t, cl.Release(ctx, b))
 		})
 	}
 }

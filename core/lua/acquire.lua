@@ -6,7 +6,7 @@
 -- say which server this is; a semaphore's ARGV[9] K, ARGV[10] hinted permit.
 -- Replies {status, value[, unguarded, run_id as four numbers of 10 hex digits][, free, permit]}:
 -- {1, fence} taken, every name of a set (fence 0 without one); {0, pttl} held (-1: no expiry);
--- {0, 0} free, a waiter goes first (a set's waiter, refused, reserves the names where it is); {-1, wait} the guard abstains for wait ms; {-2, n} the
+-- {0, 0} free, a waiter goes first; {-1, wait} the guard abstains for wait ms; {-2, n} the
 -- record says n permits. unguarded (1: the guard was asked for, no uptime reported) is there
 -- if 1, if ARGV[8] is "1" (then with the run_id), and in a semaphore's {1, ...} and {0, ...},
 -- which end with the permits free to the caller (ceil(K / 48) numbers, permit i bit i % 48 of
@@ -27,26 +27,20 @@ if waiter ~= '' and gone(KEYS[4], waiter) then
 elseif not k and #KEYS == 6 and redis.call('EXISTS', KEYS[3]) == 0 and redis.call('SET', KEYS[1], token, 'NX', 'PX', ARGV[2]) then
   return vote(1, ARGV[4] ~= '0' and advance(KEYS[2], ARGV[4]) or 0, unguarded) -- one name, no one waits: one call
 elseif not k then -- a lock, or every name of a set: all or none
-  local names, list, wait, blocked, firsts = {}, '', 0, false, {}
+  local names, list, wait, blocked = {}, '', 0, false
   for j = 1, #KEYS, 6 do
     local n = keys_at(j)
     names[#names + 1], list = n, list .. ' ' .. #n.lock .. ' ' .. n.lock
     local holder = redis.call('GET', n.lock)
-    local free = not holder or holder == reserved
-    if not free and not ours(holder, token) then
+    if holder and not ours(holder, token) then
       local r = remaining(n.lock)
       blocked, wait = true, (wait < 0 or r < 0) and -1 or math.max(wait, r)
-    elseif free and ahead(n.queue, n.alive, n.waiters, waiter, tonumber(ARGV[6])) then
-      blocked = true
-    elseif free and waiter ~= '' then
-      firsts[#firsts + 1] = n.lock -- the waiter is first here: reserved for it if it waits
+    elseif not holder then
+      blocked = blocked or ahead(n.queue, n.alive, n.waiters, waiter, tonumber(ARGV[6]))
     end
   end
   if blocked then
     queue_caller(names, #names > 1 and ' s' .. list or '')
-    for _, lock in ipairs(firsts) do
-      redis.call('SET', lock, reserved, 'PX', ARGV[7])
-    end
     return vote(0, wait)
   end
   return vote(1, take_set(names, waiter, token, ARGV[2], ARGV[4]), unguarded)

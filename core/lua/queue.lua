@@ -2,7 +2,6 @@
 -- functions. q, a, w are a lock's queue, liveness and attempts keys; r its readers key.
 local fence_idle = 3600000 -- core.FenceIdle in ms
 local readers_hold = '(readers)' -- the lock key's value while readers hold it
-local reserved = '(reserved)' -- a free name's value while it waits for the rest of a set
 local floor_cap = 2000000 -- how far a fence floor counts past the server's clock, in us
 local left_kept = 10000 -- how long a leave is remembered in a, as '!' .. id, in ms
 local first_scan = 64 -- the most lapsed waiters forgotten per call
@@ -289,13 +288,13 @@ local function take_set(names, waiter, token, ttl, fenced)
   return fenced ~= '0' and advance_all(names, fenced) or 0
 end
 -- hand_set hands a writer, first in a freed name's queue, every name of its set (a lock: the
--- one) if each is free, reserved or its own and it is first in each queue, and returns how
--- many heard; else nil. Its message goes on the first name's channel.
+-- one) if each is free (or its own) and it is first in each queue; else it leaves the free
+-- names reserved (the waiter stays first). Its message goes on the first name's channel.
 local function hand_set(names, waiter, token, ttl, fenced, guard, publish)
   for _, k in ipairs(names) do
     local holder = redis.call('GET', k.lock)
-    if holder and holder ~= reserved and not ours(holder, token) or first(k.queue, k.alive, k.waiters)[1] ~= waiter then
-      return nil
+    if holder and not ours(holder, token) or first(k.queue, k.alive, k.waiters)[1] ~= waiter then
+      return 0
     end
   end
   local abstain, unguarded = guarded(tonumber(guard) or 0)
@@ -306,9 +305,8 @@ local function hand_set(names, waiter, token, ttl, fenced, guard, publish)
   return redis.call(publish, names[1].channel .. ':' .. waiter, message)
 end
 -- hand_over gives the free lock k to the first live waiter (unless that is waiter and it
--- stays), with the rest of its set if it waits for several names (hand_set; else k is
--- reserved for it while its place lives), and to the readers right behind a reader, telling
--- each. It returns how many heard.
+-- stays), with the rest of its set if it waits for several names (hand_set), and to the
+-- readers right behind a reader, telling each. It returns how many heard.
 local function hand_over(k, waiter, stays)
   local publish = ARGV[3] == 'SPUBLISH' and 'SPUBLISH' or 'PUBLISH'
   local woken = 0
@@ -324,11 +322,7 @@ local function hand_over(k, waiter, stays)
       return woken -- a writer waits for the readers handed the lock before it
     elseif not reader and not sem_lock then
       local set = mode and string.sub(mode, 1, 2) == ' s' and set_of(string.sub(mode, 3))
-      local heard = hand_set(set or {k}, head[1], token, ttl, fenced, guard, publish)
-      if not heard then
-        redis.call('SET', k.lock, reserved, 'PX', math.max(1, tonumber(redis.call('ZSCORE', k.alive, head[1])) - now_ms()))
-      end
-      return heard or 0
+      return hand_set(set or {k}, head[1], token, ttl, fenced, guard, publish)
     end
     local message = ''
     local abstain, unguarded = guarded(tonumber(guard) or 0)

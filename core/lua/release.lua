@@ -39,10 +39,6 @@ end
 local released, woken, absent = 0, 0, true -- a lock, or each name of a set
 for j = 1, #KEYS, 6 do
   local h = j == 1 and holder or redis.call('GET', KEYS[j])
-  if h == reserved then -- let go here, and made again for the first waiter if it still waits
-    redis.call('DEL', KEYS[j])
-    h = false
-  end
   local mine = h and ours(h, ARGV[1])
   if mine then
     redis.call('DEL', KEYS[j])
