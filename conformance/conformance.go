@@ -174,6 +174,7 @@ type group struct {
 // groups is the whole suite, in the order it is reported.
 var groups = []group{
 	{name: "scripts", checks: scriptChecks()},
+	{name: "sets", checks: setChecks()},
 	{name: "noscript", checks: noscriptChecks()},
 	{name: "errors", checks: append(append(errorChecks(), crossSlotChecks()...), closedChecks()...)},
 	{name: "replies", checks: replyChecks()},

@@ -50,6 +50,18 @@
 //     permit to the first of two waiters (told "<token> <fence> #<permit>" on its channel,
 //     the second not), of our permit found among 40 when KEYS[1] names another's, of
 //     another's, and on an empty server.
+//   - sets: a lock over three names (core.NewSetKeys, under a prefix with a hash tag) runs
+//     acquire and release with each name's six KEYS, name after name (18): acquire of free
+//     names (each lock key our token with the TTL; {1, fence} with the fence one past the
+//     largest of the names' far-apart counters, 5, none and past 2^32, and every counter
+//     raised to it), of names one of which another holds ({0, pttl}, none taken, the waiter
+//     queued once in every name's queue with its attempt and the set's lock keys recorded),
+//     and that call again with the same token (the same reply, still one entry each);
+//     release of our names (every lock key deleted, {1, 0}), and with a waiter queued for
+//     the last name (that name handed to it, the waiter told "<token> <fence>" on that name's
+//     own channel, {1, 1}). On a cluster, a set whose names share one hash tag (one slot)
+//     is acquired and released; one whose names are in different slots is an error that
+//     core.Permanent knows, never a panic, and takes nothing.
 //   - noscript: each script right after SCRIPT FLUSH, three times: Eval (EvalStrings for
 //     leader) falls back from EVALSHA to EVAL, and the script replies as it must on an empty
 //     server.
