@@ -272,7 +272,11 @@ func TestAcquireAllNotStarved(t *testing.T) {
 				}
 			})
 		}
-		queuedEverywhere(t, s, "a", 1+lockers) // every locker waits behind the set
+		// Every locker waits behind the set on every server before b is let go of (or one
+		// already held a: the assertion below says so).
+		require.Eventually(t, func() bool {
+			return early.Load() > 0 || everywhere(s, queued(1+lockers), "ZCARD", lockKey("a")+":queue")
+		}, generous, time.Millisecond, "a's queue does not have the set waiter and the %d lockers on every server", lockers)
 		require.NoError(t, b.Release(ctx))
 		require.NoError(t, within(t, false, got, "the set's turn"))
 		wg.Wait()

@@ -83,10 +83,8 @@ func TestSetIsAllOrNothing(t *testing.T) {
 			servers := c.servers(t, c.n)
 			cl := newCluster(t, servers)
 			ctx := context.Background()
-			b, err := cl.Acquire(ctx, fencedOn(servers, "b"))
-			require.NoError(t, err)
-			heldBy(t, servers, "b", b) // else the set is granted where b is not yet
-			_, err = cl.Acquire(ctx, setLock(t, servers, "a", "b"))
+			b := holdFenced(t, ctx, cl, servers, "b") // else the set is granted where b is not yet
+			_, err := cl.Acquire(ctx, setLock(t, servers, "a", "b"))
 			require.ErrorIs(t, err, core.ErrHeld)
 			assert.Equal(t, everywhere(servers, ""), holders(t, servers, "a"), "a was taken without b")
 			require.NoError(t, cl.Release(ctx, b))
@@ -97,9 +95,7 @@ func TestSetIsAllOrNothing(t *testing.T) {
 			set, err := cl.Acquire(ctx, setLock(t, servers, "b", "a"))
 			require.NoError(t, err)
 			for _, name := range []string{"a", "b"} {
-				require.Eventually(t, func() bool { // Acquire returns at a quorum
-					return assert.ObjectsAreEqual(everywhere(servers, set.Token()), holders(t, servers, name))
-				}, generous, time.Millisecond, "%s is not the set's everywhere", name)
+				heldBy(t, servers, name, set)
 				_, err = cl.Acquire(ctx, fencedOn(servers, name))
 				require.ErrorIs(t, err, core.ErrHeld, "a single-name lock of %s while the set holds it", name)
 			}
@@ -169,10 +165,7 @@ func TestCrossedSetWaitersNeverDeadlock(t *testing.T) {
 				defer cancel()
 				held := map[string]*core.Held{}
 				for _, name := range []string{"a", "b"} {
-					h, err := cl.Acquire(ctx, fencedOn(servers, name))
-					require.NoError(t, err)
-					heldBy(t, servers, name, h)
-					held[name] = h
+					held[name] = holdFenced(t, ctx, cl, servers, name)
 				}
 				order := make(chan int, 2)
 				var wg sync.WaitGroup
@@ -210,29 +203,21 @@ func TestCrossedSetWaitersNeverDeadlock(t *testing.T) {
 // it: single-name waiters of a that come after it queue behind it, and none holds a until
 // the set waiter had its turn, which a release of b hands it whole.
 func TestSetWaiterIsNotStarved(t *testing.T) {
+	const lockers = 4
 	for _, c := range setups[:2] {
 		t.Run(c.name, func(t *testing.T) {
 			servers := c.servers(t, c.n)
 			cl := newCluster(t, servers)
 			ctx, cancel := context.WithTimeout(context.Background(), generous)
 			defer cancel()
-			b, err := cl.Acquire(ctx, fencedOn(servers, "b"))
-			require.NoError(t, err)
-			heldBy(t, servers, "b", b)
+			b := holdFenced(t, ctx, cl, servers, "b")
 			var setHeld atomic.Bool
 			var early atomic.Int32 // single holders of a before the set's turn
-			got := make(chan *core.Held, 1)
-			go func() {
-				h, err := cl.AcquireWait(ctx, setLock(t, servers, "a", "b"), patient)
-				if assert.NoError(t, err) {
-					setHeld.Store(true)
-					got <- h
-				}
-			}()
+			got := waitInBackground(t, ctx, cl, setLock(t, servers, "a", "b"))
 			a := core.NewKeys("q:", "a")
 			require.Eventually(t, func() bool { return allEqual(queued(t, servers, a), 1) }, generous, time.Millisecond)
 			var wg sync.WaitGroup
-			for range 4 { // a stream of single-name lockers of a
+			for range lockers { // a stream of single-name lockers of a
 				wg.Go(func() {
 					for range 3 {
 						h, err := cl.AcquireWait(ctx, fencedOn(servers, "a"), core.Backoff{Min: time.Millisecond, Max: 5 * time.Millisecond})
@@ -247,9 +232,13 @@ func TestSetWaiterIsNotStarved(t *testing.T) {
 					}
 				})
 			}
-			time.Sleep(100 * time.Millisecond)
+			// Every locker queued behind the set waiter on every server before b is let go of
+			// (or one already held a: the assertion below says so).
+			require.Eventually(t, func() bool { return early.Load() > 0 || allEqual(queued(t, servers, a), 1+lockers) },
+				generous, time.Millisecond, "the %d single-name waiters of a are not queued behind the set waiter on every server", lockers)
 			require.NoError(t, cl.Release(ctx, b))
-			set := <-got
+			set := await(t, servers, got, "the set's turn")
+			setHeld.Store(true) // before the set lets go of a, which no single holder has until then
 			require.NoError(t, cl.Release(ctx, set))
 			wg.Wait()
 			assert.Zero(t, early.Load(), "a single-name waiter that queued after the set waiter took a first")
@@ -356,20 +345,12 @@ func TestSetIsHandedOverWhole(t *testing.T) {
 			cl, counts := countedCluster(t, servers)
 			ctx, cancel := context.WithTimeout(context.Background(), generous)
 			defer cancel()
-			b, err := cl.Acquire(ctx, fencedOn(servers, "b"))
-			require.NoError(t, err)
-			heldBy(t, servers, "b", b)
+			b := holdFenced(t, ctx, cl, servers, "b")
 			l := setLock(t, servers, "a", "b")
 			l.NodeTimeout = 2 * time.Second            // a refresh interval of 5 s
 			slowAcquires(counts, 300*time.Millisecond) // the waiter's attempts (see slowAcquires)
 			defer slowAcquires(counts, 0)
-			got := make(chan *core.Held, 1)
-			go func() {
-				h, err := cl.AcquireWait(ctx, l, patient)
-				if assert.NoError(t, err) {
-					got <- h
-				}
-			}()
+			got := waitInBackground(t, ctx, cl, l)
 			a := core.NewKeys("q:", "a")
 			// Its second attempt, after it subscribed, is recorded in a's queue too.
 			require.Eventually(t, func() bool { return registeredAs(t, servers, a, ".2") }, generous, time.Millisecond)
@@ -391,4 +372,27 @@ func heldBy(t *testing.T, servers []server, name string, h *core.Held) {
 	t.Helper()
 	require.Eventually(t, func() bool { return assert.ObjectsAreEqual(everywhere(servers, h.Token()), holders(t, servers, name)) },
 		generous, time.Millisecond, "%s is not held on every server", name)
+}
+
+// holdFenced acquires name through cl (fenced: see fencedOn) and waits until every server
+// holds it (see heldBy).
+func holdFenced(t *testing.T, ctx context.Context, cl *core.Cluster, servers []server, name string) *core.Held {
+	t.Helper()
+	h, err := cl.Acquire(ctx, fencedOn(servers, name))
+	require.NoError(t, err)
+	heldBy(t, servers, name, h)
+	return h
+}
+
+// waitInBackground runs cl.AcquireWait(ctx, l, patient) in a goroutine, and returns the
+// channel on which it delivers the lock held (nothing on an error, which fails the test).
+func waitInBackground(t *testing.T, ctx context.Context, cl *core.Cluster, l *core.Lock) <-chan *core.Held {
+	got := make(chan *core.Held, 1)
+	go func() {
+		h, err := cl.AcquireWait(ctx, l, patient)
+		if assert.NoError(t, err) {
+			got <- h
+		}
+	}()
+	return got
 }
