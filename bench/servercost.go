@@ -38,6 +38,7 @@ func serverCost(ctx context.Context, addr string, pairs int) ([]costRow, error) 
 		name      string
 		lock, unl func(p goredis.Pipeliner, k core.Keys, token string)
 		lockCmd   string
+		names     int // names per lock: 2 for a set (core.NewSetKeys)
 	}
 	setNX := func(p goredis.Pipeliner, k core.Keys, token string) { p.SetNX(ctx, k.Lock, token, floorTTL) }
 	script := func(p goredis.Pipeliner, k core.Keys, token string) {
@@ -51,10 +52,11 @@ func serverCost(ctx context.Context, addr string, pairs int) ([]costRow, error) 
 	}
 	floorUnlock := func(p goredis.Pipeliner, k core.Keys, token string) { cad.EvalSha(ctx, p, []string{k.Lock}, token) }
 	kinds := []pair{
-		{"floor: SET NX PX, compare-and-delete", setNX, floorUnlock, "set"},
-		{"redlock Mutex: SET NX PX, release script", setNX, ours, "set"},
-		{"acquire script (guard off, no fence), release script", script, ours, "evalsha"},
-		{"acquire script (fenced), release script", fenced, ours, "evalsha"},
+		{"floor: SET NX PX, compare-and-delete", setNX, floorUnlock, "set", 1},
+		{"redlock Mutex: SET NX PX, release script", setNX, ours, "set", 1},
+		{"acquire script (guard off, no fence), release script", script, ours, "evalsha", 1},
+		{"acquire script (fenced), release script", fenced, ours, "evalsha", 1},
+		{"two names: acquire script (guard off, no fence), release script", script, ours, "evalsha", 2},
 	}
 	var rows []costRow
 	for i, kind := range kinds {
@@ -68,7 +70,14 @@ func serverCost(ctx context.Context, addr string, pairs int) ([]costRow, error) 
 		for done := 0; done < pairs; done += batch {
 			p := rdb.Pipeline()
 			for j := done; j < min(done+batch, pairs); j++ {
-				k := core.NewKeys("cost:", fmt.Sprintf("%d:%d", i, j))
+				name := fmt.Sprintf("%d:%d", i, j)
+				k := core.NewKeys("cost:", name)
+				if kind.names == 2 {
+					var err error
+					if k, err = core.NewSetKeys("cost:", []string{name, name + "'"}); err != nil {
+						return nil, err
+					}
+				}
 				token := fmt.Sprintf("t%d", j)
 				kind.lock(p, k, token)
 				kind.unl(p, k, token)

@@ -7,7 +7,7 @@ import (
 
 // The scripts that every lock operation runs: each file's header gives its KEYS, ARGV and
 // replies. queue.lua is the prelude, the constants and functions shared by every script but
-// proclaim and leader: it comes first, except in release (below).
+// proclaim and leader: it comes first, except in acquire and release (below).
 var (
 	//go:embed lua/queue.lua
 	preludeSource string
@@ -28,7 +28,7 @@ var (
 	//go:embed lua/leader.lua
 	leaderSource string
 
-	acquireScript = NewScript("acquire", preludeSource+acquireSource)
+	acquireScript = NewScript("acquire", preludeAt(acquireSource))
 	extendScript  = NewScript("extend", preludeSource+extendSource)
 	releaseScript = NewScript("release", preludeAt(releaseSource))
 	// A reader's: rlock and runlock share the prelude, and runlock ends as release does.
@@ -40,15 +40,16 @@ var (
 	leaderScript   = NewScript("leader", leaderSource)
 )
 
-// preludeMark is the line of release.lua that the prelude replaces: the uncontended case,
-// above it, returns before the prelude's definitions are evaluated (a speed path).
+// preludeMark is the line of acquire.lua and release.lua that the prelude replaces: the
+// uncontended case, above it, returns before the prelude's definitions are evaluated (a
+// speed path).
 const preludeMark = "\n-- queue.lua: the prelude, put here by core/scripts.go\n"
 
 // preludeAt returns src with the prelude in place of its preludeMark line.
 func preludeAt(src string) string {
 	before, after, ok := strings.Cut(src, preludeMark)
 	if !ok {
-		panic("core: no prelude mark in release.lua")
+		panic("core: a script without its prelude mark")
 	}
 	return before + "\n" + preludeSource + after
 }

@@ -11,6 +11,21 @@
 -- if 1, if ARGV[8] is "1" (then with the run_id), and in a semaphore's {1, ...} and {0, ...},
 -- which end with the permits free to the caller (ceil(K / 48) numbers, permit i bit i % 48 of
 -- number i / 48, from 0) and the permit taken (-1: none).
+-- Every name free, no one queued or remembered as leaving, no guard, fence, semaphore or
+-- identity asked for: all taken in one call, before the prelude.
+if ARGV[3] == '0' and ARGV[4] == '0' and not ARGV[9] and ARGV[8] ~= '1' then
+  local watched = {}
+  for j = 1, #KEYS, 6 do
+    watched[#watched + 1], watched[#watched + 2], watched[#watched + 3] = KEYS[j], KEYS[j + 2], KEYS[j + 3]
+  end
+  if redis.call('EXISTS', unpack(watched)) == 0 then
+    for j = 1, #KEYS, 6 do
+      redis.call('SET', KEYS[j], ARGV[1], 'PX', ARGV[2])
+    end
+    return {1, 0}
+  end
+end
+-- queue.lua: the prelude, put here by core/scripts.go
 local abstain, unguarded = guarded(tonumber(ARGV[3]) or 0)
 if abstain then
   return vote(-1, abstain)

@@ -9,17 +9,23 @@
 local holder = redis.call('GET', KEYS[1])
 local queued = redis.call('EXISTS', KEYS[3]) == 1
 local waiter = ARGV[4]
--- Uncontended, one name or the permit held, not a leave past a first attempt: done before
--- the prelude.
+-- Uncontended (no queue, not a leave past a first attempt), the lock, every name of a set or
+-- the permit held: done before the prelude.
 local retried = waiter ~= '' and tonumber(string.match(ARGV[1], '%.(%d+)$') or '1') > 1
-local one = ARGV[8] and ARGV[9] or not ARGV[8] and #KEYS == 6
-if one and not queued and (waiter == '' or ARGV[5] == 'leave' and not retried) then
-  if holder == ARGV[1] then
-    redis.call('DEL', KEYS[1])
-    return {1, 0}
-  elseif not holder then
-    return {0, 0, 1}
+local uncontended = not queued and (waiter == '' or ARGV[5] == 'leave' and not retried)
+local locks = uncontended and (not ARGV[8] or ARGV[9]) and holder == ARGV[1] and {KEYS[1]}
+for j = 7, (locks and not ARGV[8]) and #KEYS or 0, 6 do -- a set's other names
+  if redis.call('GET', KEYS[j]) ~= ARGV[1] or redis.call('EXISTS', KEYS[j + 2]) == 1 then
+    locks = nil
+    break
   end
+  locks[#locks + 1] = KEYS[j]
+end
+if locks then
+  redis.call('DEL', unpack(locks))
+  return {1, 0}
+elseif uncontended and not holder and (ARGV[8] and ARGV[9] or not ARGV[8] and #KEYS == 6) then
+  return {0, 0, 1}
 end
 -- queue.lua: the prelude, put here by core/scripts.go
 if ARGV[8] then -- every permit of the caller's goes; it hands on its own, or the first free
