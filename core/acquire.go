@@ -399,8 +399,7 @@ func (c *Cluster) raise(ctx context.Context, l *claim, fence int64, until time.T
 		err = opError("acquire", l.Keys.named(), ErrExpired)
 	}
 	if err != nil { // the acquisition is undone: the raise's calls land first
-		f.wait(l.extendLate)
-		l.extending, l.extendLate = nil, 0
+		l.unfollow(f)
 	}
 	return err
 }

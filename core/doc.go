@@ -53,7 +53,7 @@
 //  4. One server, one vote. While some node is unidentified, a win counts only once every
 //     node that is not suspected has said which server it reaches.
 //  5. Nothing left behind. A failed attempt is released on every node that may hold it,
-//     a straggler once it answers; a release follows the acquisition's and the last
+//     a straggler once it answers; a release follows the acquisition's and every
 //     extension's calls still under way; a waiter that gives up leaves every queue.
 //  6. Progress. A crashed holder blocks the others for its TTL at most, a crashed waiter
 //     for a place's lifetime (placeKept); a waiter that keeps calling keeps its place.

@@ -145,32 +145,27 @@ func (f *fanout) call(i int) {
 	f.out <- f.c.eval(f.ctx, f.dctx, i, f.timeout, &f.req)
 }
 
-// after calls each node of lateA once the fan-out a has its answer from it, and each of
-// lateE once e has (a bit per node; a node in both once both have), or when their deadline
-// passes: so that those calls, which could set the lock's key, land before f's. f must
-// skip those nodes (see fan).
-func (f *fanout) after(a *fanout, lateA uint64, e *fanout, lateE uint64) {
-	for all := lateA | lateE; all != 0; all &= lateA | lateE {
-		var aout, eout <-chan reply
-		var adone, edone <-chan struct{}
-		if lateA != 0 {
-			aout, adone = a.out, a.deadline
+// after calls each node that follows wait for (see followed) once every fan-out of follows
+// that waits for it has its answer from it, or its deadline passed: so that those calls,
+// which could set the lock's key, land before f's. f must skip those nodes (see fan).
+// follows are oldest first, and made under one node timeout, so that their deadlines come
+// in that order too: after waits on the oldest that still waits, and reads the others'
+// replies each time it wakes, so a node is called at the latest at the deadline of the
+// last fan-out that waits for it. It empties each late of follows.
+func (f *fanout) after(follows []followed) {
+	for all := lateOf(follows); all != 0; {
+		for k := range follows {
+			follows[k].poll()
 		}
-		if lateE != 0 {
-			eout, edone = e.out, e.deadline
-		}
-		select {
-		case r := <-aout:
-			lateA &^= bit(r.node)
-		case r := <-eout:
-			lateE &^= bit(r.node)
-		case <-adone: // the rest answer, if ever, later
-			lateA = 0
-		case <-edone:
-			lateE = 0
-		}
-		for ready := all &^ (lateA | lateE); ready != 0; ready &= ready - 1 {
+		left := lateOf(follows)
+		for ready := all &^ left; ready != 0; ready &= ready - 1 {
 			go f.call(bits.TrailingZeros64(ready))
+		}
+		for all = left; len(follows) > 0 && follows[0].late == 0; {
+			follows = follows[1:]
+		}
+		if all != 0 {
+			follows[0].await()
 		}
 	}
 }

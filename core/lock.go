@@ -130,11 +130,11 @@ type claim struct {
 	acquiring *fanout
 	pending   int
 	late      uint64
-	// extending is the last extension (or raise) of the lock whose calls to extendLate (a
-	// bit per node) had not answered when it returned: such a call may take a free key (see
-	// Extend), so Release calls those nodes only once it answered.
-	extending  *fanout
-	extendLate uint64
+	// extending are the extensions (and raises) of the lock, oldest first, whose calls to
+	// some nodes had not answered when they returned (see follow): such a call may take a
+	// free key (see Extend), so Release calls those nodes only once every such call to
+	// them answered.
+	extending []followed
 	// holds are the nodes (a bit each, N <= 64) known to have held the lock for this owner:
 	// they granted it, handed it over, or extended it (see Extend).
 	holds uint64

@@ -8,9 +8,9 @@ import (
 // Release runs release "leave" for h on every node (see the package doc's tables): it lets
 // go of h, takes h's waiter out of the queue and hands the lock on. It runs even if ctx is
 // cancelled: a release is never abandoned half-way. A node that had not answered the
-// acquisition yet, or h's last extension (or its raise) that could take the lock there, is
-// called once it answers (or at that call's deadline), so that no late SET lands after the
-// release.
+// acquisition yet, or an extension of h (or a raise) that could take the lock there, is
+// called once every such call answered (or by the deadline of the last one), so that no
+// late SET lands after the release.
 //
 // It returns once a quorum let go and the other nodes had twice as long as that took; a
 // slower node is left to its call, which ends within the node timeout. On failure it waits
@@ -35,12 +35,15 @@ func (c *Cluster) Release(ctx context.Context, h *Held) error {
 	if l.acquiring != nil && l.pending > 0 {
 		late = l.late
 	}
+	follows := l.extending
 	if late == 0 {
 		l.stragglers()
+	} else { // the oldest
+		follows = append([]followed{{f: l.acquiring, late: late}}, follows...)
 	}
-	f := c.fan(ctx, l.NodeTimeout, req, late|l.extendLate)
-	f.after(l.acquiring, late, l.extending, l.extendLate)
-	l.acquiring, l.pending, l.late, l.extending, l.extendLate = nil, 0, 0, nil, 0
+	f := c.fan(ctx, l.NodeTimeout, req, lateOf(follows))
+	f.after(follows)
+	l.acquiring, l.pending, l.late, l.extending = nil, 0, 0, nil
 	t := tally{c: c, op: "release", key: l.Keys.named(), gone: start.Before(h.Until)}
 	switch {
 	case c.settle(f.ctx, f, &t, start):
@@ -90,8 +93,56 @@ func (f *fanout) grace(n int, d time.Duration) {
 	}
 }
 
+// followed is a fan-out whose calls to the nodes of late (a bit per node) had not answered
+// when it returned, and have not since (as far as poll and await have read).
+type followed struct {
+	f    *fanout
+	late uint64
+}
+
+// poll reads the replies that e.f has now, without waiting, and empties e.late once e.f's
+// deadline passed (the rest answer, if ever, later).
+func (e *followed) poll() {
+	for e.late != 0 {
+		select {
+		case r := <-e.f.out:
+			e.late &^= bit(r.node)
+		case <-e.f.deadline:
+			e.late = 0
+		default:
+			return
+		}
+	}
+}
+
+// await waits for one more reply of e.f, or for its deadline, which empties e.late.
+func (e *followed) await() {
+	select {
+	case r := <-e.f.out:
+		e.late &^= bit(r.node)
+	case <-e.f.deadline:
+		e.late = 0
+	}
+}
+
+// lateOf returns the nodes (a bit each) that some fan-out of follows still waits for.
+func lateOf(follows []followed) uint64 {
+	var late uint64
+	for _, e := range follows {
+		late |= e.late
+	}
+	return late
+}
+
 // follow records f, an extension (or a raise), if a node of may (a bit per node: those sent
-// the fence to take the lock with) has not answered it: Release then follows that call.
+// the fence to take the lock with) has not answered it: Release then follows that call. It
+// keeps the earlier records whose calls have not all answered, and drops the others.
+//
+// Every extension whose calls may still land is kept, not only the last: a later extension
+// does not end an earlier one's calls, and those may land after the later one's. Each
+// follow drops the records whose calls all answered or whose deadline passed. So after it
+// every record kept has a call in flight before its deadline, one record per extension:
+// they are never more than the calls in flight, which their node timeout ends.
 func (l *claim) follow(f *fanout, may uint64, answered []bool) {
 	var late uint64
 	for i, ok := range answered {
@@ -99,8 +150,26 @@ func (l *claim) follow(f *fanout, may uint64, answered []bool) {
 			late |= may & bit(i)
 		}
 	}
+	kept := l.extending[:0]
+	for _, e := range l.extending {
+		if e.poll(); e.late != 0 {
+			kept = append(kept, e)
+		}
+	}
+	clear(l.extending[len(kept):]) // no fan-out is kept alive by a dropped record
 	if late != 0 {
-		l.extending, l.extendLate = f, late
+		kept = append(kept, followed{f: f, late: late})
+	}
+	l.extending = kept
+}
+
+// unfollow waits for the calls of f, the last extension (or raise) recorded, that had not
+// answered, or for its deadline, and drops its record.
+func (l *claim) unfollow(f *fanout) {
+	if n := len(l.extending); n > 0 && l.extending[n-1].f == f {
+		f.wait(l.extending[n-1].late)
+		l.extending[n-1] = followed{}
+		l.extending = l.extending[:n-1]
 	}
 }
 
