@@ -9,7 +9,7 @@
 //
 // Usage:
 //
-//	redlock run -name NAME [flags] [--] COMMAND [ARG...]
+//	redlock run -name NAME [-name NAME...] [flags] [--] COMMAND [ARG...]
 //	redlock elect NAME [flags] [--] COMMAND [ARG...]
 //	redlock status [flags] NAME
 //	redlock version
@@ -30,6 +30,15 @@
 // flags set the library's options (-ttl, -restart-guard, -node-timeout, -drift-factor,
 // -prefix, -retry-min, -retry-max) and what happens around COMMAND (-timeout, -grace,
 // -conflict-exit-code, -quiet); `redlock run -h` describes each, with an example.
+//
+// -name given more than once takes one lock over every NAME at once (the library's
+// Client.AcquireAll, or TryAcquireAll with -nonblock): all of them or none, never one after
+// another, so two runs that share names cannot deadlock whatever their order. Each NAME is
+// held as its own lock would be, so the names' holders exclude it, and its token is above
+// every token the names had; losing any one name loses the lock. A NAME given twice counts
+// once; a comma is part of a NAME, not a separator. Everything else (the flags, exit
+// statuses, extension, loss and signals) is as for one name: "the lock" is the lock over
+// every NAME, and it is held elsewhere when any one of them is.
 //
 // `redlock elect` campaigns to lead the election NAME (the library's Client.NewElection,
 // whose leader holds the lock NAME) and runs COMMAND once this process leads, as `redlock

@@ -8,6 +8,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -26,7 +27,8 @@ const (
 // runConfig is what `redlock run` or `redlock elect` was asked to do, parsed and checked.
 type runConfig struct {
 	sub      string           // cmdRun or cmdElect
-	name     string           // the lock's, or the election's
+	name     string           // the election's, or the lock's (see lockName)
+	names    []string         // run: the lock's names, each once, in the order of -name
 	value    string           // elect: the value the leader proclaims
 	addrs    []*redis.Options // one per Redis master
 	command  []string         // the command and its arguments
@@ -66,7 +68,7 @@ func usagef(format string, args ...any) error { return usageError{fmt.Sprintf(fo
 // electUsageTail in `redlock elect -h`, each tail followed by signalsUsage. doc.go says
 // the same.
 const (
-	runUsageHead = `Usage: redlock run -name NAME [flags] [--] COMMAND [ARG...]
+	runUsageHead = `Usage: redlock run -name NAME [-name NAME...] [flags] [--] COMMAND [ARG...]
 
 Run COMMAND while holding the lock NAME over the Redis masters of -addrs, and exit
 with COMMAND's status. One address makes a single-instance lock; several make a
@@ -74,6 +76,15 @@ Redlock over independent masters (not replicas of one another), a majority of wh
 must grant it. The lock is extended while COMMAND runs and released when it exits.
 COMMAND gets the lock's fencing token in $REDLOCK_TOKEN: a decimal number that grows
 from one holder of NAME to the next, for storage that should refuse late writers.
+
+-name given more than once takes one lock over every NAME at once (the library's
+AcquireAll, or TryAcquireAll with -nonblock): all of them or none, never one after
+another, so two runs that share names cannot deadlock whatever their order. Each NAME
+is held as its own lock would be, so the names' holders exclude it, and its token is
+above every token the names had; losing any one name loses the lock. A NAME given
+twice counts once; a comma is part of a NAME, not a separator. Everything else (the
+flags, exit statuses, extension, loss and signals) is as for one name: "the lock" is
+the lock over every NAME, and it is held elsewhere when any one of them is.
 
 Before its first attempt redlock connects to every node at once, and goes on as soon
 as a majority of them has connected, or every one has connected or failed; it gives
@@ -169,7 +180,11 @@ func commandFlags(sub string, c *runConfig) *flag.FlagSet {
 	fs.Usage = func() {}
 	elect := sub == cmdElect
 	if !elect {
-		fs.StringVar(&c.name, "name", "", "the lock's `NAME` (required): commands run under one NAME, -addrs and -prefix take turns")
+		fs.Func("name", "the lock's `NAME` (required): commands run under one NAME, -addrs and -prefix take turns.\n"+
+			"Give -name once per NAME to hold several at once, all or none (a comma is part of a NAME)", func(s string) error {
+			c.names = append(c.names, s)
+			return nil
+		})
 	}
 	addrsFlag(fs, &c.addrs)
 	if elect {
@@ -276,6 +291,13 @@ func parseCommand(sub string, args []string, getenv func(string) string) (*runCo
 	if len(names) > 0 {
 		c.name = names[0]
 	}
+	if sub == cmdRun {
+		if slices.Contains(c.names, "") {
+			return nil, usagef("an empty -name: every lock name must have at least one byte")
+		}
+		c.names = fold(c.names)
+		c.name = lockName(c.names)
+	}
 	if !set["addrs"] {
 		addrs, err := parseAddrs(getenv("REDIS_ADDRS"))
 		if err != nil {
@@ -294,7 +316,7 @@ func parseCommand(sub string, args []string, getenv func(string) string) (*runCo
 	case len(c.command) == 0 && sub == cmdElect:
 		return nil, usagef("no command to run: give it after the flags, as in redlock elect %s -- COMMAND [ARG...]", c.name)
 	case len(c.command) == 0:
-		return nil, usagef("no command to run: give it after the flags, as in redlock run -name %s -- COMMAND [ARG...]", c.name)
+		return nil, usagef("no command to run: give it after the flags, as in redlock run %s -- COMMAND [ARG...]", nameFlags(c.names))
 	case len(c.addrs) == 0:
 		return nil, usagef("no Redis address: give -addrs host:port[,host:port...] or set $REDIS_ADDRS")
 	case c.nonblock && set["wait"]:
@@ -318,6 +340,42 @@ func parseCommand(sub string, args []string, getenv func(string) string) (*runCo
 	return c, nil
 }
 
+// fold returns names without repeats: each name once, where it first came.
+func fold(names []string) []string {
+	var out []string
+	for _, name := range names {
+		if !slices.Contains(out, name) {
+			out = append(out, name)
+		}
+	}
+	return out
+}
+
+// lockName returns the name of the lock over names (each once) as the library's errors
+// give it: "" for none, the name itself for one, and for several the names as fmt.Sprint
+// prints them, "[a b]" (see redlock.Client.AcquireAll).
+func lockName(names []string) string {
+	switch len(names) {
+	case 0:
+		return ""
+	case 1:
+		return names[0]
+	}
+	return fmt.Sprint(names)
+}
+
+// nameFlags returns the -name flags that give names, for a message.
+func nameFlags(names []string) string {
+	var b strings.Builder
+	for i, name := range names {
+		if i > 0 {
+			b.WriteByte(' ')
+		}
+		b.WriteString("-name " + name)
+	}
+	return b.String()
+}
+
 // defaultValue returns the value that `redlock elect` proclaims without -value:
 // "HOST:PID", this machine's host name and redlock's process ID.
 func defaultValue() string {
@@ -333,11 +391,14 @@ func defaultValue() string {
 // name rather than the option's.
 func (c *runConfig) checkLibrary() error {
 	drift := time.Duration(float64(c.ttl)*c.driftFactor) + 2*time.Millisecond
+	for _, name := range c.names {
+		if len(name) > redlock.MaxNameLen {
+			return usagef("-name of %d bytes: at most %d", len(name), redlock.MaxNameLen)
+		}
+	}
 	switch {
 	case len(c.name) > redlock.MaxNameLen && c.sub == cmdElect:
 		return usagef("NAME of %d bytes: at most %d", len(c.name), redlock.MaxNameLen)
-	case len(c.name) > redlock.MaxNameLen:
-		return usagef("-name of %d bytes: at most %d", len(c.name), redlock.MaxNameLen)
 	case c.ttl < time.Millisecond:
 		return usagef("-ttl must be at least 1ms, got %v", c.ttl)
 	case c.driftFactor < 0 || c.driftFactor >= 1 || c.driftFactor != c.driftFactor:

@@ -15,6 +15,7 @@ also runs a command while leading an election, and shows who holds a lock.
 
 Usage:
   redlock run -name NAME [flags] [--] COMMAND [ARG...]   run COMMAND holding lock NAME
+                                                         (-name again: every NAME at once)
   redlock elect NAME [flags] [--] COMMAND [ARG...]       run COMMAND while leading election NAME
   redlock status [flags] NAME                            show who holds NAME, and who waits
   redlock version                                        print redlock's version

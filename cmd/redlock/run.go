@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -144,8 +145,11 @@ func trim(err error) string { return strings.TrimPrefix(err.Error(), "redlock: "
 // Redis key) that the library puts before the cause, nor its "redlock: " prefixes.
 func (r *runner) cause(err error) string {
 	msg := err.Error()
-	key := core.NewKeys(r.prefix, r.name).Lock
-	for _, lock := range []string{strconv.Quote(key), quoted(r.name)} {
+	locks := []string{strconv.Quote(r.name), quoted(r.name)}
+	for _, name := range append(slices.Clone(r.names), r.name) {
+		locks = append(locks, strconv.Quote(core.NewKeys(r.prefix, name).Lock))
+	}
+	for _, lock := range locks {
 		msg = opLock(lock).ReplaceAllString(msg, "")
 	}
 	return strings.ReplaceAll(msg, "redlock: ", "")
@@ -180,21 +184,32 @@ func (r *runner) usage(err error) {
 	fmt.Fprintf(r.stderr, "redlock %s: %s\nRun 'redlock %s -h' for usage.\n", r.sub, msg, r.sub)
 }
 
-// subject names what r takes in its messages: `lock "NAME"`, or `leadership of election
-// "NAME"`.
+// subject names what r takes in its messages: `lock "NAME"`, `lock ["NAME" "OTHER"]` over
+// several names, or `leadership of election "NAME"`.
 func (r *runner) subject() string {
-	if r.sub == cmdElect {
+	switch {
+	case r.sub == cmdElect:
 		return "leadership of election " + strconv.Quote(r.name)
+	case r.several():
+		return fmt.Sprintf("lock %q", r.names)
 	}
 	return "lock " + strconv.Quote(r.name)
 }
 
+// several reports whether r takes one lock over several names.
+func (r *runner) several() bool { return len(r.names) > 1 }
+
 // take makes the attempt that acquire asks for: the lock, in one attempt (-nonblock) or
-// waiting until ctx ends, or the election's leadership, campaigning until ctx ends.
+// waiting until ctx ends, or the election's leadership, campaigning until ctx ends. Over
+// several names it takes them all at once, or none.
 func (r *runner) take(ctx context.Context) (*redlock.Lease, error) {
 	switch {
 	case r.sub == cmdElect:
 		return r.client.NewElection(r.name).Campaign(ctx, r.value)
+	case r.several() && r.nonblock:
+		return r.client.TryAcquireAll(ctx, r.names)
+	case r.several():
+		return r.client.AcquireAll(ctx, r.names)
 	case r.nonblock:
 		return r.client.TryAcquire(ctx, r.name)
 	}
@@ -269,11 +284,15 @@ func (r *runner) acquire() (int, bool) {
 		r.usage(err)
 		return exitUsage, false
 	case errors.Is(err, redlock.ErrHeld):
+		some := "" // which of several names is held, the library does not say
+		if r.several() {
+			some = " (one of its names at least)"
+		}
 		if !r.quiet {
 			if r.nonblock {
-				r.say("%s is held elsewhere: not running the command", r.subject())
+				r.say("%s is held elsewhere%s: not running the command", r.subject(), some)
 			} else {
-				r.say("%s was still held elsewhere after waiting %v: not running the command", r.subject(), r.wait)
+				r.say("%s was still held elsewhere%s after waiting %v: not running the command", r.subject(), some, r.wait)
 			}
 		}
 		return r.conflictCode, false
@@ -364,6 +383,8 @@ func (r *runner) supervise(p *process) int {
 // lossReason explains why a lease ended, from Lease.Err.
 func (r *runner) lossReason(err error) string {
 	switch {
+	case errors.Is(err, redlock.ErrLost) && r.several():
+		return "the Redis nodes no longer hold every one of its names (keys were deleted, or expired)"
 	case errors.Is(err, redlock.ErrLost):
 		return "the Redis nodes no longer hold it (its keys were deleted, or expired)"
 	case errors.Is(err, redlock.ErrExpired):

@@ -50,6 +50,9 @@ func TestUsageErrors(t *testing.T) {
 		{"prefix too long", nil, []string{"run", addrs, "-name", "x", "-prefix", strings.Repeat("p", 300), "echo", "ran"}, "-prefix of 300 bytes: at most 256"},
 		{"bad prefix", nil, []string{"run", addrs, "-name", "x", "-prefix", "a{}", "echo", "ran"}, "-prefix: key prefix"},
 		{"name too long", nil, []string{"run", addrs, "-name", strings.Repeat("n", 2000), "-nonblock", "echo", "ran"}, "-name of 2000 bytes: at most 1024"},
+		{"second name too long", nil, []string{"run", addrs, "-name", "x", "-name", strings.Repeat("n", 2000), "-nonblock", "echo", "ran"}, "-name of 2000 bytes: at most 1024"},
+		{"empty second name", nil, []string{"run", addrs, "-name", "x", "-name", "", "echo", "ran"}, "an empty -name"},
+		{"two names, no command", nil, []string{"run", addrs, "-name", "x", "-name", "y"}, "as in redlock run -name x -name y -- COMMAND"},
 		{"elect without a name", nil, []string{"elect", addrs, "--", "echo", "ran"}, "no election name"},
 		{"elect without a command", nil, []string{"elect", "x", addrs}, "no command to run: give it after the flags, as in redlock elect x --"},
 		{"elect -nonblock", nil, []string{"elect", "x", addrs, "-nonblock", "echo", "ran"}, "flag provided but not defined: -nonblock"},
@@ -97,6 +100,7 @@ func TestHelp(t *testing.T) {
 			"-restart-guard", "-node-timeout", "-drift-factor", "-prefix", "-retry-min", "-retry-max", "-conflict-exit-code", "-quiet",
 			"REDLOCK_TOKEN", "Exit status", "\n  1 ", "\n  2 ", "\n  69 ", "\n  75 ", "\n  124 ", "\n  126, 127 ", "\n  128+N ",
 			"process group", "SIGTSTP", "connects to every node", "at most 2s", "connecting to the nodes included",
+			"[-name NAME...]", "-name given more than once", "all of them or none", "counts once", "a comma is part of a NAME",
 		} {
 			if !strings.Contains(stdout, want) {
 				t.Errorf("redlock %q: the usage lacks %q", args, want)
