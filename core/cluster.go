@@ -5,6 +5,7 @@ import (
 	"reflect"
 	"sync"
 	"sync/atomic"
+	"time"
 )
 
 // Cluster is a set of N independent nodes that grant a lock by majority (quorum N/2+1).
@@ -123,3 +124,146 @@ func (c *Cluster) Close() {
 		close(c.done)
 	})
 }
+
+// identity tells apart the servers behind a Cluster's nodes, so that one server reached
+// through two Nodes (two clients of one address, say) never counts as two votes (see the
+// package doc, One server, one vote). Servers are compared by the run_id they report, random
+// per server process, which a node's acquisitions ask for in their reply until it is known.
+// Once two nodes are found to reach one server, every acquisition fails with an error that
+// matches ErrInvalid and names both. A server that reports no run_id (miniredis) cannot be
+// compared, and takes part. A Node for a Redis Cluster is identified by the shard that
+// serves its first lock. A single node needs no identity.
+type identity struct {
+	known   []atomic.Bool // per node: identified (or unidentifiable)
+	unknown atomic.Int32  // the nodes not known yet
+	mu      sync.Mutex
+	ids     map[[4]int64]int // run_id -> the node that reported it
+	broken  atomic.Pointer[error]
+}
+
+// init readies id for n nodes, none known unless there is one.
+func (id *identity) init(n int) {
+	id.known = make([]atomic.Bool, n)
+	if n == 1 {
+		id.known[0].Store(true)
+	} else {
+		id.unknown.Store(int32(n))
+	}
+}
+
+// sameNode reports whether a and b are the same Node value.
+func sameNode(a, b Node) bool {
+	ta := reflect.TypeOf(a)
+	return ta == reflect.TypeOf(b) && ta.Comparable() && a == b
+}
+
+// identified records which server node i reaches, from its reply vals to an acquisition
+// that asked the server to say (see acquire.lua). It returns an error if the reply does
+// not say, or the Cluster's configuration error if two nodes reach one server.
+func (c *Cluster) identified(i int, vals []int64) error {
+	switch {
+	case len(vals) >= 7:
+		id := [4]int64(vals[3:7])
+		c.id.mu.Lock()
+		if c.id.ids == nil {
+			c.id.ids = make(map[[4]int64]int)
+		}
+		if j, seen := c.id.ids[id]; seen && j != i {
+			err := fmt.Errorf("%w: nodes %d (%s) and %d (%s) reach the same server, which must count as one vote: give each server one Node",
+				ErrInvalid, j, c.nodes[j], i, c.nodes[i])
+			c.id.broken.CompareAndSwap(nil, &err)
+		} else {
+			c.id.ids[id] = i
+		}
+		c.id.mu.Unlock()
+	case len(vals) == 3: // the server reports no run_id
+	default:
+		return fmt.Errorf("redlock: acquire script replied %d values where the server was asked to identify itself: want 3 or 7", len(vals))
+	}
+	if !c.id.known[i].Swap(true) {
+		c.id.unknown.Add(-1)
+	}
+	return c.misconfigured()
+}
+
+// misconfigured returns the error that two nodes reach one server, once found, or nil.
+func (c *Cluster) misconfigured() error {
+	if p := c.id.broken.Load(); p != nil {
+		return *p
+	}
+	return nil
+}
+
+// background counts the calls that a Cluster makes after the operation that started them
+// returned (the leaves of waiters that gave up, the undoing of failed attempts on nodes that
+// answered late), so that Wait can wait for them. Unlike a sync.WaitGroup, it may start
+// work while Wait waits; and each piece of work comes with a bound on its time, after which
+// Wait stops waiting for it (a node that ignores its context's deadline would otherwise
+// hold Wait for ever).
+type background struct {
+	mu     sync.Mutex
+	n      int
+	idle   chan struct{} // closed when n falls to 0; nil while n is 0
+	latest time.Time     // the latest bound of the work counted since n was last 0
+}
+
+// goRun runs f in a goroutine of its own, counted until f returns or bound has passed.
+func (b *background) goRun(bound time.Duration, f func()) {
+	b.mu.Lock()
+	if b.n == 0 {
+		b.idle, b.latest = make(chan struct{}), time.Time{}
+	}
+	b.n++
+	if by := time.Now().Add(bound); by.After(b.latest) {
+		b.latest = by
+	}
+	b.mu.Unlock()
+	go func() {
+		defer b.done()
+		f()
+	}()
+}
+
+func (b *background) done() {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.n--
+	if b.n == 0 {
+		close(b.idle)
+		b.idle = nil
+	}
+}
+
+// wait waits until no work is counted, or the bound of each piece counted has passed.
+func (b *background) wait() {
+	for {
+		b.mu.Lock()
+		idle, latest := b.idle, b.latest
+		b.mu.Unlock()
+		if idle == nil {
+			return
+		}
+		t := time.NewTimer(time.Until(latest))
+		select {
+		case <-idle:
+			t.Stop()
+		case <-t.C:
+			b.mu.Lock()
+			later := b.idle != nil && b.latest.After(latest) // work with a later bound came
+			b.mu.Unlock()
+			if !later {
+				return
+			}
+		}
+	}
+}
+
+// Wait waits until the calls that c makes in the background have ended: the leaves of
+// waiters whose wait ended (AcquireWait returned) while a call of theirs was under way, and
+// the releases of failed attempts on the nodes that answered after the attempt returned.
+// Each such call ends within three node timeouts of the return of the operation that
+// started it, and Wait waits no longer for it than that, even where a node ignores its
+// context's deadline. Calls that operations start while Wait waits are waited for too.
+// Call it before closing the nodes, so that none of those calls fails for want of a
+// connection and leaves a waiter queued or a lock held until its TTL.
+func (c *Cluster) Wait() { c.bg.wait() }
