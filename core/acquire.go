@@ -120,13 +120,7 @@ func (c *Cluster) decide(ctx context.Context, l *claim, b *ballot) (Grant, error
 		return Grant{}, b.t.err()
 	}
 	if b.permit != nil {
-		var answered uint64
-		for i, ok := range b.answered {
-			if ok {
-				answered |= bit(i)
-			}
-		}
-		c.holdPermit(l, b.permit, slices.Index(b.t.grants, b.t.most), answered)
+		c.holdPermit(l, b.permit, slices.Index(b.t.grants, b.t.most), flagged(b.answered, true))
 	}
 	return c.grant(ctx, l, b.start, b.fence, 0)
 }
@@ -238,16 +232,23 @@ func (b *ballot) see(r reply) {
 
 // unanswered returns the nodes whose reply was not read, a bit each (N <= 64; 0 above).
 func (b *ballot) unanswered() uint64 {
-	var late uint64
-	if len(b.answered) <= 64 {
-		for i, ok := range b.answered {
-			if !ok {
-				late |= 1 << i
-			}
+	if len(b.answered) > 64 {
+		return 0
+	}
+	return flagged(b.answered, false)
+}
+
+// flagged returns the nodes i (of the first 64) whose flags[i] is v, a bit each.
+func flagged(flags []bool, v bool) uint64 {
+	var set uint64
+	for i, f := range flags {
+		if f == v {
+			set |= bit(i)
 		}
 	}
-	return late
+	return set
 }
+
 
 // vote sends l's attempt to every node and reads the replies into b until the outcome is
 // decided.
@@ -384,7 +385,8 @@ const FenceIdle = time.Hour
 // to a waiter advances the counter to the floor of the waiter's attempt, so that a
 // hand-over usually skips it too.
 func (c *Cluster) raise(ctx context.Context, l *claim, fence int64, until time.Time) error {
-	f := c.call(ctx, &l.Lock, "raise", l.NodeTimeout, extendScript, l.Keys.extendKeys(false), l.token, millis(l.TTL), strconv.FormatInt(fence, 10))
+	f := c.fan(ctx, l.NodeTimeout, request{s: extendScript, keys: l.Keys.extendKeys(false),
+		args: []string{l.token, millis(l.TTL), strconv.FormatInt(fence, 10)}, op: "raise", failed: l.NodeFailed}, 0)
 	t := tally{c: c, op: "raise", key: l.Keys.named(), retake: until}
 	answered := make([]bool, len(c.nodes))
 	c.collect(ctx, f, &t, answered, nil)
@@ -544,9 +546,7 @@ func (t *trail) add(i, n int) chan struct{} {
 	}
 	open := t.busy[i][:0]
 	for _, b := range t.busy[i] {
-		select {
-		case <-b:
-		default:
+		if !closed(b) {
 			open = append(open, b)
 		}
 	}
@@ -560,14 +560,22 @@ func (t *trail) underWay() bool {
 	defer t.mu.Unlock()
 	for _, calls := range t.busy {
 		for _, b := range calls {
-			select {
-			case <-b:
-			default:
+			if !closed(b) {
 				return true
 			}
 		}
 	}
 	return false
+}
+
+// closed reports whether ch is closed (or has a value ready).
+func closed(ch <-chan struct{}) bool {
+	select {
+	case <-ch:
+		return true
+	default:
+		return false
+	}
 }
 
 // wait returns once every call to node i recorded so far is dealt with, or at the latest

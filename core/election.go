@@ -30,7 +30,8 @@ func (c *Cluster) Proclaim(ctx context.Context, h *Held, value string) error {
 	}
 	ctx = context.WithoutCancel(ctx)
 	start := time.Now()
-	f := c.call(ctx, nil, "", l.NodeTimeout, proclaimScript, []string{l.Keys.Lock, l.Keys.Leader}, l.token, l.Keys.LeaderChannel(), "PUBLISH", value, millis(FenceIdle))
+	f := c.fan(ctx, l.NodeTimeout, request{s: proclaimScript, keys: []string{l.Keys.Lock, l.Keys.Leader},
+		args: []string{l.token, l.Keys.LeaderChannel(), "PUBLISH", value, millis(FenceIdle)}}, 0)
 	t := tally{c: c, op: "proclaim", key: l.Keys.named()}
 	switch {
 	case c.settle(ctx, f, &t, start), t.won():
@@ -146,16 +147,11 @@ func (c *Cluster) readRecord(ctx, dctx context.Context, i int, timeout time.Dura
 	c.calls[i].Add(1)
 	defer c.calls[i].Add(-1)
 	vals, err := c.nodes[i].EvalStrings(dctx, leaderScript, keys)
-	switch {
-	case ctx.Err() != nil:
-		err = ctx.Err()
-	case err != nil && dctx.Err() != nil:
-		err = timeoutError(timeout, err)
-	case err == nil && !(len(vals) == 1 && vals[0] == "0" || len(vals) == 2 && vals[0] == "1"):
+	if err = c.heard(ctx, dctx, i, timeout, err); err == nil && !(len(vals) == 1 && vals[0] == "0" || len(vals) == 2 && vals[0] == "1") {
 		err = fmt.Errorf("redlock: leader script replied %d values, want {0} or {1, record}", len(vals))
 	}
-	c.heard(ctx, dctx, i, err)
 	switch {
+
 	case err != nil:
 		return leaderReply{reply: reply{node: i, err: err}}
 	case vals[0] == "0":

@@ -73,11 +73,6 @@ type request struct {
 	spare uint64
 }
 
-// call runs s on every node at once, each bounded by timeout (see fan), as the operation op
-// on the lock l asks for: its failed calls go to l.NodeFailed (l may be nil).
-func (c *Cluster) call(ctx context.Context, l *Lock, op string, timeout time.Duration, s *Script, keys []string, args ...string) *fanout {
-	return c.fan(ctx, timeout, request{s: s, keys: keys, args: args, op: op, failed: l.nodeFailed()}, 0)
-}
 
 // fanout is one request's calls to the nodes, each on a goroutine of its own, under one
 // deadline: the replies come on out, in the order they arrive. out has room for all N, so
@@ -170,17 +165,6 @@ func (f *fanout) after(follows []followed) {
 	}
 }
 
-// wait returns once the nodes of late (a bit per node) answered f, or at f's deadline.
-func (f *fanout) wait(late uint64) {
-	for late != 0 && f.out != nil {
-		select {
-		case r := <-f.out:
-			late &^= bit(r.node)
-		case <-f.deadline:
-			return
-		}
-	}
-}
 
 // releaseArgs returns the release script's ARGV (see release.lua): token, channel,
 // PUBLISH (which a node with sharded pub/sub is sent as SPUBLISH), waiter, mode and more.
@@ -200,24 +184,18 @@ func (c *Cluster) callNode(ctx context.Context, i int, timeout time.Duration, re
 // the deadline passed, an error for an empty reply. A node's failure or abstention goes
 // to req.failed, unless the caller's end or the nodes' misconfiguration explains it.
 func (c *Cluster) eval(ctx, dctx context.Context, i int, timeout time.Duration, req *request) reply {
-	if i < 64 && req.spare&(1<<i) != 0 && c.calls[i].Load() > 0 {
+	if req.spare&bit(i) != 0 && c.calls[i].Load() > 0 {
 		return reply{node: i, err: errNotCalled}
 	}
 	c.calls[i].Add(1)
 	defer c.calls[i].Add(-1)
 	vals, misconfigured, err := c.ask(dctx, i, req)
-	switch {
-	case ctx.Err() != nil:
-		err = ctx.Err()
-	case err != nil && dctx.Err() != nil:
-		err = timeoutError(timeout, err)
-	case err == nil && len(vals) == 0:
+	if err = c.heard(ctx, dctx, i, timeout, err); err == nil && len(vals) == 0 {
 		err = fmt.Errorf("redlock: %s script: empty reply", req.s.Name())
 	}
 	if err != nil {
 		vals = nil
 	}
-	c.heard(ctx, dctx, i, err)
 	r := reply{node: i, vals: vals, err: err}
 	c.noteGuard(r)
 	if req.failed != nil && ctx.Err() == nil && !misconfigured {
@@ -248,18 +226,23 @@ func (c *Cluster) ask(dctx context.Context, i int, req *request) (vals []int64, 
 	return vals, false, err
 }
 
-// heard marks node i suspected (down) if its call failed in transit or timed out, and not
-// if it answered, even with an error reply; the caller's end (ctx) says nothing of it.
-func (c *Cluster) heard(ctx, dctx context.Context, i int, err error) {
+// heard returns the error of node i's call under dctx, which bounds it by timeout: the
+// caller's ctx error if it ended, ErrNodeTimeout if the deadline passed, or err. It marks
+// the node suspected (down) if the call failed in transit or timed out, and not if it
+// answered, even with an error reply; the caller's end says nothing of the node.
+func (c *Cluster) heard(ctx, dctx context.Context, i int, timeout time.Duration, err error) error {
 	switch {
-	case err == nil:
-		c.down[i].Store(false)
 	case ctx.Err() != nil:
-	case dctx.Err() != nil || inTransit(err):
+		return ctx.Err()
+	case err != nil && (dctx.Err() != nil || inTransit(err)):
 		c.down[i].Store(true)
-	default: // a server's error reply: it answered
-		c.down[i].Store(false)
+		if dctx.Err() != nil {
+			return timeoutError(timeout, err)
+		}
+		return err
 	}
+	c.down[i].Store(false) // it answered, maybe with a server's error reply
+	return err
 }
 
 // inTransit reports whether err is a failure to reach the node (a refused or reset
@@ -396,14 +379,11 @@ func (c *Cluster) names(set uint64) []string {
 
 func (t *tally) add(r reply) {
 	t.answers++
-	if r.node < 64 {
-		t.suspects &^= 1 << r.node
-	}
+	t.suspects &^= bit(r.node)
 	switch err := r.nodeErr(); {
 	case err != nil:
 		if !t.recorded(r.node) { // missing may have recorded it: a reply after the deadline
-			t.errs = append(t.errs, NodeError{Node: t.c.nodes[r.node].String(), Err: err})
-			t.failedNodes |= bit(r.node)
+			t.fail(r.node, err)
 		}
 	case r.vals[0] == 1, t.gone && len(r.vals) > 2 && r.vals[2] == 1, r.vals[0] == 2 && time.Now().Before(t.retake):
 		t.yes++
@@ -470,10 +450,15 @@ func (t *tally) waiting() bool { return t.answers+bits.OnesCount64(t.suspects) <
 // unheard records the suspects that did not answer as not waited for.
 func (t *tally) unheard() {
 	for s := t.suspects; s != 0; s &= s - 1 {
-		t.errs = append(t.errs, NodeError{Node: t.c.nodes[bits.TrailingZeros64(s)].String(), Err: errSuspect})
+		t.fail(bits.TrailingZeros64(s), errSuspect)
 	}
-	t.failedNodes |= t.suspects
 	t.suspects = 0
+}
+
+// fail records node i's failure with err.
+func (t *tally) fail(i int, err error) {
+	t.errs = append(t.errs, NodeError{Node: t.c.nodes[i].String(), Err: err})
+	t.failedNodes |= bit(i)
 }
 
 // refused reports that the no-votes alone put a quorum out of reach.
@@ -490,9 +475,9 @@ func (t *tally) refused() bool {
 func (t *tally) missing(answered []bool, err error) {
 	for i, ok := range answered {
 		if !ok && !t.recorded(i) {
-			t.errs = append(t.errs, NodeError{Node: t.c.nodes[i].String(), Err: err})
-			t.failedNodes |= bit(i)
+			t.fail(i, err)
 		}
+
 	}
 	t.suspects = 0 // recorded with the rest
 }

@@ -53,13 +53,6 @@ type Lock struct {
 	NodeFailed func(op string, e NodeError)
 }
 
-// nodeFailed returns l's NodeFailed, or nil for a nil l.
-func (l *Lock) nodeFailed() func(string, NodeError) {
-	if l == nil {
-		return nil
-	}
-	return l.NodeFailed
-}
 
 // Drift is the clock-drift allowance subtracted from every validity: TTL*DriftFactor + 2ms.
 func (l *Lock) Drift() time.Duration {

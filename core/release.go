@@ -145,12 +145,7 @@ func lateOf(follows []followed) uint64 {
 // every record kept has a call in flight before its deadline, one record per extension:
 // they are never more than the calls in flight, which their node timeout ends.
 func (l *claim) follow(f *fanout, may uint64, answered []bool) {
-	var late uint64
-	for i, ok := range answered {
-		if !ok {
-			late |= may & bit(i)
-		}
-	}
+	late := may & flagged(answered, false)
 	kept := l.extending[:0]
 	for _, e := range l.extending {
 		if e.poll(); e.late != 0 {
@@ -168,8 +163,11 @@ func (l *claim) follow(f *fanout, may uint64, answered []bool) {
 // answered, or for its deadline, and drops its record.
 func (l *claim) unfollow(f *fanout) {
 	if n := len(l.extending); n > 0 && l.extending[n-1].f == f {
-		f.wait(l.extending[n-1].late)
+		for e := &l.extending[n-1]; e.late != 0; {
+			e.await()
+		}
 		l.extending[n-1] = followed{}
+
 		l.extending = l.extending[:n-1]
 	}
 }
