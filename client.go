@@ -301,7 +301,7 @@ func (c *Client) newLease(call string, t target, not uint32, opts []Option) (*Le
 
 // leaseOf returns a Lease, not yet held, of one holding of kind of the lock whose keys are
 // keys, with settings s (checked), named name in its errors and events: the lock called
-// name, or one that a primitive called name keeps for itself (see core.NewPartKeys). A
+// name, or one that a primitive called name keeps for itself (see core.NewSemaphoreKeys). A
 // Lease and an RWMutex's writer take a fencing token; a Mutex and a reader do not.
 func (c *Client) leaseOf(name string, kind Kind, keys core.Keys, s settings) *Lease {
 	l := &Lease{

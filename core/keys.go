@@ -72,6 +72,11 @@ func NewKeys(prefix, name string) Keys {
 	} else {
 		base = prefix + "{" + name + "}"
 	}
+	return keysAt(name, base)
+}
+
+// keysAt returns the keys of the lock called name whose lock key is base.
+func keysAt(name, base string) Keys {
 	k := Keys{Name: name, Lock: base, Fence: base + ":fence", Queue: base + ":queue", Alive: base + ":alive", Waiters: base + ":waiters",
 		Readers: base + ":readers", Leader: base + ":leader", Channel: base + ":released"}
 	keys := k.ScriptKeys()
@@ -126,14 +131,18 @@ func newWaiter() (waiter, first string) {
 	return first[:n], first
 }
 
-// NewSemaphoreKeys returns the keys of the semaphore called name with permits permits
-// (at least 1): permit i is the lock key of NewPartKeys(prefix, name, "permit/<i>"), and
-// its queue, fence, channel and record of the number of permits are those of
-// NewPartKeys(prefix, name, "permit") but for the record, its Readers, which is name's lock
-// key followed by ":permits". A semaphore's keys are none of a lock's, under any name.
+// NewSemaphoreKeys returns the keys of the semaphore called name with permits permits (at
+// least 1). With L the lock key of NewKeys(prefix, name), permit i is the lock key
+// "L:permit/<i>"; the queue, fence and channel follow "L:permit" as NewKeys's follow the
+// lock key ("L:permit:queue", ...); the record of the number of permits, its Readers, is
+// "L:permits". They share the hash tag of name's keys, and are none of any lock's: every
+// key ends with its name's last '}' and then suffixes without '}', so a key tells its name,
+// and no suffix of NewKeys starts with ":permit".
 func NewSemaphoreKeys(prefix, name string, permits int) Keys {
-	k := NewPartKeys(prefix, name, "permit")
-	k.Readers = NewKeys(prefix, name).Lock + ":permits"
+	lock := NewKeys(prefix, name).Lock
+	k := keysAt(name, lock+":permit")
+	k.Readers = lock + ":permits"
+
 	k.Permits = make([]string, permits)
 	for i := range k.Permits {
 		k.Permits[i] = k.Lock + "/" + strconv.Itoa(i)
@@ -215,30 +224,4 @@ func (k Keys) extendKeys(read bool) []string {
 		keys = append(keys, n.Lock, n.Fence)
 	}
 	return keys
-}
-
-// NewPartKeys returns the keys of a lock that a primitive keeps for itself beside the lock
-// called name (a semaphore's permit, say): those of NewKeys(prefix, name) with ":<part>"
-// after the lock key, the other keys following it as in NewKeys. They share the hash tag
-// of name's keys, so on Redis Cluster they fall in name's slot.
-//
-// They equal no key of any name's lock, nor of another part: every key ends with its
-// name's last '}' and then its suffixes, none of which holds '}', so a key tells its name;
-// and after the name a part's keys start with ":<part>", which no suffix of NewKeys does.
-// That holds as long as part is not empty, holds neither ':' nor '}', and is none of
-// fence, queue, alive, waiters, readers, leader, released and permits (the semaphore's
-// record, name's lock key + ":permits"); NewPartKeys panics otherwise.
-func NewPartKeys(prefix, name, part string) Keys {
-	switch part {
-	case "", "fence", "queue", "alive", "waiters", "readers", "leader", "released", "permits":
-		panic("core: NewPartKeys: part " + strconv.Quote(part) + " is one of the keys' suffixes")
-	}
-	if strings.ContainsAny(part, ":}") {
-		panic("core: NewPartKeys: part " + strconv.Quote(part) + " holds ':' or '}'")
-	}
-	base := NewKeys(prefix, name).Lock + ":" + part
-	k := Keys{Name: name, Lock: base, Fence: base + ":fence", Queue: base + ":queue", Alive: base + ":alive", Waiters: base + ":waiters",
-		Readers: base + ":readers", Leader: base + ":leader", Channel: base + ":released"}
-	k.scriptKeys = &scriptKeys{acquire: k.ScriptKeys(), release: k.ScriptKeys()}
-	return k
 }

@@ -377,7 +377,7 @@ func (c *Cluster) Expire(name string) {
 }
 
 // expireScript deletes the holders' keys of the lock whose lock key is ARGV[1] (see
-// core.NewKeys and core.NewPartKeys): that key and its readers, and the same of each part
+// core.NewKeys and core.NewSemaphoreKeys): that key and its readers, and the same of each part
 // (a Semaphore's permits and turn). A key belongs to the lock if it is the lock key, or the
 // lock key, ':' and more without '}' (the name's keys end with its last '}'); the lock's own
 // suffixes after that are fixed, and any other is a part's.
