@@ -16,25 +16,21 @@ import (
 type Grant struct {
 	Start time.Time // when the attempt began (monotonic)
 	Until time.Time // Start + TTL - drift: the end of the lock's validity
-	// Fence is the fencing token: for N = 1 the node's counter; for N > 1 (with Lock.Fence)
-	// the largest counter of the quorum, which a quorum held before the grant was returned
-	// (they agreed on it, or it was raised on them).
-	// Without Lock.Fence at N > 1 it is the largest counter seen, with no monotonic promise.
+	// Fence is the fencing token: for N = 1 the node's counter; for N > 1 with Lock.Fence,
+	// the largest counter of the quorum, which stood on a quorum before the grant was
+	// returned. Without Lock.Fence at N > 1 it is the largest counter seen, with no
+	// monotonic promise.
 	Fence uint64
-	// Attempts is how many attempts AcquireWait made: 1 if its first took the lock (a lock
-	// handed over counts for the attempt it was handed to). Acquire sets 1.
+	// Attempts is how many attempts AcquireWait made (a hand-over counts for the attempt it
+	// was handed to); Acquire sets 1.
 	Attempts int
 }
 
 // Acquire makes one attempt to take the lock l asks for on a quorum of nodes, under a new
-// random token (NewToken), and returns it held. It returns as soon as the outcome is
-// decided, without waiting for slow nodes. On failure it releases the lock on every node
-// that may hold it; nodes still in flight are released when they answer, in the
-// background, so the caller waits for no straggler.
-//
-// For a semaphore (Keys.Permits), an attempt that failed although a permit was free on a
-// quorum of the nodes (they granted different ones) is followed at once by one more, which
-// asks for that permit.
+// token (NewToken), and returns it held. It returns once the outcome is decided, without
+// waiting for slow nodes. On failure it releases the lock on every node that may hold it,
+// a straggler once it answers, in the background. For a semaphore, an attempt that failed
+// although a permit was free on a quorum is followed at once by one that asks for it.
 //
 // Errors: ErrHeld (another owner holds a quorum), a *QuorumError (too few nodes answered
 // yes), ErrExpired (the quorum came after the validity ran out), or ctx's error wrapped.
@@ -42,7 +38,6 @@ func (c *Cluster) Acquire(ctx context.Context, l *Lock) (*Held, error) {
 	h := &Held{claim: claim{Lock: *l, token: NewToken()}}
 	g, o, err := c.acquire(ctx, &h.claim)
 	if err != nil && o.split && l.Keys.Permits != nil && ctx.Err() == nil {
-		// A permit was free on a quorum, but the nodes granted different ones: ask for it.
 		h.token = NewToken()
 		g, _, err = c.acquire(ctx, &h.claim)
 	}
@@ -56,32 +51,19 @@ func (c *Cluster) Acquire(ctx context.Context, l *Lock) (*Held, error) {
 // outcome is what a failed attempt tells the next one.
 type outcome struct {
 	wait  time.Duration // the longest a refusing node said the holder can keep the lock
-	split bool          // some nodes granted it to us: competitors split the votes
-	// handers is how many nodes may hand this attempt the lock: those that refused it
-	// (another owner's release there, or the leave of a waiter ahead, hands it over), and
-	// those that had not answered when it returned (their refusals count later: see late).
-	// Not those that granted it (and were let go) or failed.
+	split bool          // no owner won: see lose
+	// handers is how many nodes may hand this attempt the lock: those that refused it and
+	// those that had not answered.
 	handers int
-	plain   bool // it was a plain SET NX (see Setter), which queues no one
-	// took is how long the attempt took to hear the last node that answered it: a node that
-	// failed (a timeout, say) does not count, so that it does not stretch the pause after a
-	// split vote, nor the wait for the rest of a hand-over, which both follow the nodes'
-	// round trips. The attempt's own time if no node answered.
-	took  time.Duration
-	start time.Time // when the attempt began
-	// refused marks the nodes that answered a waiter's attempt with a refusal ({0, ...}):
-	// only those can hand this attempt the lock later. nil for a single attempt, and when
-	// no node refused.
-	refused []bool
-	// late says which more nodes refused the attempt after it returned (the attempt does
-	// not wait for the rest once a quorum refused): they can hand it the lock too. nil if
-	// every node had answered.
-	late <-chan int
+	plain   bool          // a plain SET NX, which queues no one
+	took    time.Duration // the time to hear the last node that answered (not failed)
+	start   time.Time
+	refused []bool     // per node: it refused a waiter's attempt; nil if none did
+	late    <-chan int // the nodes that refused a waiter's attempt after it returned, or nil
 }
 
-// acquire is Acquire that also says, on failure, what the next attempt should know. An
-// attempt is a vote (every node asked, heard until the outcome is decided), the Redlock
-// rule applied to it (decide), and then either the grant or the attempt undone.
+// acquire is Acquire for the claim l, also saying on failure what the next attempt should
+// know: a vote, decide, then the grant or the attempt undone.
 func (c *Cluster) acquire(ctx context.Context, l *claim) (Grant, outcome, error) {
 	if err := c.admit(ctx, l); err != nil {
 		return Grant{}, outcome{}, err
@@ -93,18 +75,15 @@ func (c *Cluster) acquire(ctx context.Context, l *claim) (Grant, outcome, error)
 		return Grant{}, c.lose(ctx, l, &b, err), err
 	}
 	l.acquiring, l.pending, l.late = b.f, len(c.nodes)-b.t.answers, b.unanswered()
-	if b.permit == nil { // a semaphore's: see holdPermit
+	if b.permit == nil { // a semaphore's are set by holdPermit
 		l.holds = b.t.yesNodes
 	}
 	return g, outcome{}, nil
 }
 
-// decide is the Redlock rule. The attempt holds the lock if a quorum of the nodes granted
-// it and time is left of its validity: the TTL less the time since the attempt began and
-// the drift allowance. A fenced lock at N > 1 takes the largest counter of the granting
-// nodes as its token, which must stand on a quorum before the grant is returned: it does
-// where a quorum granted that same counter, and raise puts it there otherwise. A lost vote
-// is ErrHeld if enough nodes refused that no quorum can grant, and a *QuorumError if not.
+// decide is the Redlock rule: the attempt holds the lock if a quorum granted it and time is
+// left of its validity (see grant). A lost vote is ErrHeld if the refusals alone put a
+// quorum out of reach, and a *QuorumError if not.
 func (c *Cluster) decide(ctx context.Context, l *claim, b *ballot) (Grant, error) {
 	switch {
 	case ctx.Err() != nil:
@@ -125,10 +104,10 @@ func (c *Cluster) decide(ctx context.Context, l *claim, b *ballot) (Grant, error
 	return c.grant(ctx, l, b.start, b.fence, 0)
 }
 
-// grant is the rest of the rule once a quorum granted the attempt that began at start (or
-// handed it the lock): its validity, start + TTL - drift, must not have run out, and more
-// than need of it must be left; and a fenced lock at N > 1 needs its token, fence.max, on a
-// quorum (see raise).
+// grant is the rest of the rule once a quorum granted (or handed over) the attempt that
+// began at start: more than need must be left of its validity, start + TTL - drift; and a
+// fenced lock at N > 1 takes fence.max as its token, which must stand on a quorum: it does
+// where a quorum gave it, and raise puts it there otherwise.
 func (c *Cluster) grant(ctx context.Context, l *claim, start time.Time, fence highest, need time.Duration) (Grant, error) {
 	until := start.Add(l.TTL - l.Drift())
 	if left := time.Until(until); left <= 0 || left < need {
@@ -148,7 +127,6 @@ type highest struct {
 	n   int
 }
 
-// see counts a node's counter f.
 func (h *highest) see(f int64) {
 	switch {
 	case f > h.max:
@@ -158,8 +136,7 @@ func (h *highest) see(f int64) {
 	}
 }
 
-// admit returns the error of an attempt that must not be made: ctx ended, the Cluster is
-// closed, or a reader asks for a fence or several names.
+// admit returns the error of an attempt that must not be made.
 func (c *Cluster) admit(ctx context.Context, l *claim) error {
 	switch {
 	case ctx.Err() != nil:
@@ -178,26 +155,25 @@ func (c *Cluster) admit(ctx context.Context, l *claim) error {
 type ballot struct {
 	f        *fanout
 	t        tally
-	start    time.Time // when the attempt began
-	plain    bool      // a plain SET NX (see Setter)
-	waiter   bool      // the attempt is a waiter's (AcquireWait)
-	fence    highest   // the fence counters granted
-	wait     int64     // the longest a refusing node said the holder can keep the lock, in ms
-	mayHold  []bool    // per node: it granted, or failed after the request may have landed
-	failed   []bool    // per node: it failed
-	answered []bool    // per node: its reply was read
-	refused  []bool    // per node: it refused a waiter's attempt; nil until one did
-	permit   []int     // per node: the semaphore's permit it granted (-1: none); nil for a lock
-	free     []int     // per permit: the nodes that said it was free to us (see permitsFree)
-	// dissent is the number of permits that node dissenter-1 records for the semaphore, if
-	// not the number asked for (dissenter 0: none).
+	start    time.Time
+	plain    bool    // a plain SET NX
+	waiter   bool    // a waiter's attempt (AcquireWait)
+	fence    highest // the fence counters granted
+	wait     int64   // the longest a refusing node said the holder can keep the lock, in ms
+	mayHold  []bool  // per node: it granted, or failed after the request may have landed
+	failed   []bool  // per node: it failed
+	answered []bool  // per node: its reply was read
+	refused  []bool  // per node: it refused a waiter's attempt; nil until one did
+	permit   []int   // per node: the semaphore's permit it granted (-1: none); nil for a lock
+	free     []int   // per permit: the nodes that said it was free to us
+	// dissent is the number of permits node dissenter-1 records, if not the number asked
+	// for (dissenter 0: none).
 	dissent   int64
 	dissenter int
-	took      time.Duration
-	heard     bool // some node answered: took is the time to hear the last one that did
+	took      time.Duration // the time to hear the last node that answered, if heard
+	heard     bool
 }
 
-// see records the reply r.
 func (b *ballot) see(r reply) {
 	if r.err == nil {
 		b.took, b.heard = time.Since(b.start), true
@@ -216,7 +192,7 @@ func (b *ballot) see(r reply) {
 		}
 	case r.vals[0] == -2:
 		b.dissent, b.dissenter = r.vals[1], r.node+1
-	case len(r.vals) > 1: // refused (0) or abstaining (-1): either way, how long
+	case len(r.vals) > 1: // refused (0) or abstained (-1)
 		b.wait = max(b.wait, r.vals[1])
 		if b.free != nil {
 			permitsFree(r.vals, b.free)
@@ -249,14 +225,10 @@ func flagged(flags []bool, v bool) uint64 {
 	return set
 }
 
-
 // vote sends l's attempt to every node and reads the replies into b until the outcome is
-// decided.
-// A node whose last call failed in transit (a suspect) is not waited for when the others
-// can make a quorum: an attempt that cannot win without it gives up at once and lets go of
-// what it got, which would otherwise block every competitor until that node's timeout. Nor
-// is a suspect called while an earlier call to it is still under way (request.spare): that
-// call finds out whether it is back. A single node is always heard.
+// decided. Where the others can make a quorum, suspects are not waited for, nor called while
+// an earlier call to them is under way. A semaphore's attempt hears every node, so that no
+// grant goes unseen.
 func (c *Cluster) vote(ctx context.Context, l *claim, b *ballot) {
 	n := len(c.nodes)
 	flags := make([]bool, 3*n) // one allocation for the three
@@ -271,7 +243,7 @@ func (c *Cluster) vote(ctx context.Context, l *claim, b *ballot) {
 	}
 	b.f = c.fan(ctx, l.NodeTimeout, req, 0)
 	b.t = tally{c: c, op: "acquire", key: l.Keys.named()}
-	if k := len(l.Keys.Permits); k > 0 { // a semaphore's: every node heard, so that no grant goes unseen
+	if k := len(l.Keys.Permits); k > 0 {
 		b.t.grants, b.free, b.permit, b.t.all = make([]int, k), make([]int, k), slices.Repeat([]int{-1}, n), true
 	}
 	if spared {
@@ -284,12 +256,10 @@ func (c *Cluster) vote(ctx context.Context, l *claim, b *ballot) {
 	}
 }
 
-// hearOut reads more replies where the outcome needs them, each within the node timeout.
-// A waiter that lost with fewer than a quorum of refusals hears the others until a quorum
-// refused: a release hands it the lock only on nodes whose refusal it saw, and it needs a
-// quorum of hand-overs (refusals that come later reach it through outcome.late). And until
-// every node is identified, two nodes may reach one server: a win counts only once every
-// node that is not suspected has answered and said which server it reaches (see identity).
+// hearOut reads more replies where the outcome needs them: a waiter that lost with fewer
+// than a quorum of refusals hears the rest until a quorum refused (hand-overs count only
+// from nodes that refused); and while some node is unidentified, a win waits for every node
+// that is not suspected.
 func (c *Cluster) hearOut(ctx context.Context, l *claim, b *ballot, unknown bool) {
 	if ctx.Err() != nil || !b.t.waiting() {
 		return
@@ -304,8 +274,8 @@ func (c *Cluster) hearOut(ctx context.Context, l *claim, b *ballot, unknown bool
 	}
 }
 
-// acquireRequest is the attempt's request: the acquire script with its KEYS and ARGV, or a
-// plain SET NX only where the attempt is plain and every node is a known Setter.
+// acquireRequest is the attempt's request: the acquire script, or only a plain SET NX where
+// the attempt is plain and every node is an identified Setter.
 func (c *Cluster) acquireRequest(l *claim, plain, unknown bool) request {
 	req := request{s: l.scripts().acquire, vote: true, setNX: plain, key: l.Keys.Lock, value: l.token, ttl: l.TTL.Truncate(time.Millisecond),
 		op: "acquire", failed: l.NodeFailed}
@@ -315,9 +285,7 @@ func (c *Cluster) acquireRequest(l *claim, plain, unknown bool) request {
 	fence := "0"
 	if l.Fence {
 		fence = "1"
-		if len(c.nodes) > 1 {
-			// A floor for every node's counter, ahead of the servers' clocks: the nodes
-			// whose counters are below it all take it, and agree, sparing the raise.
+		if len(c.nodes) > 1 { // a floor the nodes all take, sparing the raise
 			fence = strconv.FormatInt(time.Now().Add(fenceLead).UnixMicro(), 10)
 		}
 	}
@@ -331,14 +299,13 @@ func (c *Cluster) acquireRequest(l *claim, plain, unknown bool) request {
 	return req
 }
 
-// lose undoes the failed attempt b (see abandon) and returns what the next attempt should
-// know. A split vote is one that no owner won: some nodes granted the attempt, and the
-// refusals alone did not decide it (then another owner holds the lock, and we wait for it);
-// for a semaphore, one in which a permit was free on a quorum of the nodes.
+// lose undoes the failed attempt b and returns what the next attempt should know. A vote is
+// split if some nodes granted it and it did not fail with ErrHeld; a semaphore's, if a
+// permit was free on a quorum (the next attempt asks for it).
 func (c *Cluster) lose(ctx context.Context, l *claim, b *ballot, err error) outcome {
 	late := c.abandon(ctx, l, b)
 	split := b.t.yes > 0 && !errors.Is(err, ErrHeld)
-	if b.free != nil { // a semaphore's: a split if a permit was free on a quorum; ask for it next
+	if b.free != nil {
 		most := slices.Max(b.free)
 		l.hint, split = slices.Index(b.free, most)+1, most >= c.quorum
 	}
@@ -352,8 +319,7 @@ func (c *Cluster) lose(ctx context.Context, l *claim, b *ballot, err error) outc
 	}
 }
 
-// noteGuard records a node that granted an acquisition without the restart guard it was
-// asked for, because it cannot report its uptime.
+// noteGuard records a node that granted without the restart guard it was asked for.
 func (c *Cluster) noteGuard(r reply) {
 	if r.err == nil && len(r.vals) > 2 && r.vals[0] == 1 && r.vals[2] == 1 {
 		c.markUnguarded(r.node)
@@ -361,29 +327,17 @@ func (c *Cluster) noteGuard(r reply) {
 }
 
 // fenceLead is how far ahead of the client's clock a fenced acquisition at N > 1 puts the
-// floor of the nodes' counters (see acquire.lua): far enough ahead of the servers' clocks
-// (which the counters otherwise follow) that the nodes take the floor, and agree on it.
+// floor of the nodes' counters, so that they take it and agree.
 const fenceLead = time.Second
 
 // FenceIdle is how long a lock's fence counter outlives the last acquisition (or raise)
-// that wrote it: then it expires, so that names used once leave no key behind. Tokens
-// still increase across its expiry. A counter written at a server's time t (in
-// microseconds) is at most t + 2 s plus the skew between the servers' clocks: it follows
-// the clock, a fenced acquisition's floor counts for at most 2 s past the clock, and a
-// raise copies another node's counter. A counter that expired starts again from its
-// server's clock, by then at least FenceIdle past the last write. So tokens keep
-// increasing as long as no server's clock runs more than FenceIdle - 2 s behind another's
-// or steps back that far: the clock assumption behind the fence's expiry.
+// that wrote it. Tokens keep increasing across its expiry while no server's clock runs
+// more than FenceIdle - 2 s behind another's, nor steps back that far.
 const FenceIdle = time.Hour
 
-// raise sets the fence counter to at least fence on a quorum of the nodes where l is held,
-// so that any later quorum meets a counter >= fence and hands out a larger token: it is an
-// extension that carries the fence (extend.lua), so it also takes l where it is free. An
-// acquisition skips it where a quorum of the nodes that granted it replied with the same,
-// largest counter: those already hold a counter >= fence. Its acquire script asks every
-// node for at least the same floor, so that they usually do; a release that hands the lock
-// to a waiter advances the counter to the floor of the waiter's attempt, so that a
-// hand-over usually skips it too.
+// raise sets the fence counter to at least fence on a quorum of the nodes, before until: an
+// extension carrying the fence, so it also takes l where it is free. On failure it waits for
+// its calls still under way, which then land before the acquisition's undoing.
 func (c *Cluster) raise(ctx context.Context, l *claim, fence int64, until time.Time) error {
 	f := c.fan(ctx, l.NodeTimeout, request{s: extendScript, keys: l.Keys.extendKeys(false),
 		args: []string{l.token, millis(l.TTL), strconv.FormatInt(fence, 10)}, op: "raise", failed: l.NodeFailed}, 0)
@@ -400,29 +354,22 @@ func (c *Cluster) raise(ctx context.Context, l *claim, fence int64, until time.T
 	case !time.Now().Before(until):
 		err = opError("acquire", l.Keys.named(), ErrExpired)
 	}
-	if err != nil { // the acquisition is undone: the raise's calls land first
+	if err != nil {
 		l.unfollow(f)
 	}
 	return err
 }
 
-// abandon releases a failed attempt: at once on the nodes that answered and may hold the
-// lock (the caller waits for these, so that its next attempt does not meet its own keys:
-// for those that granted it, which answer at once, and for those that failed, which may
-// not answer before the node timeout, until ctx ends),
-// and in the background on each node still in flight, after it answers, so that a late
-// SET is undone too. For a waiter (l.trail set) it records each node still in flight in
-// the trail until that node answered and its release, if any, answered too, so that the
-// waiter's leave reaches the node after them (see leave); and it returns a channel that
-// names each of those nodes that answers with a refusal (a waiter's attempt that such a
-// node can hand the lock to later), or nil if none is in flight.
+// abandon releases a failed attempt on the nodes that answered and may hold it, waiting for
+// those releases (for the failed nodes' only until ctx ends), and in the background on each
+// node still in flight once it answers. For a waiter it records those in l.trail, and
+// returns a channel naming each that answers with a refusal (nil if none is in flight).
 func (c *Cluster) abandon(ctx context.Context, l *claim, b *ballot) <-chan int {
 	u := c.undoer(ctx, l)
 	n := len(c.nodes)
 	pending, granted, failed := 0, 0, 0
-	// Releases done on the nodes that granted the attempt, and on those that failed.
 	doneGranted, doneFailed := make(chan struct{}, n), make(chan struct{}, n)
-	var busy []chan struct{} // per node in flight, for a waiter: closed once it is dealt with
+	var busy []chan struct{} // per node in flight, for a waiter: closed once dealt with
 	for i := range c.nodes {
 		switch {
 		case !b.answered[i]:
@@ -455,7 +402,7 @@ func (c *Cluster) abandon(ctx context.Context, l *claim, b *ballot) <-chan int {
 	for range failed {
 		select {
 		case <-doneFailed:
-		case <-ctx.Done(): // the caller gives up: no next attempt of its can meet those keys
+		case <-ctx.Done(): // no next attempt can meet those keys
 			return late
 		}
 	}
@@ -467,28 +414,23 @@ type undo struct {
 	c       *Cluster
 	ctx     context.Context
 	timeout time.Duration
-	rel     request // the release
-	// leave is the leave that follows a straggler once the waiter has returned without
-	// the lock, or with a later attempt's: nothing else would take the waiter out of that
-	// node's queue after it. (A leave under this attempt's token cannot let go of a later
-	// attempt's lock: see ours in queue.lua. This attempt's own lock, handed over to it, is
-	// Release's to let go of.) Unset (leave.s nil) for a single attempt or a quitter.
+	rel     request
+	// leave follows a straggler once the waiter returned without this attempt's lock: nothing
+	// else would take it out of that node's queue. Unset (leave.s nil) for a single attempt
+	// or a quitter.
 	leave   request
 	trail   *trail
 	attempt int64
 }
 
-// undoer returns the undo of l's attempt under way. A waiter whose ctx ended gives up: its
-// releases take it out of the queue, on every node still in flight too, once it answers,
-// so that no late call of its queues it again. Otherwise the waiter keeps its place, and
-// is not woken by its own release.
+// undoer returns the undo of l's attempt under way: release "leave" if ctx ended (the waiter
+// gives up), else "stay", which keeps a waiter's place.
 func (c *Cluster) undoer(ctx context.Context, l *claim) *undo {
 	mode := "stay"
 	if ctx.Err() != nil {
 		mode = "leave"
 	}
-	// Copies: the caller's next attempt puts a new token in l while stragglers are released.
-	args := l.releaseArgs(mode)
+	args := l.releaseArgs(mode) // a copy: the next attempt puts a new token in l
 	u := &undo{c: c, ctx: context.WithoutCancel(ctx), timeout: l.NodeTimeout, trail: &l.trail, attempt: int64(l.attempt),
 		rel: request{s: l.scripts().release, keys: l.Keys.releaseKeys(), args: args, op: "release", failed: l.NodeFailed}}
 	if l.waiter != "" && mode == "stay" {
@@ -498,12 +440,10 @@ func (c *Cluster) undoer(ctx context.Context, l *claim) *undo {
 	return u
 }
 
-// release releases the attempt on node i.
 func (u *undo) release(i int) { u.c.callNode(u.ctx, i, u.timeout, u.rel) }
 
-// stragglers reads the pending replies of f that were not read (answered), and undoes what
-// each did; a refusal of a waiter's attempt goes to late (if not nil), and each node's
-// channel in busy (if any) is closed once it is dealt with.
+// stragglers reads f's pending replies and undoes what each did; a refusal goes to late (if
+// not nil), and each node's channel in busy (if any) is closed once it is dealt with.
 func (u *undo) stragglers(f *fanout, answered []bool, pending int, busy []chan struct{}, late chan<- int) {
 	for range pending {
 		r := <-f.out
@@ -525,9 +465,8 @@ func (u *undo) stragglers(f *fanout, answered []bool, pending int, busy []chan s
 	}
 }
 
-// trail is what a waiter (AcquireWait) has under way on the nodes in the background: per
-// node, the calls of its failed attempts that had not answered when the attempt returned,
-// each until it answered and the release that undoes it (if any) answered too.
+// trail is what a waiter has under way on the nodes in the background: per node, the calls
+// of its failed attempts that had not answered, each until it and its undoing answered.
 type trail struct {
 	mu   sync.Mutex
 	busy [][]chan struct{} // per node: each closed once that call is dealt with
@@ -536,12 +475,12 @@ type trail struct {
 }
 
 // add records a call to node i (of n) under way, and returns the channel to close once it
-// is dealt with. It forgets the calls to i already dealt with.
+// is dealt with.
 func (t *trail) add(i, n int) chan struct{} {
 	ch := make(chan struct{})
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if t.busy == nil { // made at the first call under way: an uncontended waiter needs none
+	if t.busy == nil {
 		t.busy = make([][]chan struct{}, n)
 	}
 	open := t.busy[i][:0]
@@ -578,8 +517,7 @@ func closed(ch <-chan struct{}) bool {
 	}
 }
 
-// wait returns once every call to node i recorded so far is dealt with, or at the latest
-// when timeout is closed.
+// wait returns once every call to node i recorded so far is dealt with, or timeout closed.
 func (t *trail) wait(i int, timeout <-chan struct{}) {
 	t.mu.Lock()
 	var busy []chan struct{}
@@ -596,11 +534,9 @@ func (t *trail) wait(i int, timeout <-chan struct{}) {
 	}
 }
 
-// holdPermit makes l the holder of permit w, which a quorum granted it (or handed it over),
-// permits being the permit each node gave it (-1: none); the nodes that gave w are l.holds.
-// On every other node in others (a bit each) it sends release "leave", in the background,
-// for what it may hold there: another permit, and a waiter's place in the queue, so that no
-// later release hands it a permit there that would sit unused until its Release.
+// holdPermit makes l the holder of permit w, which a quorum granted or handed over, permits
+// being each node's permit (-1: none). On every other node of others it sends release
+// "leave" in the background, for another permit and a waiter's place there.
 func (c *Cluster) holdPermit(l *claim, permits []int, w int, others uint64) {
 	l.Keys = l.Keys.permit(w)
 	l.holds = 0
@@ -620,8 +556,7 @@ func (c *Cluster) holdPermit(l *claim, permits []int, w int, others uint64) {
 	}
 }
 
-// releaseArgs returns the release script's ARGV for l in mode "leave", or "stay" to keep
-// the waiter's place, with a semaphore's number of permits.
+// releaseArgs returns the release script's ARGV for l in mode "leave" or "stay".
 func (l *claim) releaseArgs(mode string) []string {
 	var more [3]string // ticket and place's lifetime for "stay"; a semaphore's K
 	n := 0
@@ -631,5 +566,6 @@ func (l *claim) releaseArgs(mode string) []string {
 	if k := len(l.Keys.Permits); k > 0 {
 		more[2], n = strconv.Itoa(k), 3
 	}
-	return releaseArgs(l.token, l.Keys.Channel, l.waiter, mode, more[:n]...)
+	args := make([]string, 0, 5+n)
+	return append(append(args, l.token, l.Keys.Channel, "PUBLISH", l.waiter, mode), more[:n]...)
 }

@@ -25,11 +25,10 @@ type reply struct {
 	err  error
 }
 
-// yes reports whether the node answered with a first element of 1.
 func (r reply) yes() bool { return r.err == nil && len(r.vals) > 0 && r.vals[0] == 1 }
 
-// nodeErr returns the node's error: its call's, a *restartError if it abstained under the
-// restart guard ({-1, wait}), or nil.
+// nodeErr returns the node's error: its call's, a *permitsError ({-2, n}), a *restartError
+// ({-1, wait}), or nil.
 func (r reply) nodeErr() error {
 	switch {
 	case r.err != nil:
@@ -44,45 +43,35 @@ func (r reply) nodeErr() error {
 
 // request is one script call, made on every node of a fan-out.
 type request struct {
-	s    *Script
-	vote bool // an acquisition: the node's vote counts once it is identified (see identity)
-	// detached: the calls keep the caller's values but not its end, and run to their answer
-	// or their deadline even if it ends (a release: it is never abandoned half-way).
-	detached bool
-	// op names the operation ("acquire", "extend", "release", "raise") for failed, the
-	// lock's Lock.NodeFailed (nil: nothing to report).
-	op     string
-	failed func(op string, e NodeError)
-	keys   []string
-	args   []string
-	// setNX: a node that is a Setter is sent SET key value NX PX ttl instead of s (see
-	// setNX). keys and args are then needed only if some node is not a Setter.
+	s        *Script
+	vote     bool // an acquisition: the node's vote counts once it is identified
+	detached bool // the calls run to their answer or deadline even if the caller's ctx ends
+	op       string
+	failed   func(op string, e NodeError) // Lock.NodeFailed, or nil
+	keys     []string
+	args     []string
+	// setNX: a Setter is sent SET key value NX PX ttl instead of s.
 	setNX      bool
 	key, value string
 	ttl        time.Duration
-	// more is appended to args for the nodes in moreTo (a bit each): an extension's fence,
-	// for the nodes that never held the lock (see Extend).
-	more   string
-	moreTo uint64
-	// permits is a semaphore acquisition's number of permits, whose replies end with the
-	// permits free and the permit taken (see permitsFree); 0 for the others.
-	permits int
-	// spare: the nodes (a bit each) not to call while an earlier call to them is still under
-	// way: suspects that an acquisition does not wait for (see Cluster.acquire). Such a
-	// node gets errNotCalled at once.
+	// more is appended to args for the nodes in moreTo (an extension's fence, for the nodes
+	// that never held the lock).
+	more    string
+	moreTo  uint64
+	permits int // a semaphore acquisition's number of permits; 0 for the others
+	// spare: the nodes not to call while an earlier call to them is under way (suspects):
+	// such a node gets errNotCalled at once.
 	spare uint64
 }
 
-
-// fanout is one request's calls to the nodes, each on a goroutine of its own, under one
-// deadline: the replies come on out, in the order they arrive. out has room for all N, so
-// a reader may stop reading as soon as the outcome is decided: the rest finish on their
-// own, by the deadline at the latest.
+// fanout is one request's calls to the nodes under one deadline. Replies come on out as
+// they arrive; out has room for all N, so a reader may stop reading once the outcome is
+// decided.
 type fanout struct {
 	c        *Cluster
-	out      chan reply // nil for a single node, whose reply is in one
+	out      chan reply // nil for a single node called inline: its reply is one
 	one      reply
-	deadline <-chan struct{} // closed at the calls' deadline; nil for a single node
+	deadline <-chan struct{} // closed at the calls' deadline; nil with out
 	timeout  time.Duration
 	req      request
 	ctx      context.Context // the caller's
@@ -91,21 +80,15 @@ type fanout struct {
 	next     atomic.Int32    // how many calls callNext started
 }
 
-// fan sends req to every node but those in skip (a bit per node; see after) at once, each
-// call bounded by timeout. The calls run under a context that keeps ctx's values but not
-// its cancellation: a caller that stops waiting (its ctx ended) leaves its calls to run to
-// their answer or their deadline, so that what they did can still be undone (see abandon).
-//
-// A single node is called in the caller's goroutine, and its reply is in f.one when fan
-// returns, with no channel (see receive): a goroutine and a channel would cost it a round
-// of scheduling. That is done only where the caller cannot end the call half-way (a
-// detached request, or a ctx that never ends): a call that the caller's end cut short may
-// still land on the server, so what follows it (an abandoned attempt's release) must
-// wait for its answer, as it does for the calls of a fan-out of many nodes.
+// fan sends req to every node but those in skip at once, each call bounded by timeout. The
+// calls keep ctx's values but not its end: they run to their answer or deadline, so that
+// what they did can still be undone. A single node is called in the caller's goroutine, but
+// only where the caller cannot end the call half-way (a detached request, or a ctx that
+// never ends).
 func (c *Cluster) fan(ctx context.Context, timeout time.Duration, req request, skip uint64) *fanout {
 	f := &fanout{c: c, timeout: timeout, req: req, ctx: ctx, skip: skip}
 	if req.detached {
-		f.ctx = context.Background() // nothing the caller does ends these calls
+		f.ctx = context.Background()
 	}
 	if len(c.nodes) == 1 && skip == 0 && f.ctx.Done() == nil {
 		f.one = c.eval(f.ctx, c.deadlines.detach(ctx, timeout), 0, timeout, &f.req)
@@ -114,7 +97,7 @@ func (c *Cluster) fan(ctx context.Context, timeout time.Duration, req request, s
 	f.out = make(chan reply, len(c.nodes))
 	f.dctx = c.deadlines.detach(ctx, timeout)
 	f.deadline = f.dctx.Done()
-	run := f.callNext // one function for all the calls: a go statement with arguments allocates
+	run := f.callNext // a go statement with arguments allocates
 	for range len(c.nodes) - bits.OnesCount64(skip) {
 		go run()
 	}
@@ -135,18 +118,13 @@ func (f *fanout) callNext() {
 	}
 }
 
-// call calls node i, and puts its reply on out.
 func (f *fanout) call(i int) {
 	f.out <- f.c.eval(f.ctx, f.dctx, i, f.timeout, &f.req)
 }
 
-// after calls each node that follows wait for (see followed) once every fan-out of follows
-// that waits for it has its answer from it, or its deadline passed: so that those calls,
-// which could set the lock's key, land before f's. f must skip those nodes (see fan).
-// follows are oldest first, and made under one node timeout, so that their deadlines come
-// in that order too: after waits on the oldest that still waits, and reads the others'
-// replies each time it wakes, so a node is called at the latest at the deadline of the
-// last fan-out that waits for it. It empties each late of follows.
+// after calls each node that follows wait for once every one of follows (oldest first,
+// under one node timeout) has its answer from it or passed its deadline, so that their
+// calls land before f's; f must skip those nodes. It empties each late of follows.
 func (f *fanout) after(follows []followed) {
 	for all := lateOf(follows); all != 0; {
 		for k := range follows {
@@ -165,24 +143,14 @@ func (f *fanout) after(follows []followed) {
 	}
 }
 
-
-// releaseArgs returns the release script's ARGV (see release.lua): token, channel,
-// PUBLISH (which a node with sharded pub/sub is sent as SPUBLISH), waiter, mode and more.
-func releaseArgs(token, channel, waiter, mode string, more ...string) []string {
-	args := make([]string, 0, 5+len(more))
-	return append(append(args, token, channel, "PUBLISH", waiter, mode), more...)
-}
-
-// callNode sends req to node i alone, bounded by timeout, for a caller that runs it on a
-// goroutine of its own.
+// callNode sends req to node i alone, bounded by timeout.
 func (c *Cluster) callNode(ctx context.Context, i int, timeout time.Duration, req request) reply {
 	return c.eval(ctx, c.deadlines.detach(ctx, timeout), i, timeout, &req)
 }
 
-// eval sends req to node i under dctx, which bounds the call by the node timeout, and
-// turns the outcome into a reply: the caller's ctx error if it ended, ErrNodeTimeout if
-// the deadline passed, an error for an empty reply. A node's failure or abstention goes
-// to req.failed, unless the caller's end or the nodes' misconfiguration explains it.
+// eval sends req to node i under dctx and returns its reply, with the error heard gives
+// or one for an empty reply. A node's failure or abstention goes to req.failed, unless the
+// caller's end or the nodes' misconfiguration explains it.
 func (c *Cluster) eval(ctx, dctx context.Context, i int, timeout time.Duration, req *request) reply {
 	if req.spare&bit(i) != 0 && c.calls[i].Load() > 0 {
 		return reply{node: i, err: errNotCalled}
@@ -206,10 +174,9 @@ func (c *Cluster) eval(ctx, dctx context.Context, i int, timeout time.Duration, 
 	return r
 }
 
-// ask sends req to node i. A vote counts only from a node known to reach a server that no
-// other node reaches: until it is known, the acquisition asks the server to say which it
-// is (a vote it granted is released as a failed node's). No vote is asked for while the
-// nodes are misconfigured: that error comes back, with misconfigured true.
+// ask sends req to node i. Until the node is identified, a vote asks the server to say
+// which it is; no vote is asked for while the nodes are misconfigured (that error comes
+// back, with misconfigured true).
 func (c *Cluster) ask(dctx context.Context, i int, req *request) (vals []int64, misconfigured bool, err error) {
 	if !req.vote {
 		vals, err = c.send(dctx, i, req, false)
@@ -241,21 +208,18 @@ func (c *Cluster) heard(ctx, dctx context.Context, i int, timeout time.Duration,
 		}
 		return err
 	}
-	c.down[i].Store(false) // it answered, maybe with a server's error reply
+	c.down[i].Store(false)
 	return err
 }
 
-// inTransit reports whether err is a failure to reach the node (a refused or reset
-// connection, a network timeout), rather than the server's error reply.
+// inTransit reports whether err is a failure to reach the node, not the server's reply.
 func inTransit(err error) bool {
 	var ne net.Error
 	return errors.As(err, &ne) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) ||
 		errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE)
 }
 
-// suspects returns the nodes (a bit each; N <= 64) whose last call failed in transit: an
-// acquisition does not wait for them to decide that it has lost (see tally.lost). It still
-// calls them, and a node that answers is no longer suspected.
+// suspects returns the nodes (N <= 64; none above) whose last call failed in transit.
 func (c *Cluster) suspects() uint64 {
 	var s uint64
 	if len(c.nodes) <= 64 {
@@ -268,21 +232,17 @@ func (c *Cluster) suspects() uint64 {
 	return s
 }
 
-// errNotCalled is the error of a suspect that an acquisition did not call, because an
-// earlier call to it was still under way (see request.spare): one call at a time finds out
-// whether a node that failed is back. It says nothing new of the node: it is not reported
-// to Lock.NodeFailed, and the node stays suspected.
+// errNotCalled is a suspect's error when an acquisition did not call it (request.spare). It
+// says nothing new of the node: it is not reported to Lock.NodeFailed.
 var errNotCalled = errors.New("redlock: node failed its last call, and was not called while another call to it is under way")
 
-// errSuspect is the error of a node that an acquisition did not wait for: its last call
-// had failed, and it had not answered yet when the outcome was decided.
+// errSuspect is a suspect's error when it had not answered by the time the outcome was
+// decided.
 var errSuspect = errors.New("redlock: node failed its last call, and was not waited for")
 
-// send sends req to node i: SET NX where it asks for it and the node is a Setter (unless
-// the server is to identify itself), or else its script: with "1" appended to the acquire
-// script's args to have the server identify itself (see identity), and with SPUBLISH in
-// place of PUBLISH in the release script's args (see releaseArgs) for a node with sharded
-// pub/sub.
+// send sends req to node i: SET NX where asked for and the node is a Setter (unless the
+// server is to identify itself), else the script, with "1" in the acquire script's
+// identify argument, and SPUBLISH for PUBLISH on a node with sharded pub/sub.
 func (c *Cluster) send(dctx context.Context, i int, req *request, identify bool) ([]int64, error) {
 	if setter, ok := c.nodes[i].(Setter); ok && req.setNX && !identify {
 		return setNX(dctx, setter, req)
@@ -305,35 +265,25 @@ func (c *Cluster) send(dctx context.Context, i int, req *request, identify bool)
 
 // tally counts the replies to one fan-out until the outcome is decided.
 type tally struct {
-	c       *Cluster
-	op      string
-	key     string
-	yes     int
-	no      int
-	errs    []NodeError
-	answers int
-	all     bool // wait for every node (or the timeout), not only for the outcome
-	// refusals, with all, stops the wait once a quorum refused.
-	refusals bool
-	// suspects are the nodes (a bit each) that were suspected (see Cluster.suspects) when
-	// the fan-out began and have not answered: the outcome is decided without them, and
-	// all waits for the others only.
-	suspects uint64
-	// gone, for a release within the lease's validity, counts a node that found nothing of
-	// the lease's and no other owner (a reply {0, woken, 1}: see release.lua) as
-	// one that let go: its key can only have gone by this release, run twice, or with the
-	// server's data.
+	c        *Cluster
+	op       string
+	key      string
+	yes      int
+	no       int
+	errs     []NodeError
+	answers  int
+	all      bool   // wait for every node (or the deadline), not only for the outcome
+	refusals bool   // with all: stop once a quorum refused
+	suspects uint64 // suspected when the fan-out began and not answered: not waited for
+	// gone, for a release within the lease's validity: a reply {0, woken, 1} (nothing of
+	// the lease's, no other owner) counts as yes.
 	gone bool
-	// retake, for an extension, is when the lease's validity ends: a node that took the lock
-	// where it was free ({2}: see extend.lua) counts as one that extended it only if its
-	// answer came before then.
+	// retake, for an extension: a reply {2} (took the free lock) counts as yes before it.
 	retake time.Time
-	// grants counts a semaphore acquisition's grants per permit (nil for a lock), and most
-	// is the largest count: a quorum must grant one permit.
+	// grants counts a semaphore's grants per permit (nil for a lock); most is the largest.
 	grants []int
 	most   int
-	// yesNodes, noNodes and failedNodes are the nodes (a bit each, for N <= 64) that said
-	// yes, said no and failed (or were recorded as not answering), for the error.
+	// the nodes (of the first 64) that said yes, said no, and failed, for the error
 	yesNodes, noNodes, failedNodes uint64
 }
 
@@ -345,16 +295,7 @@ func bit(i int) uint64 {
 	return 1 << i
 }
 
-// unheardNodes returns the nodes (of the first 64) that t has no answer of, nor an error.
-func (t *tally) unheardNodes() uint64 {
-	all := uint64(1)<<min(len(t.c.nodes), 64) - 1
-	if len(t.c.nodes) >= 64 {
-		all = ^uint64(0)
-	}
-	return all &^ (t.yesNodes | t.noNodes | t.failedNodes)
-}
-
-// recorded reports whether node i's failure is recorded in t.errs.
+// recorded reports whether node i's failure is in t.errs.
 func (t *tally) recorded(i int) bool {
 	if i < 64 {
 		return t.failedNodes&bit(i) != 0
@@ -398,17 +339,17 @@ func (t *tally) add(r reply) {
 	}
 }
 
-// won reports a quorum of yes-votes; lost reports that a quorum is out of reach.
+// won reports a quorum of yes-votes (for one permit); lost, that a quorum is out of reach.
 func (t *tally) won() bool { return t.yes >= t.c.quorum && (t.grants == nil || t.most >= t.c.quorum) }
 func (t *tally) lost() bool {
-	if t.grants != nil { // the permit most granted, and every node yet to answer
+	if t.grants != nil {
 		return t.most+len(t.c.nodes)-t.answers-bits.OnesCount64(t.suspects) < t.c.quorum
 	}
 	return len(t.c.nodes)-t.no-len(t.errs)-bits.OnesCount64(t.suspects) < t.c.quorum
 }
 
-// identity returns the part of an acquisition's reply vals that identity reads: all of it
-// but a semaphore's free permits and permit taken.
+// identity returns the part of an acquisition's reply that identified reads: all but a
+// semaphore's free permits and permit taken.
 func (r *request) identity(vals []int64) []int64 {
 	if n := len(vals) - maskWords(r.permits) - 1; r.permits > 0 && vals[0] >= 0 && n >= 0 {
 		return vals[:n]
@@ -416,12 +357,12 @@ func (r *request) identity(vals []int64) []int64 {
 	return vals
 }
 
-// maskWords is how many numbers a semaphore of k permits says its free permits in: 48 bits
-// each (see vote in queue.lua).
+// maskWords is how many numbers a semaphore of k permits gives its free permits in (48
+// bits each).
 func maskWords(k int) int { return (k + 47) / 48 }
 
-// permitsFree counts in free, per permit, the nodes whose reply vals (a grant or refusal
-// of a semaphore of len(free) permits) says it is free to the caller.
+// permitsFree counts in free, per permit, the nodes whose reply vals says it is free to the
+// caller.
 func permitsFree(vals []int64, free []int) {
 	m := maskWords(len(free))
 	if len(vals) < 4+m || vals[0] < 0 {
@@ -435,8 +376,7 @@ func permitsFree(vals []int64, free []int) {
 	}
 }
 
-// permitOf returns the permit that a semaphore acquisition's reply vals names: its last
-// value (see acquire.lua), -1 if none.
+// permitOf returns the permit a semaphore acquisition's reply names, -1 if none.
 func permitOf(vals []int64) int {
 	if len(vals) < 4 {
 		return -1
@@ -455,46 +395,44 @@ func (t *tally) unheard() {
 	t.suspects = 0
 }
 
-// fail records node i's failure with err.
 func (t *tally) fail(i int, err error) {
 	t.errs = append(t.errs, NodeError{Node: t.c.nodes[i].String(), Err: err})
 	t.failedNodes |= bit(i)
 }
 
-// refused reports that the no-votes alone put a quorum out of reach.
+// refused reports that the no-votes (for a semaphore, with the grants of other permits than
+// the most granted) put a quorum out of reach.
 func (t *tally) refused() bool {
 	no := t.no
-	if t.grants != nil { // a semaphore's: a grant of another permit than the most granted
+	if t.grants != nil {
 		no += t.yes - t.most
 	}
 	return no > len(t.c.nodes)-t.c.quorum
 }
 
-// missing records every node that has not answered, and is not recorded yet, as failed
-// with err (a timeout, or the caller's end).
+// missing records every node not answered, and not recorded yet, as failed with err.
 func (t *tally) missing(answered []bool, err error) {
 	for i, ok := range answered {
 		if !ok && !t.recorded(i) {
 			t.fail(i, err)
 		}
-
 	}
 	t.suspects = 0 // recorded with the rest
 }
 
 func (t *tally) err() error {
+	unheard := (uint64(1)<<len(t.c.nodes) - 1) &^ (t.yesNodes | t.noNodes | t.failedNodes)
 	return &QuorumError{Op: t.op, Key: t.key, Quorum: t.c.quorum, Nodes: len(t.c.nodes), OK: t.yes, Refused: t.no, Errs: t.errs,
-		Yes: t.c.names(t.yesNodes), No: t.c.names(t.noNodes), Unheard: t.c.names(t.unheardNodes())}
+		Yes: t.c.names(t.yesNodes), No: t.c.names(t.noNodes), Unheard: t.c.names(unheard)}
 }
 
-// collect reads replies from f into t until the outcome is decided (with t.all: until a
-// quorum refused, if t.refusals), every node answered, the calls' deadline passed, or ctx
-// ended: a node that ignores its context cannot hold us longer than its timeout. It calls seen for each reply, and marks in
-// answered (one entry per node) which nodes answered.
+// collect reads replies from f into t until the outcome is decided (with t.all: until every
+// node answered, or, with t.refusals, a quorum refused), the calls' deadline passed, or ctx
+// ended. It calls seen (if not nil) for each reply, and marks which nodes answered.
 func (c *Cluster) collect(ctx context.Context, f *fanout, t *tally, answered []bool, seen func(reply)) {
 	for t.waiting() && (t.all && !(t.refusals && t.no >= t.c.quorum) || !t.won() && !t.lost()) {
 		var r reply
-		if f.out == nil { // a single node, which fan called: its one reply
+		if f.out == nil {
 			r = f.one
 		} else {
 			select {

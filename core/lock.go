@@ -53,7 +53,6 @@ type Lock struct {
 	NodeFailed func(op string, e NodeError)
 }
 
-
 // Drift is the clock-drift allowance subtracted from every validity: TTL*DriftFactor + 2ms.
 func (l *Lock) Drift() time.Duration {
 	return time.Duration(float64(l.TTL)*l.DriftFactor) + 2*time.Millisecond

@@ -104,7 +104,6 @@ func (c *Cluster) subscribe(ctx context.Context, w *watch, channel string, timeo
 // isActive reports whether the waiter will hear release notifications; false on a nil watch.
 func (w *watch) isActive() bool { return w != nil && closed(w.usable) && w.active.Load() }
 
-
 // drain forgets the messages received so far, which the attempt about to be made
 // supersedes, so that they do not crowd out later ones in w.msgs. A no-op on a nil watch.
 func (w *watch) drain() {
