@@ -151,7 +151,6 @@ func (c *Cluster) readRecord(ctx, dctx context.Context, i int, timeout time.Dura
 		err = fmt.Errorf("redlock: leader script replied %d values, want {0} or {1, record}", len(vals))
 	}
 	switch {
-
 	case err != nil:
 		return leaderReply{reply: reply{node: i, err: err}}
 	case vals[0] == "0":

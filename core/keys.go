@@ -142,7 +142,6 @@ func NewSemaphoreKeys(prefix, name string, permits int) Keys {
 	lock := NewKeys(prefix, name).Lock
 	k := keysAt(name, lock+":permit")
 	k.Readers = lock + ":permits"
-
 	k.Permits = make([]string, permits)
 	for i := range k.Permits {
 		k.Permits[i] = k.Lock + "/" + strconv.Itoa(i)

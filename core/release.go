@@ -6,20 +6,14 @@ import (
 	"time"
 )
 
-// Release runs release "leave" for h on every node (see the package doc's tables): it lets
-// go of h, takes h's waiter out of the queue and hands the lock on. It runs even if ctx is
-// cancelled: a release is never abandoned half-way. A node that had not answered the
-// acquisition yet, or an extension of h (or a raise) that could take the lock there, is
-// called once every such call answered (or by the deadline of the last one), so that no
-// late SET lands after the release.
+// Release runs release "leave" for h on every node: it lets go of h, takes h's waiter out of
+// the queue and hands the lock on. It runs even if ctx is cancelled. A node that had not
+// answered the acquisition, or an extension or raise of h, is called once each such call
+// answered (or by the deadline of the last one), so that no late SET lands after it.
 //
-// It returns once a quorum let go and the other nodes had twice as long as that took; a
-// slower node is left to its call, which ends within the node timeout. On failure it waits
-// for every node, so that its error names each one.
-//
-// A node where, within h's validity, neither h's key nor another owner's is found counts as
-// one that let go: the key can only have gone by this release (a backend resends a script
-// whose reply a broken connection lost), or with the server's data.
+// It returns once a quorum let go and the other nodes had twice as long as that took; on
+// failure it waits for every node, so that its error names each one. A node where, within
+// h's validity, neither h's key nor another owner's is found counts as one that let go.
 //
 // Errors: ErrNotHeld (too few nodes still held h: it had expired, or another owner holds
 // it on too many nodes), or a *QuorumError (too few nodes answered; their keys expire by
@@ -28,7 +22,7 @@ func (c *Cluster) Release(ctx context.Context, h *Held) error {
 	l := &h.claim
 	req := request{s: l.scripts().release, detached: true, keys: l.Keys.releaseKeys(), args: l.releaseArgs("leave"),
 		op: "release", failed: l.NodeFailed}
-	if l.Keys.Permits != nil { // where KEYS[1] is the permit the node granted, so nothing else is ours
+	if l.Keys.Permits != nil { // where KEYS[1] is the permit the node granted
 		req.more, req.moreTo = "1", l.holds
 	}
 	start := time.Now()
@@ -39,7 +33,7 @@ func (c *Cluster) Release(ctx context.Context, h *Held) error {
 	follows := l.extending
 	if late == 0 {
 		l.stragglers()
-	} else { // the oldest
+	} else {
 		follows = append([]followed{{f: l.acquiring, late: late}}, follows...)
 	}
 	f := c.fan(ctx, l.NodeTimeout, req, lateOf(follows))
@@ -55,10 +49,9 @@ func (c *Cluster) Release(ctx context.Context, h *Held) error {
 	return t.err()
 }
 
-// settle reads f's replies into t, begun at start. Once a quorum said yes, it waits for the
-// other nodes twice as long as that took (at least releaseGrace) and reports true: a node
-// that is down or far away does not hold up the caller. Otherwise it hears every node out,
-// for t's error, and reports false.
+// settle reads f's replies into t, begun at start. Once a quorum said yes, it gives the
+// other nodes twice as long as that took (at least releaseGrace) and reports true;
+// otherwise it hears every node out, for t's error, and reports false.
 func (c *Cluster) settle(ctx context.Context, f *fanout, t *tally, start time.Time) bool {
 	answered := make([]bool, len(c.nodes))
 	c.collect(ctx, f, t, answered, nil)
@@ -71,12 +64,9 @@ func (c *Cluster) settle(ctx context.Context, f *fanout, t *tally, start time.Ti
 	return false
 }
 
-// releaseGrace is the least time settle waits for the other nodes once a quorum answered:
-// nodes on one machine or network answer one request within it.
 const releaseGrace = 2 * time.Millisecond
 
-// grace waits up to d (and no later than the calls' deadline) for the n replies of f not
-// read yet, and returns once they came.
+// grace waits up to d, and no later than the calls' deadline, for f's n unread replies.
 func (f *fanout) grace(n int, d time.Duration) {
 	if n == 0 || f.out == nil {
 		return
@@ -94,15 +84,13 @@ func (f *fanout) grace(n int, d time.Duration) {
 	}
 }
 
-// followed is a fan-out whose calls to the nodes of late (a bit per node) had not answered
-// when it returned, and have not since (as far as poll and await have read).
+// followed is a fan-out whose calls to the nodes of late had not answered, as far as read.
 type followed struct {
 	f    *fanout
 	late uint64
 }
 
-// poll reads the replies that e.f has now, without waiting, and empties e.late once e.f's
-// deadline passed (the rest answer, if ever, later).
+// poll reads e.f's replies ready now, and empties e.late once e.f's deadline passed.
 func (e *followed) poll() {
 	for e.late != 0 {
 		select {
@@ -126,7 +114,7 @@ func (e *followed) await() {
 	}
 }
 
-// lateOf returns the nodes (a bit each) that some fan-out of follows still waits for.
+// lateOf returns the nodes that some fan-out of follows still waits for.
 func lateOf(follows []followed) uint64 {
 	var late uint64
 	for _, e := range follows {
@@ -135,15 +123,10 @@ func lateOf(follows []followed) uint64 {
 	return late
 }
 
-// follow records f, an extension (or a raise), if a node of may (a bit per node: those sent
-// the fence to take the lock with) has not answered it: Release then follows that call. It
-// keeps the earlier records whose calls have not all answered, and drops the others.
-//
-// Every extension whose calls may still land is kept, not only the last: a later extension
-// does not end an earlier one's calls, and those may land after the later one's. Each
-// follow drops the records whose calls all answered or whose deadline passed. So after it
-// every record kept has a call in flight before its deadline, one record per extension:
-// they are never more than the calls in flight, which their node timeout ends.
+// follow records f, an extension or raise, if a node of may (those that could take the
+// lock) has not answered it, for Release to follow. Every earlier record whose calls may
+// still land is kept (they may land after a later one's); the others are dropped, so the
+// records are never more than the calls in flight.
 func (l *claim) follow(f *fanout, may uint64, answered []bool) {
 	late := may & flagged(answered, false)
 	kept := l.extending[:0]
@@ -152,28 +135,27 @@ func (l *claim) follow(f *fanout, may uint64, answered []bool) {
 			kept = append(kept, e)
 		}
 	}
-	clear(l.extending[len(kept):]) // no fan-out is kept alive by a dropped record
+	clear(l.extending[len(kept):])
 	if late != 0 {
 		kept = append(kept, followed{f: f, late: late})
 	}
 	l.extending = kept
 }
 
-// unfollow waits for the calls of f, the last extension (or raise) recorded, that had not
-// answered, or for its deadline, and drops its record.
+// unfollow waits for the unanswered calls of f, the last record, or its deadline, and drops
+// it.
 func (l *claim) unfollow(f *fanout) {
 	if n := len(l.extending); n > 0 && l.extending[n-1].f == f {
 		for e := &l.extending[n-1]; e.late != 0; {
 			e.await()
 		}
 		l.extending[n-1] = followed{}
-
 		l.extending = l.extending[:n-1]
 	}
 }
 
-// stragglers waits for the nodes that had not answered the acquisition when it returned,
-// within the acquisition's deadline: they answer by then, unless they ignore it.
+// stragglers waits, within its deadline, for the nodes that had not answered the
+// acquisition.
 func (l *claim) stragglers() {
 	f := l.acquiring
 	if f == nil {
@@ -182,7 +164,7 @@ func (l *claim) stragglers() {
 	for ; l.pending > 0; l.pending-- {
 		select {
 		case <-f.out:
-		case <-f.deadline: // the rest answer, if ever, later
+		case <-f.deadline:
 			return
 		}
 	}
@@ -191,10 +173,9 @@ func (l *claim) stragglers() {
 // Extend resets the TTL of h on every node that still holds it with h's token, and returns
 // the new end of validity, which it also keeps in h.Until. A writer's lock (not a reader's
 // share, nor a semaphore's permit) is also taken, its fence counter raised to h's token, on
-// a node where its key is free and that never held h (where h's key is gone, the lock was
-// lost), if that node answers within h's validity (see the package doc, Exclusion): so a
-// holder granted while some nodes were unreachable holds on them too once they are back.
-// It needs a quorum within the new validity, and returns once the outcome is decided.
+// a node where its key is free and that never held h, if that node answers within h's
+// validity (see the package doc, Exclusion). It needs a quorum within the new validity, and
+// returns once the outcome is decided.
 //
 // Errors: ErrNotHeld (too many nodes no longer hold l for a quorum: the lock is lost), a
 // *QuorumError (too few nodes answered: the lock is still valid until its previous end),

@@ -11,11 +11,11 @@ import (
 )
 
 // AcquireWait takes the lock l asks for, retrying until it succeeds or ctx ends, and returns
-// it held. It queues as one waiter, with a ticket taken at the call and a token per attempt
-// (the Held's Token is the winning attempt's): see the package doc, Tokens and The waiter,
-// across nodes. If l asks for neither the restart guard nor a fence, is not Contended and
-// is not a semaphore's, the first attempt is a plain SET NX on the nodes that are Setters.
-//
+// it held. It queues as one waiter with a token per attempt (see the package doc, Tokens and
+// The waiter, across nodes). If l asks for neither the restart guard nor a fence and is not
+// Contended, a reader's, a semaphore's or a set's, the first attempt is a plain SET NX on
+// the nodes that are Setters.
+
 // Errors: when ctx ends, one that matches both ctx's error and the last attempt's (ErrHeld
 // or ErrNoQuorum, say) under errors.Is; an error that no retry can fix (see Permanent), at
 // once, unless l.Persist; ErrClosed once the Cluster is closed.
@@ -28,16 +28,16 @@ func (c *Cluster) AcquireWait(ctx context.Context, l *Lock, b Backoff) (*Held, e
 	return h, nil
 }
 
-// acquireWait is AcquireWait for the claim l, whose waiter id, ticket and token it sets.
+// acquireWait is AcquireWait for the claim l.
 func (c *Cluster) acquireWait(ctx context.Context, l *claim, b Backoff) (Grant, error) {
 	waiter, first := newWaiter()
 	l.waiter, l.ticket = waiter, time.Now().UnixMicro()
 	defer l.trail.gone.Store(true)
-	var w *watch   // the wake-up subscription, from the first time the lock is found held
+	var w *watch   // from the first time the lock is found held
 	var last error // the last attempt's error that was not ctx's
 	for attempt := 0; ; attempt++ {
 		l.attempt, l.token = attempt+1, attemptToken(first, waiter, attempt+1)
-		w.drain() // what was said before this attempt, it finds out for itself
+		w.drain()
 		g, o, err := c.acquire(ctx, l)
 		queued := attempt > 0 || !o.start.IsZero() // the nodes may have queued us
 		switch {
@@ -65,8 +65,7 @@ func (c *Cluster) acquireWait(ctx context.Context, l *claim, b Backoff) (Grant, 
 	}
 }
 
-// attemptToken returns the token of the waiter's attempt (numbered from 1): first for the
-// first, "<waiter id>.<attempt>" for the others.
+// attemptToken returns the token of the waiter's attempt (from 1), first for the first.
 func attemptToken(first, waiter string, attempt int) string {
 	if attempt == 1 {
 		return first
@@ -83,17 +82,16 @@ func (c *Cluster) closedDuring(l *claim, err error) error {
 	return err
 }
 
-// gotWait ends a wait that got the lock g.
 func (c *Cluster) gotWait(l *claim, w *watch, g Grant) Grant {
 	l.trail.won.Store(int64(l.attempt))
 	if w != nil {
-		go w.stop() // the new owner need not wait for its UNSUBSCRIBE to be sent
+		go w.stop()
 	}
 	return g
 }
 
-// endWait ends a wait that did not get the lock: it stops w, and leaves the queue if the
-// nodes may have queued the waiter.
+// endWait ends a wait that did not get the lock, leaving the queue if the nodes may have
+// queued the waiter.
 func (c *Cluster) endWait(l *claim, w *watch, queued bool) {
 	w.stop()
 	if queued {
@@ -102,9 +100,8 @@ func (c *Cluster) endWait(l *claim, w *watch, queued bool) {
 }
 
 // between runs between the failed attempt o (error err) and the next: it reports err to
-// l.Failed, subscribes to the waiter's channel the first time the lock is found held (and
-// then calls again at once: the release may have come before the subscription), and waits
-// (see pause and await). It returns the Grant and true if a hand-over gave it the lock.
+// l.Failed, subscribes the first time the lock is found held (then calls again at once: the
+// release may have come before), and waits. It reports true if a hand-over gave it the lock.
 func (c *Cluster) between(ctx context.Context, l *claim, w **watch, b Backoff, attempt int, o outcome, err error) (Grant, bool) {
 	if l.Failed != nil {
 		l.Failed(err)
@@ -112,7 +109,7 @@ func (c *Cluster) between(ctx context.Context, l *claim, w **watch, b Backoff, a
 	held := errors.Is(err, ErrHeld)
 	if held && *w == nil {
 		*w = c.watch(ctx, l.Keys.Wake(l.waiter), l.NodeTimeout)
-		if (*w).isActive() || o.plain { // a plain SET NX did not queue us: the next attempt does
+		if (*w).isActive() || o.plain { // a plain SET NX did not queue us
 			return Grant{}, false
 		}
 	}
@@ -120,12 +117,10 @@ func (c *Cluster) between(ctx context.Context, l *claim, w **watch, b Backoff, a
 	return c.await(ctx, l, *w, o, delay, listen)
 }
 
-// pause returns how long to wait after the failed attempt o, and whether a message on w may
-// end the wait. The next attempt starts within a refresh interval of o's start, so that the
-// nodes keep the waiter's place (see placeKept). After a split vote it waits a random pause
-// of up to two attempts' time, so that the next round has a winner (a semaphore's waiter,
-// whose split may be the holders' permits spread over the nodes, the backoff's delay);
-// while the lock is held and w is active, the holder's TTL; else the backoff's delay.
+// pause returns how long to wait after the failed attempt o, at most until a refresh
+// interval after o's start, and whether a message on w may end the wait: after a split vote,
+// a random pause of up to two attempts' time (a semaphore's: the backoff's delay); while the
+// lock is held and w is active, the holder's TTL; else the backoff's delay.
 func pause(l *claim, w *watch, b Backoff, attempt int, o outcome, held bool) (time.Duration, bool) {
 	refresh := l.refresh()
 	if !o.start.IsZero() {
@@ -133,7 +128,7 @@ func pause(l *claim, w *watch, b Backoff, attempt int, o outcome, held bool) (ti
 	}
 	delay := min(b.Delay(attempt, o.wait), refresh)
 	switch {
-	case o.split && l.Keys.Permits != nil: // nodes with free permits, but not one a quorum share
+	case o.split && l.Keys.Permits != nil:
 		return delay, w.isActive()
 	case o.split:
 		return min(rand.N(2*o.took+1), refresh), w.isActive()
@@ -145,11 +140,9 @@ func pause(l *claim, w *watch, b Backoff, attempt int, o outcome, held bool) (ti
 	return delay, false
 }
 
-// await sleeps after the failed attempt o until delay passes or ctx ends, or, if listen,
-// until a message on w wakes it or hands it the lock: then it reports the Grant and true
-// once a quorum of the nodes that refused o handed l over (see handedOver). A node whose
-// refusal came after o returned (o.late) counts from then on, with a hand-over it sent
-// before. Any other message ends the sleep, so that the waiter calls again.
+// await sleeps after the failed attempt o until delay passes, ctx ends or the Cluster
+// closes, or, if listen, a message on w wakes it. It reports true once a quorum of the
+// nodes that refused o (o.late's too, with a hand-over they sent before) handed l over.
 func (c *Cluster) await(ctx context.Context, l *claim, w *watch, o outcome, delay time.Duration, listen bool) (Grant, bool) {
 	deadline := time.Now().Add(delay)
 	timer := time.NewTimer(delay)
@@ -169,7 +162,7 @@ func (c *Cluster) await(ctx context.Context, l *claim, w *watch, o outcome, dela
 			return Grant{}, false
 		case <-ctx.Done():
 			return Grant{}, false
-		case <-c.done: // Close: the next attempt fails
+		case <-c.done:
 			return Grant{}, false
 		case i := <-late:
 			if node, h, ok = hs.refuse(i); !ok {
@@ -177,7 +170,7 @@ func (c *Cluster) await(ctx context.Context, l *claim, w *watch, o outcome, dela
 			}
 		case m := <-msgs:
 			if h, ok = parseHandover(m.payload); !ok {
-				return Grant{}, false // a plain wake-up: the lock may be free
+				return Grant{}, false // a plain wake-up
 			}
 			if node = m.node; late != nil && hs.early(node, h) {
 				continue
@@ -197,9 +190,9 @@ func (c *Cluster) await(ctx context.Context, l *claim, w *watch, o outcome, dela
 	}
 }
 
-// handedOver is the grant of l's attempt o, which a quorum handed over (hs): the permit
-// they named, for a semaphore, with at least half the TTL left. If too little is left it
-// reports false: the waiter calls again, and the nodes renew it.
+// handedOver is the grant of l's attempt o, which a quorum handed over (for a semaphore, the
+// permit they named), if at least half the TTL is left; else it reports false, and the
+// waiter calls again.
 func (c *Cluster) handedOver(ctx context.Context, l *claim, o outcome, hs *handovers) (Grant, bool) {
 	permit, _, fence := hs.best()
 	l.holds = 0
@@ -215,13 +208,9 @@ func (c *Cluster) handedOver(ctx context.Context, l *claim, o outcome, hs *hando
 	return g, err == nil
 }
 
-// restOfHandover is how long a waiter that heard fewer than a quorum of hand-overs of its
-// attempt o waits for the rest before it calls again: twice the attempt's time, bounded (the
-// nodes answer one release about as far apart as they answered the attempt). Hand-overs that
-// do not follow soon went to other waiters too (the nodes' queues differ while waiters join
-// them), and no one gets a quorum: the next attempt sorts that out, as after a split vote.
-// If too few nodes can hand it over for a quorum (the others granted o and were let go, or
-// failed), it calls again at once: the nodes that handed it over count it as its own.
+// restOfHandover is how long a waiter that heard fewer than a quorum of hand-overs of o
+// waits for the rest before it calls again: twice the attempt's time, bounded; none if too
+// few nodes can hand it over for a quorum.
 func (c *Cluster) restOfHandover(l *claim, o outcome) time.Duration {
 	if o.handers < c.quorum {
 		return 0
@@ -232,17 +221,17 @@ func (c *Cluster) restOfHandover(l *claim, o outcome) time.Duration {
 // handovers counts the hand-overs of one attempt.
 type handovers struct {
 	token   string
-	refused []bool // per node: it refused the attempt (shared with the outcome until copied)
+	refused []bool // per node: it refused the attempt (the outcome's until copied)
 	copied  bool
 	k       int         // a semaphore's number of permits; 0 for a lock
 	got     []handover  // per node: its hand-over that counted (token "": none)
-	pending []*handover // per node: a hand-over from a node whose refusal has not come yet
+	pending []*handover // per node: a hand-over that came before the node's refusal
 }
 
 // refuse records node i's refusal that came after the attempt returned, and returns the
 // hand-over it sent before, if any.
 func (hs *handovers) refuse(i int) (int, handover, bool) {
-	if !hs.copied { // the outcome's is the attempt's
+	if !hs.copied {
 		r := make([]bool, len(hs.got))
 		copy(r, hs.refused)
 		hs.refused, hs.copied = r, true
@@ -256,9 +245,8 @@ func (hs *handovers) refuse(i int) (int, handover, bool) {
 	return i, h, true
 }
 
-// early keeps h, from node i, if it is this attempt's and the node's refusal has not come
-// yet: its reply may still be on its way (a message can overtake it), and the hand-over
-// counts if the refusal comes.
+// early keeps h, from node i, if it is this attempt's and the node's refusal (which a
+// message can overtake) has not come yet.
 func (hs *handovers) early(i int, h handover) bool {
 	if h.token != hs.token || (hs.refused != nil && hs.refused[i]) {
 		return false
@@ -270,9 +258,8 @@ func (hs *handovers) early(i int, h handover) bool {
 	return true
 }
 
-// take counts h from node i, and reports whether it counted: it must be this attempt's,
-// from a node that refused it, once per node, and name one of a semaphore's permits (or
-// none, for a lock).
+// take counts h from node i if it is this attempt's, from a node that refused it, the
+// node's first, and names a semaphore's permit (none for a lock).
 func (hs *handovers) take(i int, h handover) bool {
 	if h.token != hs.token || hs.refused == nil || !hs.refused[i] || hs.got[i].token != "" || h.permit >= hs.k || (hs.k > 0) != (h.permit >= 0) {
 		return false
@@ -281,8 +268,8 @@ func (hs *handovers) take(i int, h handover) bool {
 	return true
 }
 
-// best returns the semaphore's permit that the most hand-overs counted name (-1: a lock's,
-// which name none), how many name it, and their fences.
+// best returns the permit the most hand-overs name (-1 for a lock), how many, and their
+// fences.
 func (hs *handovers) best() (permit, count int, fence highest) {
 	for _, h := range hs.got {
 		if h.token == "" {
@@ -303,7 +290,7 @@ func (hs *handovers) best() (permit, count int, fence highest) {
 	return permit, count, fence
 }
 
-// permits returns the permit each node handed over (-1: none), for holdPermit.
+// permits returns the permit each node handed over (-1: none).
 func (hs *handovers) permits() []int {
 	p := make([]int, len(hs.got))
 	for i, h := range hs.got {
@@ -347,20 +334,19 @@ func parseHandover(p string) (h handover, ok bool) {
 	return h, true
 }
 
-// leave sends release "leave" for l's waiter to every node, in the background. On each node
-// it goes only after the calls of l's earlier attempts still under way there answered and
-// were undone (see abandon), so that none of them queues the waiter again after it left; or
-// after two node timeouts (by then they answered, but for a node that ignores its deadline).
+// leave sends release "leave" for l's waiter to every node, in the background, on each once
+// the calls of l's attempts still under way there answered and were undone, or after two
+// node timeouts.
 func (c *Cluster) leave(l *claim) {
 	keys, args, timeout := l.Keys.releaseKeys(), l.releaseArgs("leave"), l.NodeTimeout
 	req := request{s: l.scripts().release, keys: keys, args: args, op: "release", failed: l.NodeFailed}
 	tr := &l.trail
 	if !tr.underWay() {
-		if len(c.nodes) == 1 { // as a release: in this goroutine
+		if len(c.nodes) == 1 {
 			c.fan(context.Background(), timeout, req, 0)
 			return
 		}
-		c.bg.goRun(3*timeout, func() { // counted, for Wait: each call in a goroutine of its own
+		c.bg.goRun(3*timeout, func() {
 			f := c.fan(context.Background(), timeout, req, 0)
 			for range c.nodes {
 				<-f.out
