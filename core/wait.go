@@ -15,7 +15,7 @@ import (
 // The waiter, across nodes). If l asks for neither the restart guard nor a fence and is not
 // Contended, a reader's, a semaphore's or a set's, the first attempt is a plain SET NX on
 // the nodes that are Setters.
-
+//
 // Errors: when ctx ends, one that matches both ctx's error and the last attempt's (ErrHeld
 // or ErrNoQuorum, say) under errors.Is; an error that no retry can fix (see Permanent), at
 // once, unless l.Persist; ErrClosed once the Cluster is closed.
