@@ -46,9 +46,7 @@ type ShardedPubSub interface {
 
 // NewCluster returns the cluster of nodes. It fails with an error that matches ErrInvalid
 // if there are no nodes, one is nil (a nil interface or a nil pointer inside one), or one
-// Node is given twice: each server must count as one vote. Two Nodes that reach one server
-// are found at first contact instead (see Acquire). An even N is allowed but buys nothing:
-// 4 nodes tolerate one failure, as 3 do.
+// Node is given twice. Two Nodes that reach one server are found at first contact instead.
 func NewCluster(nodes []Node, opts ...ClusterOption) (*Cluster, error) {
 	if len(nodes) == 0 {
 		return nil, fmt.Errorf("%w: no nodes", ErrInvalid)
@@ -125,14 +123,10 @@ func (c *Cluster) Close() {
 	})
 }
 
-// identity tells apart the servers behind a Cluster's nodes, so that one server reached
-// through two Nodes (two clients of one address, say) never counts as two votes (see the
-// package doc, One server, one vote). Servers are compared by the run_id they report, random
-// per server process, which a node's acquisitions ask for in their reply until it is known.
-// Once two nodes are found to reach one server, every acquisition fails with an error that
-// matches ErrInvalid and names both. A server that reports no run_id (miniredis) cannot be
-// compared, and takes part. A Node for a Redis Cluster is identified by the shard that
-// serves its first lock. A single node needs no identity.
+// identity tells apart the servers behind a Cluster's nodes by the run_id they report (see
+// the package doc, One server, one vote). Once two nodes are found to reach one server,
+// every acquisition fails with an error that matches ErrInvalid and names both. A server
+// that reports no run_id cannot be compared, and takes part.
 type identity struct {
 	known   []atomic.Bool // per node: identified (or unidentifiable)
 	unknown atomic.Int32  // the nodes not known yet
@@ -158,8 +152,7 @@ func sameNode(a, b Node) bool {
 }
 
 // identified records which server node i reaches, from its reply vals to an acquisition
-// that asked the server to say (see acquire.lua). It returns an error if the reply does
-// not say, or the Cluster's configuration error if two nodes reach one server.
+// that asked. It returns an error if the reply does not say, or misconfigured's.
 func (c *Cluster) identified(i int, vals []int64) error {
 	switch {
 	case len(vals) >= 7:
@@ -194,12 +187,9 @@ func (c *Cluster) misconfigured() error {
 	return nil
 }
 
-// background counts the calls that a Cluster makes after the operation that started them
-// returned (the leaves of waiters that gave up, the undoing of failed attempts on nodes that
-// answered late), so that Wait can wait for them. Unlike a sync.WaitGroup, it may start
-// work while Wait waits; and each piece of work comes with a bound on its time, after which
-// Wait stops waiting for it (a node that ignores its context's deadline would otherwise
-// hold Wait for ever).
+// background counts the calls that outlive the operation that started them, for Wait.
+// Unlike a sync.WaitGroup, it may start work while Wait waits, and each piece of work has a
+// bound on its time, after which Wait stops waiting for it.
 type background struct {
 	mu     sync.Mutex
 	n      int
@@ -258,12 +248,8 @@ func (b *background) wait() {
 	}
 }
 
-// Wait waits until the calls that c makes in the background have ended: the leaves of
-// waiters whose wait ended (AcquireWait returned) while a call of theirs was under way, and
-// the releases of failed attempts on the nodes that answered after the attempt returned.
-// Each such call ends within three node timeouts of the return of the operation that
-// started it, and Wait waits no longer for it than that, even where a node ignores its
-// context's deadline. Calls that operations start while Wait waits are waited for too.
-// Call it before closing the nodes, so that none of those calls fails for want of a
-// connection and leaves a waiter queued or a lock held until its TTL.
+// Wait waits until the calls that c makes in the background have ended (waiters' leaves,
+// the undoing of failed attempts), each at most three node timeouts after the operation
+// that started it returned, even where a node ignores its deadline; calls started while
+// Wait waits too. Call it before closing the nodes.
 func (c *Cluster) Wait() { c.bg.wait() }

@@ -23,11 +23,8 @@ type sharedDeadline struct {
 }
 
 // detach returns a context with ctx's values but not its end, and a deadline timeout away
-// (at most a millisecond more): for calls that must run to their answer or their deadline
-// even if ctx ends (a release; the calls of a fan-out that the caller may stop waiting
-// for). The calls that start in the same millisecond share the deadline, so that each
-// needs no timer of its own; a call under context.Background() gets the shared context
-// itself.
+// (at most a millisecond more). The calls that start in the same millisecond share the
+// deadline, so that each needs no timer of its own.
 func (s *sharedDeadlines) detach(ctx context.Context, timeout time.Duration) context.Context {
 	now := time.Now()
 	d := s.detached.Load()
@@ -61,8 +58,8 @@ func (c *detached) Deadline() (time.Time, bool) { return c.deadline.Deadline() }
 func (c *detached) Done() <-chan struct{}       { return c.deadline.Done() }
 func (c *detached) Err() error                  { return c.deadline.Err() }
 
-// Value looks in the deadline's context first: the context package finds its cancellation
-// there (for context.Cause, and so that a context derived from this one ends with it).
+// Value looks in the deadline's context first, where the context package finds its
+// cancellation.
 func (c *detached) Value(key any) any {
 	if v := c.deadline.Value(key); v != nil {
 		return v

@@ -7,19 +7,15 @@ import (
 	"time"
 )
 
-// An election is a lock whose holder, the leader, records a value that anyone can read:
-// Proclaim records it where the leader holds the lock, and Leader reads the record that a
-// quorum of the nodes agree on, where its token still holds the lock.
-
 // MaxValueLen is the longest value a leader may proclaim, in bytes.
 const MaxValueLen = 4096
 
 // LeaderChannel returns the channel on which Proclaim publishes "<token> <value>".
 func (k Keys) LeaderChannel() string { return k.Channel + ":leader" }
 
-// Proclaim records value as the value of h's holder, where h holds the lock, and keeps it
-// FenceIdle, for Leader to read; it publishes "<token> <value>" on k.LeaderChannel. It needs
-// a quorum, and returns as Release does.
+// Proclaim records value as the value of h's holder (an election's leader), where h holds
+// the lock, for FenceIdle, and publishes "<token> <value>" on LeaderChannel. It needs a
+// quorum, and returns as Release does.
 //
 // Errors: one that matches ErrInvalid for a value over MaxValueLen; ErrNotHeld (too few
 // nodes still hold h); a *QuorumError (too few nodes answered).
@@ -73,8 +69,7 @@ func (c *Cluster) WatchLeader(ctx context.Context, k Keys, timeout time.Duration
 
 // Leader returns the value that the leader of the election whose keys are k proclaimed,
 // and its token, if a quorum of the nodes hold that record and its token holds the lock on
-// each; ok is false if none does (no leader, or one that has not proclaimed yet). It
-// returns as soon as the outcome is decided.
+// each; ok is false if none does. It returns once the outcome is decided.
 //
 // Errors: a *QuorumError when too few nodes answered for either outcome, or ctx's error.
 func (c *Cluster) Leader(ctx context.Context, k Keys, timeout time.Duration) (token, value string, ok bool, err error) {
@@ -92,9 +87,7 @@ func (c *Cluster) Leader(ctx context.Context, k Keys, timeout time.Duration) (to
 	counts := map[string]int{} // per record: the nodes that hold it, its token holding the lock
 	var top string             // the record most nodes hold
 	for {
-		// A leader holds the lock on a quorum: with the nodes that failed and those not heard
-		// yet, could one? The failed nodes (t.errs) may hold it too.
-		left := len(c.nodes) - t.answers
+		left := len(c.nodes) - t.answers // with the failed nodes, could they make top a quorum?
 		switch {
 		case counts[top] >= c.quorum:
 			token, value, _ = strings.Cut(top, " ")
@@ -129,8 +122,7 @@ func (c *Cluster) Leader(ctx context.Context, k Keys, timeout time.Duration) (to
 	}
 }
 
-// leaderReply is one node's answer to the leader script: a yes with the record, a no, or
-// an error.
+// leaderReply is one node's answer to the leader script.
 type leaderReply struct {
 	reply
 	record string
@@ -139,10 +131,7 @@ type leaderReply struct {
 // The vals of a leaderReply's yes and no (read only).
 var recordFound, recordMissing = []int64{1}, []int64{0}
 
-// readRecord runs the leader script on node i through EvalStrings under dctx, which bounds
-// the call by timeout, and turns the outcome into a reply as Cluster.eval does a script's:
-// the caller's ctx error if it ended, ErrNodeTimeout if the deadline passed, an error for
-// a reply other than {0} or {1, record}.
+// readRecord runs the leader script on node i under dctx, as eval runs a script.
 func (c *Cluster) readRecord(ctx, dctx context.Context, i int, timeout time.Duration, keys []string) leaderReply {
 	c.calls[i].Add(1)
 	defer c.calls[i].Add(-1)

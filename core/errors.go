@@ -97,7 +97,7 @@ func (e NodeError) Unwrap() error { return e.Err }
 // node errors (errors.Is(err, ErrNodeTimeout), say). Nodes that answered "not ours" are
 // counted in Refused, not listed in Errs, so a QuorumError never matches ErrHeld.
 type QuorumError struct {
-	Op      string      // "acquire", "extend", "release", "raise", "proclaim", "leader" or "permits"
+	Op      string      // "acquire", "extend", "release", "raise", "proclaim" or "leader"
 	Key     string      // the lock's name (Keys.Name), or its lock key if it has none
 	Quorum  int         // the yes-votes needed
 	Nodes   int         // the number of nodes
@@ -109,9 +109,7 @@ type QuorumError struct {
 	Unheard []string    // the nodes not heard when the outcome was decided (of the first 64)
 }
 
-// Error says the operation, the lock, how many nodes said yes of how many, and how many
-// were needed, then every node's outcome: those that said yes, those that said no, those
-// not heard yet when the outcome was decided, and each node that failed with its error.
+// Error says the operation, the lock, the votes and the quorum, then each node's outcome.
 func (e *QuorumError) Error() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "redlock: %s %q: no quorum: %d of %d nodes said yes, %d needed", e.Op, e.Key, e.OK, e.Nodes, e.Quorum)
@@ -146,9 +144,8 @@ func (e *QuorumError) Unwrap() []error {
 	return errs
 }
 
-// heldError is ErrHeld with the longest time the holder can keep the lock, as the nodes
-// reported it: the most a waiter should sleep before it tries again. It is 0 when no node
-// said (a refused SET NX does not, nor does a free lock that is another waiter's turn).
+// heldError is ErrHeld with the longest time the nodes said the holder can keep the lock
+// (0 if none said).
 type heldError struct {
 	key  string
 	wait time.Duration
@@ -172,8 +169,8 @@ func (e *restartError) Error() string {
 
 func (e *restartError) Is(target error) bool { return target == ErrRestarted }
 
-// permitsError is a node's reply that its semaphore records n permits, not the number the
-// acquisition asked with: every holder must count the same. It matches ErrInvalid.
+// permitsError is a node's reply that its semaphore records n permits, not the number asked
+// with. It matches ErrInvalid.
 type permitsError struct{ n int64 }
 
 func (e *permitsError) Error() string {
@@ -182,9 +179,8 @@ func (e *permitsError) Error() string {
 
 func (e *permitsError) Is(target error) bool { return target == ErrInvalid }
 
-// timeoutError is ErrNodeTimeout, with the driver's own error when it says more than that
-// the deadline passed. It does not wrap context.DeadlineExceeded: the caller's context is
-// still live, and errors.Is(err, context.DeadlineExceeded) must say only that it is not.
+// timeoutError is ErrNodeTimeout, with the driver's error if it says more than that the
+// deadline passed. It does not wrap context.DeadlineExceeded: the caller's context is live.
 func timeoutError(timeout time.Duration, err error) error {
 	if err == nil || errors.Is(err, context.DeadlineExceeded) {
 		return fmt.Errorf("%w after %v", ErrNodeTimeout, timeout)
@@ -192,7 +188,6 @@ func timeoutError(timeout time.Duration, err error) error {
 	return fmt.Errorf("%w after %v (%v)", ErrNodeTimeout, timeout, err)
 }
 
-// opError wraps err, for op on the lock named key (see Keys.named).
 func opError(op, key string, err error) error { return &keyError{op, key, err} }
 
 // keyError is err, from op on the lock named key.

@@ -11,10 +11,8 @@ import (
 	"strings"
 )
 
-// Keys are the Redis names one lock uses. They share one hash tag, so on Redis Cluster all of
-// them hash to one slot and one script can touch them together (see NewKeys). Make them
-// with NewKeys, and do not change a field afterwards: the scripts' KEYS are made from them
-// once.
+// Keys are the Redis names one lock uses, all in one Redis Cluster slot. Make them with
+// NewKeys, NewSemaphoreKeys or NewSetKeys, and do not change a field afterwards.
 type Keys struct {
 	Name    string // the lock's name as given to NewKeys: errors name the lock by it
 	Lock    string // holds the owner's random token, with the lock's TTL
@@ -25,50 +23,38 @@ type Keys struct {
 	Readers string // the readers that hold the lock: a sorted set of tokens by the end of their time
 	Leader  string // an election's record of its leader: "<token> <value>" (see Proclaim)
 	Channel string // a waiter is woken on Channel + ":" + its waiter id (see Wake)
-	// Permits are a semaphore's permits, a lock key each (see NewSemaphoreKeys); nil for a
-	// lock. A semaphore's Readers key holds its record of len(Permits).
+	// Permits are a semaphore's permits, a lock key each; nil for a lock. A semaphore's
+	// Readers key holds its record of len(Permits).
 	Permits []string
-	// Set are the names of a lock over several names at once, each name's keys (see
-	// NewSetKeys); nil for a lock of one name. A set's other fields are its first name's.
+	// Set are the keys of each name of a lock over several names; nil for a lock of one
+	// name. A set's other fields are its first name's.
 	Set []Keys
 
-	// scriptKeys are the KEYS of the acquire and release scripts, made once by NewKeys so
-	// that a call need not make them (nil in a Keys that NewKeys did not make). Never
-	// written: calls share them.
-	scriptKeys *scriptKeys
+	scriptKeys *scriptKeys // the scripts' KEYS, shared by calls: never written; nil if not made here
 }
 
 type scriptKeys struct{ acquire, release []string }
 
-// NewKeys returns the keys of the lock called name, with prefix before each, in one of two
-// forms. Its base, the lock key, is normally
+// NewKeys returns the keys of the lock called name, with prefix before each. The lock key
+// is normally
 //
 //	<prefix>{<name>}
 //
-// and the other keys follow it: "<base>:fence", ":queue", ":alive", ":waiters", ":readers", and the
-// release channel "<base>:released", on which each waiter is woken at
-// "<base>:released:<waiter id>" (see Wake).
-//
-// On Redis Cluster a key's slot comes from its hash tag: the text between its first '{' and
-// the first '}' after that, if that text is not empty; from the whole key otherwise. A script
-// may only touch keys of one slot, so every key and channel of a lock must have one hash tag.
-// In the normal form the tag is the name up to its first '}', or a tag within the prefix
-// when the prefix has a '{' (then every lock of that prefix is in one slot). It comes out
-// empty only for a name that starts with '}' (or is empty), under a prefix without '{'.
-// Such a name takes the second form,
+// and the others follow it: ":fence", ":queue", ":alive", ":waiters", ":readers", ":leader",
+// and the channel ":released". They share one Redis Cluster hash tag: the name up to its
+// first '}', or one within the prefix. A name that would give an empty tag (one that is
+// empty or starts with '}', under a prefix without '{') takes the form
 //
 //	<prefix>}{<tag>}{<name>}
 //
-// where tag is 16 lowercase hex digits of the SHA-256 of the name: never empty and without
-// '}', so all the lock's keys share the slot of tag. The second form never equals a key of
-// the normal form (the byte after the prefix differs), and tag has a fixed length, so two
-// names never share a key under one prefix, in either form. A prefix whose first '{' is
-// followed at once by '}' (such as "app{}:") makes every tag empty: CheckPrefix refuses it.
+// with tag the 16 lowercase hex digits of the first 8 bytes of the name's SHA-256. Two names
+// never share a key under one prefix. CheckPrefix refuses a prefix that makes every tag
+// empty.
 func NewKeys(prefix, name string) Keys {
 	var base string
 	if !strings.Contains(prefix, "{") && (name == "" || name[0] == '}') {
 		sum := sha256.Sum256([]byte(name))
-		base = prefix + "}{" + hex.EncodeToString(sum[:tagBytes]) + "}{" + name + "}"
+		base = prefix + "}{" + hex.EncodeToString(sum[:8]) + "}{" + name + "}"
 	} else {
 		base = prefix + "{" + name + "}"
 	}
@@ -84,8 +70,7 @@ func keysAt(name, base string) Keys {
 	return k
 }
 
-// named returns the name that errors give the lock: its Name, or its lock key if it has
-// none (a Keys that NewKeys did not make).
+// named returns the name errors give the lock: its Name, else its lock key.
 func (k *Keys) named() string {
 	if k.Name != "" {
 		return k.Name
@@ -93,14 +78,9 @@ func (k *Keys) named() string {
 	return k.Lock
 }
 
-// tagBytes is how many bytes of the name's SHA-256 the second form of NewKeys's keys carries
-// in its hash tag, in hex.
-const tagBytes = 8
-
-// CheckPrefix returns an error that matches ErrInvalid, with the reason, if prefix cannot
-// prefix lock keys on Redis Cluster: if its first '{' is followed at once by '}', the hash
-// tag of every key is empty, so the keys of one lock fall in different slots whatever its
-// name (see NewKeys). It returns nil for any other prefix.
+// CheckPrefix returns an error that matches ErrInvalid if prefix cannot prefix lock keys on
+// Redis Cluster: its first '{' is followed at once by '}', which empties every hash tag. It
+// returns nil for any other prefix.
 func CheckPrefix(prefix string) error {
 	if i := strings.IndexByte(prefix, '{'); i >= 0 && strings.HasPrefix(prefix[i+1:], "}") {
 		return fmt.Errorf("%w: key prefix %q: its first '{' is followed at once by '}', which gives every lock key an empty Redis Cluster hash tag, so one lock's keys would fall in different slots", ErrInvalid, prefix)
@@ -108,8 +88,7 @@ func CheckPrefix(prefix string) error {
 	return nil
 }
 
-// Wake returns the channel on which the waiter with id waiter is told that a release handed
-// it the lock, or that its turn may have come.
+// Wake returns the channel on which the waiter with id waiter is woken or handed the lock.
 func (k Keys) Wake(waiter string) string { return k.Channel + ":" + waiter }
 
 // NewToken returns a fresh random owner token: 16 bytes from crypto/rand, base64url-encoded.
@@ -118,8 +97,8 @@ func NewToken() string {
 	return token
 }
 
-// newWaiter returns a fresh waiter id (a token, as NewToken's) and its first attempt's
-// token, "<waiter id>.1", made in one allocation.
+// newWaiter returns a fresh waiter id (as NewToken's) and its first attempt's token,
+// "<waiter id>.1", in one allocation.
 func newWaiter() (waiter, first string) {
 	var b [16]byte
 	_, _ = rand.Read(b[:]) // crypto/rand.Read never returns an error since Go 1.24
@@ -152,13 +131,10 @@ func NewSemaphoreKeys(prefix, name string, permits int) Keys {
 }
 
 // NewSetKeys returns the keys of a lock over every one of names at once, each name's keys
-// those of NewKeys(prefix, name): a holder of the set holds each name, as a lock of that
-// name alone would, so single-name locks and sets exclude each other. The names are sorted,
-// and a name given twice counts once; no name is an error matching ErrInvalid. Its Lock,
-// Fence and Channel are those of its first name (in order): a set's waiter is woken on its
-// first name's channel. The scripts find a name's other keys from its lock key, so every
-// name's keys must follow NewKeys's layout, and on Redis Cluster share one slot (a prefix
-// with a hash tag).
+// those of NewKeys(prefix, name): a holder of the set holds each name, so single-name locks
+// and sets exclude each other. The names are sorted, and a name given twice counts once; no
+// name is an error matching ErrInvalid. Its other fields are its first name's. On Redis
+// Cluster the names must share one slot (a prefix with a hash tag).
 func NewSetKeys(prefix string, names []string) (Keys, error) {
 	names = slices.Compact(slices.Sorted(slices.Values(names)))
 	if len(names) == 0 {
@@ -187,8 +163,7 @@ func (k Keys) permit(i int) Keys {
 }
 
 // ScriptKeys returns the KEYS that core passes to the acquire, release, rlock and runlock
-// scripts, in order (a semaphore's permits and a set's other names follow them): for
-// backend tests (such as the conformance suite) that call the scripts as core does.
+// scripts (a semaphore's permits and a set's other names follow them), for backend tests.
 func (k Keys) ScriptKeys() []string {
 	return []string{k.Lock, k.Fence, k.Queue, k.Alive, k.Waiters, k.Readers}
 }

@@ -7,31 +7,25 @@ import (
 	"time"
 )
 
-// message is one notification on a waiter's channel: which node sent it, and its payload
-// ("" for a plain wake-up, see release.lua for a hand-over).
+// message is one notification on a waiter's channel ("" for a plain wake-up).
 type message struct {
 	node    int
 	payload string
 }
 
-// watch is one waiter's subscription to its own wake-up channel (Keys.Wake) on every node
-// that is a Subscriber.
+// watch is a subscription to one channel on every node that is a Subscriber.
 type watch struct {
-	usable chan struct{} // closed when watch may return (see watch)
+	usable chan struct{} // closed when watch may return
 	ready  chan struct{} // closed once every node answered Subscribe
 	active atomic.Bool   // at least one node confirmed
 	unsubs []func()      // complete once ready is closed
-	msgs   chan message  // what the nodes said; messages beyond its room are dropped
+	msgs   chan message  // messages beyond its room are dropped
 }
 
 // watch subscribes to channel on every Subscriber node in parallel, each within timeout, and
-// returns once every one answered; or once a quorum of them (all, if fewer are Subscribers)
-// confirmed and the rest had twice as long as that took, so that a node that does not
-// answer does not hold the waiter for the timeout; or when ctx ended. A subscription that a
-// node confirms later delivers from then on. A message lost meanwhile, or dropped for want
-// of room in w.msgs, costs at most a refresh interval (the hand-over is taken at the next
-// call), never safety. w.isActive reports whether any node confirmed; if none did, the
-// waiter must poll.
+// returns once every one answered, or a quorum of them (all, if fewer) confirmed and the
+// rest had twice as long as that took, or ctx ended. A later confirmation delivers from
+// then on. A message lost or dropped costs at most a refresh interval, never safety.
 func (c *Cluster) watch(ctx context.Context, channel string, timeout time.Duration) *watch {
 	w := &watch{usable: make(chan struct{}), ready: make(chan struct{}), msgs: make(chan message, 4*len(c.nodes)+4)}
 	go c.subscribe(ctx, w, channel, timeout)
@@ -42,8 +36,8 @@ func (c *Cluster) watch(ctx context.Context, channel string, timeout time.Durati
 	return w
 }
 
-// subscribe subscribes w on every Subscriber node in parallel, closes w.usable when watch
-// may return, and w.ready once all answered.
+// subscribe subscribes w on every Subscriber node, closing w.usable when watch may return
+// and w.ready once all answered.
 func (c *Cluster) subscribe(ctx context.Context, w *watch, channel string, timeout time.Duration) {
 	var mu sync.Mutex
 	var wg sync.WaitGroup
@@ -84,17 +78,17 @@ func (c *Cluster) subscribe(ctx context.Context, w *watch, channel string, timeo
 			switch {
 			case answered == subscribers:
 				usable()
-			case err == nil && confirmed == need: // the rest get twice as long as that took
+			case err == nil && confirmed == need:
 				if d := 2 * time.Since(start); d > 0 {
 					grace = time.AfterFunc(d, usable)
-				} else { // in virtual time: a timer due at once would only run usable now
+				} else { // in virtual time, where an AfterFunc due at once would come late
 					usable()
 				}
 			}
 		}()
 	}
 	wg.Wait()
-	usable() // none (or too few) confirmed, or no node is a Subscriber
+	usable()
 	if grace != nil {
 		grace.Stop()
 	}
@@ -104,8 +98,7 @@ func (c *Cluster) subscribe(ctx context.Context, w *watch, channel string, timeo
 // isActive reports whether the waiter will hear release notifications; false on a nil watch.
 func (w *watch) isActive() bool { return w != nil && closed(w.usable) && w.active.Load() }
 
-// drain forgets the messages received so far, which the attempt about to be made
-// supersedes, so that they do not crowd out later ones in w.msgs. A no-op on a nil watch.
+// drain forgets the messages received so far; a no-op on a nil watch.
 func (w *watch) drain() {
 	if w == nil {
 		return
@@ -119,8 +112,7 @@ func (w *watch) drain() {
 	}
 }
 
-// stop unsubscribes on the nodes, once the subscriptions still under way answered (within
-// a node timeout). A no-op on a nil watch.
+// stop unsubscribes once the subscriptions under way answered; a no-op on a nil watch.
 func (w *watch) stop() {
 	if w == nil {
 		return

@@ -5,18 +5,12 @@ import (
 	"time"
 )
 
-// The SET NX fast path, in one place: an uncontended Mutex's first attempt is a plain
-// SET key token NX PX ttl on the nodes that can send one, not the acquire script. An A/B
-// of the comparison benchmark measured its gain (docs/performance.md): fewer allocations
-// and less client and server CPU per lock+unlock pair at N = 1 and 5, over every backend.
-
-// Setter is an optional capability of a Node, discovered by type assertion: a plain SET,
-// without a script. Core takes a lock with it, as SET key token NX PX ttl, where the acquire
-// script would do little more: on AcquireWait's first attempt, when the Lock asks for
-// neither the restart guard nor a fencing token and is not Contended. That spares the
-// server a Lua call on every uncontended lock. A Node without it runs the acquire script
-// instead. A wrapper that embeds a backend's Node to change what Eval sends (key prefixes,
-// say) gets the embedded SetNX too: it must wrap SetNX alike, or hide it.
+// Setter is an optional capability of a Node: a plain SET, without a script. Core takes a
+// lock with it, as SET key token NX PX ttl, on AcquireWait's first attempt where the Lock
+// asks for neither the restart guard nor a fencing token and is not Contended. A Node
+// without it runs the acquire script instead. A wrapper that embeds a backend's Node to
+// change what Eval sends (key prefixes, say) gets the embedded SetNX too: it must wrap
+// SetNX alike, or hide it.
 type Setter interface {
 	// SetNX runs SET key value NX PX ttl (ttl is a whole number of milliseconds, at least
 	// 1) and reports whether it set key: false if key exists, which it leaves as it was.
@@ -26,11 +20,7 @@ type Setter interface {
 }
 
 // plain reports whether this attempt of l may be a plain SET NX: AcquireWait's first
-// attempt, without guard or fence, by a writer, needs little of the script but its SET NX: it need not
-// queue (the waiter does when it tries again, at once), and no earlier attempt of ours can
-// hold the lock. Where others are likely to hold it (Contended), the script's attempt is
-// better: it queues the waiter one round trip earlier, which at N = 5 made 10% more
-// contended acquisitions per second.
+// attempt, by a writer of one name, without guard or fence, unless Contended.
 func (l *claim) plain() bool {
 	return l.attempt == 1 && l.Keys.Permits == nil && l.Keys.Set == nil && !l.Contended && !l.Read && l.Guard <= 0 && !l.Fence && l.TTL >= time.Millisecond
 }
@@ -45,5 +35,5 @@ func setNX(ctx context.Context, n Setter, req *request) ([]int64, error) {
 	return setReplies[0], err
 }
 
-// setReplies are setNX's two answers, shared by every call: never written (no reply is).
+// setReplies are setNX's two answers, shared by every call: never written.
 var setReplies = [2][]int64{{0, 0}, {1, 0}}
