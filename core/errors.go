@@ -160,24 +160,6 @@ func (e *heldError) Error() string {
 
 func (e *heldError) Is(target error) bool { return target == ErrHeld }
 
-// restartError is ErrRestarted with the time the node keeps abstaining.
-type restartError struct{ wait time.Duration }
-
-func (e *restartError) Error() string {
-	return fmt.Sprintf("%v for another %v", ErrRestarted, e.wait)
-}
-
-func (e *restartError) Is(target error) bool { return target == ErrRestarted }
-
-// permitsError is a node's reply that its semaphore records n permits, not the number asked
-// with. It matches ErrInvalid.
-type permitsError struct{ n int64 }
-
-func (e *permitsError) Error() string {
-	return fmt.Sprintf("%v: the node records %d permits: every holder of a semaphore must count the same", ErrInvalid, e.n)
-}
-
-func (e *permitsError) Is(target error) bool { return target == ErrInvalid }
 
 // timeoutError is ErrNodeTimeout, with the driver's error if it says more than that the
 // deadline passed. It does not wrap context.DeadlineExceeded: the caller's context is live.

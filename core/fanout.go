@@ -27,16 +27,16 @@ type reply struct {
 
 func (r reply) yes() bool { return r.err == nil && len(r.vals) > 0 && r.vals[0] == 1 }
 
-// nodeErr returns the node's error: its call's, a *permitsError ({-2, n}), a *restartError
-// ({-1, wait}), or nil.
+// nodeErr returns the node's error: its call's, its semaphore's count of permits that
+// differs ({-2, n}: ErrInvalid), its abstention ({-1, wait}: ErrRestarted), or nil.
 func (r reply) nodeErr() error {
 	switch {
 	case r.err != nil:
 		return r.err
 	case r.vals[0] == -2 && len(r.vals) > 1:
-		return &permitsError{n: r.vals[1]}
+		return fmt.Errorf("%w: the node records %d permits: every holder of a semaphore must count the same", ErrInvalid, r.vals[1])
 	case r.vals[0] < 0 && len(r.vals) > 1:
-		return &restartError{wait: time.Duration(r.vals[1]) * time.Millisecond}
+		return fmt.Errorf("%w for another %v", ErrRestarted, time.Duration(r.vals[1])*time.Millisecond)
 	}
 	return nil
 }
