@@ -3,6 +3,7 @@ package simnet
 import (
 	"bufio"
 	"net"
+	"slices"
 	"strconv"
 	"sync"
 
@@ -35,6 +36,7 @@ type clientConn struct {
 	peer     *server.Peer   // the connection's peer while served here, replying into end
 	mu       sync.Mutex     // serialises Writes, and so the commands served here
 	handed   bool           // handed over to miniredis's goroutines (guarded by mu)
+	args     []string       // the command's arguments, reused from command to command (guarded by mu)
 }
 
 // newClientConn returns the client's end of a new connection over client and end, the
@@ -62,12 +64,15 @@ func (c *clientConn) Write(p []byte) (int, error) {
 		if text == "" {
 			text = string(rest)
 		}
-		args := parseCommand(text[:n])
+		args := parseCommand(c.args[:0], text[:n])
+		c.args = args
 		if !fastCommand(args) || !c.s.serveHere(c) {
+			clear(args)
 			break
 		}
-		c.srv.Dispatch(c.peer, args)
+		c.srv.Dispatch(c.peer, args) // which keeps no slice of args: none of fastCommands blocks
 		c.peer.Flush()
+		clear(args) // keep no argument past the command
 		rest, text = rest[n:], text[n:]
 	}
 	if len(rest) > 0 {
@@ -201,11 +206,11 @@ func header(p []byte, i int, kind byte) (n, next int, ok bool) {
 	return n, j + 2, err == nil
 }
 
-// parseCommand returns the arguments of the command cmd, which commandLen found whole: slices
-// of cmd.
-func parseCommand(cmd string) []string {
+// parseCommand returns the arguments of the command cmd, which commandLen found whole, in
+// args (reused): slices of cmd.
+func parseCommand(args []string, cmd string) []string {
 	n, i := atoiLine(cmd, 1)
-	args := make([]string, n)
+	args = slices.Grow(args[:0], n)[:n]
 	for k := range args {
 		var l int
 		l, i = atoiLine(cmd, i+1)

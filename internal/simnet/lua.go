@@ -46,7 +46,8 @@ import (
 type scriptEngine struct {
 	m      *miniredis.Miniredis
 	srv    *server.Server
-	nested any // a nested connection context of m's (see capture); nil: the engine is off
+	info   *infoReply // the process's INFO, which redis.call reads without a dispatch
+	nested any        // a nested connection context of m's (see capture); nil: the engine is off
 
 	vms sync.Pool // of *vm: the process's Lua states, each running one script at a time
 
@@ -74,11 +75,12 @@ const maxCached = 1024
 // captureMark is what capture's script echoes, to be told from any other ECHO.
 const captureMark = "simnet: capture a nested context"
 
-// newScriptEngine returns the engine of the process m, whose server is srv, or nil if it
-// could not borrow a nested context (it then leaves every script to miniredis). It must be
-// called before the process's pre-hook is set, which it uses meanwhile.
-func newScriptEngine(m *miniredis.Miniredis, srv *server.Server) *scriptEngine {
-	e := &scriptEngine{m: m, srv: srv, sources: map[string]*compiled{}}
+// newScriptEngine returns the engine of the process m, whose server is srv and whose INFO
+// reply is info, or nil if it could not borrow a nested context (it then leaves every
+// script to miniredis). It must be called before the process's pre-hook is set, which it
+// uses meanwhile.
+func newScriptEngine(m *miniredis.Miniredis, srv *server.Server, info *infoReply) *scriptEngine {
+	e := &scriptEngine{m: m, srv: srv, info: info, sources: map[string]*compiled{}}
 	e.vms.New = func() any { return e.newVM() }
 	srv.SetPreHook(func(p *server.Peer, cmd string, args ...string) bool {
 		if cmd == "ECHO" && len(args) == 1 && args[0] == captureMark {
@@ -211,11 +213,38 @@ type vm struct {
 	out  bytes.Buffer
 
 	elems []lua.LValue // the elements of the tables that reply writes
+
+	calls map[*lua.FunctionProto]*lastCall // by script: what run keeps from its last call
+}
+
+// lastCall is what run keeps of a script's last call on a vm, to reuse in the next: the
+// script's function, and its KEYS and ARGV as Lua values. A string made a Lua value is
+// allocated, and most arguments (the keys, a TTL) are those of the call before.
+type lastCall struct {
+	fn         *lua.LFunction
+	keys, args []lua.LValue
+}
+
+// luaStrings returns strs as Lua strings, in last (reused), taking each from last where it
+// holds that string already.
+func luaStrings(last []lua.LValue, strs []string) []lua.LValue {
+	last = last[:min(len(last), len(strs))]
+	for i, s := range strs {
+		if i < len(last) {
+			if old, ok := last[i].(lua.LString); ok && string(old) == s {
+				continue
+			}
+			last[i] = lua.LString(s)
+		} else {
+			last = append(last, lua.LString(s))
+		}
+	}
+	return last
 }
 
 // newVM returns a new Lua state for e's scripts.
 func (e *scriptEngine) newVM() *vm {
-	v := &vm{l: lua.NewState(lua.Options{SkipOpenLibs: true})}
+	v := &vm{l: lua.NewState(lua.Options{SkipOpenLibs: true}), calls: map[*lua.FunctionProto]*lastCall{}}
 	v.peer = server.NewPeer(bufio.NewWriter(&v.out))
 	v.peer.Ctx = e.nested
 	l := v.l
@@ -297,19 +326,29 @@ func (v *vm) run(e *scriptEngine, p *server.Peer, sha string, proto *lua.Functio
 	v.cur.e, v.cur.p, v.cur.sha = e, p, sha
 	defer func() { v.cur.e, v.cur.p = nil, nil }()
 	globals := l.Get(lua.GlobalsIndex).(*lua.LTable)
+	last := v.calls[proto]
+	if last == nil {
+		if len(v.calls) >= maxCached { // scripts past the cache's room are compiled anew
+			clear(v.calls)
+		}
+		last = &lastCall{fn: l.NewFunctionFromProto(proto)}
+		v.calls[proto] = last
+	}
+	last.fn.Env = l.Env // as a new function's, whatever a setfenv of the last call did
+	last.keys, last.args = luaStrings(last.keys, keys), luaStrings(last.args, args)
 	kt := l.CreateTable(len(keys), 0)
-	for i, k := range keys {
-		kt.RawSetInt(i+1, lua.LString(k))
+	for i, k := range last.keys {
+		kt.RawSetInt(i+1, k)
 	}
 	at := l.CreateTable(len(args), 0)
-	for i, a := range args {
-		at.RawSetInt(i+1, lua.LString(a))
+	for i, a := range last.args {
+		at.RawSetInt(i+1, a)
 	}
 	globals.RawSetString("KEYS", kt)
 	globals.RawSetString("ARGV", at)
 	l.SetTop(0)
 	resp3 := p.Resp3
-	l.Push(l.NewFunctionFromProto(proto))
+	l.Push(last.fn)
 	if err := l.PCall(0, lua.MultRet, nil); err != nil {
 		l.SetTop(0)
 		p.WriteError(errLuaParse(err))
@@ -420,6 +459,13 @@ func (v *vm) call(l *lua.LState, failFast bool) int {
 		}
 	}
 	v.args = args[:0]
+	if e := v.cur.e; strings.EqualFold(args[0], "INFO") && e.info.s.info() {
+		// As the process's pre-hook answers it, without the dispatch, the reply's
+		// encoding and its reading back.
+		clear(args)
+		l.Push(e.info.get().value)
+		return 1
+	}
 	v.out.Reset()
 	v.peer.Resp3, v.peer.SwitchResp3 = false, nil // as a new peer's
 	v.cur.e.srv.Dispatch(v.peer, args)

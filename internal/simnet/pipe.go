@@ -28,7 +28,8 @@ func Pipe() (net.Conn, net.Conn) {
 // buffer is one direction of a pipe.
 type buffer struct {
 	mu     sync.Mutex
-	data   []byte
+	data   []byte        // what was written and not yet read, from off on
+	off    int           // how much of data was read
 	closed bool          // an end closed: reads return EOF once it is drained
 	ready  chan struct{} // signalled when data arrives or the buffer closes
 	link   *Link         // the data stays here while it is cut (see PipeVia); nil: never cut
@@ -56,14 +57,23 @@ func (b *buffer) write(p []byte) (int, error) {
 	return len(p), nil
 }
 
+// keptCap is the largest buffer that a pipe keeps once read to the end, for the writes
+// after: a lock's requests and replies take a few hundred bytes.
+const keptCap = 64 << 10
+
 // read copies what is there into p; eof reports that nothing ever will be.
 func (b *buffer) read(p []byte) (n int, eof bool) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	n = copy(p, b.data)
-	b.data = b.data[n:]
-	if len(b.data) == 0 {
-		b.data = nil
+	n = copy(p, b.data[b.off:])
+	b.off += n
+	if b.off == len(b.data) {
+		b.off = 0
+		if cap(b.data) <= keptCap {
+			b.data = b.data[:0]
+		} else {
+			b.data = nil
+		}
 	}
 	return n, n == 0 && b.closed
 }

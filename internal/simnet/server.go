@@ -18,6 +18,7 @@ import (
 
 	"github.com/alicebob/miniredis/v2"
 	"github.com/alicebob/miniredis/v2/server"
+	lua "github.com/yuin/gopher-lua"
 )
 
 // DefaultUptime is how long a new Server reports it has been up: long enough that no
@@ -93,17 +94,45 @@ func (s *Server) boot(up time.Duration) {
 	if c, err := m.Dial(); err == nil { // the first Dial makes the server that m.Server returns
 		_ = c.Close()
 	}
-	id, started := s.runID, s.started
-	eng := newScriptEngine(m, m.Server())
+	info := &infoReply{s: s, runID: s.runID, started: s.started}
+	eng := newScriptEngine(m, m.Server(), info)
 	m.Server().SetPreHook(func(p *server.Peer, cmd string, args ...string) bool {
 		if cmd != "INFO" || !s.info() {
 			return s.pooled.Load() && eng.hook(p, cmd, args)
 		}
-		// Every section reads as the server section: the scripts ask for "server".
-		up := int64(time.Since(started) / time.Second)
-		p.WriteBulk("# Server\r\nredis_version:7.4.0\r\nrun_id:" + id + "\r\nuptime_in_seconds:" + strconv.FormatInt(up, 10) + "\r\n")
+		p.WriteBulk(info.get().text)
 		return true
 	})
+}
+
+// infoReply is a process's reply to INFO, as redis-server's server section: every section
+// reads as that one (the scripts ask for "server"). It is made again only when the uptime,
+// in whole seconds, has changed: the restart guard's scripts read it at each attempt.
+type infoReply struct {
+	s       *Server
+	runID   string
+	started time.Time // the bubble's time when the process started
+	last    atomic.Pointer[infoText]
+}
+
+// infoText is the text of an INFO reply at one uptime, and the same as a Lua string, for
+// redis.call (a Lua string is immutable, so Lua states share it).
+type infoText struct {
+	up    int64
+	text  string
+	value lua.LValue
+}
+
+// get returns the reply at the current uptime.
+func (r *infoReply) get() *infoText {
+	up := int64(time.Since(r.started) / time.Second)
+	if t := r.last.Load(); t != nil && t.up == up {
+		return t
+	}
+	text := "# Server\r\nredis_version:7.4.0\r\nrun_id:" + r.runID + "\r\nuptime_in_seconds:" + strconv.FormatInt(up, 10) + "\r\n"
+	t := &infoText{up: up, text: text, value: lua.LString(text)}
+	r.last.Store(t)
+	return t
 }
 
 // info reports whether the server answers INFO as redis-server does. It takes no lock: a
