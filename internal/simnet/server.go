@@ -43,6 +43,7 @@ type Server struct {
 	pooled  atomic.Bool              // scripts run on the pooled engine (see SetPooledScripts)
 	hung    chan struct{}            // non-nil while hung (see Hang): closed when that ends
 	here    map[*clientConn]struct{} // the running process's connections served in the writer (see clientConn)
+	ended   chan struct{}            // closed when the running process ends (see keepStack)
 }
 
 // NewServer starts a server at addr, which must be an IP address and port
@@ -94,6 +95,8 @@ func (s *Server) boot(up time.Duration) {
 	if c, err := m.Dial(); err == nil { // the first Dial makes the server that m.Server returns
 		_ = c.Close()
 	}
+	s.ended = make(chan struct{})
+	go keepStack(keptStack, s.ended)
 	info := &infoReply{s: s, runID: s.runID, started: s.started}
 	eng := newScriptEngine(m, m.Server(), info)
 	m.Server().SetPreHook(func(p *server.Peer, cmd string, args ...string) bool {
@@ -335,6 +338,10 @@ func (s *Server) Crash() {
 	s.mu.Lock()
 	m, here := s.m, s.here
 	s.m, s.here = nil, nil
+	if s.ended != nil {
+		close(s.ended)
+		s.ended = nil
+	}
 	s.mu.Unlock()
 	for c := range here {
 		_ = c.end.Close()
