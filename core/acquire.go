@@ -393,8 +393,8 @@ func (c *Cluster) abandon(ctx context.Context, l *claim, b *ballot) <-chan int {
 		if l.waiter != "" {
 			late = make(chan int, pending)
 		}
-		f, answered := b.f, b.answered // not b, which would then escape on every attempt
-		c.bg.goRun(3*u.timeout, func() { u.stragglers(f, answered, pending, busy, late) })
+		f := b.f // not b, which would then escape on every attempt
+		c.bg.goRun(3*u.timeout, func() { u.stragglers(f, pending, busy, late) })
 	}
 	for range granted {
 		<-doneGranted
@@ -444,12 +444,9 @@ func (u *undo) release(i int) { u.c.callNode(u.ctx, i, u.timeout, u.rel) }
 
 // stragglers reads f's pending replies and undoes what each did; a refusal goes to late (if
 // not nil), and each node's channel in busy (if any) is closed once it is dealt with.
-func (u *undo) stragglers(f *fanout, answered []bool, pending int, busy []chan struct{}, late chan<- int) {
+func (u *undo) stragglers(f *fanout, pending int, busy []chan struct{}, late chan<- int) {
 	for range pending {
 		r := <-f.out
-		if answered[r.node] {
-			continue // cannot be: collect read those
-		}
 		switch {
 		case u.leave.s != nil && u.trail.gone.Load() && u.trail.won.Load() != u.attempt:
 			u.c.callNode(u.ctx, r.node, u.timeout, u.leave)
