@@ -160,7 +160,6 @@ func (e *heldError) Error() string {
 
 func (e *heldError) Is(target error) bool { return target == ErrHeld }
 
-
 // timeoutError is ErrNodeTimeout, with the driver's error if it says more than that the
 // deadline passed. It does not wrap context.DeadlineExceeded: the caller's context is live.
 func timeoutError(timeout time.Duration, err error) error {
