@@ -253,11 +253,11 @@ func (c *Cluster) Client(opts ...redlock.Option) *redlock.Client {
 		o.Dialer = func(ctx context.Context, _, _ string) (net.Conn, error) { return s.s.DialVia(ctx, l) }
 		o.ContextTimeoutEnabled = true
 		// A refused dial fails the call at once, as the server is down: no dial retries
-		// spent on it. And so many connections that go-redis never reaches its pool's size
-		// in failed dials, past which it probes the server from a goroutine that outlives
-		// the client by up to a second (which a goroutine leak check would report).
+		// spent on it. simnet.Options's pool is large enough that go-redis never reaches
+		// its size in failed dials either, past which it probes the server from a goroutine
+		// that outlives the client by up to a second (which a goroutine leak check would
+		// report).
 		o.DialerRetries = 1
-		o.PoolSize = 1024
 		rdb := redis.NewClient(o)
 		co.redis = append(co.redis, rdb)
 		co.links = append(co.links, l)

@@ -69,6 +69,7 @@ func (e *env) client(seed uint64, i, n int, withCore bool) (*redlock.Client, *co
 			DisableIdentity:          true,
 			Protocol:                 2,
 			MaintNotificationsConfig: &maintnotifications.Config{Mode: maintnotifications.ModeDisabled},
+			PoolSize:                 1024, // never waits for a connection: see simnet.PoolSize
 		})
 		rdbs = append(rdbs, rdb)
 		l := &link{client: i, server: s, srv: srv, plan: e.plan, rec: e.rec, execTimeout: time.Second,

@@ -9,9 +9,10 @@ import (
 	"github.com/redis/go-redis/v9/maintnotifications"
 )
 
-// Options returns go-redis options for a client of s: its Addr, Dial as the Dialer, and
-// what miniredis needs (RESP2, no CLIENT SETINFO, no maintenance notifications). Other
-// fields keep go-redis's defaults, as a program's client would.
+// Options returns go-redis options for a client of s: its Addr, Dial as the Dialer, what
+// miniredis needs (RESP2, no CLIENT SETINFO, no maintenance notifications), and a pool that
+// never runs out (PoolSize). Other fields keep go-redis's defaults, as a program's client
+// would.
 func Options(s *Server) *redis.Options {
 	return &redis.Options{
 		Addr:                     s.Addr(),
@@ -19,8 +20,15 @@ func Options(s *Server) *redis.Options {
 		DisableIdentity:          true,
 		Protocol:                 2,
 		MaintNotificationsConfig: &maintnotifications.Config{Mode: maintnotifications.ModeDisabled},
+		PoolSize:                 PoolSize,
 	}
 }
+
+// PoolSize is the connection pool size of the clients of Options: more connections than a
+// test has calls at once. A call that waits for a connection takes a timer from a pool that
+// go-redis shares across the process; one made in a synctest bubble and taken later outside
+// it (or in another bubble) panics when waited on.
+const PoolSize = 1024
 
 // Client returns a go-redis client for s (see Options), each of opts applied to its options
 // first. It is closed when t's test ends.
