@@ -1,0 +1,63 @@
+package core
+
+import (
+	"context"
+	"strconv"
+	"time"
+)
+
+// Extend resets the TTL of h on every node that still holds it with h's token, and returns
+// the new end of validity, which it also keeps in h.Until. A writer's lock (not a reader's
+// share, nor a semaphore's permit) is also taken, its fence counter raised to h's token, on
+// a node where its key is free and that never held h, if that node answers within h's
+// validity (see the package doc, Exclusion). It needs a quorum within the new validity, and
+// returns once the outcome is decided.
+//
+// Errors: ErrNotHeld (too many nodes no longer hold l for a quorum: the lock is lost), a
+// *QuorumError (too few nodes answered: the lock is still valid until its previous end),
+// ErrExpired, or ctx's error wrapped.
+func (c *Cluster) Extend(ctx context.Context, h *Held) (time.Time, error) {
+	l := &h.claim
+	if err := ctxError(ctx, "extend", l.Keys.named()); err != nil {
+		return time.Time{}, err
+	}
+	start := time.Now()
+	req := request{s: l.scripts().extend, keys: l.Keys.extendKeys(l.Read), args: []string{l.token, millis(l.TTL)}, op: "extend", failed: l.NodeFailed}
+	t := tally{c: c, op: "extend", key: l.Keys.named()}
+	if !l.Read && l.Keys.Permits == nil && len(c.nodes) <= 64 {
+		req.more, req.moreTo, t.retake = "0", ^l.holds, h.Until
+		if l.Fence {
+			req.more = strconv.FormatUint(h.Fence, 10)
+		}
+	}
+	f := c.fan(ctx, l.NodeTimeout, req, 0)
+	answered := make([]bool, len(c.nodes))
+	c.collect(ctx, f, &t, answered, nil)
+	l.follow(f, req.moreTo, answered)
+	until := start.Add(l.TTL - l.Drift())
+	switch {
+	case ctx.Err() != nil:
+		return time.Time{}, ctxError(ctx, "extend", l.Keys.named())
+	case t.won() && time.Now().Before(until):
+		h.Until, l.holds = until, l.holds|t.yesNodes
+		return until, nil
+	case t.won():
+		return time.Time{}, opError("extend", l.Keys.named(), ErrExpired)
+	case t.refused():
+		return time.Time{}, opError("extend", l.Keys.named(), ErrNotHeld)
+	}
+	return time.Time{}, t.err()
+}
+
+// Raise sets the fence counter of every name of h to at least fence on a quorum of the
+// nodes that hold h, then makes fence h's token (h.Fence, which a later Extend gives a node
+// that takes h again): for a caller that gives one token to several holdings. Errors: a
+// *QuorumError (too few nodes raised it), ErrExpired (h's validity ran out first), or ctx's
+// error.
+func (c *Cluster) Raise(ctx context.Context, h *Held, fence uint64) error {
+	if err := c.raise(ctx, &h.claim, int64(fence), h.Until); err != nil {
+		return err
+	}
+	h.Fence = fence
+	return nil
+}
