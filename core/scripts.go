@@ -7,7 +7,8 @@ import (
 
 // The scripts that every lock operation runs: each file's header gives its KEYS, ARGV and
 // replies. queue.lua is the prelude, the constants and functions shared by every script but
-// proclaim and leader: it comes first, except in acquire and release (below).
+// proclaim and leader: it comes first, except that acquire and release run their first
+// case between its head and its rest (below).
 var (
 	//go:embed lua/queue.lua
 	preludeSource string
@@ -40,18 +41,23 @@ var (
 	leaderScript   = NewScript("leader", leaderSource)
 )
 
-// preludeMark is the line of acquire.lua and release.lua that the prelude replaces: the
-// uncontended case, above it, returns before the prelude's definitions are evaluated (a
-// speed path).
-const preludeMark = "\n-- queue.lua: the prelude, put here by core/scripts.go\n"
+// preludeMark is the line of acquire.lua and release.lua that the rest of the prelude
+// replaces, and restMark the line of queue.lua where its rest begins: a script's first case,
+// between them, returns before the rest's definitions are evaluated (a speed path).
+const (
+	preludeMark = "\n-- queue.lua: the rest of the prelude, put here by core/scripts.go\n"
+	restMark    = "\n-- The rest of the prelude.\n"
+)
 
-// preludeAt returns src with the prelude in place of its preludeMark line.
+// preludeAt returns src after the prelude's head, with the prelude's rest in place of its
+// preludeMark line.
 func preludeAt(src string) string {
 	before, after, ok := strings.Cut(src, preludeMark)
-	if !ok {
-		panic("core: a script without its prelude mark")
+	head, rest, ok2 := strings.Cut(preludeSource, restMark)
+	if !ok || !ok2 {
+		panic("core: a script or the prelude without its mark")
 	}
-	return before + "\n" + preludeSource + after
+	return head + "\n" + before + "\n" + rest + after
 }
 
 // lockScripts are the scripts that acquire, extend and release one kind of holding.

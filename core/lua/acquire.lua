@@ -11,16 +11,11 @@
 -- if 1, if ARGV[8] is "1" (then with the run_id), and in a semaphore's {1, ...} and {0, ...},
 -- which end with the permits free to the caller (ceil(K / 48) numbers, permit i bit i % 48 of
 -- number i / 48, from 0) and the permit taken (-1: none).
--- Before the prelude: no fence, semaphore or identity asked for, the server up for longer
--- than the guard (if any), and every name free with no one queued or remembered as leaving
--- there: all taken in one call.
-local fast = ARGV[4] == '0' and not ARGV[9] and ARGV[8] ~= '1'
-if fast and ARGV[3] ~= '0' then -- the prelude's guarded, which is not defined yet
-  local i = redis.pcall('INFO', 'server')
-  local up = type(i) == 'string' and tonumber(string.match(i, 'uptime_in_seconds:(%d+)'))
-  fast = up and up > (tonumber(ARGV[3]) or 0)
-end
-if fast then
+-- The first case, before the rest of the prelude: no fence, semaphore or identity asked for,
+-- the restart guard (if any) passed, and every name free with no one queued or remembered as
+-- leaving there: all taken in one call.
+local abstain, unguarded = guarded(tonumber(ARGV[3]) or 0)
+if not abstain and not unguarded and ARGV[4] == '0' and not ARGV[9] and ARGV[8] ~= '1' then
   local watched = {}
   for j = 1, #KEYS, 6 do
     watched[#watched + 1], watched[#watched + 2], watched[#watched + 3] = KEYS[j], KEYS[j + 2], KEYS[j + 3]
@@ -32,8 +27,7 @@ if fast then
     return {1, 0}
   end
 end
--- queue.lua: the prelude, put here by core/scripts.go
-local abstain, unguarded = guarded(tonumber(ARGV[3]) or 0)
+-- queue.lua: the rest of the prelude, put here by core/scripts.go
 if abstain then
   return vote(-1, abstain)
 end

@@ -1,5 +1,7 @@
 -- The prelude of every script but proclaim and leader: constants and shared
 -- functions. q, a, w are a lock's queue, liveness and attempts keys; r its readers key.
+-- acquire and release run their first case between its head and its rest (see
+-- core/scripts.go).
 local fence_idle = 3600000 -- core.FenceIdle in ms
 local readers_hold = '(readers)' -- the lock key's value while readers hold it
 local floor_cap = 2000000 -- how far a fence floor counts past the server's clock, in us
@@ -12,6 +14,16 @@ local function server_info(pattern)
   info = info or redis.pcall('INFO', 'server')
   return type(info) == 'string' and string.match(info, pattern)
 end
+-- guarded returns the ms to abstain for under a restart guard of guard s (0: off), else nil;
+-- then whether the server reports no uptime.
+local function guarded(guard)
+  local uptime = guard > 0 and tonumber(server_info('uptime_in_seconds:(%d+)') or '')
+  if not uptime then
+    return nil, guard > 0
+  end
+  return uptime <= guard and (guard - uptime + 1) * 1000 or nil, false -- only uptime > guard proves it
+end
+-- The rest of the prelude.
 local function server_time()
   clock = clock or redis.call('TIME')
   return clock
@@ -30,15 +42,6 @@ local function ours(holder, token)
   local id, n = attempt(token)
   local hid, hn = attempt(holder)
   return holder == token or (id ~= nil and id == hid and hn <= n)
-end
--- guarded returns the ms to abstain for under a restart guard of guard s (0: off), else nil;
--- then whether the server reports no uptime.
-local function guarded(guard)
-  local uptime = guard > 0 and tonumber(server_info('uptime_in_seconds:(%d+)') or '')
-  if not uptime then
-    return nil, guard > 0
-  end
-  return uptime <= guard and (guard - uptime + 1) * 1000 or nil, false -- only uptime > guard proves it
 end
 -- advance sets the fence counter f to max(counter + 1, server time in us, floor) and returns it.
 local function advance(f, floor)

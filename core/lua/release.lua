@@ -10,7 +10,7 @@ local holder = redis.call('GET', KEYS[1])
 local queued = redis.call('EXISTS', KEYS[3]) == 1
 local waiter = ARGV[4]
 -- Uncontended (no queue, not a leave past a first attempt), the lock, every name of a set or
--- the permit held: done before the prelude.
+-- the permit held: done before the rest of the prelude.
 local retried = waiter ~= '' and tonumber(string.match(ARGV[1], '%.(%d+)$') or '1') > 1
 local uncontended = not queued and (waiter == '' or ARGV[5] == 'leave' and not retried)
 local locks = uncontended and (not ARGV[8] or ARGV[9]) and holder == ARGV[1] and {KEYS[1]}
@@ -27,7 +27,7 @@ if locks then
 elseif uncontended and not holder and (ARGV[8] and ARGV[9] or not ARGV[8] and #KEYS == 6) then
   return {0, 0, 1}
 end
--- queue.lua: the prelude, put here by core/scripts.go
+-- queue.lua: the rest of the prelude, put here by core/scripts.go
 if ARGV[8] then -- every permit of the caller's goes; it hands on its own, or the first free
   local permits, released, pick, mine = {unpack(KEYS, 7)}, 0, nil, nil
   for i = #permits, 1, -1 do
