@@ -274,7 +274,8 @@ func longestIdle(rec *recorder, p *plan, hs []holding, permits int) (time.Durati
 		var edges []edge
 		busy := 0
 		for _, h := range hs {
-			if h.client == w.client || !h.from.Before(w.to) || !h.to.After(w.from) {
+			to := h.busyUntil()
+			if h.client == w.client || !h.from.Before(w.to) || !to.After(w.from) {
 				continue
 			}
 			if h.from.After(w.from) {
@@ -282,8 +283,8 @@ func longestIdle(rec *recorder, p *plan, hs []holding, permits int) (time.Durati
 			} else {
 				busy++
 			}
-			if h.to.Before(w.to) {
-				edges = append(edges, edge{h.to, -1})
+			if to.Before(w.to) {
+				edges = append(edges, edge{to, -1})
 			}
 		}
 		slices.SortStableFunc(edges, func(a, b edge) int {

@@ -174,18 +174,22 @@ func (a *actor) runDo(ctx context.Context, c *redlock.Client) {
 		err := c.Do(actx, lockName, func(fctx context.Context) error {
 			a.env.rec.answered(w, true)
 			answered = true
-			// The holding ends when fn's context ends because the lease did (Do's contract), or
-			// when fn returns. A context that ends with actx's deadline ends no holding: the
-			// lock is held, and fn stops at its next step.
+			// The holding ends when fn's context ends, or when fn returns: while the context is
+			// live the lock is valid (Do's contract), and fn stops writing when it ends. When
+			// actx's deadline ends it, the lease is still extended until fn returns, but fn no
+			// longer hears of its loss: once lost (the client cut off, say), another client
+			// rightly holds the lock before fn returns.
 			lost := make(chan struct{})
+			h := &held{h: holding{client: a.id, role: writer}, lost: lost}
+			i := a.env.rec.granted(h.h)
 			unwatch := context.AfterFunc(fctx, func() {
 				if errors.Is(context.Cause(fctx), redlock.ErrNotHeld) {
 					close(lost)
+				} else {
+					a.env.rec.ended(i, time.Now(), "its context ended")
 				}
 			})
 			defer unwatch()
-			h := &held{h: holding{client: a.id, role: writer}, lost: lost}
-			i := a.env.rec.granted(h.h)
 			stop := make(chan struct{})
 			defer close(stop)
 			go a.watch(i, h, stop)
@@ -195,7 +199,7 @@ func (a *actor) runDo(ctx context.Context, c *redlock.Client) {
 				a.env.rec.ended(i, time.Now(), "lost after its holder died")
 				return nil
 			}
-			a.env.rec.ended(i, time.Now(), "returns")
+			a.env.rec.returned(i, time.Now())
 			return nil
 		})
 		cancel()

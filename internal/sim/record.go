@@ -33,6 +33,17 @@ type holding struct {
 	names []string
 	from  time.Time
 	to    time.Time // zero while held
+	// busyTo, if after to, is when the lock stopped being taken for the holding: a Do whose
+	// context ended before its function returned keeps its lease until then.
+	busyTo time.Time
+}
+
+// busyUntil returns when the lock stopped being taken for h (see busyTo).
+func (h holding) busyUntil() time.Time {
+	if h.busyTo.After(h.to) {
+		return h.busyTo
+	}
+	return h.to
 }
 
 // wait is one call that waits for a lock: from its start to its grant or its end.
@@ -152,6 +163,19 @@ func (r *recorder) granted(h holding) int {
 }
 
 // ended ends holding i at t (no later than now), for the reason why.
+// returned records that holding i's function returned at t: its end, unless it ended
+// already (then the lock stayed taken until t: see busyTo).
+func (r *recorder) returned(i int, t time.Time) {
+	r.mu.Lock()
+	if h := &r.holdings[i]; !h.to.IsZero() {
+		h.busyTo = t
+		r.mu.Unlock()
+		return
+	}
+	r.mu.Unlock()
+	r.ended(i, t, "returns")
+}
+
 func (r *recorder) ended(i int, t time.Time, why string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
