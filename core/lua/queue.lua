@@ -291,8 +291,8 @@ local function take_set(names, waiter, token, ttl, fenced)
   return fenced ~= '0' and advance_all(names, fenced) or 0
 end
 -- hand_set hands a writer, first in a freed name's queue, every name of its set (a lock: the
--- one) if each is free (or its own) and it is first in each queue; else it leaves the free
--- names reserved (the waiter stays first). Its message goes on the first name's channel.
+-- one) if each is free (or its own) and it is first in each queue; else the free names stay
+-- free, kept for it (it stays first). Its message goes on the first name's channel.
 local function hand_set(names, waiter, token, ttl, fenced, guard, publish)
   for _, k in ipairs(names) do
     local holder = redis.call('GET', k.lock)

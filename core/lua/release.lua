@@ -14,12 +14,14 @@ local waiter = ARGV[4]
 local retried = waiter ~= '' and tonumber(string.match(ARGV[1], '%.(%d+)$') or '1') > 1
 local uncontended = not queued and (waiter == '' or ARGV[5] == 'leave' and not retried)
 local locks = uncontended and (not ARGV[8] or ARGV[9]) and holder == ARGV[1] and {KEYS[1]}
-for j = 7, (locks and not ARGV[8]) and #KEYS or 0, 6 do -- a set's other names
-  if redis.call('GET', KEYS[j]) ~= ARGV[1] or redis.call('EXISTS', KEYS[j + 2]) == 1 then
-    locks = nil
-    break
+if locks and not ARGV[8] then -- a set's other names: each ours, none queued
+  for j = 7, #KEYS, 6 do
+    if redis.call('GET', KEYS[j]) ~= ARGV[1] or redis.call('EXISTS', KEYS[j + 2]) == 1 then
+      locks = nil
+      break
+    end
+    locks[#locks + 1] = KEYS[j]
   end
-  locks[#locks + 1] = KEYS[j]
 end
 if locks then
   redis.call('DEL', unpack(locks))
