@@ -145,8 +145,6 @@ func (c *Cluster) admit(ctx context.Context, l *claim) error {
 		return opError("acquire", l.Keys.named(), ErrClosed)
 	case l.Read && l.Fence:
 		return opError("acquire", l.Keys.named(), fmt.Errorf("%w: a reader takes no fencing token", ErrInvalid))
-	case l.Read && l.Keys.Set != nil:
-		return opError("acquire", l.Keys.named(), fmt.Errorf("%w: a lock over several names has no readers", ErrInvalid))
 	}
 	return nil
 }

@@ -184,18 +184,20 @@ func (k *Keys) releaseKeys() []string {
 	return k.ScriptKeys()
 }
 
-// extendKeys returns the KEYS of the extend script (writer: each name's lock key and fence
-// counter) or rextend (reader).
+// extendKeys returns the KEYS of the extend script (a writer's: each name's lock key and
+// fence counter) or of rextend (a reader's: each name's lock key and readers key).
 func (k Keys) extendKeys(read bool) []string {
-	switch {
-	case read:
-		return []string{k.Lock, k.Readers}
-	case k.Set == nil:
-		return []string{k.Lock, k.Fence}
+	set := k.Set
+	if set == nil {
+		set = []Keys{k}
 	}
-	keys := make([]string, 0, 2*len(k.Set))
-	for _, n := range k.Set {
-		keys = append(keys, n.Lock, n.Fence)
+	keys := make([]string, 0, 2*len(set))
+	for _, n := range set {
+		if read {
+			keys = append(keys, n.Lock, n.Readers)
+		} else {
+			keys = append(keys, n.Lock, n.Fence)
+		}
 	}
 	return keys
 }

@@ -154,7 +154,7 @@ end
 -- of each of names, with its attempt; mode: '' a writer's, ' r' a reader's, ' s' and the
 -- names a set's.
 local function queue_caller(names, mode)
-  local fence = mode == ' r' and '0' or string.match(ARGV[4], '^%d+$') or '1'
+  local fence = string.sub(mode, 1, 2) == ' r' and '0' or string.match(ARGV[4], '^%d+$') or '1'
   local reg = table.concat({ARGV[1], ARGV[2], fence, tonumber(ARGV[3]) or 0}, ' ') .. mode
   for _, k in ipairs(ARGV[5] ~= '' and names or {}) do
     enqueue(k.queue, k.alive, k.waiters, ARGV[5], ARGV[6], tonumber(ARGV[7]), reg)
@@ -290,60 +290,71 @@ local function take_set(names, waiter, token, ttl, fenced)
   end
   return fenced ~= '0' and advance_all(names, fenced) or 0
 end
--- hand_set hands a writer, first in a freed name's queue, every name of its set (a lock: the
--- one) if each is free (or its own) and it is first in each queue; else the free names stay
--- free, kept for it (it stays first). Its message goes on the first name's channel.
-local function hand_set(names, waiter, token, ttl, fenced, guard, publish)
+local hand_over
+-- hand_set hands the waiter w (parsed from its attempt's record, as hand_over does), first
+-- in a freed name's queue, every name of its set (a lock: the one) if each is free to it (to
+-- a writer: free or its own; to a reader: free or read) and it is first in each queue; else
+-- the free names stay free, kept for it (it stays first). A reader leaves the queues, and the
+-- readers behind it in its other names' queues (but from's) are handed on too. Its message
+-- goes on the first name's channel. It returns how many heard, and whether it was handed.
+local function hand_set(names, waiter, w, publish, from)
   for _, k in ipairs(names) do
     local holder = redis.call('GET', k.lock)
-    if holder and not ours(holder, token) or first(k.queue, k.alive, k.waiters)[1] ~= waiter then
-      return 0
+    local free = not holder or (w.read and holder == readers_hold or not w.read and ours(holder, w.token))
+    if not free or first(k.queue, k.alive, k.waiters)[1] ~= waiter then
+      return 0, false
     end
   end
-  local abstain, unguarded = guarded(tonumber(guard) or 0)
-  local message = ''
-  if token and not abstain then
-    message = token .. ' ' .. string.format('%d', take_set(names, waiter, token, ttl, fenced)) .. (unguarded and ' u' or '')
+  local channel = names[1].channel .. ':' .. waiter
+  local abstain, unguarded = guarded(tonumber(w.guard) or 0)
+  if not w.token or abstain then
+    return redis.call(publish, channel, ''), false
   end
-  return redis.call(publish, names[1].channel .. ':' .. waiter, message)
+  local fence = not w.read and take_set(names, waiter, w.token, w.ttl, w.fenced) or 0
+  for _, k in ipairs(w.read and names or {}) do
+    read_grant(k.lock, k.readers, w.token, w.ttl, redis.call('GET', k.lock) == readers_hold)
+    dequeue(k.queue, k.alive, k.waiters, waiter)
+  end
+  local woken = redis.call(publish, channel, w.token .. ' ' .. string.format('%d', fence) .. (unguarded and ' u' or ''))
+  for _, k in ipairs(w.read and #names > 1 and names or {}) do
+    woken = woken + (k.lock ~= from and hand_over(k, '', false) or 0)
+  end
+  return woken, true
 end
--- hand_over gives the free lock k to the first live waiter (unless that is waiter and it
--- stays), with the rest of its set if it waits for several names (hand_set), and to the
--- readers right behind a reader, telling each. It returns how many heard.
-local function hand_over(k, waiter, stays)
+-- hand_over gives the lock k, free or read, to the first live waiter (unless that is waiter
+-- and it stays): with the rest of its set if it waits for several names (hand_set), and,
+-- while the lock is read, to each reader next in turn, telling each. It returns how many
+-- heard.
+function hand_over(k, waiter, stays)
   local publish = ARGV[3] == 'SPUBLISH' and 'SPUBLISH' or 'PUBLISH'
-  local woken = 0
-  for i = 1, first_scan do
+  local woken, read = 0, redis.call('GET', k.lock) == readers_hold
+  for _ = 1, first_scan do
     local head = first(k.queue, k.alive, k.waiters)
     if #head == 0 or (head[1] == waiter and stays) then
       return woken
     end
     local reg = redis.call('HGET', k.waiters, head[1])
     local token, ttl, fenced, guard, mode = string.match(reg or '', '^(%S+) (%d+) (%d+) (%d+)(.*)$')
-    local reader = mode == ' r'
-    if i > 1 and not reader then
-      return woken -- a writer waits for the readers handed the lock before it
-    elseif not reader and not sem_lock then
-      local set = mode and string.sub(mode, 1, 2) == ' s' and set_of(string.sub(mode, 3))
-      return hand_set(set or {k}, head[1], token, ttl, fenced, guard, publish)
-    end
-    local message = ''
-    local abstain, unguarded = guarded(tonumber(guard) or 0)
-    if token and not abstain and reader then
-      read_grant(k.lock, k.readers, token, ttl, i > 1)
-      message = token .. ' 0'
-    elseif token and not abstain then -- a semaphore's waiter: a permit's holder does not queue
-      redis.call('SET', sem_lock, token, 'PX', ttl)
-      local fence = fenced ~= '0' and advance(k.fence, fenced) or 0
-      message = token .. ' ' .. string.format('%d', fence) .. ' #' .. sem_index
-    end
-    if message ~= '' then
-      dequeue(k.queue, k.alive, k.waiters, head[1])
-    end
-    message = message .. (message ~= '' and unguarded and ' u' or '')
-    woken = woken + redis.call(publish, k.channel .. ':' .. head[1], message)
-    if not reader or message == '' then
-      return woken
+    local w = {token = token, ttl = ttl, fenced = fenced, guard = guard, read = string.sub(mode or '', 1, 2) == ' r'}
+    if read and not w.read then
+      return woken -- a writer waits for the readers
+    elseif not sem_lock then
+      local set = mode and #mode > 2 and set_of(string.sub(mode, 3))
+      local n, handed = hand_set(set or {k}, head[1], w, publish, k.lock)
+      if not (handed and w.read) then
+        return woken + n
+      end
+      woken, read = woken + n, true
+    else -- a semaphore's waiter: a permit's holder does not queue
+      local message = ''
+      local abstain, unguarded = guarded(tonumber(guard) or 0)
+      if token and not abstain then
+        redis.call('SET', sem_lock, token, 'PX', ttl)
+        local fence = fenced ~= '0' and advance(k.fence, fenced) or 0
+        message = token .. ' ' .. string.format('%d', fence) .. ' #' .. sem_index .. (unguarded and ' u' or '')
+        dequeue(k.queue, k.alive, k.waiters, head[1])
+      end
+      return woken + redis.call(publish, k.channel .. ':' .. head[1], message)
     end
   end
   return woken
@@ -380,4 +391,16 @@ local function settle(k, released, holder, queued, absent)
     return {0, woken, 1}
   end
   return {released, woken}
+end
+-- settle_each lets go of each name of the caller's lock (KEYS, six a name) with let_go, which
+-- returns settle's released, holder, queued and absent for the name, and settles it. It
+-- returns release's reply for them all.
+local function settle_each(let_go)
+  local released, woken, absent = 0, 0, true
+  for j = 1, #KEYS, 6 do
+    local k = keys_at(j)
+    local r = settle(k, let_go(k))
+    released, woken, absent = math.max(released, r[1]), woken + r[2], absent and r[3] == 1
+  end
+  return {released, woken, released == 0 and absent and 1 or nil}
 end

@@ -44,15 +44,11 @@ if ARGV[8] then -- every permit of the caller's goes; it hands on its own, or th
   sem_lock, sem_index = pick and permits[pick], (pick or 1) - 1
   return settle(keys_at(1), released, pick == nil, queued, not holder)
 end
-local released, woken, absent = 0, 0, true -- a lock, or each name of a set
-for j = 1, #KEYS, 6 do
-  local h = j == 1 and holder or redis.call('GET', KEYS[j])
+return settle_each(function(k) -- a lock, or each name of a set
+  local h = redis.call('GET', k.lock)
   local mine = h and ours(h, ARGV[1])
   if mine then
-    redis.call('DEL', KEYS[j])
+    redis.call('DEL', k.lock)
   end
-  local q = j == 1 and queued or redis.call('EXISTS', KEYS[j + 2]) == 1
-  local r = settle(keys_at(j), mine and 1 or 0, h and not mine, q, not h)
-  released, woken, absent = math.max(released, r[1]), woken + r[2], absent and r[3] == 1
-end
-return {released, woken, released == 0 and absent and 1 or nil}
+  return mine and 1 or 0, h and not mine, redis.call('EXISTS', k.queue) == 1, not h
+end)

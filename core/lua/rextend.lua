@@ -1,8 +1,13 @@
--- rextend: KEYS[1] lock, KEYS[2] readers; ARGV[1] token, ARGV[2] TTL ms.
--- Replies: {1} renewed; {0} our entry is gone or out of time, or readers do not hold the lock.
-local score = redis.call('ZSCORE', KEYS[2], ARGV[1])
-if not score or tonumber(score) <= now_ms() or redis.call('GET', KEYS[1]) ~= readers_hold then
-  return {0}
+-- rextend: KEYS per name its lock and readers key (a set's: name after name); ARGV[1] token,
+-- ARGV[2] TTL ms. Replies: {1} renewed; {0} our entry of a name is gone or out of time, or
+-- readers do not hold it (nothing changed).
+for i = 1, #KEYS, 2 do
+  local score = redis.call('ZSCORE', KEYS[i + 1], ARGV[1])
+  if not score or tonumber(score) <= now_ms() or redis.call('GET', KEYS[i]) ~= readers_hold then
+    return {0}
+  end
 end
-read_grant(KEYS[1], KEYS[2], ARGV[1], ARGV[2], true)
+for i = 1, #KEYS, 2 do
+  read_grant(KEYS[i], KEYS[i + 1], ARGV[1], ARGV[2], true)
+end
 return {1}
