@@ -151,12 +151,30 @@ func (c *Client) DoAll(ctx context.Context, names []string, fn func(ctx context.
 // Mutex's are.
 //
 // Unlike a Mutex of one name, it takes no place in the Client's local queue: each Lock
-// waits in Redis as its own waiter (see AcquireAll). There is no reader's lock over
-// several names (core refuses one): take the names with NewMutexAll, which excludes their
-// readers and writers alike.
+// waits in Redis as its own waiter (see AcquireAll).
 func (c *Client) NewMutexAll(names []string, opts ...Option) *Mutex {
 	c.made("NewMutexAll")
 	m := &Mutex{}
 	m.x.init(c, "NewMutexAll", all(names), KindMutex, opts)
 	return m
+}
+
+// NewRWMutexAll returns an RWMutex over every one of names at once. Lock takes every name
+// for writing, or none, as NewMutexAll's Lock does; RLock takes a reader's share of every
+// name, or of none: it holds them with the readers of each name, and excludes every writer
+// of any of them. A reader set waits in each name's queue as one waiter, in the order it
+// started waiting, as a writer set does, so crossed sets never block each other for good,
+// and a release hands it every share at once when each of its names is free or read and
+// it is first in each name's queue. Lost closes if any name of a holding is lost. Options,
+// names and errors are as for NewMutexAll. Its methods are safe for concurrent use, as an
+// RWMutex's are.
+//
+// Neither side takes a place in the Client's local queue: each Lock and RLock waits in
+// Redis as its own waiter. On Redis Cluster, names in several slots are taken slot by slot,
+// as AcquireAll takes them, by readers and writers alike.
+func (c *Client) NewRWMutexAll(names []string, opts ...Option) *RWMutex {
+	c.made("NewRWMutexAll")
+	rw := &RWMutex{}
+	rw.w.init(c, "NewRWMutexAll", all(names), KindRWMutexWrite, opts)
+	return rw
 }

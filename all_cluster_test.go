@@ -21,7 +21,7 @@ import (
 // release touches the set's other names' keys, which it does not declare: same slot); a
 // set whose names fall in different slots is taken slot by slot: all or nothing, one token
 // above every name's, crossed waiters, the held slot kept while it waits for the next, and
-// the loss of one slot's names.
+// the loss of one slot's names; readers over several slots share and exclude writers.
 func TestAcquireAllOnRedisCluster(t *testing.T) {
 	c := redistest.StartCluster(t, 3)
 	newNode := func() []redlock.Node {
@@ -32,6 +32,10 @@ func TestAcquireAllOnRedisCluster(t *testing.T) {
 		return []redlock.Node{n}
 	}
 	ctx := ctxT(t, time.Minute)
+	held := func(name string) bool {
+		v, err := c.Do("EXISTS", lockKey(name))
+		return err == nil && v == int64(1)
+	}
 	t.Run("one slot", func(t *testing.T) {
 		const prefix = "app{locks}:"
 		opts := []redlock.Option{patient, redlock.WithPrefix(prefix)}
@@ -63,10 +67,6 @@ func TestAcquireAllOnRedisCluster(t *testing.T) {
 	t.Run("slot by slot", func(t *testing.T) {
 		// y's slot comes before x's: a set of both takes y, then x.
 		require.Less(t, redistest.KeySlot(lockKey("y")), redistest.KeySlot(lockKey("x")))
-		held := func(name string) bool {
-			v, err := c.Do("EXISTS", lockKey(name))
-			return err == nil && v == int64(1)
-		}
 		a, b := closingClient(t, newNode(), patient), closingClient(t, newNode(), patient)
 
 		// All or nothing: with x held, y (taken first) is let go of at once.
@@ -159,11 +159,47 @@ func TestAcquireAllOnRedisCluster(t *testing.T) {
 		require.NoError(t, hx.Release(ctx))
 		require.NoError(t, within(t, false, got, "the set"))
 	})
+	t.Run("readers", func(t *testing.T) {
+		// Reader sets over two slots share with each other and with a reader of one name,
+		// and exclude writers of either name; a reader set that waits for x, held by a
+		// writer, gets it when the writer lets go.
+		a, b := closingClient(t, newNode(), patient), closingClient(t, newNode(), patient)
+		ra, rb := a.NewRWMutexAll([]string{"x", "y"}), b.NewRWMutexAll([]string{"y", "x"})
+		require.True(t, ra.TryRLock(), "a reader set over free names was refused")
+		require.True(t, rb.TryRLock(), "a reader set was refused beside another")
+		rx := b.NewRWMutex("x")
+		require.True(t, rx.TryRLock(), "a reader of x was refused beside reader sets")
+		for _, name := range []string{"x", "y"} {
+			_, err := b.TryAcquire(ctx, name)
+			require.ErrorIs(t, err, redlock.ErrHeld, "a writer of %s beside reader sets", name)
+		}
+		assert.False(t, rb.TryLock(), "a writer set beside reader sets")
+		rx.RUnlock()
+		ra.RUnlock()
+		rb.RUnlock()
+		assert.False(t, held("x") || held("y"), "the readers left the names held")
+
+		hx, err := b.TryAcquire(ctx, "x")
+		require.NoError(t, err)
+		got := make(chan error, 1)
+		go func() { got <- ra.RLockContext(ctx) }()
+		require.Eventually(t, func() bool {
+			v, err := c.Do("ZCARD", lockKey("x")+":queue")
+			return err == nil && v == int64(1)
+		}, generous, time.Millisecond, "the reader set did not queue for x")
+		require.NoError(t, hx.Release(ctx))
+		require.NoError(t, within(t, false, got, "the reader set's turn"))
+		_, err = b.TryAcquire(ctx, "y")
+		require.ErrorIs(t, err, redlock.ErrHeld, "a writer of y beside the reader set")
+		ra.RUnlock()
+	})
 	t.Run("exclusion", func(t *testing.T) {
-		// Sets over several slots, overlapping, and Mutexes of single names, a few rounds
-		// each: no name has two holders, and every wait ends.
+		// Sets over several slots, overlapping, for writers and readers, and Mutexes of
+		// single names, a few rounds each: no name has a writer beside another holder, and
+		// every wait ends.
 		names := []string{"a", "b", "x", "y"}
-		requests := [][]int{{2, 3}, {3, 2}, {0, 1}, {2, 0}, {3, 1}, {0, 1, 2, 3}, {2}, {1}}
+		requests := [][]int{{2, 3}, {3, 2}, {0, 1}, {2, 0}, {3, 1}, {0, 1, 2, 3}, {2}, {1}, {3, 0}, {1, 2}}
+		const writer = 1000 // a writer's weight in holding; a reader's is 1
 		var holding [4]atomic.Int32
 		var wg sync.WaitGroup
 		for g, idx := range requests {
@@ -173,19 +209,29 @@ func TestAcquireAllOnRedisCluster(t *testing.T) {
 				for _, i := range idx {
 					set = append(set, names[i])
 				}
-				m := cl.NewMutexAll(set)
+				rw := cl.NewRWMutexAll(set)
 				for r := range 3 {
-					if !assert.NoError(t, m.LockContext(ctx), "goroutine %d round %d", g, r) {
+					read := (g+r)%3 == 0
+					lock, unlock, weight := rw.LockContext, rw.UnlockContext, int32(writer)
+					if read {
+						lock, unlock, weight = rw.RLockContext, rw.RUnlockContext, 1
+					}
+					if !assert.NoError(t, lock(ctx), "goroutine %d round %d", g, r) {
 						return
 					}
 					for _, i := range idx {
-						assert.Equal(t, int32(1), holding[i].Add(1), "%s has two holders", names[i])
+						v := holding[i].Add(weight)
+						if read {
+							assert.Less(t, v, int32(writer), "%s has a reader beside a writer", names[i])
+						} else {
+							assert.Equal(t, int32(writer), v, "%s has a writer beside another holder", names[i])
+						}
 					}
 					runtime.Gosched()
 					for _, i := range idx {
-						holding[i].Add(-1)
+						holding[i].Add(-weight)
 					}
-					assert.NoError(t, m.UnlockContext(ctx))
+					assert.NoError(t, unlock(ctx))
 				}
 			})
 		}

@@ -326,7 +326,8 @@ func TestAcquireAllPlainMutexTakesReservedName(t *testing.T) {
 }
 
 // TestAllExcludesMutexesAndReaders: goroutines lock single names through Mutexes, RWMutex
-// writers and readers, and overlapping sets through NewMutexAll and AcquireAll, a few
+// writers and readers, and overlapping sets through NewMutexAll, NewRWMutexAll (readers and
+// writers) and AcquireAll, a few
 // rounds each, over two Clients (so that goroutines of one Client mix sets and single
 // names, and the Client's local queue of a name meets sets): no name ever has a writer
 // beside another holder, and every wait ends.
@@ -401,6 +402,32 @@ func TestAllExcludesMutexesAndReaders(t *testing.T) {
 					assert.NoError(t, m.UnlockContext(ctx))
 				}
 			},
+			func(c *redlock.Client, g int) { // an RWMutex over several names: readers and writer
+				idx := [][]int{{1, 2}, {0, 1, 2}, {2, 0}}[g%3]
+				rw := c.NewRWMutexAll(namesOf(idx))
+				for r := range rounds {
+					if r%2 == 1 {
+						if !assert.NoError(t, rw.LockContext(ctx)) {
+							return
+						}
+						write(idx)
+						assert.NoError(t, rw.UnlockContext(ctx))
+						continue
+					}
+					if !assert.NoError(t, rw.RLockContext(ctx)) {
+						return
+					}
+					for _, i := range idx {
+						assert.Zero(t, writers[i].Load(), "%s has a writer beside a reader set", names[i])
+						readers[i].Add(1)
+					}
+					runtime.Gosched()
+					for _, i := range idx {
+						readers[i].Add(-1)
+					}
+					assert.NoError(t, rw.RUnlockContext(ctx))
+				}
+			},
 			func(c *redlock.Client, g int) { // Leases over several names
 				idx := [][]int{{2, 1}, {0, 2}, {1, 0}}[g%3]
 				for range rounds {
@@ -414,7 +441,7 @@ func TestAllExcludesMutexesAndReaders(t *testing.T) {
 			},
 		}
 		var wg sync.WaitGroup
-		for g := range 8 {
+		for g := range 10 {
 			wg.Go(func() { workers[g%len(workers)](clients[g%2], g) })
 		}
 		wg.Wait()
@@ -488,7 +515,8 @@ func TestAcquireAllOneClient(t *testing.T) {
 
 // TestAcquireAllExtendsAndIsLost: a set that extends itself keeps every name past its first
 // validity; deleting one name's key on every server ends it with ErrLost (Done, Err, a
-// Mutex's Lost, the lost handler), and the other name is freed by the release.
+// Mutex's Lost, the lost handler), and the other name is freed by the release. So does
+// deleting a reader set's share of one name (an RWMutex over several names, read).
 func TestAcquireAllExtendsAndIsLost(t *testing.T) {
 	onAllSetups(t, everyN, func(t *testing.T, s allSetup) {
 		ctx := ctxT(t, time.Minute)
@@ -519,6 +547,16 @@ func TestAcquireAllExtendsAndIsLost(t *testing.T) {
 		}
 		within(t, false, m.Lost(), "the Mutex's loss")
 		require.ErrorIs(t, m.UnlockContext(ctx), redlock.ErrLost)
+		freeEverywhere(t, s, "b")
+
+		rw := c.NewRWMutexAll([]string{"b", "a"})
+		require.NoError(t, rw.RLockContext(ctx))
+		heldEverywhere(t, s, "a", "b")
+		for _, st := range s.stores {
+			deleteKey(t, st, lockKey("a")+":readers")
+		}
+		within(t, false, rw.Lost(), "the reader set's loss")
+		require.ErrorIs(t, rw.RUnlockContext(ctx), redlock.ErrLost)
 		freeEverywhere(t, s, "b")
 	})
 }
@@ -581,6 +619,11 @@ func TestAllBadInput(t *testing.T) {
 			check(t, m.LockContext(ctx))
 			assert.False(t, m.TryLock())
 			assert.Panics(t, m.Lock)
+			rw := c.NewRWMutexAll(names)
+			check(t, rw.RLockContext(ctx))
+			check(t, rw.LockContext(ctx))
+			assert.False(t, rw.TryRLock())
+			assert.Panics(t, rw.RLock)
 		})
 	}
 	_, err := c.TryAcquireAll(ctx, []string{"a"}, redlock.WithRetry(time.Millisecond, time.Second))
@@ -605,6 +648,9 @@ func TestAllBadInput(t *testing.T) {
 	m := c.NewMutexAll([]string{"a", "a"})
 	require.NoError(t, m.LockContext(ctx))
 	require.NoError(t, m.UnlockContext(ctx))
+	rw := c.NewRWMutexAll([]string{"a", "a"})
+	require.NoError(t, rw.RLockContext(ctx))
+	require.NoError(t, rw.RUnlockContext(ctx))
 }
 
 // TestAcquireAllClose: Close releases a held set (its Lease ends with ErrClosed, a Mutex

@@ -36,7 +36,7 @@ type exclusive struct {
 	lease *Lease // the current holding; nil when unlocked
 }
 
-// init readies x, for op (NewMutex, NewMutexAll or NewRWMutex), as the exclusive side of
+// init readies x, for op (NewMutex, NewMutexAll, NewRWMutex or NewRWMutexAll), as the exclusive side of
 // t's lock, whose holdings are of kind.
 func (x *exclusive) init(c *Client, op string, t target, kind Kind, opts []Option) {
 	x.client, x.name, x.kind = c, t.name, kind
@@ -76,9 +76,7 @@ func (x *exclusive) usable(typ string) error {
 // newLease returns a Lease, not yet held, of one holding of kind: x's, or a reader's.
 func (x *exclusive) newLease(kind Kind) *Lease {
 	l := x.client.leaseOf(x.name, kind, x.keys, x.opts)
-	if kind != KindRWMutexRead {
-		l.groups = x.groups
-	}
+	l.groups = x.groups
 	return l
 }
 

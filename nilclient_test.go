@@ -15,15 +15,17 @@ func TestNilClientPanicsClearly(t *testing.T) {
 	ctx := context.Background()
 	for _, c := range []*redlock.Client{nil, new(redlock.Client)} {
 		for name, call := range map[string]func(){
-			"Close":        func() { _ = c.Close() },
-			"Unguarded":    func() { c.Unguarded() },
-			"TryAcquire":   func() { _, _ = c.TryAcquire(ctx, "x") },
-			"Acquire":      func() { _, _ = c.Acquire(ctx, "x") },
-			"Do":           func() { _ = c.Do(ctx, "x", func(context.Context) error { return nil }) },
-			"NewMutex":     func() { c.NewMutex("x").TryLock() },
-			"NewRWMutex":   func() { c.NewRWMutex("x").TryRLock() },
-			"NewSemaphore": func() { _, _ = c.NewSemaphore("x", 1).TryAcquire(ctx) },
-			"NewElection":  func() { _, _ = c.NewElection("x").Leader(ctx) },
+			"Close":         func() { _ = c.Close() },
+			"Unguarded":     func() { c.Unguarded() },
+			"TryAcquire":    func() { _, _ = c.TryAcquire(ctx, "x") },
+			"Acquire":       func() { _, _ = c.Acquire(ctx, "x") },
+			"Do":            func() { _ = c.Do(ctx, "x", func(context.Context) error { return nil }) },
+			"NewMutex":      func() { c.NewMutex("x").TryLock() },
+			"NewRWMutex":    func() { c.NewRWMutex("x").TryRLock() },
+			"NewMutexAll":   func() { c.NewMutexAll([]string{"x"}).TryLock() },
+			"NewRWMutexAll": func() { c.NewRWMutexAll([]string{"x"}).TryRLock() },
+			"NewSemaphore":  func() { _, _ = c.NewSemaphore("x", 1).TryAcquire(ctx) },
+			"NewElection":   func() { _, _ = c.NewElection("x").Leader(ctx) },
 		} {
 			var got any
 			func() {

@@ -105,6 +105,21 @@ func acquirer(w string, a *actor, c *redlock.Client, cl *core.Cluster) func(ctx 
 	panic("sim: unknown workload " + w)
 }
 
+// readerAcquirer returns actor a's acquisition of a read holding of rw: TryRLock, or
+// RLockContext.
+func readerAcquirer(a *actor, rw *redlock.RWMutex) func(ctx context.Context, keeps bool) (*held, error) {
+	return func(ctx context.Context, keeps bool) (*held, error) {
+		if !keeps && a.rng.IntN(2) == 0 {
+			if !rw.TryRLock() {
+				return nil, fmt.Errorf("TryRLock failed")
+			}
+		} else if err := rw.RLockContext(ctx); err != nil {
+			return nil, err
+		}
+		return &held{h: holding{client: a.id, role: reader}, lost: rw.Lost(), release: rw.RUnlockContext}, nil
+	}
+}
+
 // mutexAcquirer returns actor a's acquisition of Mutex m: TryLock, or LockContext.
 func mutexAcquirer(a *actor, m *redlock.Mutex) func(ctx context.Context, keeps bool) (*held, error) {
 	return func(ctx context.Context, keeps bool) (*held, error) {

@@ -9,26 +9,27 @@ import (
 	"github.com/go-redlock/redlock/core"
 )
 
-// The sets workload: locks over several names at once (core.NewSetKeys, through core,
-// which the root API does not reach yet), mixed with single-name holders of the same names
-// (fenced Leases, and unfenced Mutexes: with the restart guard on, as in every run, their
-// attempts run the acquire script too, so a Mutex's plain SET NX, which does not look at
+// The sets workload: locks over several names at once (core.NewSetKeys, through core), for
+// writers and for readers, mixed with single-name holders of the same names (fenced Leases,
+// unfenced Mutexes and RWMutex readers: with the restart guard on, as in every run, a
+// Mutex's attempts run the acquire script too, so its plain SET NX, which does not look at
 // the queue, is not exercised). Four clients (clientsOf); at each acquisition an actor
 // draws what it takes:
 //
-//   - half the time a set, one of setNames, as a fenced lock over core.Cluster (in a run
-//     without crashes, two of the four sets unfenced and without the restart guard): AcquireWait
-//     (with no deadline when the wait keeps asking), or one attempt (Acquire); extended by
-//     hand (core.Cluster.Extend), at every step half the time (so that extensions meet the
-//     faults), released with core.Cluster.Release;
-//   - else one name of universe, as a Lease (a quarter) or a Mutex (a quarter), as the
-//     lease and mutex workloads take theirs.
+//   - half the time a set, one of setNames: a third of those as a reader (Read), the others
+//     as a fenced writer (in a run without crashes, two of the four sets unfenced and
+//     without the restart guard), over core.Cluster: AcquireWait (with no deadline when the
+//     wait keeps asking), or one attempt (Acquire); extended by hand (core.Cluster.Extend),
+//     at every step half the time (so that extensions meet the faults), released with
+//     core.Cluster.Release;
+//   - else one name of universe, as a Lease, a Mutex or an RWMutex's reader (a sixth each),
+//     as the lease, mutex and rwmutex workloads take theirs.
 //
 // A set's holding is recorded with its names, and holds each of them for its validity under
-// its one token: the checker's exclusion and fencing hold per name (see exclusion and
-// fencing). The idle bound counts a waiter as idle only while no name is held at all: a
-// waiter may rightly wait for a free name kept for a set waiter ahead of it that waits for
-// another name.
+// its one token (a reader's: none): the checker's exclusion and fencing hold per name (see
+// exclusion and fencing), readers sharing. The idle bound counts a waiter as idle only while
+// no name is held at all: a waiter may rightly wait for a free name kept for a set waiter
+// ahead of it that waits for another name.
 
 // universe are the names of the sets workload.
 var universe = []string{"x", "y", "z"}
@@ -40,12 +41,13 @@ var setNames = [][]string{{"x", "y"}, {"y", "z"}, {"x", "z"}, {"x", "y", "z"}}
 // single names and its core.Cluster cl (over the same nodes) for sets.
 func setsAcquirer(a *actor, c *redlock.Client, cl *core.Cluster) func(ctx context.Context, keeps bool) (*held, error) {
 	type acquisition = func(ctx context.Context, keeps bool) (*held, error)
-	mutexes, leases := map[string]acquisition{}, map[string]acquisition{}
+	mutexes, leases, readers := map[string]acquisition{}, map[string]acquisition{}, map[string]acquisition{}
 	for _, name := range universe {
 		mutexes[name] = mutexAcquirer(a, c.NewMutex(name))
 		leases[name] = leaseAcquirer(a, c, name, false)
+		readers[name] = readerAcquirer(a, c.NewRWMutex(name))
 	}
-	locks := make([]*core.Lock, len(setNames))
+	locks, reads := make([]*core.Lock, len(setNames)), make([]*core.Lock, len(setNames))
 	for i, names := range setNames {
 		keys, err := core.NewSetKeys("redlock:", names) // the library's default prefix, as the Client's
 		if err != nil {
@@ -55,20 +57,27 @@ func setsAcquirer(a *actor, c *redlock.Client, cl *core.Cluster) func(ctx contex
 		if i%2 == 1 && len(a.env.plan.crashes) == 0 { // no restart to guard against: the scripts' unguarded, unfenced case too
 			locks[i].Fence, locks[i].Guard = false, 0
 		}
+		r := *locks[i]
+		r.Read, r.Fence = true, false
+		reads[i] = &r
 	}
 	return func(ctx context.Context, keeps bool) (*held, error) {
 		var acquire acquisition
 		var names []string
-		switch a.rng.IntN(4) {
+		names = []string{universe[a.rng.IntN(len(universe))]}
+		switch a.rng.IntN(6) {
 		case 0, 1:
 			i := a.rng.IntN(len(locks))
 			return acquireSet(ctx, a, cl, locks[i], setNames[i], keeps)
 		case 2:
-			names = []string{universe[a.rng.IntN(len(universe))]}
+			i := a.rng.IntN(len(reads))
+			return acquireSet(ctx, a, cl, reads[i], setNames[i], keeps)
+		case 3:
 			acquire = leases[names[0]]
-		default:
-			names = []string{universe[a.rng.IntN(len(universe))]}
+		case 4:
 			acquire = mutexes[names[0]]
+		default:
+			acquire = readers[names[0]]
 		}
 		h, err := acquire(ctx, keeps)
 		if err != nil {
@@ -97,8 +106,12 @@ func acquireSet(ctx context.Context, a *actor, cl *core.Cluster, l *core.Lock, n
 	}
 	s := &setLease{cl: cl, h: h, until: h.Until, lost: make(chan struct{})}
 	s.expiry = time.AfterFunc(time.Until(h.Until), s.lose)
+	role := writer
+	if l.Read {
+		role = reader
+	}
 	return &held{
-		h:       holding{client: a.id, role: writer, token: h.Fence, fenced: l.Fence, names: names},
+		h:       holding{client: a.id, role: role, token: h.Fence, fenced: l.Fence, names: names},
 		until:   s.Until,
 		lost:    s.lost,
 		extend:  s.extend,
