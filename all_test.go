@@ -516,7 +516,8 @@ func TestAcquireAllOneClient(t *testing.T) {
 // TestAcquireAllExtendsAndIsLost: a set that extends itself keeps every name past its first
 // validity; deleting one name's key on every server ends it with ErrLost (Done, Err, a
 // Mutex's Lost, the lost handler), and the other name is freed by the release. So does
-// deleting a reader set's share of one name (an RWMutex over several names, read).
+// deleting a reader set's share of one name (an RWMutex over several names, read), whose
+// RUnlock reports the loss to the WithErrorHandler function.
 func TestAcquireAllExtendsAndIsLost(t *testing.T) {
 	onAllSetups(t, everyN, func(t *testing.T, s allSetup) {
 		ctx := ctxT(t, time.Minute)
@@ -549,14 +550,16 @@ func TestAcquireAllExtendsAndIsLost(t *testing.T) {
 		require.ErrorIs(t, m.UnlockContext(ctx), redlock.ErrLost)
 		freeEverywhere(t, s, "b")
 
-		rw := c.NewRWMutexAll([]string{"b", "a"})
+		reported := make(chan error, 1)
+		rw := c.NewRWMutexAll([]string{"b", "a"}, redlock.WithErrorHandler(func(err error) { reported <- err }))
 		require.NoError(t, rw.RLockContext(ctx))
 		heldEverywhere(t, s, "a", "b")
 		for _, st := range s.stores {
 			deleteKey(t, st, lockKey("a")+":readers")
 		}
 		within(t, false, rw.Lost(), "the reader set's loss")
-		require.ErrorIs(t, rw.RUnlockContext(ctx), redlock.ErrLost)
+		rw.RUnlock()
+		require.ErrorIs(t, within(t, false, reported, "RUnlock's error, reported"), redlock.ErrLost)
 		freeEverywhere(t, s, "b")
 	})
 }
@@ -630,6 +633,8 @@ func TestAllBadInput(t *testing.T) {
 	require.ErrorIs(t, err, redlock.ErrInvalid)
 	require.ErrorIs(t, c.DoAll(ctx, []string{"a"}, nil), redlock.ErrInvalid)
 	require.ErrorIs(t, c.DoAll(ctx, []string{"a"}, func(context.Context) error { return nil }, redlock.WithAutoExtend(false)), redlock.ErrInvalid)
+	require.ErrorIs(t, c.NewMutexAll([]string{"a"}, redlock.WithAutoExtend(false)).LockContext(ctx), redlock.ErrInvalid)
+	require.ErrorIs(t, c.NewRWMutexAll([]string{"a"}, redlock.WithAutoExtend(false)).RLockContext(ctx), redlock.ErrInvalid)
 	for _, s := range servers {
 		assert.Empty(t, s.Keys(), "a refused call left keys")
 	}

@@ -15,8 +15,9 @@
 //     itself, and releases it, also when the function panics. The function's context
 //     ends when the lease does, never later than its Until.
 //
-// Client.AcquireAll, TryAcquireAll, DoAll and NewMutexAll take one lock over several names
-// at once: every name or none, with one fencing token, queued as one waiter on every name.
+// Client.AcquireAll, TryAcquireAll, DoAll, NewMutexAll and NewRWMutexAll take one lock over
+// several names at once: every name or none (a reader: a share of each), with one fencing
+// token, queued as one waiter on every name.
 // Client.NewRWMutex, Client.NewSemaphore and Client.NewElection build a reader/writer lock,
 // a counting semaphore and a leader election from such locks.
 //

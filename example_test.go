@@ -299,3 +299,29 @@ func ExampleClient_DoAll() {
 	// bob held: true
 	// account:bob: insufficient funds
 }
+
+// A report that reads two accounts at once: it holds both for reading, together with other
+// readers of either, while a transfer that writes either waits; so it never sees one
+// account before a transfer and the other after it.
+func ExampleClient_NewRWMutexAll() {
+	nodes, stop := exampleNodes(3)
+	defer stop()
+	client, _ := redlock.New(nodes)
+	defer client.Close()
+
+	report := client.NewRWMutexAll([]string{"account:alice", "account:bob"})
+	other := client.NewRWMutexAll([]string{"account:bob", "account:carol"})
+	report.RLock()
+	fmt.Println("another reader of bob:", other.TryRLock())
+	fmt.Println("a writer of bob:", client.NewMutex("account:bob").TryLock())
+	other.RUnlock()
+	report.RUnlock()
+
+	report.Lock() // both accounts alone now, under one fencing token
+	fmt.Println("a reader of alice while written:", client.NewRWMutex("account:alice").TryRLock(), report.Token() > 0)
+	report.Unlock()
+	// Output:
+	// another reader of bob: true
+	// a writer of bob: false
+	// a reader of alice while written: false true
+}

@@ -10,13 +10,13 @@ import (
 
 // Option configures a Client (given to New, where it sets the default of every call) or
 // one call or primitive (given to Acquire, TryAcquire, Do, their All forms, NewMutex,
-// NewMutexAll, NewRWMutex, NewSemaphore or NewElection, where it overrides the Client's
+// NewMutexAll, NewRWMutex, NewRWMutexAll, NewSemaphore or NewElection, where it overrides the Client's
 // setting for that call or primitive only). Every option takes effect wherever it is accepted; the few that cannot
 // take effect somewhere are refused there with an error that matches ErrInvalid: WithRetry
 // and WithLogger on TryAcquire (it makes one attempt and returns its error),
 // WithErrorHandler on Acquire, TryAcquire, Do, NewSemaphore and NewElection (they return
-// their errors), and WithAutoExtend(false) on Do, NewMutex, NewRWMutex and NewElection
-// (they always extend).
+// their errors), and WithAutoExtend(false) on Do, DoAll, NewMutex, NewMutexAll, NewRWMutex,
+// NewRWMutexAll and NewElection (they always extend).
 type Option func(*settings)
 
 // The options, a bit each, to tell which ones a call was given.
@@ -150,7 +150,7 @@ func WithLostHandler(f func(err error)) Option { return func(s *settings) { s.on
 
 // WithErrorHandler sets the function that receives Mutex.Unlock's release errors, which
 // Unlock cannot return. Default: the WithLogger logger, or nowhere. It applies to New,
-// NewMutex and NewRWMutex only.
+// NewMutex, NewMutexAll, NewRWMutex and NewRWMutexAll only.
 func WithErrorHandler(f func(err error)) Option {
 	return func(s *settings) { s.onError, s.given = f, s.given|optErrorHandler }
 }

@@ -137,7 +137,9 @@
 //	                                                    last entry
 //	first       a release frees the lock                add R's entry, and those of the         "<token> 0[ u]" to each
 //	                                                    readers queued right behind R, up to
-//	                                                    the next writer; each leaves the queue
+//	                                                    the next writer or a reader set that
+//	                                                    cannot have its other names (see Sets
+//	                                                    of names); each leaves the queue
 //
 // A writer waiting in the queue thus blocks the readers that queue after it.
 //
@@ -193,6 +195,26 @@
 //	            queue                                                                            channel
 //	first       same, another name held, or a live       - (a stays free: W is first in its      -
 //	            waiter ahead of W in another queue       queue, so no one else takes it)
+//
+// A reader set R (Read with NewSetKeys) takes a share of every name or of none, by the
+// readers' rules per name; its attempt is recorded followed by " r" and the set's lock keys.
+// The rows of the readers' table hold per name, but for these:
+//
+//	state       event                                   effect                                  reply / message
+//	----------  --------------------------------------  --------------------------------------  -----------------------
+//	any         rlock, a writer holds some name, or a   queue R in every name's queue, record   {0, longest pttl} or
+//	            live waiter ahead of R in some queue    the attempt and the set in each         {0, 0}
+//	            where R has no share
+//	any         rlock, each name free or readers', R    add R's entry to every name; R leaves   {1, 0}
+//	            first in each queue (or none)           every queue
+//	holding     rextend                                 renew R's entry of every name, or none  {1} or {0}
+//	                                                    if one is gone
+//	first       a release frees name a (or hands it to  add R's entry to every name; R leaves   "<token> 0[ u]" on the
+//	            readers); each of R's names free or     every queue; then the readers right     first name's channel
+//	            readers', R first in each queue         behind R in its other names' queues
+//	first       same, a writer holds another name, or   - (a stays as it is: R is first in its  -
+//	            a live waiter ahead of R in another     queue, so no writer takes it)
+//	            queue
 //
 // The set's fence is the largest of every name's advanced counter, and each counter is
 // raised to it: larger than every name's earlier token, and every name's next one is
