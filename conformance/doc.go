@@ -59,9 +59,23 @@
 //     and that call again with the same token (the same reply, still one entry each);
 //     release of our names (every lock key deleted, {1, 0}), and with a waiter queued for
 //     the last name (that name handed to it, the waiter told "<token> <fence>" on that name's
-//     own channel, {1, 1}). On a cluster, a set whose names share one hash tag (one slot)
-//     is acquired and released; one whose names are in different slots is an error that
-//     core.Permanent knows, never a panic, and takes nothing.
+//     own channel, {1, 1}). A reader set runs rlock and runlock with the same 18 KEYS, and
+//     rextend with each name's lock key and readers key: rlock of free names (each lock key
+//     the readers' marker and each readers key our entry, with the TTL), and by a second
+//     set overlapping the first (two entries on the shared names); of names one of which a
+//     writer holds, each in turn ({0, pttl}, no share, the waiter queued once in every
+//     name's queue with its attempt, " r" and the set's lock keys recorded), and that call
+//     again; of free names with a writer waiting ahead in one queue ({0, 0}); rextend of
+//     every share ({1}, each renewed), and with one name's share gone, each in turn ({0},
+//     none renewed); runlock of our shares (every key freed), and with another reader on
+//     one name (its marker and entry kept); a writer's release of a name a queued reader
+//     set waits for (a share of every name, the set out of every queue, "<token> 0" on the
+//     set's first name's channel only), with a reader behind it in another name's queue
+//     (handed its share too) and a writer behind it in a third (left queued, not woken),
+//     and while another name is held or has a waiter ahead (nothing handed, {1, 0}). On a
+//     cluster, a set whose names share one hash tag (one slot) is acquired and released;
+//     one whose names are in different slots is an error that core.Permanent knows, never a
+//     panic, and takes nothing.
 //   - noscript: each script right after SCRIPT FLUSH, three times: Eval (EvalStrings for
 //     leader) falls back from EVALSHA to EVAL, and the script replies as it must on an empty
 //     server.

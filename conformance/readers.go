@@ -237,3 +237,291 @@ func wantEntry(t *testing.T, addr string, k core.Keys, token string, lo, hi int6
 	require.NoError(t, err, "conformance: ZSCORE replied %q", s)
 	assert.True(t, int64(score) >= lo && int64(score) <= hi, "%s, the reader's entry ends at %d (server ms), want %d to %d: now plus the TTL (the Node must pass ARGV unchanged)", when, int64(score), lo, hi)
 }
+
+// readerSetCases are the sets group's checks of reader sets: core's rlock, rextend and
+// runlock for a reader over the three names of a set (the k they get: setNames under
+// setPrefix), and the writers' release where a reader set waits. rlock takes a share of
+// every name or of none; a reader set refused is queued in every name's queue with one id
+// and ticket, its attempt recorded in each with " r" and the set's lock keys; rextend renews
+// every share or none; runlock lets go of every share; a release that frees a name whose
+// first waiter is a reader set hands it a share of every name, once each is free or read
+// and it is first in each queue, telling it "<token> 0" on its first name's channel.
+func readerSetCases() []scriptCase {
+	return []scriptCase{
+		{"rlock/free", func(t *testing.T, n core.Node, addr string, k core.Keys) {
+			before := serverMS(t, addr, k.Lock)
+			got := mustEvalSet(t, n, "rlock", k, readerArgs(ours, ttl)...)
+			after := serverMS(t, addr, k.Lock)
+			assert.Equal(t, []int64{1, 0}, got, "rlock of a set of 3 free names replied %s, want {1, 0}", format(got))
+			for _, name := range k.Set {
+				when := fmt.Sprintf("after rlock of a set of 3 free names with TTL %s ms, of name %q", ttl, name.Name)
+				assert.Equal(t, readersHold, admin(t, addr, "GET", name.Lock), "%s, the lock key must hold the readers' marker %q: the Node must pass every name's six KEYS, name after name", when, readersHold)
+				wantPTTL(t, addr, name.Lock, 1, ttlMS, when+", of the lock key")
+				wantEntry(t, addr, name, ours, before+ttlMS, after+ttlMS, when)
+				wantPTTL(t, addr, name.Readers, 1, ttlMS, when+", of the readers key")
+				assert.Equal(t, int64(0), admin(t, addr, "EXISTS", name.Fence), "%s: a reader advances no fence counter", when)
+				assert.Equal(t, int64(0), admin(t, addr, "EXISTS", name.Queue), "%s: a reader that does not wait queues nowhere", when)
+			}
+		}},
+		{"rlock/overlapping", func(t *testing.T, n core.Node, addr string, k core.Keys) {
+			other := setKeys(t, setPrefix(t), "b", "c", "d")
+			for _, r := range []struct {
+				token, ttl string
+				k          core.Keys
+			}{{ours, "5000", k}, {theirs, ttl, other}} {
+				got := mustEvalSet(t, n, "rlock", r.k, readerArgs(r.token, r.ttl)...)
+				assert.Equal(t, []int64{1, 0}, got, "rlock by reader %q with TTL %s ms of the set %s, each name free or read, replied %s, want {1, 0}", r.token, r.ttl, r.k.Name, format(got))
+			}
+			for _, c := range []struct {
+				name   core.Keys
+				tokens []string
+				lo, hi int64 // of the lock key's PTTL
+			}{
+				{k.Set[0], []string{ours}, 1, 5000},
+				{k.Set[1], []string{ours, theirs}, 5001, ttlMS},
+				{k.Set[2], []string{ours, theirs}, 5001, ttlMS},
+				{other.Set[2], []string{theirs}, 1, ttlMS},
+			} {
+				when := fmt.Sprintf("after rlock by reader %q of the set %s (TTL 5000 ms) and by reader %q of the set %s (TTL %s ms), of name %q", ours, k.Name, theirs, other.Name, ttl, c.name.Name)
+				assert.Equal(t, readersHold, admin(t, addr, "GET", c.name.Lock), "%s, the lock key must hold the readers' marker", when)
+				assert.Equal(t, int64(len(c.tokens)), admin(t, addr, "ZCARD", c.name.Readers), "%s, the readers key must hold an entry for each reader whose set has the name", when)
+				for _, token := range c.tokens {
+					assert.NotNil(t, admin(t, addr, "ZSCORE", c.name.Readers, token), "%s, reader %q must have an entry", when, token)
+				}
+				wantPTTL(t, addr, c.name.Lock, c.lo, c.hi, when+", the lock key must cover the longest share")
+			}
+		}},
+		{"rlock/writer-holds", func(t *testing.T, n core.Node, addr string, _ core.Keys) {
+			for held := range setNames { // each name in turn, with keys of its own
+				k := setKeys(t, setPrefix(t)+strconv.Itoa(held)+":", setNames...)
+				admin(t, addr, "SET", k.Set[held].Lock, theirs, "PX", "5000")
+				what := fmt.Sprintf("rlock by a reader that does not wait of a set of 3 names whose name %q a writer holds", k.Set[held].Name)
+				got := mustEvalSet(t, n, "rlock", k, readerArgs(ours, ttl)...)
+				require.Len(t, got, 2, "%s replied %s, want {0, pttl}", what, format(got))
+				assert.Equal(t, int64(0), got[0], "%s replied %s, want {0, pttl}: a reader set takes a share of every name or of none", what, format(got))
+				for _, name := range k.Set {
+					assert.Equal(t, int64(0), admin(t, addr, "EXISTS", name.Readers), "%s gave name %q a share: a reader set takes a share of every name or of none", what, name.Name)
+					assert.Equal(t, int64(0), admin(t, addr, "EXISTS", name.Queue), "%s queued it for name %q: a reader that does not wait queues nowhere", what, name.Name)
+				}
+				what = fmt.Sprintf("rlock by reader waiter r of a set of 3 names whose name %q a writer holds", k.Set[held].Name)
+				rlockHeldSet(t, n, addr, k, held, what)
+				rlockHeldSet(t, n, addr, k, held, "the same "+what+" again, with the same token (a retry after a lost reply),")
+			}
+		}},
+		{"rlock/waiter-ahead", func(t *testing.T, n core.Node, addr string, k core.Keys) {
+			// Writer waiter w (ticket 1) is queued for the last name alone, which is free again.
+			last := k.Set[2]
+			admin(t, addr, "SET", last.Lock, theirs, "PX", ttl)
+			got := mustEval(t, n, script(t, "acquire"), acquireKeys(last), waiterArgs("w-token", ttl, "w", "1")...)
+			require.Equal(t, int64(0), got[0], "acquire by writer waiter w of a held name replied %s, want {0, pttl}", format(got))
+			admin(t, addr, "DEL", last.Lock)
+			got = mustEvalSet(t, n, "rlock", k, readerWaiterArgs("r-token", ttl, "r", "2")...)
+			assert.Equal(t, []int64{0, 0}, got, "rlock by reader waiter r (ticket 2) of a set of 3 free names, writer waiter w (ticket 1) first in name %q's queue, replied %s, want {0, 0}: a live waiter ahead in some queue goes first", last.Name, format(got))
+			for _, name := range k.Set {
+				when := fmt.Sprintf("after rlock by reader waiter r behind writer waiter w in name %q's queue, of name %q", last.Name, name.Name)
+				assert.Equal(t, int64(0), admin(t, addr, "EXISTS", name.Lock), "%s: a reader set takes a share of every name or of none", when)
+				assert.Equal(t, int64(0), admin(t, addr, "EXISTS", name.Readers), "%s: a reader set takes a share of every name or of none", when)
+				assert.Equal(t, "2", admin(t, addr, "ZSCORE", name.Queue, "r"), "%s, r must be queued at its ticket in every name's queue", when)
+				assert.Equal(t, readerSetRecord(k, "r-token"), admin(t, addr, "HGET", name.Waiters, "r"), "%s, the waiters hash must record r's attempt and the set's lock keys", when)
+			}
+			assert.Equal(t, "1", admin(t, addr, "ZSCORE", last.Queue, "w"), "writer waiter w must stay queued, first")
+		}},
+		{"rextend/ours", func(t *testing.T, n core.Node, addr string, _ core.Keys) {
+			for lost := range setNames { // each name's share lost in turn, with keys of its own
+				k := setKeys(t, setPrefix(t)+strconv.Itoa(lost)+":", setNames...)
+				got := mustEvalSet(t, n, "rlock", k, readerArgs(ours, "5000")...)
+				require.Equal(t, []int64{1, 0}, got, "rlock of a set of 3 free names replied %s, want {1, 0}", format(got))
+				before := serverMS(t, addr, k.Lock)
+				got = mustEval(t, n, script(t, "rextend"), setRextendKeys(k), ours, ttl)
+				after := serverMS(t, addr, k.Lock)
+				assert.Equal(t, []int64{1}, got, "rextend of our shares of a set of 3 names replied %s, want {1}", format(got))
+				for _, name := range k.Set {
+					when := fmt.Sprintf("after extending our shares of a set from 5000 ms to %s ms, of name %q", ttl, name.Name)
+					wantEntry(t, addr, name, ours, before+ttlMS, after+ttlMS, when)
+					wantPTTL(t, addr, name.Lock, 5001, ttlMS, when+", of the lock key (each name's lock key and readers key, name after name, must arrive)")
+					wantPTTL(t, addr, name.Readers, 5001, ttlMS, when+", of the readers key")
+				}
+				gone := k.Set[lost]
+				admin(t, addr, "ZREM", gone.Readers, ours)
+				scores := make([]any, len(k.Set))
+				for i, name := range k.Set {
+					scores[i] = admin(t, addr, "ZSCORE", name.Readers, ours)
+				}
+				got = mustEval(t, n, script(t, "rextend"), setRextendKeys(k), ours, "20000")
+				assert.Equal(t, []int64{0}, got, "rextend of our shares of a set of 3 names, our share of name %q gone, replied %s, want {0}", gone.Name, format(got))
+				for i, name := range k.Set {
+					assert.Equal(t, scores[i], admin(t, addr, "ZSCORE", name.Readers, ours), "rextend with our share of name %q gone changed our entry of name %q: a set's shares are renewed all or none", gone.Name, name.Name)
+					wantPTTL(t, addr, name.Lock, 1, ttlMS, fmt.Sprintf("after a refused rextend to 20000 ms with our share of name %q gone, of the lock key of name %q", gone.Name, name.Name))
+				}
+			}
+		}},
+		{"runlock/ours", func(t *testing.T, n core.Node, addr string, k core.Keys) {
+			got := mustEvalSet(t, n, "rlock", k, readerArgs(ours, ttl)...)
+			require.Equal(t, []int64{1, 0}, got, "rlock of a set of 3 free names replied %s, want {1, 0}", format(got))
+			got = mustEvalSet(t, n, "runlock", k, releaseArgs(ours, k)...)
+			assert.Equal(t, []int64{1, 0}, got, "runlock of our shares of a set of 3 names replied %s, want {1, 0}", format(got))
+			for _, name := range k.Set {
+				assert.Equal(t, int64(0), admin(t, addr, "EXISTS", name.Lock), "runlock of our shares of a set, the last of each name, must free the lock key of every name, of %q too: the Node must pass every name's six KEYS, name after name", name.Name)
+				assert.Equal(t, int64(0), admin(t, addr, "EXISTS", name.Readers), "runlock of our shares of a set must delete our entry of every name, of %q too", name.Name)
+			}
+		}},
+		{"runlock/not-last", func(t *testing.T, n core.Node, addr string, k core.Keys) {
+			got := mustEvalSet(t, n, "rlock", k, readerArgs(ours, ttl)...)
+			require.Equal(t, []int64{1, 0}, got, "rlock of a set of 3 free names replied %s, want {1, 0}", format(got))
+			shared := k.Set[1]
+			got = mustEval(t, n, script(t, "rlock"), acquireKeys(shared), readerArgs(theirs, "5000")...)
+			require.Equal(t, []int64{1, 0}, got, "rlock by another reader of name %q, which our set reads, replied %s, want {1, 0}", shared.Name, format(got))
+			got = mustEvalSet(t, n, "runlock", k, releaseArgs(ours, k)...)
+			assert.Equal(t, []int64{1, 0}, got, "runlock of our shares of a set of 3 names, another reader on name %q, replied %s, want {1, 0}", shared.Name, format(got))
+			for _, name := range k.Set {
+				assert.Nil(t, admin(t, addr, "ZSCORE", name.Readers, ours), "runlock of our shares of a set must delete our entry of every name, of %q too", name.Name)
+				if name.Lock != shared.Lock {
+					assert.Equal(t, int64(0), admin(t, addr, "EXISTS", name.Lock), "runlock of our shares of a set must free the lock key of name %q, which no other reader holds", name.Name)
+				}
+			}
+			assert.Equal(t, readersHold, admin(t, addr, "GET", shared.Lock), "runlock of our shares of a set must keep the readers' marker of name %q, which another reader holds", shared.Name)
+			assert.NotNil(t, admin(t, addr, "ZSCORE", shared.Readers, theirs), "runlock of our shares of a set must leave the other reader's entry of name %q alone", shared.Name)
+			wantPTTL(t, addr, shared.Lock, 1, 5000, "after our set let go, the lock key of name "+strconv.Quote(shared.Name)+" must be kept only as long as the other reader's 5000 ms")
+		}},
+		{"release/hands-to-readers", func(t *testing.T, n core.Node, addr string, k core.Keys) {
+			held := k.Set[1]
+			admin(t, addr, "SET", held.Lock, ours, "PX", ttl)
+			got := mustEvalSet(t, n, "rlock", k, readerWaiterArgs("r-token", ttl, "r", "1")...)
+			require.Equal(t, int64(0), got[0], "rlock by reader waiter r of a set of 3 names whose name %q a writer holds replied %s, want {0, pttl}", held.Name, format(got))
+			// A reader set is told on its first name's channel, whichever name was freed. On a
+			// cluster, a script's PUBLISH counts the receivers on its own master only.
+			first, err := subscribe(owner(addr, k.Wake("r")), k.Wake("r"))
+			require.NoError(t, err, "conformance: subscribe to the set's first name's channel for the waiter")
+			defer first.close()
+			own, err := subscribe(owner(addr, held.Wake("r")), held.Wake("r"))
+			require.NoError(t, err, "conformance: subscribe to the freed name's channel for the waiter")
+			defer own.close()
+			before := serverMS(t, addr, k.Lock)
+			got = mustEval(t, n, script(t, "release"), releaseKeys(held), releaseArgs(ours, held)...)
+			after := serverMS(t, addr, k.Lock)
+			assert.Equal(t, []int64{1, 1}, got, "release of our lock of name %q, with reader set waiter r first in each name's queue and listening, replied %s, want {1, 1}", held.Name, format(got))
+			for _, name := range k.Set {
+				when := fmt.Sprintf("after release of name %q with reader set waiter r first in each name's queue, of name %q", held.Name, name.Name)
+				assert.Equal(t, readersHold, admin(t, addr, "GET", name.Lock), "%s, the lock key must hold the readers' marker: a reader set is handed a share of every name", when)
+				wantPTTL(t, addr, name.Lock, 1, ttlMS, when+", of the lock key")
+				wantEntry(t, addr, name, "r-token", before+ttlMS, after+ttlMS, when)
+				assert.Nil(t, admin(t, addr, "ZSCORE", name.Queue, "r"), "%s, reader set waiter r, handed its shares, must leave every queue", when)
+				assert.Nil(t, admin(t, addr, "HGET", name.Waiters, "r"), "%s, reader set waiter r, handed its shares, must leave every waiters hash", when)
+			}
+			wantReaderMessage(t, first, k.Wake("r"), "r-token 0", "release must tell reader set waiter r, handed its shares, on its first name's channel")
+			_, _, woken := own.next(100 * time.Millisecond)
+			assert.False(t, woken, "release told reader set waiter r on the freed name %q's channel %q: a reader set is told on its first name's channel %q only", held.Name, held.Wake("r"), k.Wake("r"))
+		}},
+		{"release/hands-to-readers-behind", func(t *testing.T, n core.Node, addr string, k core.Keys) {
+			held, firstName, last := k.Set[1], k.Set[0], k.Set[2]
+			admin(t, addr, "SET", held.Lock, ours, "PX", ttl)
+			got := mustEvalSet(t, n, "rlock", k, readerWaiterArgs("r-token", ttl, "r", "1")...)
+			require.Equal(t, int64(0), got[0], "rlock by reader waiter r of a set of 3 names whose name %q a writer holds replied %s, want {0, pttl}", held.Name, format(got))
+			// Behind r: reader waiter r2 of the last name alone, writer waiter w3 of the first alone.
+			got = mustEval(t, n, script(t, "rlock"), acquireKeys(last), readerWaiterArgs("r2-token", ttl, "r2", "2")...)
+			require.Equal(t, int64(0), got[0], "rlock by reader waiter r2 (ticket 2) of name %q, reader set waiter r (ticket 1) ahead, replied %s, want {0, 0}", last.Name, format(got))
+			got = mustEval(t, n, script(t, "acquire"), acquireKeys(firstName), waiterArgs("w3-token", ttl, "w3", "3")...)
+			require.Equal(t, int64(0), got[0], "acquire by writer waiter w3 (ticket 3) of name %q, reader set waiter r (ticket 1) ahead, replied %s, want {0, 0}", firstName.Name, format(got))
+			// On a cluster, a script's PUBLISH counts the receivers on its own master only.
+			subs := map[string]*subscription{}
+			for id, ch := range map[string]string{"r": k.Wake("r"), "r2": last.Wake("r2"), "w3": firstName.Wake("w3")} {
+				sub, err := subscribe(owner(addr, ch), ch)
+				require.NoError(t, err, "conformance: subscribe to waiter %s's channel", id)
+				defer sub.close()
+				subs[id] = sub
+			}
+			got = mustEval(t, n, script(t, "release"), releaseKeys(held), releaseArgs(ours, held)...)
+			assert.Equal(t, []int64{1, 2}, got, "release of our lock of name %q, with reader set waiter r first in each name's queue, reader waiter r2 behind it in name %q's and writer waiter w3 in name %q's, all listening, replied %s, want {1, 2}: r is handed its shares, then r2 its share, and w3 waits for the readers", held.Name, last.Name, firstName.Name, format(got))
+			for _, c := range []struct {
+				name   core.Keys
+				tokens []string
+			}{{firstName, []string{"r-token"}}, {held, []string{"r-token"}}, {last, []string{"r-token", "r2-token"}}} {
+				when := fmt.Sprintf("after release of name %q, of name %q", held.Name, c.name.Name)
+				assert.Equal(t, readersHold, admin(t, addr, "GET", c.name.Lock), "%s, the lock key must hold the readers' marker", when)
+				assert.Equal(t, int64(len(c.tokens)), admin(t, addr, "ZCARD", c.name.Readers), "%s, the readers key must hold the entries of %v", when, c.tokens)
+				for _, token := range c.tokens {
+					assert.NotNil(t, admin(t, addr, "ZSCORE", c.name.Readers, token), "%s, reader %q must have an entry: the readers right behind a reader set in its other names' queues are handed their shares too", when, token)
+				}
+			}
+			assert.Nil(t, admin(t, addr, "ZSCORE", last.Queue, "r2"), "reader waiter r2, handed its share, must leave the queue")
+			assert.Equal(t, "3", admin(t, addr, "ZSCORE", firstName.Queue, "w3"), "writer waiter w3, behind the reader set, must stay queued")
+			wantReaderMessage(t, subs["r"], k.Wake("r"), "r-token 0", "release must tell reader set waiter r on its first name's channel")
+			wantReaderMessage(t, subs["r2"], last.Wake("r2"), "r2-token 0", "release must tell reader waiter r2, behind the reader set in name "+strconv.Quote(last.Name)+"'s queue, on its channel")
+			_, _, woken := subs["w3"].next(100 * time.Millisecond)
+			assert.False(t, woken, "release woke writer waiter w3 too, though readers hold name %q", firstName.Name)
+		}},
+		{"release/readers-wait", func(t *testing.T, n core.Node, addr string, _ core.Keys) {
+			for i, c := range []struct {
+				why     string
+				prepare func(t *testing.T, last core.Keys) // makes the last name not r's to have
+			}{
+				{"a writer holds the last name", func(t *testing.T, last core.Keys) {
+					admin(t, addr, "SET", last.Lock, theirs, "PX", ttl)
+				}},
+				{"writer waiter w0 (ticket 0) is first in the last name's queue", func(t *testing.T, last core.Keys) {
+					admin(t, addr, "SET", last.Lock, theirs, "PX", ttl)
+					got := mustEval(t, n, script(t, "acquire"), acquireKeys(last), waiterArgs("w0-token", ttl, "w0", "0")...)
+					require.Equal(t, int64(0), got[0], "acquire by writer waiter w0 of a held name replied %s, want {0, pttl}", format(got))
+					admin(t, addr, "DEL", last.Lock)
+				}},
+			} {
+				k := setKeys(t, setPrefix(t)+strconv.Itoa(i)+":", setNames...)
+				held, last := k.Set[1], k.Set[2]
+				admin(t, addr, "SET", held.Lock, ours, "PX", ttl)
+				c.prepare(t, last)
+				got := mustEvalSet(t, n, "rlock", k, readerWaiterArgs("r-token", ttl, "r", "1")...)
+				require.Equal(t, int64(0), got[0], "rlock by reader waiter r of a set of 3 names whose name %q a writer holds, and %s, replied %s, want {0, pttl}", held.Name, c.why, format(got))
+				first, err := subscribe(owner(addr, k.Wake("r")), k.Wake("r"))
+				require.NoError(t, err, "conformance: subscribe to the set's first name's channel for the waiter")
+				defer first.close()
+				got = mustEval(t, n, script(t, "release"), releaseKeys(held), releaseArgs(ours, held)...)
+				what := fmt.Sprintf("release of our lock of name %q, reader set waiter r first in its queue, when %s", held.Name, c.why)
+				assert.Equal(t, []int64{1, 0}, got, "%s replied %s, want {1, 0}: a reader set is handed its shares only once it can have every name", what, format(got))
+				for _, name := range k.Set {
+					assert.Equal(t, int64(0), admin(t, addr, "EXISTS", name.Readers), "%s gave name %q a share: a reader set is handed a share of every name or of none", what, name.Name)
+					assert.Equal(t, "1", admin(t, addr, "ZSCORE", name.Queue, "r"), "after %s, r must stay queued in name %q's queue", what, name.Name)
+					assert.Equal(t, readerSetRecord(k, "r-token"), admin(t, addr, "HGET", name.Waiters, "r"), "after %s, name %q's waiters hash must still record r's attempt", what, name.Name)
+				}
+				assert.Equal(t, int64(0), admin(t, addr, "EXISTS", held.Lock), "%s must leave name %q free, kept for r", what, held.Name)
+				_, _, woken := first.next(100 * time.Millisecond)
+				assert.False(t, woken, "%s told r on its channel %q", what, k.Wake("r"))
+			}
+		}},
+	}
+}
+
+// rlockHeldSet runs rlock by reader waiter r (ticket 7) of the set of k, whose name
+// k.Set[held] a writer holds for 5000 ms, and checks the reply, that no name got a share,
+// and that r is queued once, its attempt and set recorded, in every name's queue. what says
+// which call this is.
+func rlockHeldSet(t *testing.T, n core.Node, addr string, k core.Keys, held int, what string) {
+	t.Helper()
+	got := mustEvalSet(t, n, "rlock", k, readerWaiterArgs("r-token", ttl, "r", "7")...)
+	require.Len(t, got, 2, "%s replied %s, want {0, pttl}", what, format(got))
+	assert.Equal(t, int64(0), got[0], "%s replied %s, want {0, pttl}: a reader set takes a share of every name or of none", what, format(got))
+	assert.True(t, got[1] > 0 && got[1] <= 5000, "%s replied pttl %d, want that of the name held for 5000 ms more, 0 < pttl <= 5000", what, got[1])
+	for i, name := range k.Set {
+		if i == held {
+			assert.Equal(t, theirs, admin(t, addr, "GET", name.Lock), "%s must leave the writer's lock alone", what)
+		} else {
+			assert.Equal(t, int64(0), admin(t, addr, "EXISTS", name.Lock), "%s set the lock key of name %q: a reader set takes a share of every name or of none", what, name.Name)
+		}
+		assert.Equal(t, int64(0), admin(t, addr, "EXISTS", name.Readers), "%s gave name %q a share: a reader set takes a share of every name or of none", what, name.Name)
+		assert.Equal(t, int64(1), admin(t, addr, "ZCARD", name.Queue), "after %s, the queue of name %q must hold the waiter once: the Node must pass each name's six KEYS, name after name", what, name.Name)
+		assert.Equal(t, "7", admin(t, addr, "ZSCORE", name.Queue, "r"), "after %s, the waiter must be queued at its ticket in the queue of name %q", what, name.Name)
+		assert.Equal(t, readerSetRecord(k, "r-token"), admin(t, addr, "HGET", name.Waiters, "r"),
+			"after %s, the waiters hash of name %q must record the reader's attempt and the set's lock keys: the Node must pass every KEYS and ARGV in order, unchanged", what, name.Name)
+	}
+}
+
+// wantReaderMessage checks that sub gets payload, a reader's hand-over, on channel ch within
+// waitBound. what says which message this is.
+func wantReaderMessage(t *testing.T, sub *subscription, ch, payload, what string) {
+	t.Helper()
+	got, msg, ok := sub.next(waitBound)
+	if !assert.True(t, ok, "%s %q: no message within %v", what, ch, waitBound) {
+		return
+	}
+	assert.Equal(t, ch, got, "%s: published on the wrong channel", what)
+	assert.Equal(t, payload, msg, "%s: the message to a reader must name its token and fence 0", what)
+}

@@ -19,8 +19,9 @@ import (
 // attempt recorded in each with " s" and the set's lock keys (" <length> <key>" each). A
 // release frees every name of the caller's, and hands each freed name on as a lock's
 // release does, telling a waiter of a name other than the first on that name's channel (its
-// lock key's ":released"). On a Redis Cluster the names must share one slot, as they do under
-// a prefix with a hash tag.
+// lock key's ":released"). A reader set (core.Lock with Read) runs rlock and runlock with
+// the same KEYS, and rextend with each name's lock key and readers key (readerSetCases). On
+// a Redis Cluster the names must share one slot, as they do under a prefix with a hash tag.
 
 // setNames are the names of the sets the checks lock: three, so a set's calls pass 18 KEYS.
 var setNames = []string{"a", "b", "c"}
@@ -51,12 +52,34 @@ func setScriptKeys(k core.Keys) []string {
 // waiters hash, for waiterArgs(token, ttl, ...): "<token> <ttl> 1 0 s" and the set's lock
 // keys, " <length> <key>" each.
 func setRecord(k core.Keys, token string) string {
+	return setList(token+" "+ttl+" 1 0 s", k)
+}
+
+// readerSetRecord is a reader set waiter's attempt as the rlock script records it in each
+// name's waiters hash, for readerWaiterArgs(token, ttl, ...): "<token> <ttl> 0 0 r" (a
+// reader advances no fence) and the set's lock keys, " <length> <key>" each.
+func readerSetRecord(k core.Keys, token string) string {
+	return setList(token+" "+ttl+" 0 0 r", k)
+}
+
+// setList returns head followed by the lock keys of the set of k, " <length> <key>" each.
+func setList(head string, k core.Keys) string {
 	var b strings.Builder
-	b.WriteString(token + " " + ttl + " 1 0 s")
+	b.WriteString(head)
 	for _, n := range k.Set {
 		fmt.Fprintf(&b, " %d %s", len(n.Lock), n.Lock)
 	}
 	return b.String()
+}
+
+// setRextendKeys are the KEYS of rextend for the set of k, as core passes them: each name's
+// lock key and readers key, name after name.
+func setRextendKeys(k core.Keys) []string {
+	var keys []string
+	for _, n := range k.Set {
+		keys = append(keys, rextendKeys(n)...)
+	}
+	return keys
 }
 
 // mustEvalSet runs the script called name for the set of k, with its KEYS (setScriptKeys)
@@ -104,8 +127,8 @@ func acquireHeldSet(t *testing.T, n core.Node, addr string, k core.Keys, what st
 }
 
 // setChecks are the sets group: a set's calls of the acquire and release scripts through
-// the Node (every name's six KEYS passed, in order), and the slots of a set's keys on a
-// Redis Cluster.
+// the Node (every name's six KEYS passed, in order), a reader set's of rlock, rextend and
+// runlock (readerSetCases), and the slots of a set's keys on a Redis Cluster.
 func setChecks() []check {
 	cases := []scriptCase{
 		{"acquire/free", func(t *testing.T, n core.Node, addr string, k core.Keys) {
@@ -174,6 +197,7 @@ func setChecks() []check {
 			assert.False(t, woken, "release of our set told the waiter of name %q on the first name's channel %q too", last.Name, k.Wake("w"))
 		}},
 	}
+	cases = append(cases, readerSetCases()...)
 	checks := make([]check, 0, len(cases)+2)
 	for _, c := range cases {
 		checks = append(checks, check{c.name, func(t *testing.T, e *env) {
