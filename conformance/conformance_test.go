@@ -213,8 +213,10 @@ var faults = []fault{
 			"miniredis/scripts/acquire/semaphore-fence-advances", "miniredis/scripts/acquire/semaphore-identifies-the-server",
 			"miniredis/scripts/release/semaphore-hands-over", "miniredis/scripts/release/semaphore-any-permit",
 			"miniredis/scripts/release/semaphore-not-ours", "miniredis/scripts/release/semaphore-missing",
-			// And a set's.
+			// And a set's, a reader set's too.
 			"miniredis/sets/release/ours", "miniredis/sets/release/hands-over",
+			"miniredis/sets/rlock/writer-holds", "miniredis/sets/runlock/ours", "miniredis/sets/runlock/not-last",
+			"miniredis/sets/release/hands-to-readers", "miniredis/sets/release/hands-to-readers-behind", "miniredis/sets/release/readers-wait",
 		},
 		message: "the Node must pass every argument, empty ones included",
 	},
@@ -237,9 +239,13 @@ var faults = []fault{
 			"miniredis/scripts/acquire/semaphore-count-mismatch", "miniredis/scripts/acquire/semaphore-own-permit-retry",
 			"miniredis/scripts/acquire/semaphore-fence-advances", "miniredis/scripts/acquire/semaphore-identifies-the-server",
 			"miniredis/scripts/release/semaphore-hands-over", "miniredis/scripts/release/semaphore-any-permit",
-			// And every check of a set, whose scripts take each name's six keys.
+			// And every check of a set, whose scripts take each name's six keys, a reader
+			// set's too.
 			"miniredis/sets/acquire/free", "miniredis/sets/acquire/held", "miniredis/sets/acquire/held-retried",
 			"miniredis/sets/release/ours", "miniredis/sets/release/hands-over",
+			"miniredis/sets/rlock/free", "miniredis/sets/rlock/overlapping", "miniredis/sets/rlock/writer-holds", "miniredis/sets/rlock/waiter-ahead",
+			"miniredis/sets/rextend/ours", "miniredis/sets/runlock/ours", "miniredis/sets/runlock/not-last",
+			"miniredis/sets/release/hands-to-readers", "miniredis/sets/release/hands-to-readers-behind", "miniredis/sets/release/readers-wait",
 		},
 		message: "the Node must pass every key, in order, unchanged",
 	},
@@ -248,11 +254,15 @@ var faults = []fault{
 		servers: []conformance.Server{conformance.Miniredis},
 		// Enough for a lock's calls and a small semaphore's: the checks of a semaphore of a
 		// few dozen permits fail, and those of a set of three names (18 KEYS) that queue or
-		// hand over on its third name, whose waiters key never arrives.
+		// hand over on its third name, whose waiters key never arrives, and every check of a
+		// reader set, whose rlock needs its third name's readers key.
 		failing: []string{
 			"miniredis/arguments/all-keys", "miniredis/scripts/acquire/semaphore-many-permits", "miniredis/scripts/acquire/semaphore-hint",
 			"miniredis/scripts/release/semaphore-any-permit",
 			"miniredis/sets/acquire/held", "miniredis/sets/acquire/held-retried", "miniredis/sets/release/hands-over",
+			"miniredis/sets/rlock/free", "miniredis/sets/rlock/overlapping", "miniredis/sets/rlock/writer-holds", "miniredis/sets/rlock/waiter-ahead",
+			"miniredis/sets/rextend/ours", "miniredis/sets/runlock/ours", "miniredis/sets/runlock/not-last",
+			"miniredis/sets/release/hands-to-readers", "miniredis/sets/release/hands-to-readers-behind", "miniredis/sets/release/readers-wait",
 		},
 		message: "the Node must pass every one of the 46 KEYS",
 	},
