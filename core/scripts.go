@@ -2,6 +2,7 @@ package core
 
 import (
 	_ "embed"
+	"strconv"
 	"strings"
 )
 
@@ -18,24 +19,21 @@ var (
 	extendSource string
 	//go:embed lua/release.lua
 	releaseSource string
-	//go:embed lua/rlock.lua
-	rlockSource string
 	//go:embed lua/rextend.lua
 	rextendSource string
-	//go:embed lua/runlock.lua
-	runlockSource string
 	//go:embed lua/proclaim.lua
 	proclaimSource string
 	//go:embed lua/leader.lua
 	leaderSource string
 
-	acquireScript = NewScript("acquire", preludeAt(acquireSource))
+	// A writer's and a reader's scripts: acquire and rlock, release and runlock, are one
+	// source each, with read false or true.
+	acquireScript = NewScript("acquire", preludeAt(readAs(false)+acquireSource))
 	extendScript  = NewScript("extend", preludeSource+extendSource)
-	releaseScript = NewScript("release", preludeAt(releaseSource))
-	// A reader's: rlock and runlock share the prelude, and runlock ends as release does.
-	rlockScript   = NewScript("rlock", preludeSource+rlockSource)
+	releaseScript = NewScript("release", preludeAt(readAs(false)+releaseSource))
+	rlockScript   = NewScript("rlock", preludeAt(readAs(true)+acquireSource))
 	rextendScript = NewScript("rextend", preludeSource+rextendSource)
-	runlockScript = NewScript("runlock", preludeSource+runlockSource)
+	runlockScript = NewScript("runlock", preludeAt(readAs(true)+releaseSource))
 	// An election's record of its leader's value (see Proclaim and Leader).
 	proclaimScript = NewScript("proclaim", proclaimSource)
 	leaderScript   = NewScript("leader", leaderSource)
@@ -48,6 +46,9 @@ const (
 	preludeMark = "\n-- queue.lua: the rest of the prelude, put here by core/scripts.go\n"
 	restMark    = "\n-- The rest of the prelude.\n"
 )
+
+// readAs returns the line that defines acquire.lua's and release.lua's read.
+func readAs(read bool) string { return "local read = " + strconv.FormatBool(read) + "\n" }
 
 // preludeAt returns src after the prelude's head, with the prelude's rest in place of its
 // preludeMark line.

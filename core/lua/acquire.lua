@@ -1,21 +1,22 @@
--- acquire: a lock's six KEYS: lock, fence counter, queue, alive, waiters, readers (unused); a
--- set's: each name's six, name after name; a semaphore's: those of its queue, with its record
--- of K sixth, then KEYS[7] .. KEYS[6 + K] its permits. ARGV[1] token, ARGV[2] TTL ms, ARGV[3]
--- restart guard s ("0": off), ARGV[4] fence floor ("0": no fence, "1": any), ARGV[5] waiter id
--- ("": does not wait), ARGV[6] ticket, ARGV[7] how long the place is kept (ms), ARGV[8] "1":
--- say which server this is; a semaphore's ARGV[9] K, ARGV[10] hinted permit.
+-- acquire (read false) and rlock (read true: a reader's share; core/scripts.go sets read): a
+-- lock's six KEYS: lock, fence counter, queue, alive, waiters, readers; a set's: each
+-- name's six, name after name; a semaphore's: those of its queue, with its record of K
+-- sixth, then KEYS[7] .. KEYS[6 + K] its permits. ARGV[1] token, ARGV[2] TTL ms, ARGV[3]
+-- restart guard s ("0": off), ARGV[4] fence floor ("0": no fence, "1": any; a reader's "0"),
+-- ARGV[5] waiter id ("": does not wait), ARGV[6] ticket, ARGV[7] how long the place is kept
+-- (ms), ARGV[8] "1": say which server this is; a semaphore's ARGV[9] K, ARGV[10] hinted permit.
 -- Replies {status, value[, unguarded, run_id as four numbers of 10 hex digits][, free, permit]}:
--- {1, fence} taken, every name of a set (fence 0 without one); {0, pttl} held (-1: no expiry);
--- {0, 0} free, a waiter goes first; {-1, wait} the guard abstains for wait ms; {-2, n} the
--- record says n permits. unguarded (1: the guard was asked for, no uptime reported) is there
--- if 1, if ARGV[8] is "1" (then with the run_id), and in a semaphore's {1, ...} and {0, ...},
--- which end with the permits free to the caller (ceil(K / 48) numbers, permit i bit i % 48 of
--- number i / 48, from 0) and the permit taken (-1: none).
+-- {1, fence} taken (a reader: a share of), every name of a set (fence 0 without one); {0,
+-- pttl} held (-1: no expiry); {0, 0} free, a waiter goes first; {-1, wait} the guard abstains
+-- for wait ms; {-2, n} the record says n permits. unguarded (1: the guard was asked for, no
+-- uptime reported) is there if 1, if ARGV[8] is "1" (then with the run_id), and in a
+-- semaphore's {1, ...} and {0, ...}, which end with the permits free to the caller (ceil(K /
+-- 48) numbers, permit i bit i % 48 of number i / 48, from 0) and the permit taken (-1: none).
 -- The first case, before the rest of the prelude: no fence, semaphore or identity asked for,
 -- the restart guard (if any) passed, and every name free with no one queued or remembered as
 -- leaving there: all taken in one call.
 local abstain, unguarded = guarded(tonumber(ARGV[3]) or 0)
-if not abstain and not unguarded and ARGV[4] == '0' and not ARGV[9] and ARGV[8] ~= '1' then
+if not read and not abstain and not unguarded and ARGV[4] == '0' and not ARGV[9] and ARGV[8] ~= '1' then
   local watched = {}
   for j = 1, #KEYS, 6 do
     watched[#watched + 1], watched[#watched + 2], watched[#watched + 3] = KEYS[j], KEYS[j + 2], KEYS[j + 3]
@@ -40,26 +41,39 @@ elseif k then
 end
 if waiter ~= '' and gone(KEYS[4], waiter) then
   return vote(0, soonest(k and {unpack(KEYS, 7)} or {KEYS[1]}), nil, k and -1)
-elseif not k and #KEYS == 6 and redis.call('EXISTS', KEYS[3]) == 0 and redis.call('SET', KEYS[1], token, 'NX', 'PX', ARGV[2]) then
+elseif not k and not read and #KEYS == 6 and redis.call('EXISTS', KEYS[3]) == 0 and redis.call('SET', KEYS[1], token, 'NX', 'PX', ARGV[2]) then
   return vote(1, ARGV[4] ~= '0' and advance(KEYS[2], ARGV[4]) or 0, unguarded) -- one name, no one waits: one call
 elseif not k then -- a lock, or every name of a set: all or none
   local names, list, wait, blocked = {}, '', 0, false
   for j = 1, #KEYS, 6 do
     local n = keys_at(j)
     names[#names + 1], list = n, list .. ' ' .. #n.lock .. ' ' .. n.lock
-    local holder = redis.call('GET', n.lock)
-    if holder and not ours(holder, token) then
-      local r = remaining(n.lock)
+    n.holder, n.queued = redis.call('GET', n.lock), redis.call('EXISTS', n.queue) == 1
+    local other = n.holder and not (read and n.holder == readers_hold or not read and ours(n.holder, token))
+    -- A holding (a share) of this attempt or an earlier one of ours is ours, whatever the queue says.
+    n.share = read and n.holder == readers_hold and own_share(n.readers, token)
+    local own = n.share or not read and n.holder and not other
+    if other or not own and n.queued and ahead(n.queue, n.alive, n.waiters, waiter, tonumber(ARGV[6])) then
+      local r = remaining(n.lock) -- held by another, or a waiter goes first (0 if free)
       blocked, wait = true, (wait < 0 or r < 0) and -1 or math.max(wait, r)
-    elseif not holder then
-      blocked = blocked or ahead(n.queue, n.alive, n.waiters, waiter, tonumber(ARGV[6]))
     end
   end
   if blocked then
-    queue_caller(names, #names > 1 and ' s' .. list or '')
+    queue_caller(names, (read and ' r' or #names > 1 and ' s' or '') .. (#names > 1 and list or ''))
     return vote(0, wait)
+  elseif not read then
+    return vote(1, take_set(names, waiter, token, ARGV[2], ARGV[4]), unguarded)
   end
-  return vote(1, take_set(names, waiter, token, ARGV[2], ARGV[4]), unguarded)
+  for _, n in ipairs(names) do
+    if n.share then
+      redis.call('ZREM', n.readers, n.share)
+    end
+    read_grant(n.lock, n.readers, token, ARGV[2], n.holder == readers_hold)
+    if n.queued and waiter ~= '' then
+      dequeue(n.queue, n.alive, n.waiters, waiter)
+    end
+  end
+  return vote(1, 0, unguarded)
 end
 local permits, free, holders, pick = {unpack(KEYS, 7)}, {}, {}, nil
 for i = 1, #permits do
