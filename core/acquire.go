@@ -317,13 +317,6 @@ func (c *Cluster) lose(ctx context.Context, l *claim, b *ballot, err error) outc
 	}
 }
 
-// noteGuard records a node that granted without the restart guard it was asked for.
-func (c *Cluster) noteGuard(r reply) {
-	if r.err == nil && len(r.vals) > 2 && r.vals[0] == 1 && r.vals[2] == 1 {
-		c.markUnguarded(r.node)
-	}
-}
-
 // fenceLead is how far ahead of the client's clock a fenced acquisition at N > 1 puts the
 // floor of the nodes' counters, so that they take it and agree.
 const fenceLead = time.Second

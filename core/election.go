@@ -76,74 +76,45 @@ func (c *Cluster) Leader(ctx context.Context, k Keys, timeout time.Duration) (to
 	if err := ctxError(ctx, "leader", k.named()); err != nil {
 		return "", "", false, err
 	}
-	out := make(chan leaderReply, len(c.nodes)) // room for all: the rest finish on their own
-	dctx := c.deadlines.detach(ctx, timeout)
-	keys := []string{k.Lock, k.Leader}
-	for i := range c.nodes {
-		go func() { out <- c.readRecord(ctx, dctx, i, timeout, keys) }()
-	}
-	t := tally{c: c, op: "leader", key: k.named()}
-	answered := make([]bool, len(c.nodes))
+	f := c.fan(ctx, timeout, request{s: leaderScript, keys: []string{k.Lock, k.Leader}, op: "leader"}, 0)
+	t := tally{c: c, op: "leader", key: k.named(), all: true}
 	counts := map[string]int{} // per record: the nodes that hold it, its token holding the lock
 	var top string             // the record most nodes hold
-	for {
-		left := len(c.nodes) - t.answers // with the failed nodes, could they make top a quorum?
-		switch {
-		case counts[top] >= c.quorum:
-			token, value, _ = strings.Cut(top, " ")
-			return token, value, true, nil
-		case counts[top]+len(t.errs)+left < c.quorum:
-			return "", "", false, nil
-		case left == 0:
-			return "", "", false, t.err()
-		}
-		var r leaderReply
-		select {
-		case r = <-out:
-		case <-dctx.Done(): // also when every call answered: their replies are on out
-			select {
-			case r = <-out:
-			default:
-				t.missing(answered, timeoutError(timeout, nil))
-				t.answers = len(c.nodes)
-				continue
-			}
-		case <-ctx.Done():
-			return "", "", false, ctxError(ctx, "leader", k.named())
-		}
-		answered[r.node] = true
-		t.add(r.reply)
+	// none: no quorum can hold top, counting the nodes that failed or are not heard yet
+	none := func() bool { return len(c.nodes)-(t.yes+t.no-counts[top]) < c.quorum }
+	c.collect(ctx, f, &t, make([]bool, len(c.nodes)), func(r reply) {
 		if r.yes() {
-			counts[r.record]++
-			if counts[r.record] > counts[top] {
+			if counts[r.record]++; counts[r.record] > counts[top] {
 				top = r.record
 			}
 		}
+		t.done = counts[top] >= c.quorum || none()
+	})
+	switch {
+	case counts[top] >= c.quorum:
+		token, value, _ = strings.Cut(top, " ")
+		return token, value, true, nil
+	case none():
+		return "", "", false, nil
+	case t.answers < len(c.nodes) && ctx.Err() != nil:
+		return "", "", false, ctxError(ctx, "leader", k.named())
 	}
+	return "", "", false, t.err()
 }
 
-// leaderReply is one node's answer to the leader script.
-type leaderReply struct {
-	reply
-	record string
-}
-
-// The vals of a leaderReply's yes and no (read only).
+// The vals of a leader script's reply with a record and without (read only).
 var recordFound, recordMissing = []int64{1}, []int64{0}
 
-// readRecord runs the leader script on node i under dctx, as eval runs a script.
-func (c *Cluster) readRecord(ctx, dctx context.Context, i int, timeout time.Duration, keys []string) leaderReply {
-	c.calls[i].Add(1)
-	defer c.calls[i].Add(-1)
+// readRecord runs the leader script on node i: {1} and the record, or {0} without one.
+func (c *Cluster) readRecord(dctx context.Context, i int, keys []string) ([]int64, string, error) {
 	vals, err := c.nodes[i].EvalStrings(dctx, leaderScript, keys)
-	if err = c.heard(ctx, dctx, i, timeout, err); err == nil && !(len(vals) == 1 && vals[0] == "0" || len(vals) == 2 && vals[0] == "1") {
-		err = fmt.Errorf("redlock: leader script replied %d values, want {0} or {1, record}", len(vals))
-	}
 	switch {
 	case err != nil:
-		return leaderReply{reply: reply{node: i, err: err}}
-	case vals[0] == "0":
-		return leaderReply{reply: reply{node: i, vals: recordMissing}}
+		return nil, "", err
+	case len(vals) == 1 && vals[0] == "0":
+		return recordMissing, "", nil
+	case len(vals) == 2 && vals[0] == "1":
+		return recordFound, vals[1], nil
 	}
-	return leaderReply{reply{node: i, vals: recordFound}, vals[1]}
+	return nil, "", fmt.Errorf("redlock: leader script replied %d values, want {0} or {1, record}", len(vals))
 }

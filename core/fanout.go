@@ -20,9 +20,10 @@ func millis(d time.Duration) string {
 
 // reply is one node's answer to one script.
 type reply struct {
-	node int
-	vals []int64 // read only: replies may share it (see setReplies)
-	err  error
+	node   int
+	vals   []int64 // read only: replies may share it (see setReplies)
+	record string  // the leader script's record
+	err    error
 }
 
 func (r reply) yes() bool { return r.err == nil && len(r.vals) > 0 && r.vals[0] == 1 }
@@ -157,15 +158,16 @@ func (c *Cluster) eval(ctx, dctx context.Context, i int, timeout time.Duration, 
 	}
 	c.calls[i].Add(1)
 	defer c.calls[i].Add(-1)
-	vals, misconfigured, err := c.ask(dctx, i, req)
-	if err = c.heard(ctx, dctx, i, timeout, err); err == nil && len(vals) == 0 {
-		err = fmt.Errorf("redlock: %s script: empty reply", req.s.Name())
+	r, misconfigured := c.ask(dctx, i, req)
+	if r.err = c.heard(ctx, dctx, i, timeout, r.err); r.err == nil && len(r.vals) == 0 {
+		r.err = fmt.Errorf("redlock: %s script: empty reply", req.s.Name())
 	}
-	if err != nil {
-		vals = nil
+	if r.err != nil {
+		r.vals = nil
 	}
-	r := reply{node: i, vals: vals, err: err}
-	c.noteGuard(r)
+	if r.err == nil && len(r.vals) > 2 && r.vals[0] == 1 && r.vals[2] == 1 { // granted, unguarded
+		c.markUnguarded(i)
+	}
 	if req.failed != nil && ctx.Err() == nil && !misconfigured {
 		if err := r.nodeErr(); err != nil {
 			req.failed(req.op, NodeError{Node: c.nodes[i].String(), Err: err})
@@ -174,23 +176,28 @@ func (c *Cluster) eval(ctx, dctx context.Context, i int, timeout time.Duration, 
 	return r
 }
 
-// ask sends req to node i. Until the node is identified, a vote asks the server to say
-// which it is; no vote is asked for while the nodes are misconfigured (that error comes
-// back, with misconfigured true).
-func (c *Cluster) ask(dctx context.Context, i int, req *request) (vals []int64, misconfigured bool, err error) {
-	if !req.vote {
-		vals, err = c.send(dctx, i, req, false)
-		return vals, false, err
+// ask sends req to node i (the leader script through readRecord). Until the node is
+// identified, a vote asks the server to say which it is; no vote is asked for while the
+// nodes are misconfigured (that error comes back, with misconfigured true).
+func (c *Cluster) ask(dctx context.Context, i int, req *request) (r reply, misconfigured bool) {
+	r.node = i
+	switch {
+	case req.s == leaderScript:
+		r.vals, r.record, r.err = c.readRecord(dctx, i, req.keys)
+		return r, false
+	case !req.vote:
+		r.vals, r.err = c.send(dctx, i, req, false)
+		return r, false
 	}
-	if err := c.misconfigured(); err != nil {
-		return nil, true, err
+	if r.err = c.misconfigured(); r.err != nil {
+		return r, true
 	}
 	known := c.id.known[i].Load()
-	vals, err = c.send(dctx, i, req, !known)
-	if err == nil && !known && (len(vals) == 0 || vals[0] != -2) { // -2: a semaphore's count disagrees, no vote
-		err = c.identified(i, req.identity(vals))
+	r.vals, r.err = c.send(dctx, i, req, !known)
+	if r.err == nil && !known && (len(r.vals) == 0 || r.vals[0] != -2) { // -2: a semaphore's count disagrees, no vote
+		r.err = c.identified(i, req.identity(r.vals))
 	}
-	return vals, false, err
+	return r, false
 }
 
 // heard returns the error of node i's call under dctx, which bounds it by timeout: the
@@ -283,6 +290,7 @@ type tally struct {
 	// grants counts a semaphore's grants per permit (nil for a lock); most is the largest.
 	grants []int
 	most   int
+	done   bool // set by collect's seen once it decided the outcome
 	// the nodes (of the first 64) that said yes, said no, and failed, for the error
 	yesNodes, noNodes, failedNodes uint64
 }
@@ -429,8 +437,9 @@ func (t *tally) err() error {
 // collect reads replies from f into t until the outcome is decided (with t.all: until every
 // node answered, or, with t.refusals, a quorum refused), the calls' deadline passed, or ctx
 // ended. It calls seen (if not nil) for each reply, and marks which nodes answered.
+// Where seen decides the outcome, it sets t.done.
 func (c *Cluster) collect(ctx context.Context, f *fanout, t *tally, answered []bool, seen func(reply)) {
-	for t.waiting() && (t.all && !(t.refusals && t.no >= t.c.quorum) || !t.won() && !t.lost()) {
+	for !t.done && t.waiting() && (t.all && !(t.refusals && t.no >= t.c.quorum) || !t.won() && !t.lost()) {
 		var r reply
 		if f.out == nil {
 			r = f.one
