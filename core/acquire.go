@@ -421,12 +421,10 @@ func (c *Cluster) undoer(ctx context.Context, l *claim) *undo {
 	if ctx.Err() != nil {
 		mode = "leave"
 	}
-	args := l.releaseArgs(mode) // a copy: the next attempt puts a new token in l
 	u := &undo{c: c, ctx: context.WithoutCancel(ctx), timeout: l.NodeTimeout, trail: &l.trail, attempt: int64(l.attempt),
-		rel: request{s: l.scripts().release, keys: l.Keys.releaseKeys(), args: args, op: "release", failed: l.NodeFailed}}
+		rel: l.releaseRequest(mode)} // a copy: the next attempt puts a new token in l
 	if l.waiter != "" && mode == "stay" {
-		u.leave = u.rel
-		u.leave.args = l.releaseArgs("leave")
+		u.leave = l.releaseRequest("leave")
 	}
 	return u
 }
@@ -533,19 +531,19 @@ func (c *Cluster) holdPermit(l *claim, permits []int, w int, others uint64) {
 			l.holds |= bit(i)
 		}
 	}
-	timeout := l.NodeTimeout
+	timeout, leave := l.NodeTimeout, l.releaseRequest("leave")
 	for i, p := range permits {
 		if l.holds&bit(i) != 0 || others&bit(i) == 0 || (p < 0 && l.waiter == "") {
 			continue
 		}
-		pk := l.Keys.permit(max(p, 0))
-		req := request{s: releaseScript, keys: pk.releaseKeys(), args: l.releaseArgs("leave"), op: "release", failed: l.NodeFailed}
+		pk, req := l.Keys.permit(max(p, 0)), leave
+		req.s, req.keys = releaseScript, pk.releaseKeys()
 		c.bg.goRun(3*timeout, func() { c.callNode(context.Background(), i, timeout, req) })
 	}
 }
 
-// releaseArgs returns the release script's ARGV for l in mode "leave" or "stay".
-func (l *claim) releaseArgs(mode string) []string {
+// releaseRequest is l's release, in mode "leave" or "stay".
+func (l *claim) releaseRequest(mode string) request {
 	var more [3]string // ticket and place's lifetime for "stay"; a semaphore's K
 	n := 0
 	if mode == "stay" {
@@ -555,5 +553,6 @@ func (l *claim) releaseArgs(mode string) []string {
 		more[2], n = strconv.Itoa(k), 3
 	}
 	args := make([]string, 0, 5+n)
-	return append(append(args, l.token, l.Keys.Channel, "PUBLISH", l.waiter, mode), more[:n]...)
+	args = append(append(args, l.token, l.Keys.Channel, "PUBLISH", l.waiter, mode), more[:n]...)
+	return request{s: l.scripts().release, keys: l.Keys.releaseKeys(), args: args, op: "release", failed: l.NodeFailed}
 }

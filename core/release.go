@@ -19,21 +19,19 @@ import (
 // their TTL).
 func (c *Cluster) Release(ctx context.Context, h *Held) error {
 	l := &h.claim
-	req := request{s: l.scripts().release, detached: true, keys: l.Keys.releaseKeys(), args: l.releaseArgs("leave"),
-		op: "release", failed: l.NodeFailed}
+	req := l.releaseRequest("leave")
+	req.detached = true
 	if l.Keys.Permits != nil { // where KEYS[1] is the permit the node granted
 		req.more, req.moreTo = "1", l.holds
 	}
 	start := time.Now()
-	var late uint64 // the acquisition's nodes that had not answered
-	if l.acquiring != nil && l.pending > 0 {
-		late = l.late
-	}
 	follows := l.extending
-	if late == 0 {
-		l.stragglers()
-	} else {
-		follows = append([]followed{{f: l.acquiring, late: late}}, follows...)
+	switch {
+	case l.acquiring == nil:
+	case l.pending > 0 && l.late != 0: // the acquisition's nodes that had not answered
+		follows = append([]followed{{f: l.acquiring, late: l.late}}, follows...)
+	default:
+		l.acquiring.drain(l.pending, 0)
 	}
 	f := c.fan(ctx, l.NodeTimeout, req, lateOf(follows))
 	f.after(follows)
@@ -55,7 +53,7 @@ func (c *Cluster) settle(ctx context.Context, f *fanout, t *tally, start time.Ti
 	answered := make([]bool, len(c.nodes))
 	c.collect(ctx, f, t, answered, nil)
 	if t.won() {
-		f.grace(len(c.nodes)-t.answers, max(2*time.Since(start), releaseGrace))
+		f.drain(len(c.nodes)-t.answers, max(2*time.Since(start), releaseGrace))
 		return true
 	}
 	t.all = true
@@ -65,17 +63,21 @@ func (c *Cluster) settle(ctx context.Context, f *fanout, t *tally, start time.Ti
 
 const releaseGrace = 2 * time.Millisecond
 
-// grace waits up to d, and no later than the calls' deadline, for f's n unread replies.
-func (f *fanout) grace(n int, d time.Duration) {
+// drain reads n of f's replies, or fewer if the calls' deadline, or d if d > 0, passes first.
+func (f *fanout) drain(n int, d time.Duration) {
 	if n == 0 || f.out == nil {
 		return
 	}
-	timer := time.NewTimer(d)
-	defer timer.Stop()
+	var timeout <-chan time.Time
+	if d > 0 {
+		timer := time.NewTimer(d)
+		defer timer.Stop()
+		timeout = timer.C
+	}
 	for range n {
 		select {
 		case <-f.out:
-		case <-timer.C:
+		case <-timeout:
 			return
 		case <-f.deadline:
 			return
@@ -150,21 +152,5 @@ func (l *claim) unfollow(f *fanout) {
 		}
 		l.extending[n-1] = followed{}
 		l.extending = l.extending[:n-1]
-	}
-}
-
-// stragglers waits, within its deadline, for the nodes that had not answered the
-// acquisition.
-func (l *claim) stragglers() {
-	f := l.acquiring
-	if f == nil {
-		return
-	}
-	for ; l.pending > 0; l.pending-- {
-		select {
-		case <-f.out:
-		case <-f.deadline:
-			return
-		}
 	}
 }

@@ -338,20 +338,9 @@ func parseHandover(p string) (h handover, ok bool) {
 // the calls of l's attempts still under way there answered and were undone, or after two
 // node timeouts.
 func (c *Cluster) leave(l *claim) {
-	keys, args, timeout := l.Keys.releaseKeys(), l.releaseArgs("leave"), l.NodeTimeout
-	req := request{s: l.scripts().release, keys: keys, args: args, op: "release", failed: l.NodeFailed}
-	tr := &l.trail
-	if !tr.underWay() {
-		if len(c.nodes) == 1 {
-			c.fan(context.Background(), timeout, req, 0)
-			return
-		}
-		c.bg.goRun(3*timeout, func() {
-			f := c.fan(context.Background(), timeout, req, 0)
-			for range c.nodes {
-				<-f.out
-			}
-		})
+	req, timeout, tr := l.releaseRequest("leave"), l.NodeTimeout, &l.trail
+	if len(c.nodes) == 1 && !tr.underWay() {
+		c.callNode(context.Background(), 0, timeout, req)
 		return
 	}
 	bound := make(chan struct{})
