@@ -87,16 +87,15 @@ type fanout struct {
 // only where the caller cannot end the call half-way (a detached request, or a ctx that
 // never ends).
 func (c *Cluster) fan(ctx context.Context, timeout time.Duration, req request, skip uint64) *fanout {
-	f := &fanout{c: c, timeout: timeout, req: req, ctx: ctx, skip: skip}
+	f := &fanout{c: c, timeout: timeout, req: req, ctx: ctx, dctx: c.deadlines.detach(ctx, timeout), skip: skip}
 	if req.detached {
 		f.ctx = context.Background()
 	}
 	if len(c.nodes) == 1 && skip == 0 && f.ctx.Done() == nil {
-		f.one = c.eval(f.ctx, c.deadlines.detach(ctx, timeout), 0, timeout, &f.req)
+		f.one = f.eval(0)
 		return f
 	}
 	f.out = make(chan reply, len(c.nodes))
-	f.dctx = c.deadlines.detach(ctx, timeout)
 	f.deadline = f.dctx.Done()
 	run := f.callNext // a go statement with arguments allocates
 	for range len(c.nodes) - bits.OnesCount64(skip) {
@@ -119,9 +118,7 @@ func (f *fanout) callNext() {
 	}
 }
 
-func (f *fanout) call(i int) {
-	f.out <- f.c.eval(f.ctx, f.dctx, i, f.timeout, &f.req)
-}
+func (f *fanout) call(i int) { f.out <- f.eval(i) }
 
 // after calls each node that follows wait for once every one of follows (oldest first,
 // under one node timeout) has its answer from it or passed its deadline, so that their
@@ -146,20 +143,22 @@ func (f *fanout) after(follows []followed) {
 
 // callNode sends req to node i alone, bounded by timeout.
 func (c *Cluster) callNode(ctx context.Context, i int, timeout time.Duration, req request) reply {
-	return c.eval(ctx, c.deadlines.detach(ctx, timeout), i, timeout, &req)
+	f := fanout{c: c, timeout: timeout, req: req, ctx: ctx, dctx: c.deadlines.detach(ctx, timeout)}
+	return f.eval(i)
 }
 
-// eval sends req to node i under dctx and returns its reply, with the error heard gives
-// or one for an empty reply. A node's failure or abstention goes to req.failed, unless the
+// eval sends f's request to node i and returns its reply, with the error heard gives or
+// one for an empty reply. A node's failure or abstention goes to req.failed, unless the
 // caller's end or the nodes' misconfiguration explains it.
-func (c *Cluster) eval(ctx, dctx context.Context, i int, timeout time.Duration, req *request) reply {
+func (f *fanout) eval(i int) reply {
+	c, req := f.c, &f.req
 	if req.spare&bit(i) != 0 && c.calls[i].Load() > 0 {
 		return reply{node: i, err: errNotCalled}
 	}
 	c.calls[i].Add(1)
 	defer c.calls[i].Add(-1)
-	r, misconfigured := c.ask(dctx, i, req)
-	if r.err = c.heard(ctx, dctx, i, timeout, r.err); r.err == nil && len(r.vals) == 0 {
+	r, misconfigured := c.ask(f.dctx, i, req)
+	if r.err = f.heard(i, r.err); r.err == nil && len(r.vals) == 0 {
 		r.err = fmt.Errorf("redlock: %s script: empty reply", req.s.Name())
 	}
 	if r.err != nil {
@@ -168,7 +167,7 @@ func (c *Cluster) eval(ctx, dctx context.Context, i int, timeout time.Duration, 
 	if r.err == nil && len(r.vals) > 2 && r.vals[0] == 1 && r.vals[2] == 1 { // granted, unguarded
 		c.markUnguarded(i)
 	}
-	if req.failed != nil && ctx.Err() == nil && !misconfigured {
+	if req.failed != nil && f.ctx.Err() == nil && !misconfigured {
 		if err := r.nodeErr(); err != nil {
 			req.failed(req.op, NodeError{Node: c.nodes[i].String(), Err: err})
 		}
@@ -200,22 +199,22 @@ func (c *Cluster) ask(dctx context.Context, i int, req *request) (r reply, misco
 	return r, false
 }
 
-// heard returns the error of node i's call under dctx, which bounds it by timeout: the
-// caller's ctx error if it ended, ErrNodeTimeout if the deadline passed, or err. It marks
-// the node suspected (down) if the call failed in transit or timed out, and not if it
-// answered, even with an error reply; the caller's end says nothing of the node.
-func (c *Cluster) heard(ctx, dctx context.Context, i int, timeout time.Duration, err error) error {
+// heard returns the error of f's call to node i: the caller's ctx error if it ended,
+// ErrNodeTimeout if the deadline passed, or err. It marks the node suspected (down) if the
+// call failed in transit or timed out, and not if it answered, even with an error reply;
+// the caller's end says nothing of the node.
+func (f *fanout) heard(i int, err error) error {
 	switch {
-	case ctx.Err() != nil:
-		return ctx.Err()
-	case err != nil && (dctx.Err() != nil || inTransit(err)):
-		c.down[i].Store(true)
-		if dctx.Err() != nil {
-			return timeoutError(timeout, err)
+	case f.ctx.Err() != nil:
+		return f.ctx.Err()
+	case err != nil && (f.dctx.Err() != nil || inTransit(err)):
+		f.c.down[i].Store(true)
+		if f.dctx.Err() != nil {
+			return timeoutError(f.timeout, err)
 		}
 		return err
 	}
-	c.down[i].Store(false)
+	f.c.down[i].Store(false)
 	return err
 }
 
