@@ -74,7 +74,10 @@ func (c *Cluster) acquire(ctx context.Context, l *claim) (Grant, outcome, error)
 	if err != nil {
 		return Grant{}, c.lose(ctx, l, &b, err), err
 	}
-	l.acquiring, l.pending, l.late = b.f, len(c.nodes)-b.t.answers, b.unanswered()
+	l.acquiring, l.pending, l.late = b.f, len(c.nodes)-b.t.answers, 0
+	if len(c.nodes) <= 64 {
+		l.late = flagged(b.answered, false)
+	}
 	if b.permit == nil { // a semaphore's are set by holdPermit
 		l.holds = b.t.yesNodes
 	}
@@ -175,6 +178,7 @@ type ballot struct {
 func (b *ballot) see(r reply) {
 	if r.err == nil {
 		b.took, b.heard = time.Since(b.start), true
+		permitsFree(r.vals, b.free)
 	}
 	switch {
 	case r.err != nil:
@@ -186,15 +190,11 @@ func (b *ballot) see(r reply) {
 		}
 		if b.permit != nil {
 			b.permit[r.node] = permitOf(r.vals)
-			permitsFree(r.vals, b.free)
 		}
 	case r.vals[0] == -2:
 		b.dissent, b.dissenter = r.vals[1], r.node+1
 	case len(r.vals) > 1: // refused (0) or abstained (-1)
 		b.wait = max(b.wait, r.vals[1])
-		if b.free != nil {
-			permitsFree(r.vals, b.free)
-		}
 		if b.waiter && r.vals[0] == 0 {
 			if b.refused == nil {
 				b.refused = make([]bool, len(b.answered))
@@ -202,14 +202,6 @@ func (b *ballot) see(r reply) {
 			b.refused[r.node] = true
 		}
 	}
-}
-
-// unanswered returns the nodes whose reply was not read, a bit each (N <= 64; 0 above).
-func (b *ballot) unanswered() uint64 {
-	if len(b.answered) > 64 {
-		return 0
-	}
-	return flagged(b.answered, false)
 }
 
 // flagged returns the nodes i (of the first 64) whose flags[i] is v, a bit each.
@@ -234,18 +226,13 @@ func (c *Cluster) vote(ctx context.Context, l *claim, b *ballot) {
 		mayHold: flags[:n:n], failed: flags[n : 2*n : 2*n], answered: flags[2*n:]}
 	unknown := c.id.unknown.Load() > 0
 	req := c.acquireRequest(l, b.plain, unknown)
-	suspects := c.suspects()
-	spared := n > 1 && n-bits.OnesCount64(suspects) >= c.quorum
-	if spared {
-		req.spare = suspects
+	if req.spare = c.suspects(); n-bits.OnesCount64(req.spare) < c.quorum {
+		req.spare = 0 // the suspects are needed for a quorum
 	}
 	b.f = c.fan(ctx, l.NodeTimeout, req, 0)
-	b.t = tally{c: c, op: "acquire", key: l.Keys.named()}
+	b.t = tally{c: c, op: "acquire", key: l.Keys.named(), suspects: req.spare}
 	if k := len(l.Keys.Permits); k > 0 {
 		b.t.grants, b.free, b.permit, b.t.all = make([]int, k), make([]int, k), slices.Repeat([]int{-1}, n), true
-	}
-	if spared {
-		b.t.suspects = suspects
 	}
 	c.collect(ctx, b.f, &b.t, b.answered, b.see)
 	c.hearOut(ctx, l, b, unknown)
