@@ -345,9 +345,9 @@ func (c *Cluster) raise(ctx context.Context, l *claim, fence int64, until time.T
 func (c *Cluster) abandon(ctx context.Context, l *claim, b *ballot) <-chan int {
 	u := c.undoer(ctx, l)
 	n := len(c.nodes)
-	pending, granted, failed := 0, 0, 0
-	doneGranted, doneFailed := make(chan struct{}, n), make(chan struct{}, n)
-	var busy []chan struct{} // per node in flight, for a waiter: closed once dealt with
+	pending, failed, doneFailed := 0, 0, make(chan struct{}, n)
+	var granted sync.WaitGroup // waited for below, so not counted in c.bg
+	var busy []chan struct{}   // per node in flight, for a waiter: closed once dealt with
 	for i := range c.nodes {
 		switch {
 		case !b.answered[i]:
@@ -362,8 +362,7 @@ func (c *Cluster) abandon(ctx context.Context, l *claim, b *ballot) <-chan int {
 			failed++
 			c.bg.goRun(3*u.timeout, func() { u.release(i); doneFailed <- struct{}{} })
 		case b.mayHold[i]:
-			granted++
-			go func() { u.release(i); doneGranted <- struct{}{} }() // waited for below: not counted
+			granted.Go(func() { u.release(i) })
 		}
 	}
 	var late chan int
@@ -374,9 +373,7 @@ func (c *Cluster) abandon(ctx context.Context, l *claim, b *ballot) <-chan int {
 		f := b.f // not b, which would then escape on every attempt
 		c.bg.goRun(3*u.timeout, func() { u.stragglers(f, pending, busy, late) })
 	}
-	for range granted {
-		<-doneGranted
-	}
+	granted.Wait()
 	for range failed {
 		select {
 		case <-doneFailed:

@@ -41,27 +41,21 @@ func (c *Cluster) watch(ctx context.Context, channel string, timeout time.Durati
 func (c *Cluster) subscribe(ctx context.Context, w *watch, channel string, timeout time.Duration) {
 	var mu sync.Mutex
 	var wg sync.WaitGroup
-	subscribers := 0
-	for _, node := range c.nodes {
+	var subscribers []int // the nodes that are Subscribers
+	for i, node := range c.nodes {
 		if _, ok := node.(Subscriber); ok {
-			subscribers++
+			subscribers = append(subscribers, i)
 		}
 	}
-	need, confirmed, answered := min(c.quorum, subscribers), 0, 0
+	need, confirmed, answered := min(c.quorum, len(subscribers)), 0, 0
 	start := time.Now()
 	var grace *time.Timer
 	usable := sync.OnceFunc(func() { close(w.usable) })
-	for i, node := range c.nodes {
-		s, ok := node.(Subscriber)
-		if !ok {
-			continue
-		}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+	for _, i := range subscribers {
+		wg.Go(func() {
 			sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), timeout)
 			defer cancel()
-			unsub, err := s.Subscribe(sctx, channel, func(payload string) {
+			unsub, err := c.nodes[i].(Subscriber).Subscribe(sctx, channel, func(payload string) {
 				select {
 				case w.msgs <- message{node: i, payload: payload}:
 				default:
@@ -76,7 +70,7 @@ func (c *Cluster) subscribe(ctx context.Context, w *watch, channel string, timeo
 				confirmed++
 			}
 			switch {
-			case answered == subscribers:
+			case answered == len(subscribers):
 				usable()
 			case err == nil && confirmed == need:
 				if d := 2 * time.Since(start); d > 0 {
@@ -85,7 +79,7 @@ func (c *Cluster) subscribe(ctx context.Context, w *watch, channel string, timeo
 					usable()
 				}
 			}
-		}()
+		})
 	}
 	wg.Wait()
 	usable()
