@@ -164,7 +164,7 @@ func (f *fanout) eval(i int) reply {
 	if r.err != nil {
 		r.vals = nil
 	}
-	if r.err == nil && len(r.vals) > 2 && r.vals[0] == 1 && r.vals[2] == 1 { // granted, unguarded
+	if r.yes() && len(r.vals) > 2 && r.vals[2] == 1 { // granted, unguarded
 		c.markUnguarded(i)
 	}
 	if req.failed != nil && f.ctx.Err() == nil && !misconfigured {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -164,8 +165,8 @@ func (c *Cluster) await(ctx context.Context, l *claim, w *watch, o outcome, dela
 			return Grant{}, false
 		case <-c.done:
 			return Grant{}, false
-		case i := <-late:
-			if node, h, ok = hs.refuse(i); !ok {
+		case node = <-late:
+			if h, ok = hs.refuse(node); !ok {
 				continue
 			}
 		case m := <-msgs:
@@ -195,14 +196,15 @@ func (c *Cluster) await(ctx context.Context, l *claim, w *watch, o outcome, dela
 // waiter calls again.
 func (c *Cluster) handedOver(ctx context.Context, l *claim, o outcome, hs *handovers) (Grant, bool) {
 	permit, _, fence := hs.best()
+	permits := slices.Repeat([]int{-1}, len(hs.got)) // per node: the permit it handed over
 	l.holds = 0
 	for i, h := range hs.got {
 		if h.token != "" {
-			l.holds |= bit(i)
+			l.holds, permits[i] = l.holds|bit(i), h.permit
 		}
 	}
 	if permit >= 0 {
-		c.holdPermit(l, hs.permits(), permit, ^uint64(0))
+		c.holdPermit(l, permits, permit, ^uint64(0))
 	}
 	g, err := c.grant(ctx, l, o.start, fence, l.TTL/2)
 	return g, err == nil
@@ -223,26 +225,26 @@ type handovers struct {
 	token   string
 	refused []bool // per node: it refused the attempt (the outcome's until copied)
 	copied  bool
-	k       int         // a semaphore's number of permits; 0 for a lock
-	got     []handover  // per node: its hand-over that counted (token "": none)
-	pending []*handover // per node: a hand-over that came before the node's refusal
+	k       int        // a semaphore's number of permits; 0 for a lock
+	got     []handover // per node: its hand-over that counted (token "": none)
+	pending []handover // per node: a hand-over that came before the node's refusal
 }
 
 // refuse records node i's refusal that came after the attempt returned, and returns the
 // hand-over it sent before, if any.
-func (hs *handovers) refuse(i int) (int, handover, bool) {
+func (hs *handovers) refuse(i int) (handover, bool) {
 	if !hs.copied {
 		r := make([]bool, len(hs.got))
 		copy(r, hs.refused)
 		hs.refused, hs.copied = r, true
 	}
 	hs.refused[i] = true
-	if hs.pending == nil || hs.pending[i] == nil {
-		return 0, handover{}, false
+	if hs.pending == nil || hs.pending[i].token == "" {
+		return handover{}, false
 	}
-	h := *hs.pending[i]
-	hs.pending[i] = nil
-	return i, h, true
+	h := hs.pending[i]
+	hs.pending[i] = handover{}
+	return h, true
 }
 
 // early keeps h, from node i, if it is this attempt's and the node's refusal (which a
@@ -252,9 +254,9 @@ func (hs *handovers) early(i int, h handover) bool {
 		return false
 	}
 	if hs.pending == nil {
-		hs.pending = make([]*handover, len(hs.got))
+		hs.pending = make([]handover, len(hs.got))
 	}
-	hs.pending[i] = &h
+	hs.pending[i] = h
 	return true
 }
 
@@ -288,18 +290,6 @@ func (hs *handovers) best() (permit, count int, fence highest) {
 		}
 	}
 	return permit, count, fence
-}
-
-// permits returns the permit each node handed over (-1: none).
-func (hs *handovers) permits() []int {
-	p := make([]int, len(hs.got))
-	for i, h := range hs.got {
-		p[i] = -1
-		if h.token != "" {
-			p[i] = h.permit
-		}
-	}
-	return p
 }
 
 // handover is a release's message that it handed the lock to a waiter's attempt.
