@@ -26,11 +26,9 @@ func (c *Cluster) Release(ctx context.Context, h *Held) error {
 	}
 	start := time.Now()
 	follows := l.extending
-	switch {
-	case l.acquiring == nil:
-	case l.pending > 0 && l.late != 0: // the acquisition's nodes that had not answered
+	if l.late != 0 {
 		follows = append([]followed{{f: l.acquiring, late: l.late}}, follows...)
-	default:
+	} else if l.acquiring != nil { // N > 64, or every node answered
 		l.acquiring.drain(l.pending, 0)
 	}
 	f := c.fan(ctx, l.NodeTimeout, req, lateOf(follows))
