@@ -19,8 +19,7 @@ type Setter interface {
 	SetNX(ctx context.Context, key, value string, ttl time.Duration) (bool, error)
 }
 
-// plain reports whether this attempt of l may be a plain SET NX: AcquireWait's first
-// attempt, by a writer of one name, without guard or fence, unless Contended.
+// plain reports whether this attempt of l may be a plain SET NX (see Setter).
 func (l *claim) plain() bool {
 	return l.attempt == 1 && l.Keys.Permits == nil && l.Keys.Set == nil && !l.Contended && !l.Read && l.Guard <= 0 && !l.Fence && l.TTL >= time.Millisecond
 }

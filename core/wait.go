@@ -119,9 +119,7 @@ func (c *Cluster) between(ctx context.Context, l *claim, w **watch, b Backoff, a
 }
 
 // pause returns how long to wait after the failed attempt o, at most until a refresh
-// interval after o's start, and whether a message on w may end the wait: after a split vote,
-// a random pause of up to two attempts' time (a semaphore's: the backoff's delay); while the
-// lock is held and w is active, the holder's TTL; else the backoff's delay.
+// interval after o's start, and whether a message on w may end the wait.
 func pause(l *claim, w *watch, b Backoff, attempt int, o outcome, held bool) (time.Duration, bool) {
 	refresh := l.refresh()
 	if !o.start.IsZero() {
