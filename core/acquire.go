@@ -515,12 +515,12 @@ func (c *Cluster) holdPermit(l *claim, permits []int, w int, others uint64) {
 			l.holds |= bit(i)
 		}
 	}
-	timeout, leave := l.NodeTimeout, l.releaseRequest("leave")
+	timeout := l.NodeTimeout
 	for i, p := range permits {
 		if l.holds&bit(i) != 0 || others&bit(i) == 0 || (p < 0 && l.waiter == "") {
 			continue
 		}
-		pk, req := l.Keys.permit(max(p, 0)), leave
+		pk, req := l.Keys.permit(max(p, 0)), l.releaseRequest("leave")
 		req.s, req.keys = releaseScript, pk.releaseKeys()
 		c.bg.goRun(3*timeout, func() { c.callNode(context.Background(), i, timeout, req) })
 	}
