@@ -29,13 +29,10 @@ func (c *Cluster) Proclaim(ctx context.Context, h *Held, value string) error {
 	f := c.fan(ctx, l.NodeTimeout, request{s: proclaimScript, keys: []string{l.Keys.Lock, l.Keys.Leader},
 		args: []string{l.token, l.Keys.LeaderChannel(), "PUBLISH", value, millis(FenceIdle)}}, 0)
 	t := tally{c: c, op: "proclaim", key: l.Keys.named()}
-	switch {
-	case c.settle(ctx, f, &t, start), t.won():
-		return nil
-	case t.refused():
-		return opError("proclaim", l.Keys.named(), ErrNotHeld)
+	if err := c.settle(ctx, f, &t, start); err != nil && !t.won() {
+		return err
 	}
-	return t.err()
+	return nil
 }
 
 // WatchLeader subscribes to k.LeaderChannel on every node that is a Subscriber, each within

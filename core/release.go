@@ -34,29 +34,26 @@ func (c *Cluster) Release(ctx context.Context, h *Held) error {
 	f := c.fan(ctx, l.NodeTimeout, req, lateOf(follows))
 	f.after(follows)
 	l.acquiring, l.pending, l.late, l.extending = nil, 0, 0, nil
-	t := tally{c: c, op: "release", key: l.Keys.named(), gone: start.Before(h.Until)}
-	switch {
-	case c.settle(f.ctx, f, &t, start):
-		return nil
-	case t.refused():
-		return opError("release", l.Keys.named(), ErrNotHeld)
-	}
-	return t.err()
+	return c.settle(f.ctx, f, &tally{c: c, op: "release", key: l.Keys.named(), gone: start.Before(h.Until)}, start)
 }
 
 // settle reads f's replies into t, begun at start. Once a quorum said yes, it gives the
-// other nodes twice as long as that took (at least releaseGrace) and reports true;
-// otherwise it hears every node out, for t's error, and reports false.
-func (c *Cluster) settle(ctx context.Context, f *fanout, t *tally, start time.Time) bool {
+// other nodes twice as long as that took (at least releaseGrace) and returns nil;
+// otherwise it hears every node out and returns ErrNotHeld if the refusals put a quorum
+// out of reach, else t's error.
+func (c *Cluster) settle(ctx context.Context, f *fanout, t *tally, start time.Time) error {
 	answered := make([]bool, len(c.nodes))
 	c.collect(ctx, f, t, answered, nil)
 	if t.won() {
 		f.drain(len(c.nodes)-t.answers, max(2*time.Since(start), releaseGrace))
-		return true
+		return nil
 	}
 	t.all = true
 	c.collect(ctx, f, t, answered, nil)
-	return false
+	if t.refused() {
+		return opError(t.op, t.key, ErrNotHeld)
+	}
+	return t.err()
 }
 
 const releaseGrace = 2 * time.Millisecond
