@@ -275,7 +275,7 @@ func (c *Cluster) acquireRequest(l *claim, plain, unknown bool) request {
 		}
 	}
 	guard := strconv.FormatInt(int64((l.Guard+time.Second-1)/time.Second), 10)
-	req.keys = l.Keys.acquireKeys()
+	req.keys = l.Keys.callKeys(false)
 	req.args = []string{l.token, millis(l.TTL), guard, fence, l.waiter, strconv.FormatInt(l.ticket, 10), millis(l.placeKept())}
 	if k := len(l.Keys.Permits); k > 0 {
 		req.args = append(req.args, "0", strconv.Itoa(k), strconv.Itoa(l.hint-1))
@@ -312,31 +312,6 @@ const fenceLead = time.Second
 // that wrote it. Tokens keep increasing across its expiry while no server's clock runs
 // more than FenceIdle - 2 s behind another's, nor steps back that far.
 const FenceIdle = time.Hour
-
-// raise sets the fence counter to at least fence on a quorum of the nodes, before until: an
-// extension carrying the fence, so it also takes l where it is free. On failure it waits for
-// its calls still under way, which then land before the acquisition's undoing.
-func (c *Cluster) raise(ctx context.Context, l *claim, fence int64, until time.Time) error {
-	f := c.fan(ctx, l.NodeTimeout, request{s: extendScript, keys: l.Keys.extendKeys(false),
-		args: []string{l.token, millis(l.TTL), strconv.FormatInt(fence, 10)}, op: "raise", failed: l.NodeFailed}, 0)
-	t := tally{c: c, op: "raise", key: l.Keys.named(), retake: until}
-	answered := make([]bool, len(c.nodes))
-	c.collect(ctx, f, &t, answered, nil)
-	l.follow(f, ^uint64(0), answered)
-	var err error
-	switch {
-	case ctx.Err() != nil:
-		err = ctxError(ctx, "acquire", l.Keys.named())
-	case !t.won():
-		err = t.err()
-	case !time.Now().Before(until):
-		err = opError("acquire", l.Keys.named(), ErrExpired)
-	}
-	if err != nil {
-		l.unfollow(f)
-	}
-	return err
-}
 
 // abandon releases a failed attempt on the nodes that answered and may hold it, waiting for
 // those releases (for the failed nodes' only until ctx ends), and in the background on each
@@ -521,7 +496,7 @@ func (c *Cluster) holdPermit(l *claim, permits []int, w int, others uint64) {
 			continue
 		}
 		pk, req := l.Keys.permit(max(p, 0)), l.releaseRequest("leave")
-		req.s, req.keys = releaseScript, pk.releaseKeys()
+		req.s, req.keys = releaseScript, pk.callKeys(true)
 		c.bg.goRun(3*timeout, func() { c.callNode(context.Background(), i, timeout, req) })
 	}
 }
@@ -538,5 +513,5 @@ func (l *claim) releaseRequest(mode string) request {
 	}
 	args := make([]string, 0, 5+n)
 	args = append(append(args, l.token, l.Keys.Channel, "PUBLISH", l.waiter, mode), more[:n]...)
-	return request{s: l.scripts().release, keys: l.Keys.releaseKeys(), args: args, op: "release", failed: l.NodeFailed}
+	return request{s: l.scripts().release, keys: l.Keys.callKeys(true), args: args, op: "release", failed: l.NodeFailed}
 }

@@ -516,13 +516,13 @@ func TestKeysShareOneHashSlot(t *testing.T) {
 	release := acquire
 	assert.Equal(t, acquire, k.ScriptKeys())
 	// core's calls share the slices NewKeys made; a Keys made otherwise makes them.
-	assert.Equal(t, acquire, k.acquireKeys())
-	assert.Equal(t, release, k.releaseKeys())
-	assert.Same(t, &k.releaseKeys()[0], &k.releaseKeys()[0])
-	assert.Equal(t, acquire, want.acquireKeys())
-	assert.Equal(t, release, want.releaseKeys())
+	assert.Equal(t, acquire, k.callKeys(false))
+	assert.Equal(t, release, k.callKeys(true))
+	assert.Same(t, &k.callKeys(true)[0], &k.callKeys(true)[0])
+	assert.Equal(t, acquire, want.callKeys(false))
+	assert.Equal(t, release, want.callKeys(true))
 	k.ScriptKeys()[0] = "changed" // the exported ones are the caller's
-	assert.Equal(t, acquire, k.acquireKeys())
+	assert.Equal(t, acquire, k.callKeys(false))
 	assert.Equal(t, "redlock:{jobs:nightly}:released:w1", k.Wake("w1"))
 	assert.NotEqual(t, NewToken(), NewToken())
 	assert.GreaterOrEqual(t, len(NewToken()), 22) // 16 random bytes

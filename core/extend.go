@@ -30,10 +30,7 @@ func (c *Cluster) Extend(ctx context.Context, h *Held) (time.Time, error) {
 			req.more = strconv.FormatUint(h.Fence, 10)
 		}
 	}
-	f := c.fan(ctx, l.NodeTimeout, req, 0)
-	answered := make([]bool, len(c.nodes))
-	c.collect(ctx, f, &t, answered, nil)
-	l.follow(f, req.moreTo, answered)
+	c.renew(ctx, l, req, &t, req.moreTo)
 	until := start.Add(l.TTL - l.Drift())
 	switch {
 	case ctx.Err() != nil:
@@ -60,4 +57,37 @@ func (c *Cluster) Raise(ctx context.Context, h *Held, fence uint64) error {
 	}
 	h.Fence = fence
 	return nil
+}
+
+// renew runs req, an extension or a raise of l, on every node, reads the replies into t, and
+// has l's release follow the nodes of may (those that may take l) that did not answer. It
+// returns the fan-out.
+func (c *Cluster) renew(ctx context.Context, l *claim, req request, t *tally, may uint64) *fanout {
+	f := c.fan(ctx, l.NodeTimeout, req, 0)
+	answered := make([]bool, len(c.nodes))
+	c.collect(ctx, f, t, answered, nil)
+	l.follow(f, may, answered)
+	return f
+}
+
+// raise sets the fence counter to at least fence on a quorum of the nodes, before until: an
+// extension carrying the fence, so it also takes l where it is free. On failure it waits for
+// its calls still under way, which then land before the acquisition's undoing.
+func (c *Cluster) raise(ctx context.Context, l *claim, fence int64, until time.Time) error {
+	t := tally{c: c, op: "raise", key: l.Keys.named(), retake: until}
+	f := c.renew(ctx, l, request{s: extendScript, keys: l.Keys.extendKeys(false),
+		args: []string{l.token, millis(l.TTL), strconv.FormatInt(fence, 10)}, op: "raise", failed: l.NodeFailed}, &t, ^uint64(0))
+	var err error
+	switch {
+	case ctx.Err() != nil:
+		err = ctxError(ctx, "acquire", l.Keys.named())
+	case !t.won():
+		err = t.err()
+	case !time.Now().Before(until):
+		err = opError("acquire", l.Keys.named(), ErrExpired)
+	}
+	if err != nil {
+		l.unfollow(f)
+	}
+	return err
 }

@@ -168,20 +168,16 @@ func (k Keys) ScriptKeys() []string {
 	return []string{k.Lock, k.Fence, k.Queue, k.Alive, k.Waiters, k.Readers}
 }
 
-// acquireKeys and releaseKeys are ScriptKeys for core's calls (a held permit's first), shared
-// where NewKeys made them: not to be written.
-func (k *Keys) acquireKeys() []string {
-	if k.scriptKeys != nil {
-		return k.scriptKeys.acquire
-	}
-	return k.ScriptKeys()
-}
-
-func (k *Keys) releaseKeys() []string {
-	if k.scriptKeys != nil {
+// callKeys returns ScriptKeys for core's acquire calls, or its release calls (a held
+// permit's first), shared where NewKeys made them: not to be written.
+func (k *Keys) callKeys(release bool) []string {
+	switch {
+	case k.scriptKeys == nil:
+		return k.ScriptKeys()
+	case release:
 		return k.scriptKeys.release
 	}
-	return k.ScriptKeys()
+	return k.scriptKeys.acquire
 }
 
 // extendKeys returns the KEYS of the extend script (a writer's: each name's lock key and
