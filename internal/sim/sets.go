@@ -62,9 +62,8 @@ func setsAcquirer(a *actor, c *redlock.Client, cl *core.Cluster) func(ctx contex
 		reads[i] = &r
 	}
 	return func(ctx context.Context, keeps bool) (*held, error) {
+		name := universe[a.rng.IntN(len(universe))]
 		var acquire acquisition
-		var names []string
-		names = []string{universe[a.rng.IntN(len(universe))]}
 		switch a.rng.IntN(6) {
 		case 0, 1:
 			i := a.rng.IntN(len(locks))
@@ -73,17 +72,17 @@ func setsAcquirer(a *actor, c *redlock.Client, cl *core.Cluster) func(ctx contex
 			i := a.rng.IntN(len(reads))
 			return acquireSet(ctx, a, cl, reads[i], setNames[i], keeps)
 		case 3:
-			acquire = leases[names[0]]
+			acquire = leases[name]
 		case 4:
-			acquire = mutexes[names[0]]
+			acquire = mutexes[name]
 		default:
-			acquire = readers[names[0]]
+			acquire = readers[name]
 		}
 		h, err := acquire(ctx, keeps)
 		if err != nil {
 			return nil, err
 		}
-		h.h.names = names
+		h.h.names = []string{name}
 		return h, nil
 	}
 }
