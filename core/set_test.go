@@ -246,53 +246,6 @@ func TestSetWaiterIsNotStarved(t *testing.T) {
 	}
 }
 
-// TestSetsAndMutexesExclude: goroutines lock random sets of three names, or single names,
-// through AcquireWait; no name ever has two holders at once, and every wait ends.
-func TestSetsAndMutexesExclude(t *testing.T) {
-	for _, c := range setups[:2] {
-		t.Run(c.name, func(t *testing.T) {
-			servers := c.servers(t, c.n)
-			cl := newCluster(t, servers)
-			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-			defer cancel()
-			names := []string{"x", "y", "z"}
-			var holding [3]atomic.Int32
-			requests := [][]int{{0}, {1}, {2}, {0, 1}, {1, 2}, {2, 0}, {0, 1, 2}, {2, 1}}
-			var wg sync.WaitGroup
-			for g := range len(requests) {
-				wg.Go(func() {
-					for r := range 5 {
-						idx := requests[(g+r)%len(requests)]
-						var l *core.Lock
-						if len(idx) == 1 {
-							l = fencedOn(servers, names[idx[0]])
-						} else {
-							set := make([]string, len(idx))
-							for i, n := range idx {
-								set[i] = names[n]
-							}
-							l = setLock(t, servers, set...)
-						}
-						h, err := cl.AcquireWait(ctx, l, core.Backoff{Min: time.Millisecond, Max: 10 * time.Millisecond})
-						if !assert.NoError(t, err, "goroutine %d round %d", g, r) {
-							return
-						}
-						for _, n := range idx {
-							assert.Equal(t, int32(1), holding[n].Add(1), "%s has two holders", names[n])
-						}
-						time.Sleep(time.Millisecond)
-						for _, n := range idx {
-							holding[n].Add(-1)
-						}
-						assert.NoError(t, cl.Release(context.Background(), h))
-					}
-				})
-			}
-			wg.Wait()
-		})
-	}
-}
-
 // TestSetScriptsRunTwice: a set's acquire and release run twice with the same arguments leave
 // the state of one run: the set held once, a waiter queued once, everything let go.
 func TestSetScriptsRunTwice(t *testing.T) {
