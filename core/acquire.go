@@ -76,7 +76,7 @@ func (c *Cluster) acquire(ctx context.Context, l *claim) (Grant, outcome, error)
 	}
 	l.acquiring, l.pending, l.late = b.f, len(c.nodes)-b.t.answers, 0
 	if len(c.nodes) <= 64 {
-		l.late = flagged(b.answered, false)
+		l.late = flagged(b.t.answered, false)
 	}
 	if b.permit == nil { // a semaphore's are set by holdPermit
 		l.holds = b.t.yesNodes
@@ -102,7 +102,7 @@ func (c *Cluster) decide(ctx context.Context, l *claim, b *ballot) (Grant, error
 		return Grant{}, b.t.err()
 	}
 	if b.permit != nil {
-		c.holdPermit(l, b.permit, slices.Index(b.t.grants, b.t.most), flagged(b.answered, true))
+		c.holdPermit(l, b.permit, slices.Index(b.t.grants, b.t.most), flagged(b.t.answered, true))
 	}
 	return c.grant(ctx, l, b.start, b.fence, 0)
 }
@@ -154,19 +154,18 @@ func (c *Cluster) admit(ctx context.Context, l *claim) error {
 
 // ballot is what an attempt heard from the nodes.
 type ballot struct {
-	f        *fanout
-	t        tally
-	start    time.Time
-	plain    bool    // a plain SET NX
-	waiter   bool    // a waiter's attempt (AcquireWait)
-	fence    highest // the fence counters granted
-	wait     int64   // the longest a refusing node said the holder can keep the lock, in ms
-	mayHold  []bool  // per node: it granted, or failed after the request may have landed
-	failed   []bool  // per node: it failed
-	answered []bool  // per node: its reply was read
-	refused  []bool  // per node: it refused a waiter's attempt; nil until one did
-	permit   []int   // per node: the semaphore's permit it granted (-1: none); nil for a lock
-	free     []int   // per permit: the nodes that said it was free to us
+	f       *fanout
+	t       tally
+	start   time.Time
+	plain   bool    // a plain SET NX
+	waiter  bool    // a waiter's attempt (AcquireWait)
+	fence   highest // the fence counters granted
+	wait    int64   // the longest a refusing node said the holder can keep the lock, in ms
+	mayHold []bool  // per node: it granted, or failed after the request may have landed
+	failed  []bool  // per node: it failed
+	refused []bool  // per node: it refused a waiter's attempt; nil until one did
+	permit  []int   // per node: the semaphore's permit it granted (-1: none); nil for a lock
+	free    []int   // per permit: the nodes that said it was free to us
 	// dissent is the number of permits node dissenter-1 records, if not the number asked
 	// for (dissenter 0: none).
 	dissent   int64
@@ -197,7 +196,7 @@ func (b *ballot) see(r reply) {
 		b.wait = max(b.wait, r.vals[1])
 		if b.waiter && r.vals[0] == 0 {
 			if b.refused == nil {
-				b.refused = make([]bool, len(b.answered))
+				b.refused = make([]bool, len(b.mayHold))
 			}
 			b.refused[r.node] = true
 		}
@@ -222,19 +221,18 @@ func flagged(flags []bool, v bool) uint64 {
 func (c *Cluster) vote(ctx context.Context, l *claim, b *ballot) {
 	n := len(c.nodes)
 	flags := make([]bool, 3*n) // one allocation for the three
-	*b = ballot{start: time.Now(), plain: l.plain(), waiter: l.waiter != "",
-		mayHold: flags[:n:n], failed: flags[n : 2*n : 2*n], answered: flags[2*n:]}
+	*b = ballot{start: time.Now(), plain: l.plain(), waiter: l.waiter != "", mayHold: flags[:n:n], failed: flags[n : 2*n : 2*n]}
 	unknown := c.id.unknown.Load() > 0
 	req := c.acquireRequest(l, b.plain, unknown)
 	if req.spare = c.suspects(); n-bits.OnesCount64(req.spare) < c.quorum {
 		req.spare = 0 // the suspects are needed for a quorum
 	}
 	b.f = c.fan(ctx, l.NodeTimeout, req, 0)
-	b.t = tally{c: c, op: "acquire", key: l.Keys.named(), suspects: req.spare}
+	b.t = tally{c: c, op: "acquire", key: l.Keys.named(), suspects: req.spare, answered: flags[2*n:]}
 	if k := len(l.Keys.Permits); k > 0 {
 		b.t.grants, b.free, b.permit, b.t.all = make([]int, k), make([]int, k), slices.Repeat([]int{-1}, n), true
 	}
-	c.collect(ctx, b.f, &b.t, b.answered, b.see)
+	c.collect(ctx, b.f, &b.t, b.see)
 	c.hearOut(ctx, l, b, unknown)
 	if !b.t.won() {
 		b.t.unheard()
@@ -251,11 +249,11 @@ func (c *Cluster) hearOut(ctx context.Context, l *claim, b *ballot, unknown bool
 	}
 	if b.refused != nil && !b.t.won() && b.t.no < c.quorum {
 		b.t.all, b.t.refusals = true, true
-		c.collect(ctx, b.f, &b.t, b.answered, b.see)
+		c.collect(ctx, b.f, &b.t, b.see)
 	}
 	if unknown && b.t.won() && b.t.waiting() && ctx.Err() == nil {
 		b.t.all = true
-		c.collect(ctx, b.f, &b.t, b.answered, b.see)
+		c.collect(ctx, b.f, &b.t, b.see)
 	}
 }
 
@@ -325,7 +323,7 @@ func (c *Cluster) abandon(ctx context.Context, l *claim, b *ballot) <-chan int {
 	var busy []chan struct{}   // per node in flight, for a waiter: closed once dealt with
 	for i := range c.nodes {
 		switch {
-		case !b.answered[i]:
+		case !b.t.answered[i]:
 			pending++
 			if l.waiter != "" {
 				if busy == nil {
@@ -483,21 +481,17 @@ func (t *trail) wait(i int, timeout <-chan struct{}) {
 // being each node's permit (-1: none). On every other node of others it sends release
 // "leave" in the background, for another permit and a waiter's place there.
 func (c *Cluster) holdPermit(l *claim, permits []int, w int, others uint64) {
-	l.Keys = l.Keys.permit(w)
-	l.holds = 0
-	for i, p := range permits {
-		if p == w {
-			l.holds |= bit(i)
-		}
-	}
+	l.Keys, l.holds = l.Keys.permit(w), 0
 	timeout := l.NodeTimeout
 	for i, p := range permits {
-		if l.holds&bit(i) != 0 || others&bit(i) == 0 || (p < 0 && l.waiter == "") {
-			continue
+		switch {
+		case p == w:
+			l.holds |= bit(i)
+		case others&bit(i) != 0 && (p >= 0 || l.waiter != ""):
+			pk, req := l.Keys.permit(max(p, 0)), l.releaseRequest("leave")
+			req.s, req.keys = releaseScript, pk.callKeys(true)
+			c.bg.goRun(3*timeout, func() { c.callNode(context.Background(), i, timeout, req) })
 		}
-		pk, req := l.Keys.permit(max(p, 0)), l.releaseRequest("leave")
-		req.s, req.keys = releaseScript, pk.callKeys(true)
-		c.bg.goRun(3*timeout, func() { c.callNode(context.Background(), i, timeout, req) })
 	}
 }
 

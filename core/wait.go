@@ -221,8 +221,7 @@ func (c *Cluster) restOfHandover(l *claim, o outcome) time.Duration {
 // handovers counts the hand-overs of one attempt.
 type handovers struct {
 	token   string
-	refused []bool // per node: it refused the attempt (the outcome's until copied)
-	copied  bool
+	refused []bool     // per node: it refused the attempt (the outcome's, then refuse's)
 	k       int        // a semaphore's number of permits; 0 for a lock
 	got     []handover // per node: its hand-over that counted (token "": none)
 	pending []handover // per node: a hand-over that came before the node's refusal
@@ -231,10 +230,8 @@ type handovers struct {
 // refuse records node i's refusal that came after the attempt returned, and returns the
 // hand-over it sent before, if any.
 func (hs *handovers) refuse(i int) (handover, bool) {
-	if !hs.copied {
-		r := make([]bool, len(hs.got))
-		copy(r, hs.refused)
-		hs.refused, hs.copied = r, true
+	if hs.refused == nil {
+		hs.refused = make([]bool, len(hs.got))
 	}
 	hs.refused[i] = true
 	if hs.pending == nil || hs.pending[i].token == "" {
