@@ -233,27 +233,19 @@ func (c *Cluster) vote(ctx context.Context, l *claim, b *ballot) {
 		b.t.grants, b.free, b.permit, b.t.all = make([]int, k), make([]int, k), slices.Repeat([]int{-1}, n), true
 	}
 	c.collect(ctx, b.f, &b.t, b.see)
-	c.hearOut(ctx, l, b, unknown)
-	if !b.t.won() {
-		b.t.unheard()
-	}
-}
-
-// hearOut reads more replies where the outcome needs them: a waiter that lost with fewer
-// than a quorum of refusals hears the rest until a quorum refused (hand-overs count only
-// from nodes that refused); and while some node is unidentified, a win waits for every node
-// that is not suspected.
-func (c *Cluster) hearOut(ctx context.Context, l *claim, b *ballot, unknown bool) {
-	if ctx.Err() != nil || !b.t.waiting() {
-		return
-	}
-	if b.refused != nil && !b.t.won() && b.t.no < c.quorum {
+	// A waiter that lost with fewer than a quorum of refusals hears the rest until a quorum
+	// refused (hand-overs count only from nodes that refused).
+	if b.refused != nil && !b.t.won() && b.t.no < c.quorum && b.t.waiting() && ctx.Err() == nil {
 		b.t.all, b.t.refusals = true, true
 		c.collect(ctx, b.f, &b.t, b.see)
 	}
+	// While some node is unidentified, a win waits for every node that is not suspected.
 	if unknown && b.t.won() && b.t.waiting() && ctx.Err() == nil {
 		b.t.all = true
 		c.collect(ctx, b.f, &b.t, b.see)
+	}
+	if !b.t.won() {
+		b.t.unheard()
 	}
 }
 

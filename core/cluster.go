@@ -76,7 +76,12 @@ func NewCluster(nodes []Node, opts ...ClusterOption) (*Cluster, error) {
 			c.sharded[i] = s.ShardedPubSub()
 		}
 	}
-	c.id.init(len(nodes))
+	c.id.known = make([]atomic.Bool, len(nodes)) // none known unless there is one
+	if len(nodes) == 1 {
+		c.id.known[0].Store(true)
+	} else {
+		c.id.unknown.Store(int32(len(nodes)))
+	}
 	for _, o := range opts {
 		o(c)
 	}
@@ -133,16 +138,6 @@ type identity struct {
 	mu      sync.Mutex
 	ids     map[[4]int64]int // run_id -> the node that reported it
 	broken  atomic.Pointer[error]
-}
-
-// init readies id for n nodes, none known unless there is one.
-func (id *identity) init(n int) {
-	id.known = make([]atomic.Bool, n)
-	if n == 1 {
-		id.known[0].Store(true)
-	} else {
-		id.unknown.Store(int32(n))
-	}
 }
 
 // sameNode reports whether a and b are the same Node value.

@@ -69,16 +69,15 @@ type request struct {
 // they arrive; out has room for all N, so a reader may stop reading once the outcome is
 // decided.
 type fanout struct {
-	c        *Cluster
-	out      chan reply // nil for a single node called inline: its reply is one
-	one      reply
-	deadline <-chan struct{} // closed at the calls' deadline; nil with out
-	timeout  time.Duration
-	req      request
-	ctx      context.Context // the caller's
-	dctx     context.Context // the calls' (see sharedDeadlines.detach)
-	skip     uint64          // the nodes fan does not call (see after)
-	next     atomic.Int32    // how many calls callNext started
+	c       *Cluster
+	out     chan reply // nil for a single node called inline: its reply is one
+	one     reply
+	timeout time.Duration
+	req     request
+	ctx     context.Context // the caller's
+	dctx    context.Context // the calls', which ends at their deadline (see sharedDeadlines.detach)
+	skip    uint64          // the nodes fan does not call (see after)
+	next    atomic.Int32    // how many calls callNext started
 }
 
 // fan sends req to every node but those in skip at once, each call bounded by timeout. The
@@ -96,7 +95,6 @@ func (c *Cluster) fan(ctx context.Context, timeout time.Duration, req request, s
 		return f
 	}
 	f.out = make(chan reply, len(c.nodes))
-	f.deadline = f.dctx.Done()
 	run := f.callNext // a go statement with arguments allocates
 	for range len(c.nodes) - bits.OnesCount64(skip) {
 		go run()
@@ -449,7 +447,7 @@ func (c *Cluster) collect(ctx context.Context, f *fanout, t *tally, seen func(re
 		} else {
 			select {
 			case r = <-f.out:
-			case <-f.deadline:
+			case <-f.dctx.Done():
 				select {
 				case r = <-f.out: // replies that came by the deadline count
 				default:

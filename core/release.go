@@ -73,7 +73,7 @@ func (f *fanout) drain(n int, d time.Duration) {
 		case <-f.out:
 		case <-timeout:
 			return
-		case <-f.deadline:
+		case <-f.dctx.Done():
 			return
 		}
 	}
@@ -91,7 +91,7 @@ func (e *followed) poll() {
 		select {
 		case r := <-e.f.out:
 			e.late &^= bit(r.node)
-		case <-e.f.deadline:
+		case <-e.f.dctx.Done():
 			e.late = 0
 		default:
 			return
@@ -104,7 +104,7 @@ func (e *followed) await() {
 	select {
 	case r := <-e.f.out:
 		e.late &^= bit(r.node)
-	case <-e.f.deadline:
+	case <-e.f.dctx.Done():
 		e.late = 0
 	}
 }

@@ -190,8 +190,7 @@ func (c *Cluster) await(ctx context.Context, l *claim, w *watch, o outcome, dela
 }
 
 // handedOver is the grant of l's attempt o, which a quorum handed over (for a semaphore, the
-// permit they named), if at least half the TTL is left; else it reports false, and the
-// waiter calls again.
+// permit they named), or false if less than half the TTL is left.
 func (c *Cluster) handedOver(ctx context.Context, l *claim, o outcome, hs *handovers) (Grant, bool) {
 	permit, _, fence := hs.best()
 	permits := slices.Repeat([]int{-1}, len(hs.got)) // per node: the permit it handed over
@@ -209,8 +208,7 @@ func (c *Cluster) handedOver(ctx context.Context, l *claim, o outcome, hs *hando
 }
 
 // restOfHandover is how long a waiter that heard fewer than a quorum of hand-overs of o
-// waits for the rest before it calls again: twice the attempt's time, bounded; none if too
-// few nodes can hand it over for a quorum.
+// waits for the rest (see the package doc, The waiter, across nodes).
 func (c *Cluster) restOfHandover(l *claim, o outcome) time.Duration {
 	if o.handers < c.quorum {
 		return 0
@@ -319,9 +317,8 @@ func parseHandover(p string) (h handover, ok bool) {
 	return h, true
 }
 
-// leave sends release "leave" for l's waiter to every node, in the background, on each once
-// the calls of l's attempts still under way there answered and were undone, or after two
-// node timeouts.
+// leave sends release "leave" for l's waiter to every node in the background, on each once
+// l's calls under way there were dealt with (see trail), or after two node timeouts.
 func (c *Cluster) leave(l *claim) {
 	req, timeout, tr := l.releaseRequest("leave"), l.NodeTimeout, &l.trail
 	if len(c.nodes) == 1 && !tr.underWay() {
