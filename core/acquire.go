@@ -63,10 +63,16 @@ type outcome struct {
 }
 
 // acquire is Acquire for the claim l, also saying on failure what the next attempt should
-// know: a vote, decide, then the grant or the attempt undone.
+// know: the checks of an attempt that must not be made, a vote, decide, then the grant or
+// the attempt undone.
 func (c *Cluster) acquire(ctx context.Context, l *claim) (Grant, outcome, error) {
-	if err := c.admit(ctx, l); err != nil {
-		return Grant{}, outcome{}, err
+	switch {
+	case ctx.Err() != nil:
+		return Grant{}, outcome{}, ctxError(ctx, "acquire", l.Keys.named())
+	case c.closed.Load():
+		return Grant{}, outcome{}, opError("acquire", l.Keys.named(), ErrClosed)
+	case l.Read && l.Fence:
+		return Grant{}, outcome{}, opError("acquire", l.Keys.named(), fmt.Errorf("%w: a reader takes no fencing token", ErrInvalid))
 	}
 	var b ballot
 	c.vote(ctx, l, &b)
@@ -137,19 +143,6 @@ func (h *highest) see(f int64) {
 	case f == h.max:
 		h.n++
 	}
-}
-
-// admit returns the error of an attempt that must not be made.
-func (c *Cluster) admit(ctx context.Context, l *claim) error {
-	switch {
-	case ctx.Err() != nil:
-		return ctxError(ctx, "acquire", l.Keys.named())
-	case c.closed.Load():
-		return opError("acquire", l.Keys.named(), ErrClosed)
-	case l.Read && l.Fence:
-		return opError("acquire", l.Keys.named(), fmt.Errorf("%w: a reader takes no fencing token", ErrInvalid))
-	}
-	return nil
 }
 
 // ballot is what an attempt heard from the nodes.

@@ -66,7 +66,7 @@ func NewCluster(nodes []Node, opts ...ClusterOption) (*Cluster, error) {
 			return nil, fmt.Errorf("%w: node %d is nil", ErrInvalid, i)
 		}
 		for j := range i {
-			if sameNode(nodes[j], n) {
+			if t := reflect.TypeOf(n); t == reflect.TypeOf(nodes[j]) && t.Comparable() && nodes[j] == n {
 				return nil, fmt.Errorf("%w: nodes %d and %d are the same Node (%s): each server must count as one vote", ErrInvalid, j, i, n)
 			}
 		}
@@ -138,12 +138,6 @@ type identity struct {
 	mu      sync.Mutex
 	ids     map[[4]int64]int // run_id -> the node that reported it
 	broken  atomic.Pointer[error]
-}
-
-// sameNode reports whether a and b are the same Node value.
-func sameNode(a, b Node) bool {
-	ta := reflect.TypeOf(a)
-	return ta == reflect.TypeOf(b) && ta.Comparable() && a == b
 }
 
 // identified records which server node i reaches, from its reply vals to an acquisition
