@@ -150,7 +150,6 @@ type ballot struct {
 	f       *fanout
 	t       tally
 	start   time.Time
-	plain   bool    // a plain SET NX
 	waiter  bool    // a waiter's attempt (AcquireWait)
 	fence   highest // the fence counters granted
 	wait    int64   // the longest a refusing node said the holder can keep the lock, in ms
@@ -214,9 +213,9 @@ func flagged(flags []bool, v bool) uint64 {
 func (c *Cluster) vote(ctx context.Context, l *claim, b *ballot) {
 	n := len(c.nodes)
 	flags := make([]bool, 3*n) // one allocation for the three
-	*b = ballot{start: time.Now(), plain: l.plain(), waiter: l.waiter != "", mayHold: flags[:n:n], failed: flags[n : 2*n : 2*n]}
+	*b = ballot{start: time.Now(), waiter: l.waiter != "", mayHold: flags[:n:n], failed: flags[n : 2*n : 2*n]}
 	unknown := c.id.unknown.Load() > 0
-	req := c.acquireRequest(l, b.plain, unknown)
+	req := c.acquireRequest(l, unknown)
 	if req.spare = c.suspects(); n-bits.OnesCount64(req.spare) < c.quorum {
 		req.spare = 0 // the suspects are needed for a quorum
 	}
@@ -244,7 +243,8 @@ func (c *Cluster) vote(ctx context.Context, l *claim, b *ballot) {
 
 // acquireRequest is the attempt's request: the acquire script, or only a plain SET NX where
 // the attempt is plain and every node is an identified Setter.
-func (c *Cluster) acquireRequest(l *claim, plain, unknown bool) request {
+func (c *Cluster) acquireRequest(l *claim, unknown bool) request {
+	plain := l.plain()
 	req := request{s: l.scripts().acquire, vote: true, setNX: plain, key: l.Keys.Lock, value: l.token, ttl: l.TTL.Truncate(time.Millisecond),
 		op: "acquire", failed: l.NodeFailed}
 	if plain && c.setters && !unknown {
@@ -283,7 +283,7 @@ func (c *Cluster) lose(ctx context.Context, l *claim, b *ballot, err error) outc
 	}
 	return outcome{
 		wait: time.Duration(b.wait) * time.Millisecond, split: split,
-		handers: b.t.no + len(c.nodes) - b.t.answers, took: took, start: b.start, refused: b.refused, plain: b.plain, late: late,
+		handers: b.t.no + len(c.nodes) - b.t.answers, took: took, start: b.start, refused: b.refused, plain: l.plain(), late: late,
 	}
 }
 

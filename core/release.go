@@ -87,15 +87,8 @@ type followed struct {
 
 // poll reads e.f's replies ready now, and empties e.late once e.f's deadline passed.
 func (e *followed) poll() {
-	for e.late != 0 {
-		select {
-		case r := <-e.f.out:
-			e.late &^= bit(r.node)
-		case <-e.f.dctx.Done():
-			e.late = 0
-		default:
-			return
-		}
+	for e.late != 0 && (len(e.f.out) > 0 || e.f.dctx.Err() != nil) {
+		e.await()
 	}
 }
 
