@@ -99,9 +99,8 @@ func (c *Cluster) decide(ctx context.Context, l *claim, b *ballot) (Grant, error
 		return Grant{}, ctxError(ctx, "acquire", l.Keys.named())
 	case c.misconfigured() != nil:
 		return Grant{}, opError("acquire", l.Keys.named(), c.misconfigured())
-	case b.dissenter > 0:
-		return Grant{}, opError("acquire", l.Keys.named(), fmt.Errorf("%w: the semaphore has %d permits on node %s, not %d: every holder must count the same",
-			ErrInvalid, b.dissent, c.nodes[b.dissenter-1], len(l.Keys.Permits)))
+	case b.dissent != nil:
+		return Grant{}, opError("acquire", l.Keys.named(), b.dissent)
 	case !b.t.won() && b.t.refused():
 		return Grant{}, &heldError{key: l.Keys.named(), wait: time.Duration(b.wait) * time.Millisecond}
 	case !b.t.won():
@@ -150,20 +149,17 @@ type ballot struct {
 	f       *fanout
 	t       tally
 	start   time.Time
-	waiter  bool    // a waiter's attempt (AcquireWait)
-	fence   highest // the fence counters granted
-	wait    int64   // the longest a refusing node said the holder can keep the lock, in ms
-	mayHold []bool  // per node: it granted, or failed after the request may have landed
-	failed  []bool  // per node: it failed
-	refused []bool  // per node: it refused a waiter's attempt; nil until one did
-	permit  []int   // per node: the semaphore's permit it granted (-1: none); nil for a lock
-	free    []int   // per permit: the nodes that said it was free to us
-	// dissent is the number of permits node dissenter-1 records, if not the number asked
-	// for (dissenter 0: none).
-	dissent   int64
-	dissenter int
-	took      time.Duration // the time to hear the last node that answered, if heard
-	heard     bool
+	waiter  bool          // a waiter's attempt (AcquireWait)
+	fence   highest       // the fence counters granted
+	wait    int64         // the longest a refusing node said the holder can keep the lock, in ms
+	mayHold []bool        // per node: it granted, or failed after the request may have landed
+	failed  []bool        // per node: it failed
+	refused []bool        // per node: it refused a waiter's attempt; nil until one did
+	permit  []int         // per node: the semaphore's permit it granted (-1: none); nil for a lock
+	free    []int         // per permit: the nodes that said it was free to us
+	dissent error         // a node's semaphore records another number of permits than asked for
+	took    time.Duration // the time to hear the last node that answered, if heard
+	heard   bool
 }
 
 func (b *ballot) see(r reply) {
@@ -183,7 +179,8 @@ func (b *ballot) see(r reply) {
 			b.permit[r.node] = permitOf(r.vals)
 		}
 	case r.vals[0] == -2:
-		b.dissent, b.dissenter = r.vals[1], r.node+1
+		b.dissent = fmt.Errorf("%w: the semaphore has %d permits on node %s, not %d: every holder must count the same",
+			ErrInvalid, r.vals[1], b.f.c.nodes[r.node], len(b.free))
 	case len(r.vals) > 1: // refused (0) or abstained (-1)
 		b.wait = max(b.wait, r.vals[1])
 		if b.waiter && r.vals[0] == 0 {
