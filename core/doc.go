@@ -227,17 +227,21 @@
 //
 // W takes a ticket, subscribes to its own channel (Keys.Wake) once it finds the lock held,
 // and calls again as soon as a quorum of the nodes confirmed the subscription. Then it
-// waits, without polling, for one of: a hand-over of its latest attempt from a quorum of
-// the nodes that refused that attempt (it then holds the lock, its validity counted from
-// that attempt's start, if at least half the TTL is left; else it calls again and the nodes
-// renew it); a wake-up (it calls again); hand-overs from fewer than a quorum that the rest
-// do not follow within about twice its attempt's time (one release handed the lock to
-// different waiters: it calls again, as after a split vote), or at once if too few nodes
-// refused its attempt (or had not answered) for a quorum of hand-overs to come; the
-// holder's remaining TTL; its refresh interval (2.5 node timeouts, at least 50 ms, counted
-// from its last attempt's start), when it calls again to keep its place. When its context
-// ends it leaves the queue (release "leave" on every node, each once the calls of its
-// earlier attempts still under way there answered), letting go of any lock handed to it
-// meanwhile. An attempt that a quorum refused returns without waiting for the rest; their
-// refusals, when they come, count for a hand-over too.
+// waits, without polling, for one of:
+//
+//   - a hand-over of its latest attempt from a quorum of the nodes that refused that
+//     attempt: it then holds the lock, its validity counted from that attempt's start, if
+//     at least half the TTL is left (else it calls again, and the nodes renew it);
+//   - a wake-up: it calls again;
+//   - hand-overs from fewer than a quorum that the rest do not follow within about twice
+//     its attempt's time, or at once if too few nodes refused its attempt (or had not
+//     answered) for a quorum of hand-overs to come: one release handed the lock to
+//     different waiters, and it calls again, as after a split vote;
+//   - the holder's remaining TTL, or its refresh interval (2.5 node timeouts, at least
+//     50 ms, counted from its last attempt's start): it calls again, which keeps its place.
+//
+// An attempt that a quorum refused returns without waiting for the rest; their refusals,
+// when they come, count for a hand-over too. When its context ends W leaves the queue
+// (release "leave" on every node, each once the calls of its earlier attempts still under
+// way there answered), letting go of any lock handed to it meanwhile.
 package core
