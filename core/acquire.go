@@ -295,23 +295,19 @@ const FenceIdle = time.Hour
 
 // abandon releases a failed attempt on the nodes that answered and may hold it, waiting for
 // those releases (for the failed nodes' only until ctx ends), and in the background on each
-// node still in flight once it answers. For a waiter it records those in l.trail, and
+// node still in flight once it answers. For a waiter it counts those in l.trail, and
 // returns a channel naming each that answers with a refusal (nil if none is in flight).
 func (c *Cluster) abandon(ctx context.Context, l *claim, b *ballot) <-chan int {
 	u := c.undoer(ctx, l)
 	n := len(c.nodes)
 	pending, failed, doneFailed := 0, 0, make(chan struct{}, n)
 	var granted sync.WaitGroup // waited for below, so not counted in c.bg
-	var busy []chan struct{}   // per node in flight, for a waiter: closed once dealt with
 	for i := range c.nodes {
 		switch {
 		case !b.t.answered[i]:
 			pending++
-			if l.waiter != "" {
-				if busy == nil {
-					busy = make([]chan struct{}, n)
-				}
-				busy[i] = l.trail.add(i, n)
+			if u.trail != nil {
+				u.trail.add(i, n)
 			}
 		case b.mayHold[i] && b.failed[i]:
 			failed++
@@ -326,7 +322,7 @@ func (c *Cluster) abandon(ctx context.Context, l *claim, b *ballot) <-chan int {
 			late = make(chan int, pending)
 		}
 		f := b.f // not b, which would then escape on every attempt
-		c.bg.goRun(3*u.timeout, func() { u.stragglers(f, pending, busy, late) })
+		c.bg.goRun(3*u.timeout, func() { u.stragglers(f, pending, late) })
 	}
 	granted.Wait()
 	for range failed {
@@ -349,7 +345,7 @@ type undo struct {
 	// else would take it out of that node's queue. Unset (leave.s nil) for a single attempt
 	// or a quitter.
 	leave   request
-	trail   *trail
+	trail   *trail // the waiter's; nil for a single attempt
 	attempt int64
 }
 
@@ -360,10 +356,13 @@ func (c *Cluster) undoer(ctx context.Context, l *claim) *undo {
 	if ctx.Err() != nil {
 		mode = "leave"
 	}
-	u := &undo{c: c, ctx: context.WithoutCancel(ctx), timeout: l.NodeTimeout, trail: &l.trail, attempt: int64(l.attempt),
+	u := &undo{c: c, ctx: context.WithoutCancel(ctx), timeout: l.NodeTimeout, attempt: int64(l.attempt),
 		rel: l.releaseRequest(mode)} // a copy: the next attempt puts a new token in l
-	if l.waiter != "" && mode == "stay" {
-		u.leave = l.releaseRequest("leave")
+	if l.waiter != "" {
+		u.trail = &l.trail
+		if mode == "stay" {
+			u.leave = l.releaseRequest("leave")
+		}
 	}
 	return u
 }
@@ -371,8 +370,8 @@ func (c *Cluster) undoer(ctx context.Context, l *claim) *undo {
 func (u *undo) release(i int) { u.c.callNode(u.ctx, i, u.timeout, u.rel) }
 
 // stragglers reads f's pending replies and undoes what each did; a refusal goes to late (if
-// not nil), and each node's channel in busy (if any) is closed once it is dealt with.
-func (u *undo) stragglers(f *fanout, pending int, busy []chan struct{}, late chan<- int) {
+// not nil), and each node counts as dealt with in the trail (if any) once it is.
+func (u *undo) stragglers(f *fanout, pending int, late chan<- int) {
 	for range pending {
 		r := <-f.out
 		switch {
@@ -384,8 +383,8 @@ func (u *undo) stragglers(f *fanout, pending int, busy []chan struct{}, late cha
 		case late != nil && len(r.vals) > 1 && r.vals[0] == 0:
 			late <- r.node
 		}
-		if busy != nil && busy[r.node] != nil {
-			close(busy[r.node])
+		if u.trail != nil {
+			u.trail.done(r.node)
 		}
 	}
 }
@@ -394,67 +393,53 @@ func (u *undo) stragglers(f *fanout, pending int, busy []chan struct{}, late cha
 // of its failed attempts that had not answered, each until it and its undoing answered.
 type trail struct {
 	mu   sync.Mutex
-	busy [][]chan struct{} // per node: each closed once that call is dealt with
-	gone atomic.Bool       // AcquireWait returned
-	won  atomic.Int64      // the attempt that got the lock, once AcquireWait returned it
+	busy []int           // per node: the calls not dealt with yet
+	idle []chan struct{} // per node: closed when its busy falls to 0; nil while it is 0
+	gone atomic.Bool     // AcquireWait returned
+	won  atomic.Int64    // the attempt that got the lock, once AcquireWait returned it
 }
 
-// add records a call to node i (of n) under way, and returns the channel to close once it
-// is dealt with.
-func (t *trail) add(i, n int) chan struct{} {
-	ch := make(chan struct{})
+// add counts a call to node i (of n) under way.
+func (t *trail) add(i, n int) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if t.busy == nil {
-		t.busy = make([][]chan struct{}, n)
+		t.busy, t.idle = make([]int, n), make([]chan struct{}, n)
 	}
-	open := t.busy[i][:0]
-	for _, b := range t.busy[i] {
-		if !closed(b) {
-			open = append(open, b)
-		}
+	if t.busy[i]++; t.idle[i] == nil {
+		t.idle[i] = make(chan struct{})
 	}
-	t.busy[i] = append(open, ch)
-	return ch
 }
 
-// underWay reports whether some call recorded is not dealt with yet.
+// done counts a call to node i as dealt with.
+func (t *trail) done(i int) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.busy[i]--; t.busy[i] == 0 {
+		close(t.idle[i])
+		t.idle[i] = nil
+	}
+}
+
+// underWay reports whether some call counted is not dealt with yet.
 func (t *trail) underWay() bool {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	for _, calls := range t.busy {
-		for _, b := range calls {
-			if !closed(b) {
-				return true
-			}
-		}
-	}
-	return false
+	return slices.ContainsFunc(t.busy, func(n int) bool { return n > 0 })
 }
 
-// closed reports whether ch is closed (or has a value ready).
-func closed(ch <-chan struct{}) bool {
-	select {
-	case <-ch:
-		return true
-	default:
-		return false
-	}
-}
-
-// wait returns once every call to node i recorded so far is dealt with, or timeout closed.
+// wait returns once every call to node i counted is dealt with, or timeout closed.
 func (t *trail) wait(i int, timeout <-chan struct{}) {
 	t.mu.Lock()
-	var busy []chan struct{}
-	if t.busy != nil {
-		busy = slices.Clone(t.busy[i])
+	var idle chan struct{}
+	if t.idle != nil {
+		idle = t.idle[i]
 	}
 	t.mu.Unlock()
-	for _, b := range busy {
+	if idle != nil {
 		select {
-		case <-b:
+		case <-idle:
 		case <-timeout:
-			return
 		}
 	}
 }

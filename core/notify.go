@@ -92,6 +92,16 @@ func (c *Cluster) subscribe(ctx context.Context, w *watch, channel string, timeo
 // isActive reports whether the waiter will hear release notifications; false on a nil watch.
 func (w *watch) isActive() bool { return w != nil && closed(w.usable) && w.active.Load() }
 
+// closed reports whether ch is closed (or has a value ready).
+func closed(ch <-chan struct{}) bool {
+	select {
+	case <-ch:
+		return true
+	default:
+		return false
+	}
+}
+
 // drain forgets the messages received so far; a no-op on a nil watch.
 func (w *watch) drain() {
 	if w == nil {
