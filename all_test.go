@@ -139,10 +139,10 @@ func queuedEverywhere(t *testing.T, s allSetup, name string, n int64) {
 
 // TestAcquireAllIsAllOrNothing: with one name held by another Client, TryAcquireAll takes
 // none of them (the other name is untouched on every server), and its error names the lock
-// as given; once free, it takes every name on every server, under one token larger than
-// every token its names had, which single-name locks of either name and overlapping sets
-// then find held, from this Client as from another; Release frees them all, and each
-// name's next token is larger than the set's.
+// as given; once free, it takes every name on a quorum, under one token larger than every
+// token its names had, which single-name locks of either name and overlapping sets then
+// find held, from this Client as from another; Release frees them all, and each name's
+// next token is larger than the set's.
 func TestAcquireAllIsAllOrNothing(t *testing.T) {
 	onAllSetups(t, everyN, func(t *testing.T, s allSetup) {
 		c, other := s.client(t), s.client(t)
@@ -167,7 +167,9 @@ func TestAcquireAllIsAllOrNothing(t *testing.T) {
 		require.NoError(t, err)
 		assert.Equal(t, "[b a]", set.Name())
 		assert.Greater(t, set.Token(), before, "the set's token is not above every name's")
-		heldEverywhere(t, s, "a", "b")
+		// A quorum: a node whose call from the refused attempt was still under way (a loaded
+		// machine) is spared, not called again, and may never hold the set.
+		heldOnQuorum(t, s, "a", "b")
 		for _, cl := range []*redlock.Client{c, other} {
 			for _, name := range []string{"a", "b"} {
 				_, err := cl.TryAcquire(ctx, name)

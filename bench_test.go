@@ -45,6 +45,28 @@ func BenchmarkMutexAllUncontended(b *testing.B) {
 	}
 }
 
+// BenchmarkRWMutexReadUncontended: RLock then RUnlock of a free RWMutex on N real servers,
+// one goroutine: of one name (NewRWMutex), and of two at once (NewRWMutexAll).
+func BenchmarkRWMutexReadUncontended(b *testing.B) {
+	for _, n := range []int{1, 5} {
+		for _, names := range [][]string{{"bench"}, {"bench", "bench2"}} {
+			b.Run(fmt.Sprintf("N=%d/names=%d", n, len(names)), func(b *testing.B) {
+				nodes, _ := realNodes(b, n)
+				c := newClient(b, nodes)
+				rw := c.NewRWMutex(names[0])
+				if len(names) > 1 {
+					rw = c.NewRWMutexAll(names)
+				}
+				b.ReportAllocs()
+				for b.Loop() {
+					rw.RLock()
+					rw.RUnlock()
+				}
+			})
+		}
+	}
+}
+
 // BenchmarkGuardedUncontended: an uncontended acquisition and release on 5 real servers with
 // the restart guard on, as Clients run by default (so every first attempt runs the acquire
 // script, a Mutex's too): a Mutex of one name, a Mutex over two names (NewMutexAll), a
