@@ -60,6 +60,7 @@ func BenchmarkRWMutexReadUncontended(b *testing.B) {
 				b.ReportAllocs()
 				for b.Loop() {
 					rw.RLock()
+					//lint:ignore SA2001 the benchmark measures rlock+runlock itself
 					rw.RUnlock()
 				}
 			})
