@@ -283,7 +283,15 @@ func (p *parent) story(res *result) (err error) {
 	if _, err := p.current(p.cfg.Timeout); err != nil { // the first leader
 		return err
 	}
-	p.watch(p.cfg.Lead, nil, nobody)
+	// One leader leads for -lead, so that it writes. On a loaded machine a leader can lose
+	// its lease meanwhile: then its successor leads for -lead (a few times at most).
+	for range 5 {
+		changed := false
+		p.watch(p.cfg.Lead, nil, func(string) bool { changed = true; return true })
+		if !changed || p.ctx.Err() != nil {
+			break
+		}
+	}
 
 	// SIGKILL: the leader cannot resign, and leads (as far as the lock goes) until its TTL
 	// runs out; then the first candidate in line leads.
