@@ -82,7 +82,7 @@ func (c *Cluster) acquire(ctx context.Context, l *claim) (Grant, outcome, error)
 	}
 	l.acquiring, l.pending, l.late = b.f, len(c.nodes)-b.t.answers, 0
 	if len(c.nodes) <= 64 {
-		l.late = flagged(b.t.answered, false)
+		l.late = flagged(b.answered, false)
 	}
 	if b.permit == nil { // a semaphore's are set by holdPermit
 		l.holds = b.t.yesNodes
@@ -107,7 +107,7 @@ func (c *Cluster) decide(ctx context.Context, l *claim, b *ballot) (Grant, error
 		return Grant{}, b.t.err()
 	}
 	if b.permit != nil {
-		c.holdPermit(l, b.permit, slices.Index(b.t.grants, b.t.most), flagged(b.t.answered, true))
+		c.holdPermit(l, b.permit, slices.Index(b.t.grants, b.t.most), flagged(b.answered, true))
 	}
 	return c.grant(ctx, l, b.start, b.fence, 0)
 }
@@ -146,20 +146,21 @@ func (h *highest) see(f int64) {
 
 // ballot is what an attempt heard from the nodes.
 type ballot struct {
-	f       *fanout
-	t       tally
-	start   time.Time
-	waiter  bool          // a waiter's attempt (AcquireWait)
-	fence   highest       // the fence counters granted
-	wait    int64         // the longest a refusing node said the holder can keep the lock, in ms
-	mayHold []bool        // per node: it granted, or failed after the request may have landed
-	failed  []bool        // per node: it failed
-	refused []bool        // per node: it refused a waiter's attempt; nil until one did
-	permit  []int         // per node: the semaphore's permit it granted (-1: none); nil for a lock
-	free    []int         // per permit: the nodes that said it was free to us
-	dissent error         // a node's semaphore records another number of permits than asked for
-	took    time.Duration // the time to hear the last node that answered, if heard
-	heard   bool
+	f        *fanout
+	t        tally
+	start    time.Time
+	waiter   bool          // a waiter's attempt (AcquireWait)
+	fence    highest       // the fence counters granted
+	answered []bool        // per node: its reply was read
+	wait     int64         // the longest a refusing node said the holder can keep the lock, in ms
+	mayHold  []bool        // per node: it granted, or failed after the request may have landed
+	failed   []bool        // per node: it failed
+	refused  []bool        // per node: it refused a waiter's attempt; nil until one did
+	permit   []int         // per node: the semaphore's permit it granted (-1: none); nil for a lock
+	free     []int         // per permit: the nodes that said it was free to us
+	dissent  error         // a node's semaphore records another number of permits than asked for
+	took     time.Duration // the time to hear the last node that answered, if heard
+	heard    bool
 }
 
 func (b *ballot) see(r reply) {
@@ -210,28 +211,28 @@ func flagged(flags []bool, v bool) uint64 {
 func (c *Cluster) vote(ctx context.Context, l *claim, b *ballot) {
 	n := len(c.nodes)
 	flags := make([]bool, 3*n) // one allocation for the three
-	*b = ballot{start: time.Now(), waiter: l.waiter != "", mayHold: flags[:n:n], failed: flags[n : 2*n : 2*n]}
+	*b = ballot{start: time.Now(), waiter: l.waiter != "", mayHold: flags[:n:n], failed: flags[n : 2*n : 2*n], answered: flags[2*n:]}
 	unknown := c.id.unknown.Load() > 0
 	req := c.acquireRequest(l, unknown)
 	if req.spare = c.suspects(); n-bits.OnesCount64(req.spare) < c.quorum {
 		req.spare = 0 // the suspects are needed for a quorum
 	}
 	b.f = c.fan(ctx, l.NodeTimeout, req, 0)
-	b.t = tally{c: c, op: "acquire", key: l.Keys.named(), suspects: req.spare, answered: flags[2*n:]}
+	b.t = tally{c: c, op: "acquire", key: l.Keys.named(), suspects: req.spare}
 	if k := len(l.Keys.Permits); k > 0 {
 		b.t.grants, b.free, b.permit, b.t.all = make([]int, k), make([]int, k), slices.Repeat([]int{-1}, n), true
 	}
-	c.collect(ctx, b.f, &b.t, b.see)
+	c.collect(ctx, b.f, &b.t, b.answered, b.see)
 	// A waiter that lost with fewer than a quorum of refusals hears the rest until a quorum
 	// refused (hand-overs count only from nodes that refused).
 	if b.refused != nil && !b.t.won() && b.t.no < c.quorum && b.t.waiting() && ctx.Err() == nil {
 		b.t.all, b.t.refusals = true, true
-		c.collect(ctx, b.f, &b.t, b.see)
+		c.collect(ctx, b.f, &b.t, b.answered, b.see)
 	}
 	// While some node is unidentified, a win waits for every node that is not suspected.
 	if unknown && b.t.won() && b.t.waiting() && ctx.Err() == nil {
 		b.t.all = true
-		c.collect(ctx, b.f, &b.t, b.see)
+		c.collect(ctx, b.f, &b.t, b.answered, b.see)
 	}
 	if !b.t.won() {
 		b.t.unheard()
@@ -304,7 +305,7 @@ func (c *Cluster) abandon(ctx context.Context, l *claim, b *ballot) <-chan int {
 	var granted sync.WaitGroup // waited for below, so not counted in c.bg
 	for i := range c.nodes {
 		switch {
-		case !b.t.answered[i]:
+		case !b.answered[i]:
 			pending++
 			if u.trail != nil {
 				u.trail.add(i, n)

@@ -79,7 +79,7 @@ func (c *Cluster) Leader(ctx context.Context, k Keys, timeout time.Duration) (to
 	var top string             // the record most nodes hold
 	// none: no quorum can hold top, counting the nodes that failed or are not heard yet
 	none := func() bool { return len(c.nodes)-(t.yes+t.no-counts[top]) < c.quorum }
-	c.collect(ctx, f, &t, func(r reply) {
+	c.collect(ctx, f, &t, make([]bool, len(c.nodes)), func(r reply) {
 		if r.yes() {
 			if counts[r.record]++; counts[r.record] > counts[top] {
 				top = r.record

@@ -64,8 +64,9 @@ func (c *Cluster) Raise(ctx context.Context, h *Held, fence uint64) error {
 // returns the fan-out.
 func (c *Cluster) renew(ctx context.Context, l *claim, req request, t *tally, may uint64) *fanout {
 	f := c.fan(ctx, l.NodeTimeout, req, 0)
-	c.collect(ctx, f, t, nil)
-	l.follow(f, may, t.answered)
+	answered := make([]bool, len(c.nodes))
+	c.collect(ctx, f, t, answered, nil)
+	l.follow(f, may, answered)
 	return f
 }
 

@@ -276,7 +276,6 @@ type tally struct {
 	no       int
 	errs     []NodeError
 	answers  int
-	answered []bool // per node: its reply was read; collect makes it if nil
 	all      bool   // wait for every node (or the deadline), not only for the outcome
 	refusals bool   // with all: stop once a quorum refused
 	suspects uint64 // suspected when the fan-out began and not answered: not waited for
@@ -417,8 +416,8 @@ func (t *tally) refused() bool {
 }
 
 // missing records every node not answered, and not recorded yet, as failed with err.
-func (t *tally) missing(err error) {
-	for i, ok := range t.answered {
+func (t *tally) missing(answered []bool, err error) {
+	for i, ok := range answered {
 		if !ok && !t.recorded(i) {
 			t.fail(i, err)
 		}
@@ -434,12 +433,9 @@ func (t *tally) err() error {
 
 // collect reads replies from f into t until the outcome is decided (with t.all: until every
 // node answered, or, with t.refusals, a quorum refused), the calls' deadline passed, or ctx
-// ended. It calls seen (if not nil) for each reply, and marks in t.answered which nodes
-// answered. Where seen decides the outcome, it sets t.done.
-func (c *Cluster) collect(ctx context.Context, f *fanout, t *tally, seen func(reply)) {
-	if t.answered == nil {
-		t.answered = make([]bool, len(c.nodes))
-	}
+// ended. It calls seen (if not nil) for each reply, and marks in answered (a flag per node)
+// which nodes answered. Where seen decides the outcome, it sets t.done.
+func (c *Cluster) collect(ctx context.Context, f *fanout, t *tally, answered []bool, seen func(reply)) {
 	for !t.done && t.waiting() && (t.all && !(t.refusals && t.no >= t.c.quorum) || !t.won() && !t.lost()) {
 		var r reply
 		if f.out == nil {
@@ -451,15 +447,15 @@ func (c *Cluster) collect(ctx context.Context, f *fanout, t *tally, seen func(re
 				select {
 				case r = <-f.out: // replies that came by the deadline count
 				default:
-					t.missing(timeoutError(f.timeout, nil))
+					t.missing(answered, timeoutError(f.timeout, nil))
 					return
 				}
 			case <-ctx.Done():
-				t.missing(ctx.Err())
+				t.missing(answered, ctx.Err())
 				return
 			}
 		}
-		t.answered[r.node] = true
+		answered[r.node] = true
 		t.add(r)
 		if seen != nil {
 			seen(r)

@@ -42,13 +42,14 @@ func (c *Cluster) Release(ctx context.Context, h *Held) error {
 // otherwise it hears every node out and returns ErrNotHeld if the refusals put a quorum
 // out of reach, else t's error.
 func (c *Cluster) settle(ctx context.Context, f *fanout, t *tally, start time.Time) error {
-	c.collect(ctx, f, t, nil)
+	answered := make([]bool, len(c.nodes))
+	c.collect(ctx, f, t, answered, nil)
 	if t.won() {
 		f.drain(len(c.nodes)-t.answers, max(2*time.Since(start), releaseGrace))
 		return nil
 	}
 	t.all = true
-	c.collect(ctx, f, t, nil)
+	c.collect(ctx, f, t, answered, nil)
 	if t.refused() {
 		return opError(t.op, t.key, ErrNotHeld)
 	}
