@@ -8,9 +8,9 @@ import (
 // RWMutex is a reader/writer mutual exclusion lock shared by every process that uses the
 // same name over the same nodes: a sync.RWMutex that works across machines. Any number of
 // readers, in any processes, may hold it together, or one writer alone. Create it with
-// Client.NewRWMutex; the zero RWMutex is not usable, and an RWMutex must not be copied
-// after first use (a copy panics, saying so, at its first call). One RWMutex is safe for
-// use by many goroutines.
+// Client.NewRWMutex, or Client.NewRWMutexAll for one over several names at once; the zero
+// RWMutex is not usable, and an RWMutex must not be copied after first use (a copy panics,
+// saying so, at its first call). One RWMutex is safe for use by many goroutines.
 //
 // Over N nodes, a reader holds the lock when a quorum of nodes grant it a share, and a
 // writer when a quorum grant it the lock with no reader and no writer on it. Any two
