@@ -458,6 +458,11 @@ func TestExtendAndRelease(t *testing.T) {
 		}
 		synctest.Wait()
 		require.Equal(t, []string{"extend", "release"}, fakes[1].scripts(), "the hung node was not called")
+		// That call is background work: Wait (which a Client's Close runs before it closes
+		// the nodes) waits for it, until its deadline.
+		waited := time.Now()
+		c.Wait()
+		assert.InDelta(t, l.NodeTimeout-releaseGrace, time.Since(waited), float64(2*time.Millisecond), "Wait did not wait for the release's call to the hung node")
 
 		c, _ = cluster(t, held(1), held(1), grants(1))
 		_, err = c.Extend(context.Background(), h)

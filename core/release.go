@@ -38,14 +38,17 @@ func (c *Cluster) Release(ctx context.Context, h *Held) error {
 }
 
 // settle reads f's replies into t, begun at start. Once a quorum said yes, it gives the
-// other nodes twice as long as that took (at least releaseGrace) and returns nil;
+// other nodes twice as long as that took (at least releaseGrace), leaves the calls still
+// under way to the background (see Wait), and returns nil;
 // otherwise it hears every node out and returns ErrNotHeld if the refusals put a quorum
 // out of reach, else t's error.
 func (c *Cluster) settle(ctx context.Context, f *fanout, t *tally, start time.Time) error {
 	answered := make([]bool, len(c.nodes))
 	c.collect(ctx, f, t, answered, nil)
 	if t.won() {
-		f.drain(len(c.nodes)-t.answers, max(2*time.Since(start), releaseGrace))
+		if n := f.drain(len(c.nodes)-t.answers, max(2*time.Since(start), releaseGrace)); n > 0 {
+			c.bg.goRun(f.timeout, func() { f.drain(n, 0) })
+		}
 		return nil
 	}
 	t.all = true
@@ -58,10 +61,11 @@ func (c *Cluster) settle(ctx context.Context, f *fanout, t *tally, start time.Ti
 
 const releaseGrace = 2 * time.Millisecond
 
-// drain reads n of f's replies, or fewer if the calls' deadline, or d if d > 0, passes first.
-func (f *fanout) drain(n int, d time.Duration) {
+// drain reads n of f's replies, or fewer if the calls' deadline, or d if d > 0, passes
+// first, and returns how many it did not read.
+func (f *fanout) drain(n int, d time.Duration) int {
 	if n == 0 || f.out == nil {
-		return
+		return 0
 	}
 	var timeout <-chan time.Time
 	if d > 0 {
@@ -69,15 +73,16 @@ func (f *fanout) drain(n int, d time.Duration) {
 		defer timer.Stop()
 		timeout = timer.C
 	}
-	for range n {
+	for ; n > 0; n-- {
 		select {
 		case <-f.out:
 		case <-timeout:
-			return
+			return n
 		case <-f.dctx.Done():
-			return
+			return n
 		}
 	}
+	return 0
 }
 
 // followed is a fan-out whose calls to the nodes of late had not answered, as far as read.
