@@ -95,11 +95,11 @@ func (c *Client) made(method string) {
 // locally and returns that error too (Unlock and RUnlock pass it to the WithErrorHandler
 // function or the logger); Unlock still must be called only on a locked Mutex.
 //
-// Close also waits for the calls that the Client's acquisitions left under way when they
-// returned: the queue leaves of waits that gave up while a call of theirs was under way,
-// and the releases of failed attempts on nodes that answered late (each within three node
-// timeouts), so that a program that exits after Close leaves no waiter queued and no lock
-// held on a node.
+// Close also waits for the calls that the Client's acquisitions and releases left under
+// way when they returned: the queue leaves of waits that gave up while a call of theirs was
+// under way, the releases of failed attempts on nodes that answered late, and a release's
+// calls to nodes slower than a quorum (each within three node timeouts), so that a program
+// that exits after Close leaves no waiter queued and no lock held on a node that answers.
 //
 // Last, Close closes the nodes' subscriptions: it calls Close on each node that has one (an
 // io.Closer; the backends' Nodes close their pub/sub connections, never the driver client
