@@ -39,9 +39,8 @@ func (c *Cluster) Release(ctx context.Context, h *Held) error {
 
 // settle reads f's replies into t, begun at start. Once a quorum said yes, it gives the
 // other nodes twice as long as that took (at least releaseGrace), leaves the calls still
-// under way to the background (see Wait), and returns nil;
-// otherwise it hears every node out and returns ErrNotHeld if the refusals put a quorum
-// out of reach, else t's error.
+// under way to the background (see Wait), and returns nil; otherwise it hears every node
+// out and returns ErrNotHeld if the refusals put a quorum out of reach, else t's error.
 func (c *Cluster) settle(ctx context.Context, f *fanout, t *tally, start time.Time) error {
 	answered := make([]bool, len(c.nodes))
 	c.collect(ctx, f, t, answered, nil)

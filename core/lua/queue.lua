@@ -151,8 +151,8 @@ local function soonest(permits)
   return least
 end
 -- queue_caller queues the caller of acquire or rlock, if it waits, as one waiter in the queue
--- of each of names, with its attempt; mode: '' a writer's, ' r' a reader's, ' s' and the
--- names a set's.
+-- of each of names, with its attempt; mode: '' a writer's, ' r' a reader's, ' s' a writer
+-- set's and ' r' a reader set's, each set's followed by its names (" <length> <lock key>").
 local function queue_caller(names, mode)
   local fence = string.sub(mode, 1, 2) == ' r' and '0' or string.match(ARGV[4], '^%d+$') or '1'
   local reg = table.concat({ARGV[1], ARGV[2], fence, tonumber(ARGV[3]) or 0}, ' ') .. mode
