@@ -150,8 +150,11 @@ func (c *Client) DoAll(ctx context.Context, names []string, fn func(ctx context.
 // Mutex keeps its own copy of the names. Its methods are safe for concurrent use, as a
 // Mutex's are.
 //
-// Unlike a Mutex of one name, it takes no place in the Client's local queue: each Lock
-// waits in Redis as its own waiter (see AcquireAll).
+// Unlike a Mutex of one name, it takes no place in the Client's local queue: the Lock and
+// TryLock calls of one such Mutex take turns in a queue of its own (so a holding that was
+// lost keeps it locked until Unlock, and TryLock fails at once while it is locked), and the
+// first of them waits in Redis as its own waiter (see AcquireAll), as other Mutexes and
+// calls over any of the names do.
 func (c *Client) NewMutexAll(names []string, opts ...Option) *Mutex {
 	c.made("NewMutexAll")
 	m := &Mutex{}
@@ -169,8 +172,9 @@ func (c *Client) NewMutexAll(names []string, opts ...Option) *Mutex {
 // names and errors are as for NewMutexAll. Its methods are safe for concurrent use, as an
 // RWMutex's are.
 //
-// Neither side takes a place in the Client's local queue: each Lock and RLock waits in
-// Redis as its own waiter. On Redis Cluster, names in several slots are taken slot by slot,
+// Neither side takes a place in the Client's local queue: each RLock waits in Redis as its
+// own waiter, and the writer's side takes turns in a queue of the RWMutex's own, as
+// NewMutexAll's Lock does. On Redis Cluster, names in several slots are taken slot by slot,
 // as AcquireAll takes them, by readers and writers alike.
 func (c *Client) NewRWMutexAll(names []string, opts ...Option) *RWMutex {
 	c.made("NewRWMutexAll")

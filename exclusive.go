@@ -12,7 +12,7 @@ import (
 // exclusive is the exclusive side of a lock: a Mutex, or an RWMutex's writer side. It has
 // one holding at a time, and keeps the holding's place in its Client's local queue from
 // the lock until the unlock, also when the holding is lost before: no other goroutine of
-// the Client locks it while it is locked here. Its settings serve an RWMutex's readers too.
+// the Client locks it while it is locked here. Over several names, the queue is x's own. Its settings serve an RWMutex's readers too.
 type exclusive struct {
 	client *Client
 	name   string
@@ -27,7 +27,10 @@ type exclusive struct {
 	// SET NX (see core.Setter).
 	contended atomic.Bool
 
-	queue *queue // the name's local queue in the Client, kept for x's lifetime; nil for a set
+	// queue is the name's local queue in the Client, kept for x's lifetime; for a set, a
+	// queue of x's own, so that one holding of x at a time goes to Redis, and a lost holding
+	// keeps x locked until its Unlock.
+	queue *queue
 
 	// self is x's address, recorded at its first use, to tell a copy (see noCopy).
 	self atomic.Pointer[exclusive]
@@ -51,6 +54,9 @@ func (x *exclusive) init(c *Client, op string, t target, kind Kind, opts []Optio
 	x.keys = t.keys(x.opts.prefix)
 	x.groups = c.slotGroups(x.keys, t.name, x.opts.prefix)
 	x.queue = c.localQueue(x.keys)
+	if x.queue == nil {
+		x.queue = &queue{slot: make(chan struct{}, 1), closed: c.closed}
+	}
 }
 
 // noCopy panics if x is a copy of one that was used (kind names what holds it: "Mutex",

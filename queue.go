@@ -63,7 +63,8 @@ func (q *queue) leave() {
 // So a set never finds "held by another goroutine of this Client" locally, nor makes a
 // single name find it: Redis, which sees every holder and waiter of each name, decides,
 // and the goroutines of one Client that wait for overlapping sets, or for a set and one of
-// its names, take turns there as the waiters of different processes do.
+// its names, take turns there as the waiters of different processes do. (A Mutex or an
+// RWMutex over several names has a queue of its own for its writer's side: see exclusive.)
 func (c *Client) localQueue(keys core.Keys) *queue {
 	if keys.Set != nil {
 		return nil
