@@ -33,6 +33,10 @@ type Client struct {
 
 	hmu      sync.Mutex
 	holdings map[*Lease]struct{} // the held locks, which Close releases; nil after Close
+	// acquiring counts the acquisitions under way that began before Close (see begin), and
+	// idle, made by Close if there are any, is closed when the last of them ends.
+	acquiring int
+	idle      chan struct{}
 }
 
 // New returns a Client over nodes, one per independent Redis master. A lock needs a quorum
@@ -95,8 +99,10 @@ func (c *Client) made(method string) {
 // locally and returns that error too (Unlock and RUnlock pass it to the WithErrorHandler
 // function or the logger); Unlock still must be called only on a locked Mutex.
 //
-// Close also waits for the calls that the Client's acquisitions and releases left under
-// way when they returned: the queue leaves of waits that gave up while a call of theirs was
+// Close waits for the acquisitions under way when it was called to return: one whose
+// attempt, under way then, wins on the nodes lets go of the lock and fails with ErrClosed.
+// It also waits for the calls that the Client's acquisitions and releases left under way
+// when they returned: the queue leaves of waits that gave up while a call of theirs was
 // under way, the releases of failed attempts on nodes that answered late, and a release's
 // calls to nodes slower than a quorum (each within three node timeouts), so that a program
 // that exits after Close leaves no waiter queued and no lock held on a node that answers.
@@ -119,12 +125,20 @@ func (c *Client) Close() error {
 	c.hmu.Lock()
 	holdings := c.holdings
 	c.holdings = nil
+	var idle chan struct{}
+	if c.acquiring > 0 {
+		idle = make(chan struct{})
+		c.idle = idle
+	}
 	c.hmu.Unlock()
 	var wg sync.WaitGroup
 	for l := range holdings {
 		wg.Go(func() { _ = l.finish(context.Background(), ErrClosed) })
 	}
 	wg.Wait()
+	if idle != nil { // they end with ErrClosed, having let go of what they took
+		<-idle
+	}
 	c.cluster.Wait()
 	var errs []error
 	for _, n := range c.nodes {
@@ -146,6 +160,34 @@ func (c *Client) hold(l *Lease) bool {
 	}
 	c.holdings[l] = struct{}{}
 	return true
+}
+
+// begin records an acquisition under way, which Close waits for: one whose attempt is under
+// way at Close may win on the nodes after Close began, and then lets go of the lock (see
+// Lease.start) before it returns. It reports whether it recorded it; the caller then calls
+// end(true) once the acquisition has returned. An acquisition that begins after Close is
+// not recorded: the nodes are not asked for it.
+func (c *Client) begin() bool {
+	c.hmu.Lock()
+	defer c.hmu.Unlock()
+	if c.holdings == nil {
+		return false
+	}
+	c.acquiring++
+	return true
+}
+
+// end ends the acquisition that begin recorded, if it did.
+func (c *Client) end(recorded bool) {
+	if !recorded {
+		return
+	}
+	c.hmu.Lock()
+	defer c.hmu.Unlock()
+	if c.acquiring--; c.acquiring == 0 && c.idle != nil {
+		close(c.idle)
+		c.idle = nil
+	}
 }
 
 // drop forgets l, which has ended.
@@ -206,6 +248,7 @@ func (c *Client) Acquire(ctx context.Context, name string, opts ...Option) (*Lea
 // one attempt (see acquire). Once held, l keeps the lock's place in the local queue until
 // it ends. A lock over several names has no local queue (see localQueue).
 func (c *Client) acquireLease(ctx context.Context, l *Lease, wait bool) (*Lease, error) {
+	defer c.end(c.begin())
 	q := c.localQueue(l.lock.Keys)
 	g, err := c.acquire(ctx, "acquire", l, q, wait)
 	if err != nil {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/go-redlock/redlock"
@@ -251,4 +252,69 @@ func TestCloseWaitsForTheLeaves(t *testing.T) {
 			})
 		})
 	}
+}
+
+// gateNode holds back each reply of a call made while gate is open, until gate closes (or
+// the call's context ends); arrived counts the replies held back. The call itself lands
+// on the server at once: the reply is what is late.
+type gateNode struct {
+	redlock.Node
+	gate    chan struct{}
+	arrived *atomic.Int32
+}
+
+func (n gateNode) Eval(ctx context.Context, s *core.Script, keys []string, args ...string) ([]int64, error) {
+	vals, err := n.Node.Eval(ctx, s, keys, args...)
+	select {
+	case <-n.gate:
+		return vals, err
+	default:
+	}
+	n.arrived.Add(1)
+	select {
+	case <-n.gate:
+		return vals, err
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+// TestCloseWaitsForAcquisitionsUnderWay: an acquisition whose attempt is under way when
+// Close is called wins on the nodes after Close began; Close waits for it to let go of that
+// lock, so that once Close returned the program may exit (here: its nodes fail every call)
+// and no lock of the Client is left on the nodes.
+func TestCloseWaitsForAcquisitionsUnderWay(t *testing.T) {
+	bubble(t, func(t *testing.T) {
+		nodes, servers := simNodes(t, 3)
+		var gone atomic.Bool
+		var arrived atomic.Int32
+		gate := make(chan struct{})
+		gated := make([]redlock.Node, len(nodes))
+		for i, n := range nodes {
+			gated[i] = goneNode{gateNode{n, gate, &arrived}, &gone}
+		}
+		c := newClient(t, gated, redlock.WithNodeTimeout(time.Second))
+		acquired := make(chan error, 1)
+		go func() {
+			_, err := c.Acquire(t.Context(), "closing")
+			acquired <- err
+		}()
+		synctest.Wait()
+		require.EqualValues(t, len(nodes), arrived.Load(), "the attempt is not under way on every node")
+
+		closed := make(chan error, 1)
+		go func() {
+			err := c.Close()
+			gone.Store(true) // the program exits once Close returned
+			closed <- err
+		}()
+		synctest.Wait()
+		close(gate) // the attempt's replies come back: it won
+		require.NoError(t, <-closed)
+		require.ErrorIs(t, <-acquired, redlock.ErrClosed)
+		key := core.NewKeys("redlock:", "closing")
+		for i, s := range servers {
+			assert.False(t, s.Miniredis().Exists(key.Lock), "server %d holds the lock that the closed Client took", i)
+		}
+	})
 }

@@ -94,6 +94,7 @@ func (x *exclusive) lock(ctx context.Context, typ string, wait, persist bool) er
 	if err := x.usable(typ); err != nil {
 		return err
 	}
+	defer x.client.end(x.client.begin())
 	l := x.newLease(x.kind)
 	l.lock.Contended, l.lock.Persist = x.contended.Load(), persist
 	g, err := x.client.acquire(ctx, "lock", l, x.queue, wait)

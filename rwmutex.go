@@ -136,6 +136,7 @@ func (rw *RWMutex) rlock(ctx context.Context, wait, persist bool) error {
 	if err := rw.w.usable("RWMutex"); err != nil {
 		return err
 	}
+	defer rw.w.client.end(rw.w.client.begin())
 	l := rw.w.newLease(KindRWMutexRead)
 	l.lock.Persist = persist
 	g, err := rw.w.client.acquire(ctx, "rlock", l, nil, wait)

@@ -108,6 +108,8 @@ func (c *Client) acquireGroups(ctx context.Context, l *Lease, wait bool, b core.
 		select {
 		case <-ctx.Done():
 			return nil, &lockError{"acquire", l.name, fmt.Errorf("%w; last attempt: %w", ctx.Err(), err)}
+		case <-c.closed:
+			return nil, &lockError{"acquire", l.name, fmt.Errorf("%w; last attempt: %w", ErrClosed, err)}
 		case <-time.After(b.Delay(pass, 0)):
 		}
 	}
