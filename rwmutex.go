@@ -2,6 +2,7 @@ package redlock
 
 import (
 	"context"
+	"slices"
 	"sync"
 )
 
@@ -39,6 +40,11 @@ type RWMutex struct {
 
 	mu      sync.Mutex
 	readers []*Lease // the read holdings, oldest first
+	// lost is the channel that Lost returns for several read holdings, made by its first
+	// call and again after it closed; it closes when one of the holdings is lost. watched
+	// are the holdings whose end a goroutine of Lost's watches: one each, until it ends.
+	lost    chan struct{}
+	watched map[*Lease]bool
 }
 
 var _ sync.Locker = (*RWMutex)(nil)
@@ -170,6 +176,9 @@ func (rw *RWMutex) RUnlockContext(ctx context.Context) error {
 	l := rw.readers[n-1]
 	rw.readers[n-1] = nil
 	rw.readers = rw.readers[:n-1]
+	if readerLost(l) { // before its watcher saw it, if it has one
+		rw.closeLost()
+	}
 	rw.mu.Unlock()
 	return l.Release(ctx)
 }
@@ -191,24 +200,61 @@ func (rw *RWMutex) Lost() <-chan struct{} {
 		return w.lostCh()
 	}
 	rw.mu.Lock()
-	holdings := append([]*Lease(nil), rw.readers...)
-	rw.mu.Unlock()
-	switch len(holdings) {
+	defer rw.mu.Unlock()
+	switch len(rw.readers) {
 	case 0:
 		return closedChan()
 	case 1:
-		return holdings[0].lostCh()
+		return rw.readers[0].lostCh()
+	}
+	if rw.lost == nil || isClosed(rw.lost) {
+		if slices.ContainsFunc(rw.readers, readerLost) {
+			return closedChan()
+		}
+		rw.lost = make(chan struct{})
 	}
 	// One goroutine per holding, until the holding ends: the first loss closes lost.
-	lost := make(chan struct{})
-	var once sync.Once
-	for _, l := range holdings {
+	for _, l := range rw.readers {
+		if rw.watched[l] {
+			continue
+		}
+		if rw.watched == nil {
+			rw.watched = make(map[*Lease]bool)
+		}
+		rw.watched[l] = true
 		go func() {
 			<-l.Done()
-			if l.Err() != ErrReleased {
-				once.Do(func() { close(lost) })
+			rw.mu.Lock()
+			defer rw.mu.Unlock()
+			delete(rw.watched, l)
+			if slices.Contains(rw.readers, l) && readerLost(l) {
+				rw.closeLost()
 			}
 		}()
 	}
-	return lost
+	return rw.lost
+}
+
+// closeLost closes the channel that Lost returns for several read holdings, if it is
+// open. rw.mu is held.
+func (rw *RWMutex) closeLost() {
+	if rw.lost != nil && !isClosed(rw.lost) {
+		close(rw.lost)
+	}
+}
+
+// readerLost reports whether l, a read holding, ended otherwise than by its release.
+func readerLost(l *Lease) bool {
+	err := l.Err()
+	return err != nil && err != ErrReleased
+}
+
+// isClosed reports whether ch is closed.
+func isClosed(ch <-chan struct{}) bool {
+	select {
+	case <-ch:
+		return true
+	default:
+		return false
+	}
 }

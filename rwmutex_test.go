@@ -401,3 +401,31 @@ func rwMutexLost(t *testing.T) {
 	default:
 	}
 }
+
+// TestRWMutexLostCostsNoGoroutinePerCall: Lost called again and again while several read
+// holdings last (as in a select loop) returns one channel, and leaves no goroutine behind
+// per call; it still closes when one of the holdings is lost.
+func TestRWMutexLostCostsNoGoroutinePerCall(t *testing.T) {
+	bubble(t, func(t *testing.T) {
+		nodes, servers := simNodes(t, 1)
+		rw := closingClient(t, nodes, redlock.WithTTL(300*time.Millisecond)).NewRWMutex("lost")
+		ctx := ctxT(t, time.Minute)
+		require.NoError(t, rw.RLockContext(ctx))
+		require.NoError(t, rw.RLockContext(ctx))
+		first := rw.Lost()
+		synctest.Wait()
+		before := runtime.NumGoroutine()
+		same := true
+		for range 100 {
+			same = rw.Lost() == first && same
+		}
+		assert.True(t, same, "Lost returned another channel while the same holdings last")
+		synctest.Wait()
+		assert.LessOrEqual(t, runtime.NumGoroutine()-before, 0, "Lost left goroutines behind")
+		servers[0].Miniredis().Del(lockKey("lost") + ":readers")
+		servers[0].Miniredis().Del(lockKey("lost"))
+		<-first
+		require.ErrorIs(t, rw.RUnlockContext(ctx), redlock.ErrNotHeld)
+		require.ErrorIs(t, rw.RUnlockContext(ctx), redlock.ErrNotHeld)
+	})
+}
