@@ -12,8 +12,9 @@ import (
 // the place in q, the lock's local queue in c (waiting for it if wait), and gives it back
 // if the lock is not granted; op names the call in the error of a refused place. It
 // reports the acquisition to l's Observer, and returns the grant, which l has yet to start
-// (see Lease.start); the caller then has q's place.
-func (c *Client) acquire(ctx context.Context, op string, l *Lease, q *queue, wait bool) (*core.Held, error) {
+// (see Lease.start); the caller then has q's place. If the Observer panics, the lock is let
+// go and q's place given back before the panic goes on.
+func (c *Client) acquire(ctx context.Context, op string, l *Lease, q *queue, wait bool) (g *core.Held, err error) {
 	a := observeAcquire(ctx, &l.opts, l.name, l.kind)
 	if q != nil {
 		if err := q.join(ctx, wait); err != nil {
@@ -22,8 +23,19 @@ func (c *Client) acquire(ctx context.Context, op string, l *Lease, q *queue, wai
 			return nil, err
 		}
 	}
-	var g *core.Held
-	var err error
+	returned := false
+	defer func() {
+		if returned {
+			return
+		}
+		if g != nil && err == nil {
+			l.held = g
+			_ = l.releaseNodes(context.Background())
+		}
+		if q != nil {
+			q.leave()
+		}
+	}()
 	b := core.Backoff{Min: l.opts.retryMin, Max: l.opts.retryMax}
 	switch {
 	case l.groups != nil && wait:
@@ -41,6 +53,7 @@ func (c *Client) acquire(ctx context.Context, op string, l *Lease, q *queue, wai
 		g, err = c.cluster.Acquire(ctx, &l.lock)
 		a.once(l, g, err)
 	}
+	returned = true
 	if err != nil && q != nil {
 		q.leave()
 	}

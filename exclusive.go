@@ -12,7 +12,8 @@ import (
 // exclusive is the exclusive side of a lock: a Mutex, or an RWMutex's writer side. It has
 // one holding at a time, and keeps the holding's place in its Client's local queue from
 // the lock until the unlock, also when the holding is lost before: no other goroutine of
-// the Client locks it while it is locked here. Over several names, the queue is x's own. Its settings serve an RWMutex's readers too.
+// the Client locks it while it is locked here (over several names, in a queue of x's own).
+// Its settings serve an RWMutex's readers too.
 type exclusive struct {
 	client *Client
 	name   string
@@ -124,9 +125,8 @@ func (x *exclusive) unlock(ctx context.Context, unlocked string) error {
 	if l == nil {
 		panic(unlocked)
 	}
-	err := l.Release(ctx)
-	x.queue.leave()
-	return err
+	defer x.queue.leave() // also if the Observer panics
+	return l.Release(ctx)
 }
 
 // holding returns x's current holding, or nil if x is not locked.

@@ -281,6 +281,7 @@ func (l *Lease) finish(ctx context.Context, reason error) error {
 	ended := l.err
 	l.end(reason)
 	l.mu.Unlock()
+	defer l.leave() // also if the Observer panics
 
 	var start time.Time
 	if l.opts.observer != nil {
@@ -294,7 +295,6 @@ func (l *Lease) finish(ctx context.Context, reason error) error {
 	if l.opts.observer != nil { // before the next goroutine in the local queue goes on
 		l.observeRelease(ctx, start, ret)
 	}
-	l.leave()
 	return ret
 }
 

@@ -37,12 +37,13 @@ import (
 // timers), so an Observer must be safe for concurrent use and must return quickly, without
 // blocking: a slow Observer delays the lock operation it reports. Some events are reported
 // while the holding they are about is locked internally (Lost, for one), so an Observer
-// must not call back into the library. Events are reported in order for one holding
-// (Acquired first, then its Extended and Lost events, Released last). A NodeError is
-// reported as the node's call ends, from the goroutine that made it: before the event of
-// its operation when the operation waited for that node, and after it otherwise (a node
-// that timed out after a quorum had answered, or one the operation did not wait for
-// because its last call had failed too).
+// must not call back into the library. If Acquired or Released panics, the lock it reports
+// is let go first, on the nodes and in the Client, and the panic then reaches the caller.
+// Events are reported in order for one holding (Acquired first, then its Extended and Lost
+// events, Released last). A NodeError is reported as the node's call ends, from the
+// goroutine that made it: before the event of its operation when the operation waited for
+// that node, and after it otherwise (a node that timed out after a quorum had answered, or
+// one the operation did not wait for because its last call had failed too).
 //
 // Without an Observer (the default) none of this costs more than a nil check: no event is
 // built and nothing is allocated. To implement only some of the methods, embed NopObserver,

@@ -769,3 +769,69 @@ func observerReportsADownNodeOncePerNodeTimeout(t *testing.T) {
 	assert.GreaterOrEqual(t, reported, 4, "the down node was not called again once its calls had ended")
 	assert.LessOrEqual(t, reported, 5, "the down node was called (and reported) more than once per node timeout")
 }
+
+// panicky is an Observer whose Acquired or Released panics while its flag is set.
+type panicky struct {
+	redlock.NopObserver
+	acquired, released atomic.Bool
+}
+
+func (p *panicky) Acquired(redlock.AcquireEvent) {
+	if p.acquired.Load() {
+		panic("observer: acquired")
+	}
+}
+
+func (p *panicky) Released(redlock.ReleaseEvent) {
+	if p.released.Load() {
+		panic("observer: released")
+	}
+}
+
+// TestObserverPanicKeepsNoLock: an Observer that panics in Acquired (after a grant, and
+// after a refusal) or in Released leaves no lock held, on the nodes or in the Client: the
+// panic reaches the caller, and the name can be taken again at once.
+func TestObserverPanicKeepsNoLock(t *testing.T) {
+	nodes, servers := miniNodes(t, 3)
+	obs := &panicky{}
+	client := newClient(t, nodes, redlock.WithObserver(obs), redlock.WithTTL(time.Minute), patient)
+	t.Cleanup(func() { _ = client.Close() })
+	ctx := ctxT(t, time.Minute)
+	mustPanic := func(what string, flag *atomic.Bool, f func()) {
+		t.Helper()
+		flag.Store(true)
+		defer flag.Store(false)
+		defer func() { assert.NotNil(t, recover(), what+": no panic") }()
+		f()
+	}
+	free := func(name string) {
+		t.Helper()
+		for i, s := range servers {
+			assert.False(t, s.Exists(lockKey(name)), "%s: node %d holds the lock", name, i)
+		}
+		lease, err := client.TryAcquire(ctx, name)
+		require.NoError(t, err, name)
+		require.NoError(t, lease.Release(ctx), name)
+	}
+
+	mustPanic("TryAcquire, granted", &obs.acquired, func() { _, _ = client.TryAcquire(ctx, "granted") })
+	free("granted")
+	mustPanic("Lock", &obs.acquired, func() { client.NewMutex("locked").Lock() })
+	free("locked")
+
+	held, err := client.TryAcquire(ctx, "refused")
+	require.NoError(t, err)
+	mustPanic("TryAcquire, refused", &obs.acquired, func() { _, _ = client.TryAcquire(ctx, "refused") })
+	require.NoError(t, held.Release(ctx))
+	free("refused")
+
+	held, err = client.TryAcquire(ctx, "released")
+	require.NoError(t, err)
+	mustPanic("Release", &obs.released, func() { _ = held.Release(ctx) })
+	free("released")
+
+	m := client.NewMutex("unlocked")
+	require.True(t, m.TryLock())
+	mustPanic("Unlock", &obs.released, m.Unlock)
+	free("unlocked")
+}
