@@ -82,7 +82,8 @@
 //   - errors: a server error (WRONGTYPE, redis.error_reply) is an error that keeps the
 //     server's message, with no reply, and WRONGTYPE is one that core.Permanent knows (a
 //     backend that puts its own text in front of the server's hides it); so is a reply that
-//     is not an array of integers. On a cluster, keys of different slots are an error that
+//     is not an array of integers (a string or an integer alone, or an array holding text,
+//     even "7", a nil element or an array). On a cluster, keys of different slots are an error that
 //     core.Permanent knows, never a panic (through Eval and EvalStrings). closed-client: once
 //     Harness.CloseClient closed the driver client, Eval, EvalStrings and SetNX fail with an
 //     error that matches core.ErrClosed (skipped, saying so, without CloseClient).

@@ -129,6 +129,16 @@ func errorChecks() []check {
 			what: "the script replied with an array holding text",
 		},
 		{
+			name: "bad-reply/number-as-text",
+			src:  "return {1, '7'}", keys: []string{k.Lock},
+			what: "the script replied with an array holding the text \"7\", not an integer",
+		},
+		{
+			name: "bad-reply/nil-in-array",
+			src:  "return {1, redis.call('GET', KEYS[1])}", keys: []string{k.Lock},
+			what: "the script replied with an array holding a nil element (GET of a missing key), not an integer",
+		},
+		{
 			name: "bad-reply/nested-array",
 			src:  "return {1, {2}}", keys: []string{k.Lock},
 			what: "the script replied with a nested array",

@@ -182,9 +182,20 @@ func newPreloaded(t testing.TB, addr string) core.Node {
 
 func (n preloaded) Eval(ctx context.Context, s *core.Script, keys []string, args ...string) ([]int64, error) {
 	return honourCtx(ctx, func() ([]int64, error) {
-		v, err := n.rdb.EvalSha(ctx, s.SHA1(), keys, boxed(args)...).Int64Slice()
+		v, err := ints(s, n.rdb.EvalSha(ctx, s.SHA1(), keys, boxed(args)...))
 		return v, closedErr(err)
 	})
+}
+
+// ints returns c's reply as an Eval's, each element an integer (core.Ints), as the go-redis
+// backend decodes it: go-redis's Int64Slice would read the text "7" as 7, which the
+// bad-reply checks refuse.
+func ints(s *core.Script, c *redis.Cmd) ([]int64, error) {
+	v, err := c.Result()
+	if err != nil {
+		return nil, err
+	}
+	return core.Ints(s, v)
 }
 
 // honourCtx returns call's result, or ctx's error as soon as ctx is done (call then runs on
@@ -438,9 +449,9 @@ func (n evalEveryCall) Eval(ctx context.Context, s *core.Script, keys []string, 
 	argv := boxed(args)
 	wrong := core.NewScript(s.Name(), s.Source()+"\n").SHA1()
 	return honourCtx(ctx, func() ([]int64, error) {
-		v, err := n.rdb.EvalSha(ctx, wrong, keys, argv...).Int64Slice()
+		v, err := ints(s, n.rdb.EvalSha(ctx, wrong, keys, argv...))
 		if err != nil && redis.HasErrorPrefix(err, "NOSCRIPT") {
-			v, err = n.rdb.Eval(ctx, s.Source(), keys, argv...).Int64Slice()
+			v, err = ints(s, n.rdb.Eval(ctx, s.Source(), keys, argv...))
 		}
 		return v, closedErr(err)
 	})
@@ -460,10 +471,10 @@ func (n runsTwice) Eval(ctx context.Context, s *core.Script, keys []string, args
 	sha := pipe.EvalSha(ctx, s.SHA1(), keys, argv...)
 	eval := pipe.Eval(ctx, s.Source(), keys, argv...)
 	_, _ = pipe.Exec(ctx)
-	if v, err := sha.Int64Slice(); err == nil {
+	if v, err := ints(s, sha); err == nil {
 		return v, nil
 	}
-	v, err := eval.Int64Slice()
+	v, err := ints(s, eval)
 	if err != nil {
 		return nil, closedErr(err)
 	}

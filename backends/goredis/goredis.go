@@ -162,9 +162,31 @@ func (n *Node) String() string { return n.name }
 // while its context is live, and the script would run twice (see bound). Such a call fails
 // with context.DeadlineExceeded; a call whose connection broke under it is sent again by
 // go-redis (MaxRetries), which is the only resend.
+//
+// The reply of one of core's scripts (core.Scripts), an array of integers by construction,
+// is decoded straight into the []int64. Any other script's reply is decoded element by
+// element, and an element that is not an integer (a nil, text even if it spells a number,
+// an array) is an error: go-redis's own decoding of an integer array would read a nil
+// element as 0 and the text "7" as 7.
 func (n *Node) Eval(ctx context.Context, s *core.Script, keys []string, args ...string) ([]int64, error) {
-	return run(ctx, n, s, keys, args, redis.NewIntSliceCmd)
+	if coreScripts[s] {
+		return run(ctx, n, s, keys, args, redis.NewIntSliceCmd)
+	}
+	v, err := run(ctx, n, s, keys, args, redis.NewSliceCmd)
+	if err != nil {
+		return nil, err
+	}
+	return core.Ints(s, v)
 }
+
+// coreScripts are core's scripts, whose replies Eval decodes straight into a []int64.
+var coreScripts = func() map[*core.Script]bool {
+	m := make(map[*core.Script]bool)
+	for _, s := range core.Scripts() {
+		m[s] = true
+	}
+	return m
+}()
 
 // EvalStrings runs s as Eval does, through the same calls, bounds and fallbacks, and
 // returns its reply's elements as strings (see core.Node): a nil element is "".
@@ -172,8 +194,8 @@ func (n *Node) EvalStrings(ctx context.Context, s *core.Script, keys []string, a
 	return run(ctx, n, s, keys, args, redis.NewStringSliceCmd)
 }
 
-// replyCmd is a go-redis command whose reply decodes to a T: *redis.IntSliceCmd for Eval,
-// *redis.StringSliceCmd for EvalStrings.
+// replyCmd is a go-redis command whose reply decodes to a T: *redis.IntSliceCmd or
+// *redis.SliceCmd for Eval, *redis.StringSliceCmd for EvalStrings.
 type replyCmd[T any] interface {
 	redis.Cmder
 	Result() (T, error)
@@ -399,7 +421,8 @@ func eval[T any, C replyCmd[T]](ctx context.Context, n *Node, s *core.Script, cm
 
 // process sends one EVAL or EVALSHA (see command) and returns its reply, which go-redis
 // decodes straight into what newCmd's command holds: the []int64 that every lock script
-// replies, or strings (a reply of another shape is an error).
+// replies, the elements as go-redis reads them ([]any), or strings (a reply of another
+// shape is an error).
 func process[T any, C replyCmd[T]](ctx context.Context, n *Node, cmd []any, newCmd func(context.Context, ...any) C) (T, error) {
 	c := newCmd(ctx, cmd...)
 	if cmd[2] != 0 {
