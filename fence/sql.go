@@ -42,7 +42,7 @@ func (d Dialect) String() string {
 }
 
 // MaxResourceLen is the longest resource name SQL accepts, in bytes: the resource column is
-// a VARCHAR(255) on MySQL.
+// a VARBINARY(255) on MySQL.
 const MaxResourceLen = 255
 
 // tableName is an unquoted table name, optionally qualified by its schema (or, on SQLite, its
@@ -96,9 +96,11 @@ func NewSQL(dialect Dialect, table string) (*SQL, error) {
 			"ON CONFLICT (resource) DO UPDATE SET token = EXCLUDED.token WHERE f.token <= EXCLUDED.token RETURNING f.token"
 		s.read = "SELECT token FROM " + table + " WHERE resource = $1"
 	case MySQL:
-		// utf8mb4_bin: resource names compare byte for byte, not case-insensitively.
+		// VARBINARY: resource names compare byte for byte, trailing spaces included. A
+		// VARCHAR under a PAD SPACE collation (utf8mb4_bin too) would take "a" and "a " for
+		// one row.
 		s.schema = "CREATE TABLE IF NOT EXISTS " + table +
-			" (resource VARCHAR(255) CHARACTER SET utf8mb4 COLLATE utf8mb4_bin NOT NULL PRIMARY KEY, token BIGINT NOT NULL)"
+			" (resource VARBINARY(255) NOT NULL PRIMARY KEY, token BIGINT NOT NULL)"
 		// No RETURNING: the upsert keeps the larger token and locks the row; the read, a
 		// locking read, sees the latest committed token whatever the isolation level.
 		s.record = "INSERT INTO " + table + " (resource, token) VALUES (?, ?) ON DUPLICATE KEY UPDATE token = GREATEST(token, ?)"

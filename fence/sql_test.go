@@ -119,3 +119,17 @@ func TestStaleError(t *testing.T) {
 		t.Errorf("%q, want %q matching ErrStale", err, want)
 	}
 }
+
+// TestMySQLResourceIsBinary: on MySQL the resource column compares byte for byte, trailing
+// spaces included. A VARCHAR under a PAD SPACE collation (utf8mb4_bin among them, on MySQL
+// and MariaDB) ignores trailing spaces, so "orders" and "orders " would share one row: the
+// primary key refuses the second, and each resource's Check would see the other's token.
+func TestMySQLResourceIsBinary(t *testing.T) {
+	s, err := fence.NewSQL(fence.MySQL, "fence_tokens")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(s.Schema(), "resource VARBINARY(255) NOT NULL PRIMARY KEY") {
+		t.Errorf("MySQL schema %q: want the resource column VARBINARY(255), which compares bytes with no padding", s.Schema())
+	}
+}
