@@ -88,11 +88,13 @@ func WithLeadershipLostHandler(f func(err error)) ElectorOption {
 // error until the candidate leads. Campaigning goes on until Close, or until ctx ends,
 // which resigns as Close does.
 //
-// It fails if client is nil, name or value is empty, or an option is invalid; other errors
-// (a name or value that redlock refuses, a closed Client) stop the campaign and come with
-// IsLeader's error.
+// It fails if ctx or client is nil, name or value is empty, or an option is invalid (a nil
+// option is ignored); other errors (a name or value that redlock refuses, a closed Client)
+// stop the campaign and come with IsLeader's error.
 func NewElector(ctx context.Context, client *redlock.Client, name, value string, opts ...ElectorOption) (*Elector, error) {
 	switch {
+	case ctx == nil:
+		return nil, errors.New("redlockgocron: NewElector: nil context")
 	case client == nil:
 		return nil, errors.New("redlockgocron: NewElector: nil client")
 	case name == "":
@@ -102,6 +104,9 @@ func NewElector(ctx context.Context, client *redlock.Client, name, value string,
 	}
 	e := &Elector{name: name, value: value, retry: time.Second, done: make(chan struct{})}
 	for _, opt := range opts {
+		if opt == nil {
+			continue
+		}
 		if err := opt(e); err != nil {
 			return nil, err
 		}

@@ -241,11 +241,20 @@ func TestNewElectorInvalid(t *testing.T) {
 		"negative retry": func() (*redlockgocron.Elector, error) {
 			return redlockgocron.NewElector(ctx, client, "n", "v", redlockgocron.WithCampaignRetry(-1))
 		},
+		"nil context": func() (*redlockgocron.Elector, error) {
+			return redlockgocron.NewElector(nil, client, "n", "v")
+		},
 	} {
 		if e, err := f(); err == nil {
 			_ = e.Close()
 			t.Errorf("%s: no error", name)
 		}
+	}
+	// A nil option is ignored, as redlock.New ignores one: never a panic.
+	if e, err := redlockgocron.NewElector(ctx, client, "nil-option", "v", nil, redlockgocron.WithCampaignRetry(time.Second)); err != nil {
+		t.Errorf("NewElector with a nil option: %v", err)
+	} else {
+		_ = e.Close()
 	}
 	e, err := redlockgocron.NewElector(ctx, client, strings.Repeat("n", redlock.MaxNameLen+1), "v")
 	if err != nil {

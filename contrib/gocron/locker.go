@@ -117,7 +117,7 @@ func WithLockLostHandler(f func(key string, err error)) LockerOption {
 }
 
 // NewLocker returns a Locker that takes its locks through client. It fails if client is
-// nil or an option is invalid; the redlock options of WithLockOptions are checked by the
+// nil or an option is invalid (a nil option is ignored); the redlock options of WithLockOptions are checked by the
 // first Lock, whose error (matching redlock.ErrInvalid) gocron then hands to
 // gocron.AfterLockError on every run.
 func NewLocker(client *redlock.Client, opts ...LockerOption) (*Locker, error) {
@@ -131,6 +131,9 @@ func NewLocker(client *redlock.Client, opts ...LockerOption) (*Locker, error) {
 		holding: make(map[*Lock]*time.Timer),
 	}
 	for _, opt := range opts {
+		if opt == nil {
+			continue
+		}
 		if err := opt(l); err != nil {
 			return nil, err
 		}

@@ -368,4 +368,10 @@ func TestNewLockerInvalid(t *testing.T) {
 	if _, err := redlockgocron.NewLocker(newClient(t, []string{addr}), redlockgocron.WithMinHold(-time.Second)); err == nil {
 		t.Error("WithMinHold(-1s): no error")
 	}
+	// A nil option is ignored, as redlock.New ignores one: never a panic.
+	l, err := redlockgocron.NewLocker(newClient(t, []string{addr}), nil, redlockgocron.WithKeyPrefix("p:"))
+	if err != nil {
+		t.Fatalf("NewLocker with a nil option: %v", err)
+	}
+	_ = l.Close()
 }
