@@ -134,7 +134,7 @@ func (c *Client) acquireGroupsOnce(ctx context.Context, l *Lease, wait bool, b c
 			parts := k.stop()
 			c.releaseParts(parts)
 			if cause := context.Cause(kctx); errors.Is(cause, errPartLost) && ctx.Err() == nil {
-				return nil, cause
+				return nil, &lockError{"acquire", l.name, cause}
 			}
 			return nil, err
 		}
@@ -143,7 +143,10 @@ func (c *Client) acquireGroupsOnce(ctx context.Context, l *Lease, wait bool, b c
 	parts := k.stop()
 	if cause := context.Cause(kctx); errors.Is(cause, errPartLost) {
 		c.releaseParts(parts)
-		return nil, cause
+		if err := ctx.Err(); err != nil {
+			return nil, &lockError{"acquire", l.name, fmt.Errorf("%w; last attempt: %w", err, cause)}
+		}
+		return nil, &lockError{"acquire", l.name, cause}
 	}
 	grant := core.Grant{Start: parts[0].Start, Until: parts[0].Until, Attempts: parts[len(parts)-1].Attempts}
 	for _, p := range parts {
