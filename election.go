@@ -65,7 +65,7 @@ func (c *Client) NewElection(name string, opts ...Option) *Election {
 // or a failure is one no retry can fix, the candidate resigns and Campaign returns an
 // error that matches that end (ctx's error, say) and the last failure.
 func (e *Election) Campaign(ctx context.Context, value string) (*Lease, error) {
-	if err := e.usable(); err != nil {
+	if err := e.usable("campaign"); err != nil {
 		return nil, err
 	}
 	if len(value) > core.MaxValueLen {
@@ -124,7 +124,7 @@ func (e *Election) keepRecord(l *Lease, value string) {
 // there is none (or it has not recorded its value yet); a *QuorumError when too few nodes
 // answered to tell; ctx's error.
 func (e *Election) Leader(ctx context.Context) (string, error) {
-	if err := e.usable(); err != nil {
+	if err := e.usable("leader"); err != nil {
 		return "", err
 	}
 	_, value, ok, err := e.client.cluster.Leader(ctx, e.keys, e.set.nodeTimeout)
@@ -147,7 +147,7 @@ func (e *Election) Leader(ctx context.Context) (string, error) {
 // delays the next check, and then sees the leader as it is then.
 func (e *Election) Observe(ctx context.Context) <-chan string {
 	out := make(chan string)
-	if e.usable() != nil {
+	if e.usable("observe") != nil {
 		close(out)
 		return out
 	}
@@ -192,11 +192,11 @@ func (e *Election) observe(ctx context.Context, out chan<- string, wake <-chan s
 	}
 }
 
-// usable returns the error that Campaign, Leader and Observe report for a bad name or
+// usable returns the error that Campaign, Leader and Observe (op) report for a bad name or
 // option, or a zero Election.
-func (e *Election) usable() error {
+func (e *Election) usable(op string) error {
 	if e.client == nil {
-		return &lockError{"campaign", e.name, fmt.Errorf("%w: zero Election (use Client.NewElection)", ErrInvalid)}
+		return &lockError{op, e.name, fmt.Errorf("%w: zero Election (use Client.NewElection)", ErrInvalid)}
 	}
 	return e.err
 }

@@ -53,6 +53,7 @@ func TestZeroPrimitivesSaySo(t *testing.T) {
 	assert.ErrorContains(t, err, "zero Election")
 	_, err = e.Leader(ctx)
 	assert.ErrorIs(t, err, redlock.ErrInvalid)
+	assert.ErrorContains(t, err, `redlock: leader "": invalid argument: zero Election`)
 	_, open := <-e.Observe(ctx)
 	assert.False(t, open)
 }
