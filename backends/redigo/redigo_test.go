@@ -104,6 +104,35 @@ func TestNew(t *testing.T) {
 	_ = node.Close()
 }
 
+// TestNewWithoutName: a Node made without a name still has one (core.Node's String), made
+// from its pool: distinct for distinct pools, the same for one pool, and usable as a
+// Cluster's node.
+func TestNewWithoutName(t *testing.T) {
+	p1, p2 := &redis.Pool{}, &redis.Pool{}
+	a, b, again := redigo.New(p1, ""), redigo.New(p2, ""), redigo.New(p1, "")
+	t.Cleanup(func() { _ = a.Close(); _ = b.Close(); _ = again.Close() })
+	assert.NotEmpty(t, a.String())
+	assert.NotEmpty(t, b.String())
+	assert.NotEqual(t, a.String(), b.String(), "two pools")
+	assert.Equal(t, a.String(), again.String(), "one pool")
+	assert.Contains(t, a.String(), "redis.Pool", "names the pool")
+
+	var f1, f2 poolFunc = func(context.Context) (redis.Conn, error) { return nil, errors.New("no") },
+		func(context.Context) (redis.Conn, error) { return nil, errors.New("no") }
+	c, d := redigo.New(f1, ""), redigo.New(f2, "")
+	t.Cleanup(func() { _ = c.Close(); _ = d.Close() })
+	assert.NotEmpty(t, c.String(), "a pool that is no pointer")
+	assert.NotEqual(t, c.String(), d.String(), "two pools that are no pointers")
+
+	_, err := core.NewCluster([]core.Node{a, b, c})
+	require.NoError(t, err)
+}
+
+// poolFunc is a Pool that is a function, not a pointer.
+type poolFunc func(ctx context.Context) (redis.Conn, error)
+
+func (f poolFunc) GetContext(ctx context.Context) (redis.Conn, error) { return f(ctx) }
+
 // TestEvalCancelledWhileWaitingForPool: a pool with no connection to spare makes Eval wait,
 // and its context still ends the wait.
 func TestEvalCancelledWhileWaitingForPool(t *testing.T) {

@@ -55,14 +55,23 @@ const lazyRetry = time.Second
 
 // NewLazy returns a Lazy that makes its client with rueidis.NewClient(opt) on first use.
 // It connects to nothing itself. opt is used as given, for each attempt.
+//
+// An opt without InitAddress, which rueidis.NewClient refuses, makes a Lazy that never
+// dials: every call fails with an error that matches core.ErrInvalid. Its name is then made
+// from the Lazy's own address, such as "*rueidis.Lazy@0xc000123456", distinct for each Lazy.
 func NewLazy(opt rueidis.ClientOption) *Lazy {
 	addrs := append([]string(nil), opt.InitAddress...)
 	sort.Strings(addrs)
-	return &Lazy{opt: opt, name: strings.Join(addrs, ",")}
+	l := &Lazy{opt: opt, name: strings.Join(addrs, ",")}
+	if len(addrs) == 0 {
+		l.name = fmt.Sprintf("%T@%p", l, l)
+		l.err = fmt.Errorf("%w: redlock: %s: the rueidis.ClientOption has no InitAddress", core.ErrInvalid, l.name)
+	}
+	return l
 }
 
 // String returns the addresses of ClientOption.InitAddress, sorted and joined by commas,
-// as New names a standalone client's Node.
+// as New names a standalone client's Node; without any, the name NewLazy made.
 func (l *Lazy) String() string { return l.name }
 
 // Eval is the Node's Eval (see Node.Eval) once the client is made; until then it makes it

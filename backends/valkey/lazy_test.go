@@ -121,3 +121,23 @@ func TestStartsWithAServerDown(t *testing.T) {
 		return node
 	})
 }
+
+// TestLazyWithoutAddress: a Lazy whose option has no InitAddress still has a name
+// (core.Node's String), distinct from another such Lazy's, and fails every call with an
+// error that matches core.ErrInvalid, which core does not retry.
+func TestLazyWithoutAddress(t *testing.T) {
+	a, b := rlvalkey.NewLazy(valkey.ClientOption{}), rlvalkey.NewLazy(valkey.ClientOption{})
+	t.Cleanup(func() { _ = a.Close(); _ = b.Close() })
+	assert.NotEmpty(t, a.String())
+	assert.NotEqual(t, a.String(), b.String())
+	_, err := core.NewCluster([]core.Node{a, b})
+	require.NoError(t, err)
+
+	ctx := context.Background()
+	for range 2 {
+		_, err = a.Eval(ctx, core.NewScript("one", "return {1}"), []string{"k"})
+		assert.ErrorIs(t, err, core.ErrInvalid)
+		assert.True(t, core.Permanent(err), "%v", err)
+		assert.ErrorContains(t, err, a.String())
+	}
+}
