@@ -21,8 +21,9 @@ var (
 // and once more, with an empty payload, after the pub/sub connection was re-established,
 // since messages may have been missed meanwhile. It returns once the server confirmed the
 // subscription; it fails with ctx's error if ctx ends first (whatever the client's
-// ContextTimeoutEnabled: the commands are sent by the Node's goroutines), with the driver's
-// error if SUBSCRIBE cannot be sent, and with an error after Close.
+// ContextTimeoutEnabled: the commands are sent by the Node's goroutines), or with the driver's
+// error if SUBSCRIBE cannot be sent. After Close, or on a closed client, the error matches
+// core.ErrClosed.
 //
 // One pub/sub connection (a redis.PubSub) serves every channel of the node, and go-redis
 // re-establishes it by itself. A cluster client subscribes with SSUBSCRIBE, over one
@@ -124,8 +125,12 @@ func (p *pubsub) Start() {
 }
 
 // Subscribe sends SUBSCRIBE, or SSUBSCRIBE on the connection of channel's master
-// (subs.Conn).
+// (subs.Conn). A closed client's error matches core.ErrClosed.
 func (p *pubsub) Subscribe(ctx context.Context, channel string) error {
+	return closed(p.subscribe(ctx, channel))
+}
+
+func (p *pubsub) subscribe(ctx context.Context, channel string) error {
 	if p.cluster == nil {
 		ps, err := p.conn()
 		if err != nil {

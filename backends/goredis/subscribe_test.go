@@ -1,6 +1,7 @@
 package goredis_test
 
 import (
+	"context"
 	"testing"
 	"time"
 
@@ -10,6 +11,7 @@ import (
 	"github.com/go-redlock/redlock/internal/redistest"
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 // newNode builds the Node over a *redis.Client, or a *redis.ClusterClient on a cluster, and
@@ -53,4 +55,18 @@ func TestShardedPubSub(t *testing.T) {
 	t.Cleanup(func() { _ = single.Close(); _ = cluster.Close() })
 	assert.False(t, goredis.New(single).ShardedPubSub())
 	assert.True(t, goredis.New(cluster).ShardedPubSub())
+}
+
+// TestSubscribeOnClosedClient: once its go-redis client was closed, the Node's Subscribe
+// fails with an error that matches core.ErrClosed, as Eval does.
+func TestSubscribeOnClosedClient(t *testing.T) {
+	s := backendtest.Start(t, backendtest.Miniredis)
+	c := redis.NewClient(&redis.Options{Addr: s.Addr})
+	node := goredis.New(c)
+	t.Cleanup(func() { _ = node.Close() })
+	require.NoError(t, c.Close())
+	_, err := node.Eval(context.Background(), backendtest.Script(t, "extend"), []string{"lock"}, "token", "1000")
+	assert.ErrorIs(t, err, core.ErrClosed, "Eval on a closed client")
+	_, err = node.Subscribe(context.Background(), "ch", func(string) {})
+	assert.ErrorIs(t, err, core.ErrClosed, "Subscribe on a closed client")
 }

@@ -197,6 +197,11 @@ func ctxErr(ctx context.Context, err error) error {
 	if dl, ok := ctx.Deadline(); ok && !time.Now().Before(dl) {
 		return context.DeadlineExceeded
 	}
+	return closed(err)
+}
+
+// closed returns err, made to match core.ErrClosed too if it says the pool is closed.
+func closed(err error) error {
 	if err != nil && err.Error() == poolClosed { // redigo exports no value for it
 		return fmt.Errorf("%w: %w", core.ErrClosed, err)
 	}

@@ -171,3 +171,17 @@ func TestStartsWithAServerDown(t *testing.T) {
 		return node
 	})
 }
+
+// TestSubscribeOnClosedPool: once its pool was closed, the Node's Subscribe fails with an
+// error that matches core.ErrClosed, as Eval does.
+func TestSubscribeOnClosedPool(t *testing.T) {
+	s := backendtest.Start(t, backendtest.Miniredis)
+	pool := newPool(t, s.Addr)
+	node := redigo.New(pool, s.Addr)
+	t.Cleanup(func() { _ = node.Close() })
+	require.NoError(t, pool.Close())
+	_, err := node.Eval(context.Background(), backendtest.Script(t, "extend"), []string{"lock"}, "token", "1000")
+	assert.ErrorIs(t, err, core.ErrClosed, "Eval on a closed pool")
+	_, err = node.Subscribe(context.Background(), "ch", func(string) {})
+	assert.ErrorIs(t, err, core.ErrClosed, "Subscribe on a closed pool")
+}

@@ -15,8 +15,8 @@ var _ core.Subscriber = (*Node)(nil)
 // Subscribe implements core.Subscriber: onMessage is called with every message on channel,
 // and once more, with an empty payload, after the pub/sub connection was re-established, since messages may have
 // been missed meanwhile. It returns once the server confirmed the subscription; it fails
-// with ctx's error if ctx ends first, with the pool's error if no connection can be had,
-// and with an error after Close.
+// with ctx's error if ctx ends first, or with the pool's error if no connection can be had.
+// After Close, or on a closed pool, the error matches core.ErrClosed.
 //
 // One connection from the pool serves every channel of the node. It is taken on the first
 // Subscribe and kept, subscribed or not, until Close; it is never returned to the pool in
@@ -167,7 +167,7 @@ func (p *pubsub) connect(failures int) redis.Conn {
 	}
 	conn, err := p.pool.GetContext(p.ctx)
 	if err != nil {
-		p.reg.Fail("", err)
+		p.reg.Fail("", closed(err))
 		return nil
 	}
 	p.mu.Lock()

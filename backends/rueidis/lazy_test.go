@@ -19,8 +19,8 @@ import (
 // TestLazyStartsWithAServerDown: with one of three masters down at start, rueidis.NewClient
 // fails for it, so New cannot make its Node; NewLazy can, and locks are taken on the other
 // two (a quorum). The down node's calls fail with the dial's error, and once its server is
-// back a later call makes the client and succeeds. After Close, calls fail with
-// core.ErrClosed.
+// back a later call makes the client and succeeds. After Close, calls (Subscribe
+// included) fail with core.ErrClosed.
 func TestLazyStartsWithAServerDown(t *testing.T) {
 	t.Parallel()
 	if !redistest.Available() {
@@ -64,6 +64,8 @@ func TestLazyStartsWithAServerDown(t *testing.T) {
 	_, err = lazies[2].Eval(ctx, script, []string{"k"})
 	assert.ErrorIs(t, err, core.ErrClosed)
 	_, err = lazies[2].SetNX(ctx, "k", "v", time.Second)
+	assert.ErrorIs(t, err, core.ErrClosed)
+	_, err = lazies[2].Subscribe(ctx, "ch", func(string) {})
 	assert.ErrorIs(t, err, core.ErrClosed)
 }
 

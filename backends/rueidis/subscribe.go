@@ -19,8 +19,8 @@ var (
 // Subscribe implements core.Subscriber: onMessage is called with every message on channel,
 // and once more after the subscription was re-established on a new connection, since
 // messages may have been missed meanwhile. It returns once the server confirmed the
-// subscription; it fails with ctx's error if ctx ends first, with the client's error if
-// SUBSCRIBE fails, and with an error after Close.
+// subscription; it fails with ctx's error if ctx ends first, or with the client's error if
+// SUBSCRIBE fails. After Close, or on a closed client, the error matches core.ErrClosed.
 //
 // Each channel is one rueidis Client.Receive call, which rueidis multiplexes with every
 // other channel over the client's one pub/sub connection (per cluster shard; with RESP3 the
@@ -136,7 +136,7 @@ func (p *pubsub) receive(ctx context.Context, channel string, r, prev *receiver)
 			break
 		}
 		if err != nil {
-			p.reg.Fail(channel, err) // only if not yet confirmed: that Subscribe fails
+			p.reg.Fail(channel, closed(err)) // only if not yet confirmed: that Subscribe fails
 		}
 		if confirmed.Swap(false) {
 			failures = 0

@@ -170,11 +170,11 @@ func (l *Lazy) get(ctx context.Context) (*Node, error) {
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	if l.closed { // Close is about to close the node the attempt made, if it made one
+		return nil, fmt.Errorf("%w: redlock: %s: the node is closed", core.ErrClosed, l.name)
+	}
 	if l.node != nil {
 		return l.node, nil
-	}
-	if l.closed {
-		return nil, fmt.Errorf("%w: redlock: %s: the node is closed", core.ErrClosed, l.name)
 	}
 	return nil, l.err
 }

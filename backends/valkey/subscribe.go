@@ -19,8 +19,8 @@ var (
 // Subscribe implements core.Subscriber: onMessage is called with every message on channel,
 // and once more after valkey-go re-established the subscription on a new connection, since
 // messages may have been missed meanwhile. It returns once the server confirmed the
-// subscription; it fails with ctx's error if ctx ends first, with the client's error if
-// SUBSCRIBE fails, and with an error after Close.
+// subscription; it fails with ctx's error if ctx ends first, or with the client's error if
+// SUBSCRIBE fails. After Close, or on a closed client, the error matches core.ErrClosed.
 //
 // Each channel is one valkey-go Client.Receive call, which valkey-go multiplexes with every
 // other channel over the client's one pub/sub connection (one per master of a cluster; under
@@ -154,7 +154,7 @@ receiving:
 			break
 		}
 		if err != nil {
-			p.reg.Fail(channel, err) // fails the waiting Subscribe calls, if not yet confirmed
+			p.reg.Fail(channel, closed(err)) // fails the waiting Subscribe calls, if not yet confirmed
 		}
 		if confirmed.Swap(false) {
 			failures = 0

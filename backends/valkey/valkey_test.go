@@ -219,3 +219,18 @@ func TestAlwaysPipeliningKeepsTheConnection(t *testing.T) {
 		return node
 	})
 }
+
+// TestSubscribeOnClosedClient: once its valkey client was closed, the Node's Subscribe fails
+// with an error that matches core.ErrClosed, as Eval does.
+func TestSubscribeOnClosedClient(t *testing.T) {
+	s := backendtest.Start(t, backendtest.Miniredis)
+	c, err := valkey.NewClient(valkey.ClientOption{InitAddress: []string{s.Addr}, AlwaysRESP2: true, DisableCache: true, ForceSingleClient: true})
+	require.NoError(t, err)
+	node := rlvalkey.New(c)
+	t.Cleanup(func() { _ = node.Close() })
+	c.Close()
+	_, err = node.Eval(context.Background(), backendtest.Script(t, "extend"), []string{"lock"}, "token", "1000")
+	assert.ErrorIs(t, err, core.ErrClosed, "Eval on a closed client")
+	_, err = node.Subscribe(context.Background(), "ch", func(string) {})
+	assert.ErrorIs(t, err, core.ErrClosed, "Subscribe on a closed client")
+}

@@ -280,8 +280,8 @@ func Subscriber(t *testing.T, newNode NewNode, kinds ...Kind) {
 		waitCalls(t, &c, 1, "after the churn")
 	})
 
-	// Close ends every subscription and the connections, and makes Subscribe fail; Eval
-	// still works; Close is idempotent.
+	// Close ends every subscription and the connections, and makes Subscribe fail with an
+	// error that matches core.ErrClosed; Eval still works; Close is idempotent.
 	run("close", func(t *testing.T, srv *Server, node core.Node, s core.Subscriber) {
 		closer, ok := node.(Closer)
 		require.True(t, ok, "%T has no Close method", node)
@@ -300,7 +300,7 @@ func Subscriber(t *testing.T, newNode NewNode, kinds ...Kind) {
 		assert.Zero(t, a.calls()+b.calls(), "calls after Close")
 
 		_, err := s.Subscribe(context.Background(), "ch:{close3}", func(string) {})
-		assert.Error(t, err, "Subscribe after Close")
+		assert.ErrorIs(t, err, core.ErrClosed, "Subscribe after Close")
 
 		got, err := node.Eval(context.Background(), Script(t, "extend"), []string{"lock"}, "token", "1000")
 		require.NoError(t, err, "Eval after Close")

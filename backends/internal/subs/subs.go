@@ -16,14 +16,17 @@ package subs
 
 import (
 	"context"
-	"errors"
+	"fmt"
 	"sync"
 	"sync/atomic"
+
+	"github.com/go-redlock/redlock/core"
 )
 
 // ErrClosed is returned by Subscribe after Close, and to Subscribe calls still waiting for
-// their confirmation when Close is called.
-var ErrClosed = errors.New("redlock: subscriber closed")
+// their confirmation when Close is called. It matches core.ErrClosed, as every error of a
+// closed node must.
+var ErrClosed = fmt.Errorf("%w: the node's subscriptions are closed", core.ErrClosed)
 
 // Conn is a backend's pub/sub connection as a Registry drives it. The Registry calls
 // Subscribe and Unsubscribe without its lock, from goroutines of its own, and never two at a

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/go-redlock/redlock/backends/internal/subs"
+	"github.com/go-redlock/redlock/core"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -233,6 +234,7 @@ func TestFailAndClose(t *testing.T) {
 	unE()
 	_, err = r.Subscribe(context.Background(), "a", func(string) {})
 	assert.ErrorIs(t, err, subs.ErrClosed)
+	assert.ErrorIs(t, err, core.ErrClosed, "a closed node's error")
 	assert.True(t, r.Idle())
 	r.Wait()
 }
