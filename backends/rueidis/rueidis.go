@@ -10,6 +10,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -97,6 +98,7 @@ func (n *Node) Eval(ctx context.Context, s *core.Script, keys []string, args ...
 	if direct(ctx) {
 		return n.eval(ctx, s, keys, args)
 	}
+	keys, args = slices.Clone(keys), slices.Clone(args) // the call may outlive Eval
 	return ctxcall.Go(ctx, func() ([]int64, error) { return n.eval(ctx, s, keys, args) })
 }
 
@@ -109,6 +111,7 @@ func (n *Node) EvalStrings(ctx context.Context, s *core.Script, keys []string, a
 	if direct(ctx) {
 		return n.evalStrings(ctx, s, keys, args)
 	}
+	keys, args = slices.Clone(keys), slices.Clone(args) // the call may outlive Eval
 	return ctxcall.Go(ctx, func() ([]string, error) { return n.evalStrings(ctx, s, keys, args) })
 }
 
@@ -171,8 +174,8 @@ func closed(err error) error {
 
 // direct reports whether rueidis itself ends a call when ctx ends: it honours a deadline
 // throughout, but a cancellation only once connected, so a call under a cancellable ctx
-// without a deadline runs in a goroutine of its own (a connection it opens goes on in the
-// background until its own timeouts).
+// without a deadline runs in a goroutine of its own, on copies of Eval's keys and args (it
+// may go on after Eval returned, and a connection it opens until its own timeouts).
 func direct(ctx context.Context) bool {
 	_, ok := ctx.Deadline()
 	return ok || ctx.Done() == nil

@@ -3,6 +3,8 @@ package rueidis_test
 import (
 	"context"
 	"errors"
+	"slices"
+	"sync"
 	"testing"
 
 	"github.com/go-redlock/redlock/backends/internal/backendtest"
@@ -134,4 +136,61 @@ func TestSubscribeOnClosedClient(t *testing.T) {
 	assert.ErrorIs(t, err, core.ErrClosed, "Eval on a closed client")
 	_, err = node.Subscribe(context.Background(), "ch", func(string) {})
 	assert.ErrorIs(t, err, core.ErrClosed, "Subscribe on a closed client")
+}
+
+// lateClient is a rueidis client whose first Do's command is built late: B() waits for
+// release, and each command is reported on built.
+type lateClient struct {
+	rueidis.Client
+	entered chan struct{} // closed when B is first called
+	release chan struct{}
+	first   sync.Once
+	built   chan []string
+}
+
+func (c *lateClient) B() rueidis.Builder {
+	c.first.Do(func() {
+		close(c.entered)
+		<-c.release
+	})
+	return c.Client.B()
+}
+
+func (c *lateClient) Do(ctx context.Context, cmd rueidis.Completed) rueidis.RedisResult {
+	c.built <- slices.Clone(cmd.Commands())
+	return c.Client.Do(ctx, cmd)
+}
+
+// TestEvalKeepsNoArgumentsAfterItReturns: under a context that can be cancelled and has no
+// deadline, Eval runs the call on a goroutine of its own and returns when the context ends.
+// That goroutine may build its command only afterwards (here it is held until then): it
+// must not read keys and args, which the caller owns again once Eval returned.
+func TestEvalKeepsNoArgumentsAfterItReturns(t *testing.T) {
+	for _, strs := range []bool{false, true} {
+		s := backendtest.Start(t, backendtest.Miniredis)
+		c := &lateClient{Client: newClient(t, s.Addr, true), entered: make(chan struct{}), release: make(chan struct{}), built: make(chan []string, 4)}
+		node := rlrueidis.New(c)
+		t.Cleanup(func() { _ = node.Close() })
+		ctx, cancel := context.WithCancel(context.Background())
+		keys, args := []string{"lock"}, []string{"token", "1000"}
+		returned := make(chan error, 1)
+		go func() {
+			var err error
+			if strs {
+				_, err = node.EvalStrings(ctx, backendtest.Script(t, "extend"), keys, args...)
+			} else {
+				_, err = node.Eval(ctx, backendtest.Script(t, "extend"), keys, args...)
+			}
+			returned <- err
+		}()
+		<-c.entered // the call's goroutine is about to build its command
+		cancel()
+		require.ErrorIs(t, <-returned, context.Canceled)
+		keys[0], args[0], args[1] = "other", "mine", "9" // the caller's again
+		close(c.release)
+		cmd := <-c.built
+		assert.Contains(t, cmd, "lock", "EvalStrings %v: %q", strs, cmd)
+		assert.Contains(t, cmd, "token", "EvalStrings %v: %q", strs, cmd)
+		assert.NotContains(t, cmd, "other", "EvalStrings %v: %q", strs, cmd)
+	}
 }

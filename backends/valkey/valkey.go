@@ -19,6 +19,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -115,6 +116,7 @@ func (n *Node) Eval(ctx context.Context, s *core.Script, keys []string, args ...
 	if bounded(ctx) {
 		return n.eval(ctx, s, keys, args)
 	}
+	keys, args = slices.Clone(keys), slices.Clone(args) // the call may outlive Eval
 	return ctxcall.Go(ctx, func() ([]int64, error) { return n.eval(ctx, s, keys, args) })
 }
 
@@ -127,6 +129,7 @@ func (n *Node) EvalStrings(ctx context.Context, s *core.Script, keys []string, a
 	if bounded(ctx) {
 		return n.evalStrings(ctx, s, keys, args)
 	}
+	keys, args = slices.Clone(keys), slices.Clone(args) // the call may outlive Eval
 	return ctxcall.Go(ctx, func() ([]string, error) { return n.evalStrings(ctx, s, keys, args) })
 }
 
@@ -164,7 +167,8 @@ func (n *Node) setNX(ctx context.Context, key, value string, ttl time.Duration) 
 // bounded reports whether valkey-go ends a call by itself when ctx ends. It honours a
 // deadline all along, but a cancellation only once it has a connection; so a call under a
 // context that can be cancelled and has no deadline runs in a goroutine of its own
-// (ctxcall), and a connection attempt it started goes on until the client's own timeouts.
+// (ctxcall), on copies of Eval's keys and args since it may outlive Eval, and a connection
+// attempt it started goes on until the client's own timeouts.
 func bounded(ctx context.Context) bool {
 	_, ok := ctx.Deadline()
 	return ok || ctx.Done() == nil
