@@ -135,10 +135,14 @@ func name(c redis.UniversalClient) string {
 	case *redis.ClusterClient:
 		return "cluster(" + strings.Join(c.Options().Addrs, ",") + ")"
 	}
+	if v := reflect.ValueOf(c); v.Kind() == reflect.Pointer {
+		return fmt.Sprintf("%T@%#x", c, v.Pointer())
+	}
 	return fmt.Sprintf("%T", c)
 }
 
-// String returns the server's address, or "cluster(addr,...)" for a cluster client.
+// String returns the server's address, or "cluster(addr,...)" for a cluster client; for
+// another kind of client, its type and (a pointer's) address, as in "*pkg.Client@0xc000123450".
 func (n *Node) String() string { return n.name }
 
 // Eval runs s with EVALSHA, and with EVAL when the server does not have the script yet.

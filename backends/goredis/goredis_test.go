@@ -59,7 +59,18 @@ func TestString(t *testing.T) {
 			assert.Equal(t, c.want, goredis.New(c.client).String())
 		})
 	}
+	t.Run("other clients", func(t *testing.T) { // a wrapper of the caller's: distinct names
+		a, b := &wrapped{single}, &wrapped{single}
+		na, nb := goredis.New(a), goredis.New(b)
+		assert.NotEmpty(t, na.String())
+		assert.Contains(t, na.String(), "goredis_test.wrapped")
+		assert.NotEqual(t, na.String(), nb.String())
+		assert.Equal(t, na.String(), goredis.New(a).String())
+	})
 }
+
+// wrapped is a client type of the caller's own.
+type wrapped struct{ *redis.Client }
 
 // TestNewNil: a nil client, even a typed nil, gives a nil Node, which redlock.New rejects.
 func TestNewNil(t *testing.T) {
