@@ -10,6 +10,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"reflect"
 	"slices"
 	"sort"
 	"strconv"
@@ -76,6 +77,11 @@ func New(c rueidis.Client) *Node {
 	}
 	sort.Strings(addrs)
 	name := strings.Join(addrs, ",")
+	if v := reflect.ValueOf(c); name == "" && v.Kind() == reflect.Pointer { // names no server
+		name = fmt.Sprintf("%T@%#x", c, v.Pointer())
+	} else if name == "" {
+		name = fmt.Sprintf("%T", c)
+	}
 	sharded := c.Mode() == rueidis.ClientModeCluster
 	if sharded {
 		name = "cluster(" + name + ")"
@@ -83,7 +89,8 @@ func New(c rueidis.Client) *Node {
 	return &Node{client: c, name: name, ps: newPubSub(c, sharded)}
 }
 
-// String returns the server's address, or "cluster(addr,...)" for a cluster client.
+// String returns the server's address, or "cluster(addr,...)" for a cluster client; for a
+// client that names no server (Nodes is empty), its type and address.
 func (n *Node) String() string { return n.name }
 
 // Eval runs s with EVALSHA, and with EVAL when the server does not have the script yet.

@@ -101,6 +101,19 @@ func TestNew(t *testing.T) {
 	}
 }
 
+// nameless is a client of the caller's own that names no server.
+type nameless struct{ rueidis.Client }
+
+func (*nameless) Nodes() map[string]rueidis.Client { return nil }
+func (*nameless) Mode() rueidis.ClientMode         { return rueidis.ClientModeStandalone }
+
+// TestNewNameless: Nodes over clients that name no server still have distinct names.
+func TestNewNameless(t *testing.T) {
+	a, b := rlrueidis.New(&nameless{}), rlrueidis.New(&nameless{})
+	assert.Contains(t, a.String(), "nameless@0x")
+	assert.NotEqual(t, a.String(), b.String())
+}
+
 // TestEvalSurvivesAReset: a call on the pipelined connection that the network resets is
 // sent once more on the client's new connection.
 func TestEvalSurvivesAReset(t *testing.T) {

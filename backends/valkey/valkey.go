@@ -19,6 +19,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"reflect"
 	"slices"
 	"sort"
 	"strconv"
@@ -89,6 +90,11 @@ func New(c valkey.Client) *Node {
 	}
 	sort.Strings(addrs)
 	name := strings.Join(addrs, ",")
+	if v := reflect.ValueOf(c); name == "" && v.Kind() == reflect.Pointer { // names no server
+		name = fmt.Sprintf("%T@%#x", c, v.Pointer())
+	} else if name == "" {
+		name = fmt.Sprintf("%T", c)
+	}
 	sharded := c.Mode() == valkey.ClientModeCluster
 	if sharded {
 		name = "cluster(" + name + ")"
@@ -98,7 +104,7 @@ func New(c valkey.Client) *Node {
 
 // String names the node in errors: the server's address (addresses, comma-separated, for a
 // client that knows several), or "cluster(addr,...)" for a cluster client, as the client
-// knew its nodes when New was called.
+// knew its nodes when New was called; for a client that named none, its type and address.
 func (n *Node) String() string { return n.name }
 
 // Eval runs s on the server with EVALSHA, falling back to EVAL when the server does not

@@ -130,6 +130,19 @@ func TestNew(t *testing.T) {
 	}
 }
 
+// nameless is a client of the caller's own that names no server.
+type nameless struct{ valkey.Client }
+
+func (*nameless) Nodes() map[string]valkey.Client { return nil }
+func (*nameless) Mode() valkey.ClientMode         { return valkey.ClientModeStandalone }
+
+// TestNewNameless: Nodes over clients that name no server still have distinct names.
+func TestNewNameless(t *testing.T) {
+	a, b := rlvalkey.New(&nameless{}), rlvalkey.New(&nameless{})
+	assert.Contains(t, a.String(), "nameless@0x")
+	assert.NotEqual(t, a.String(), b.String())
+}
+
 // TestClosedClient: once its valkey-go client was closed, the Node's Eval and SetNX fail at
 // once with an error that matches core.ErrClosed, so that a redlock Client over it gives up
 // (Acquire and LockContext fail with redlock.ErrClosed, naming the node) instead of
