@@ -109,7 +109,10 @@ func (c *Cluster) decide(ctx context.Context, l *claim, b *ballot) (Grant, error
 	if b.permit != nil {
 		c.holdPermit(l, b.permit, slices.Index(b.t.grants, b.t.most), flagged(b.answered, true))
 	}
-	return c.grant(ctx, l, b.start, b.fence, 0)
+	g, err := c.grant(ctx, l, b.start, b.fence, 0)
+	// A raise takes the lock where it is free, on any node: the undoing then calls every one.
+	b.raised = err != nil && l.Fence && len(c.nodes) > 1 && b.fence.n < c.quorum
+	return g, err
 }
 
 // grant is the rest of the rule once a quorum granted (or handed over) the attempt that
@@ -161,6 +164,7 @@ type ballot struct {
 	dissent  error         // a node's semaphore records another number of permits than asked for
 	took     time.Duration // the time to hear the last node that answered, if heard
 	heard    bool
+	raised   bool // a raise was sent and the attempt failed: every node may hold it
 }
 
 func (b *ballot) see(r reply) {
@@ -294,12 +298,13 @@ const fenceLead = time.Second
 // more than FenceIdle - 2 s behind another's, nor steps back that far.
 const FenceIdle = time.Hour
 
-// abandon releases a failed attempt on the nodes that answered and may hold it, waiting for
-// those releases (for the failed nodes' only until ctx ends), and in the background on each
-// node still in flight once it answers. For a waiter it counts those in l.trail, and
+// abandon releases a failed attempt on the nodes that answered and may hold it (every node,
+// after a raise), waiting for those releases (for the failed nodes' only until ctx ends), and
+// in the background on each node still in flight once it answers. For a waiter it counts those in l.trail, and
 // returns a channel naming each that answers with a refusal (nil if none is in flight).
 func (c *Cluster) abandon(ctx context.Context, l *claim, b *ballot) <-chan int {
 	u := c.undoer(ctx, l)
+	u.all = b.raised
 	n := len(c.nodes)
 	pending, failed, doneFailed := 0, 0, make(chan struct{}, n)
 	var granted sync.WaitGroup // waited for below, so not counted in c.bg
@@ -310,10 +315,10 @@ func (c *Cluster) abandon(ctx context.Context, l *claim, b *ballot) <-chan int {
 			if u.trail != nil {
 				u.trail.add(i, n)
 			}
-		case b.mayHold[i] && b.failed[i]:
+		case (b.mayHold[i] || b.raised) && b.failed[i]:
 			failed++
 			c.bg.goRun(3*u.timeout, func() { u.release(i); doneFailed <- struct{}{} })
-		case b.mayHold[i]:
+		case b.mayHold[i] || b.raised:
 			granted.Go(func() { u.release(i) })
 		}
 	}
@@ -348,6 +353,7 @@ type undo struct {
 	leave   request
 	trail   *trail // the waiter's; nil for a single attempt
 	attempt int64
+	all     bool // every straggler may hold the attempt (see ballot.raised)
 }
 
 // undoer returns the undo of l's attempt under way: release "leave" if ctx ended (the waiter
@@ -378,8 +384,8 @@ func (u *undo) stragglers(f *fanout, pending int, late chan<- int) {
 		switch {
 		case u.leave.s != nil && u.trail.gone.Load() && u.trail.won.Load() != u.attempt:
 			u.c.callNode(u.ctx, r.node, u.timeout, u.leave)
-		case r.err == errNotCalled:
-		case r.err != nil || r.yes():
+		case r.err == errNotCalled && !u.all:
+		case r.err != nil || r.yes() || u.all:
 			u.release(r.node)
 		case late != nil && len(r.vals) > 1 && r.vals[0] == 0:
 			late <- r.node
