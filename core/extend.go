@@ -76,7 +76,7 @@ func (c *Cluster) renew(ctx context.Context, l *claim, req request, t *tally, ma
 func (c *Cluster) raise(ctx context.Context, l *claim, fence int64, until time.Time) error {
 	t := tally{c: c, op: "raise", key: l.Keys.named(), retake: until}
 	f := c.renew(ctx, l, request{s: extendScript, keys: l.Keys.extendKeys(false),
-		args: []string{l.token, millis(l.TTL), strconv.FormatInt(fence, 10)}, op: "raise", failed: l.NodeFailed}, &t, ^uint64(0))
+		args: []string{l.token, millis(l.TTL), strconv.FormatInt(fence, 10)}, op: "raise", failed: l.NodeFailed}, &t, allNodes)
 	var err error
 	switch {
 	case ctx.Err() != nil:

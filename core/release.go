@@ -31,6 +31,11 @@ func (c *Cluster) Release(ctx context.Context, h *Held) error {
 	} else if l.acquiring != nil { // N > 64, or every node answered
 		l.acquiring.drain(l.pending, 0)
 	}
+	for k := range follows { // past the 64th node, each call is waited for before any release
+		for follows[k].rest > 0 {
+			follows[k].await()
+		}
+	}
 	f := c.fan(ctx, l.NodeTimeout, req, lateOf(follows))
 	f.after(follows)
 	l.acquiring, l.pending, l.late, l.extending = nil, 0, 0, nil
@@ -84,26 +89,37 @@ func (f *fanout) drain(n int, d time.Duration) int {
 	return 0
 }
 
-// followed is a fan-out whose calls to the nodes of late had not answered, as far as read.
+// followed is a fan-out whose calls to the nodes of late, and to rest nodes past the 64th,
+// had not answered, as far as read.
 type followed struct {
 	f    *fanout
 	late uint64
+	rest int
 }
 
-// poll reads e.f's replies ready now, and empties e.late once e.f's deadline passed.
+// waits reports whether some call of e is still followed.
+func (e *followed) waits() bool { return e.late != 0 || e.rest > 0 }
+
+// poll reads e.f's replies ready now, and empties e.late (and e.rest) once e.f's deadline
+// passed.
 func (e *followed) poll() {
-	for e.late != 0 && (len(e.f.out) > 0 || e.f.dctx.Err() != nil) {
+	for e.waits() && (len(e.f.out) > 0 || e.f.dctx.Err() != nil) {
 		e.await()
 	}
 }
 
-// await waits for one more reply of e.f, or for its deadline, which empties e.late.
+// await waits for one more reply of e.f, or for its deadline, which empties e.late (and
+// e.rest).
 func (e *followed) await() {
 	select {
 	case r := <-e.f.out:
-		e.late &^= bit(r.node)
+		if r.node >= 64 {
+			e.rest--
+		} else {
+			e.late &^= bit(r.node)
+		}
 	case <-e.f.dctx.Done():
-		e.late = 0
+		e.late, e.rest = 0, 0
 	}
 }
 
@@ -117,29 +133,38 @@ func lateOf(follows []followed) uint64 {
 }
 
 // follow records f, an extension or raise, if a node of may (those that could take the
-// lock) has not answered it, for Release to follow. Every earlier record whose calls may
-// still land is kept (they may land after a later one's); the others are dropped, so the
-// records are never more than the calls in flight.
+// lock; every node, past the 64th too, if may is allNodes) has not answered it, for Release
+// to follow. Every earlier record whose calls may still land is kept (they may land after a
+// later one's); the others are dropped, so the records are never more than the calls in
+// flight.
 func (l *claim) follow(f *fanout, may uint64, answered []bool) {
-	late := may & flagged(answered, false)
+	e := followed{f: f, late: may & flagged(answered, false)}
+	for i := 64; may == allNodes && i < len(answered); i++ {
+		if !answered[i] {
+			e.rest++
+		}
+	}
 	kept := l.extending[:0]
-	for _, e := range l.extending {
-		if e.poll(); e.late != 0 {
-			kept = append(kept, e)
+	for _, k := range l.extending {
+		if k.poll(); k.waits() {
+			kept = append(kept, k)
 		}
 	}
 	clear(l.extending[len(kept):])
-	if late != 0 {
-		kept = append(kept, followed{f: f, late: late})
+	if e.waits() {
+		kept = append(kept, e)
 	}
 	l.extending = kept
 }
+
+// allNodes is follow's may for a call that may take the lock on every node.
+const allNodes = ^uint64(0)
 
 // unfollow waits for the unanswered calls of f, the last record, or its deadline, and drops
 // it.
 func (l *claim) unfollow(f *fanout) {
 	if n := len(l.extending); n > 0 && l.extending[n-1].f == f {
-		for e := &l.extending[n-1]; e.late != 0; {
+		for e := &l.extending[n-1]; e.waits(); {
 			e.await()
 		}
 		l.extending[n-1] = followed{}

@@ -1,0 +1,88 @@
+package core
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// keyNode holds one lock key in memory: acquisitions take it (with a counter of its own,
+// so that no two nodes agree on the fence) or, if refuse, find it held; extend scripts with
+// a fence (raises) take it where free, after a delay of raiseDelay.
+type keyNode struct {
+	fence      int64
+	refuse     bool
+	raiseDelay time.Duration
+	mu         sync.Mutex
+	held       bool
+}
+
+func (n *keyNode) String() string { return fmt.Sprintf("key%d", n.fence) }
+
+func (n *keyNode) Eval(_ context.Context, s *Script, _ []string, args ...string) ([]int64, error) {
+	if s == extendScript {
+		time.Sleep(n.raiseDelay)
+	}
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	switch s {
+	case acquireScript:
+		if n.refuse {
+			return asked(s, args, []int64{0, 0}), nil
+		}
+		n.held = true
+		return asked(s, args, []int64{1, n.fence}), nil
+	case extendScript:
+		took := !n.held
+		n.held = true
+		if took {
+			return []int64{2}, nil
+		}
+		return []int64{1}, nil
+	case releaseScript:
+		was := n.held
+		n.held = false
+		if was {
+			return []int64{1, 0}, nil
+		}
+		return []int64{0, 0, 1}, nil
+	}
+	return nil, fmt.Errorf("unexpected script %s", s.Name())
+}
+
+// TestReleaseFollowsALateRaisePast64Nodes: the raise of a fenced grant takes the lock where
+// it is free; its call to a node past the 64th that had not answered when the grant was
+// returned must land before the release's there, or it leaves the key held for a TTL.
+func TestReleaseFollowsALateRaisePast64Nodes(t *testing.T) {
+	bubble(t, func(t *testing.T) {
+		nodes := make([]Node, 65)
+		fakes := make([]*keyNode, 65)
+		for i := range nodes {
+			fakes[i] = &keyNode{fence: int64(i + 1)}
+			nodes[i] = fakes[i]
+		}
+		last := fakes[64]
+		last.refuse, last.raiseDelay = true, 50*time.Millisecond
+		c, err := NewCluster(nodes)
+		require.NoError(t, err)
+		l := testLock()
+		h, err := c.Acquire(context.Background(), l)
+		require.NoError(t, err)
+		require.NoError(t, c.Release(context.Background(), h))
+		time.Sleep(l.NodeTimeout) // the raise's call has landed by now
+		synctest.Wait()
+		last.mu.Lock()
+		defer last.mu.Unlock()
+		assert.False(t, last.held, "the late raise's key outlived the release")
+	})
+}
+
+func (*keyNode) EvalStrings(context.Context, *Script, []string, ...string) ([]string, error) {
+	return nil, fmt.Errorf("no EvalStrings")
+}
