@@ -2,6 +2,7 @@ package core
 
 import (
 	"context"
+	"fmt"
 	"strconv"
 	"time"
 )
@@ -48,16 +49,24 @@ func (c *Cluster) Extend(ctx context.Context, h *Held) (time.Time, error) {
 
 // Raise sets the fence counter of every name of h to at least fence on a quorum of the
 // nodes that hold h, then makes fence h's token (h.Fence, which a later Extend gives a node
-// that takes h again): for a caller that gives one token to several holdings. Errors: a
-// *QuorumError (too few nodes raised it), ErrExpired (h's validity ran out first), or ctx's
-// error.
+// that takes h again): for a caller that gives one token to several holdings. Errors: one
+// that matches ErrInvalid for a fence over 2^52 (the scripts count in Lua's numbers, exact
+// to 2^53, and later tokens must stay exact), a *QuorumError (too few nodes raised it),
+// ErrExpired (h's validity ran out first), or ctx's error.
 func (c *Cluster) Raise(ctx context.Context, h *Held, fence uint64) error {
+	if fence > maxFence {
+		return opError("raise", h.Keys.named(), fmt.Errorf("%w: fence %d is over 2^52", ErrInvalid, fence))
+	}
 	if err := c.raise(ctx, &h.claim, int64(fence), h.Until); err != nil {
 		return err
 	}
 	h.Fence = fence
 	return nil
 }
+
+// maxFence is the largest fence Raise takes: the scripts' counters stay exact in Lua's
+// numbers (doubles) for 2^52 acquisitions after it.
+const maxFence = 1 << 52
 
 // renew runs req, an extension or a raise of l, on every node, reads the replies into t, and
 // has l's release follow the nodes of may (those that may take l) that did not answer. It
