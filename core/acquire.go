@@ -107,7 +107,7 @@ func (c *Cluster) decide(ctx context.Context, l *claim, b *ballot) (Grant, error
 		return Grant{}, b.t.err()
 	}
 	if b.permit != nil {
-		c.holdPermit(l, b.permit, slices.Index(b.t.grants, b.t.most), flagged(b.answered, true))
+		c.holdPermit(l, b.permit, slices.Index(b.t.grants, b.t.most), b.answered)
 	}
 	g, err := c.grant(ctx, l, b.start, b.fence, 0)
 	// A raise takes the lock where it is free, on any node: the undoing then calls every one.
@@ -452,16 +452,17 @@ func (t *trail) wait(i int, timeout <-chan struct{}) {
 }
 
 // holdPermit makes l the holder of permit w, which a quorum granted or handed over, permits
-// being each node's permit (-1: none). On every other node of others it sends release
-// "leave" in the background, for another permit and a waiter's place there.
-func (c *Cluster) holdPermit(l *claim, permits []int, w int, others uint64) {
+// being each node's permit (-1: none). On every other node that answered (each node, if
+// answered is nil) it sends release "leave" in the background, for another permit and a
+// waiter's place there.
+func (c *Cluster) holdPermit(l *claim, permits []int, w int, answered []bool) {
 	l.Keys, l.holds = l.Keys.permit(w), 0
 	timeout := l.NodeTimeout
 	for i, p := range permits {
 		switch {
 		case p == w:
 			l.holds |= bit(i)
-		case others&bit(i) != 0 && (p >= 0 || l.waiter != ""):
+		case (answered == nil || answered[i]) && (p >= 0 || l.waiter != ""):
 			pk, req := l.Keys.permit(max(p, 0)), l.releaseRequest("leave")
 			req.s, req.keys = releaseScript, pk.callKeys(true)
 			c.bg.goRun(3*timeout, func() { c.callNode(context.Background(), i, timeout, req) })

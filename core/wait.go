@@ -201,7 +201,7 @@ func (c *Cluster) handedOver(ctx context.Context, l *claim, o outcome, hs *hando
 		}
 	}
 	if permit >= 0 {
-		c.holdPermit(l, permits, permit, ^uint64(0))
+		c.holdPermit(l, permits, permit, nil)
 	}
 	g, err := c.grant(ctx, l, o.start, fence, l.TTL/2)
 	return g, err == nil
