@@ -120,3 +120,24 @@ func TestSemaphoreSplitAsksForTheFreePermit(t *testing.T) {
 		})
 	}
 }
+
+// TestSemaphoreFreeIncludesEveryFreePermit: a waiter's later attempt on a node where its
+// earlier one holds a permit is told every permit free to it there, its own and the free
+// ones after it, as a first attempt is.
+func TestSemaphoreFreeIncludesEveryFreePermit(t *testing.T) {
+	onOneOfEach(t, func(t *testing.T, s server) {
+		node := nodeFor(t, s)
+		k := core.NewSemaphoreKeys("free:", "s", 3)
+		keys := append(k.ScriptKeys(), k.Permits...)
+		args := func(token string) []string {
+			return append(acquireArgs(token, "0", "w", 1), "0", "3", "0") // hint: permit 0
+		}
+		ctx := context.Background()
+		first, err := node.Eval(ctx, script(t, "acquire"), keys, args("w.1")...)
+		require.NoError(t, err)
+		require.Equal(t, []int64{1, 0, 0, 0b111, 0}, first, "w.1 takes permit 0 of three free")
+		again, err := node.Eval(ctx, script(t, "acquire"), keys, args("w.2")...)
+		require.NoError(t, err)
+		assert.Equal(t, []int64{1, 0, 0, 0b111, 0}, again, "w.2 keeps w's permit 0, and 1 and 2 are free to it")
+	})
+}

@@ -78,11 +78,9 @@ end
 local permits, free, holders, pick = {unpack(KEYS, 7)}, {}, {}, nil
 for i = 1, #permits do
   holders[i] = redis.call('GET', permits[i]) -- WRONGTYPE for a key of another type
-  if holders[i] and ours(holders[i], token) then -- an earlier attempt's, or this one resent
-    pick, free[#free + 1] = i, i
-    break
-  end
-  free[#free + 1] = not holders[i] and i or nil
+  local own = holders[i] and ours(holders[i], token) -- an earlier attempt's, or this one resent
+  pick = pick or own and i or nil
+  free[#free + 1] = (own or not holders[i]) and i or nil
 end
 if not pick and (#free == 0 or ahead(KEYS[3], KEYS[4], KEYS[5], waiter, tonumber(ARGV[6]), #free)) then
   queue_caller({keys_at(1)}, '') -- held, or free for the live waiters ahead
