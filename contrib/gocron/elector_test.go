@@ -242,7 +242,8 @@ func TestNewElectorInvalid(t *testing.T) {
 			return redlockgocron.NewElector(ctx, client, "n", "v", redlockgocron.WithCampaignRetry(-1))
 		},
 		"nil context": func() (*redlockgocron.Elector, error) {
-			return redlockgocron.NewElector(nil, client, "n", "v")
+			var none context.Context // a caller's nil context
+			return redlockgocron.NewElector(none, client, "n", "v")
 		},
 	} {
 		if e, err := f(); err == nil {
