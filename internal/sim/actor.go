@@ -45,7 +45,7 @@ func (a *actor) run(ctx context.Context) {
 		w := a.env.rec.asking(a.id, keeps)
 		h, err := a.acquire(actx, keeps)
 		cancel()
-		a.env.rec.answered(w, err == nil)
+		a.env.rec.answered(w, err)
 		if err != nil {
 			a.env.rec.note("c%d not granted: %v", a.id, err)
 			if errors.Is(err, redlock.ErrInvalid) && a.env.stopOnInvalid {

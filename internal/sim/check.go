@@ -92,7 +92,7 @@ func check(rec *recorder, e *env, hs []holding, healed, end time.Time, bound tim
 	out = append(out, exclusion(rec, hs)...)
 	out = append(out, permits(rec, hs)...)
 	out = append(out, fencing(rec, hs)...)
-	out = append(out, liveness(rec, e.plan, healed, end, bound)...)
+	out = append(out, liveness(rec, e.plan, healed, end, bound, e.stopOnInvalid || e.mixedK)...)
 	out = append(out, observed(rec)...)
 	return out
 }
@@ -206,12 +206,21 @@ func longestWait(rec *recorder, p *plan, healed, end time.Time) time.Duration {
 	return longest
 }
 
-// liveness: once the faults healed, a wait that keeps asking is granted within bound.
-func liveness(rec *recorder, p *plan, healed, end time.Time, bound time.Duration) []violation {
+// liveness: once the faults healed, a wait that keeps asking is granted within bound; and
+// such a wait, which has no deadline of its own, never ends without a grant before the
+// run's end: it asks until granted (a wait that gave up would otherwise pass, its client
+// asking again with a new wait, whose time is counted afresh). invalidOK: a refusal of the
+// configuration (ErrInvalid) is expected (twoaddrs; a Semaphore whose clients count
+// different Ks).
+func liveness(rec *recorder, p *plan, healed, end time.Time, bound time.Duration, invalidOK bool) []violation {
 	var out []violation
 	for _, w := range rec.waits {
 		if !w.keeps || !p.deaths[w.client].IsZero() {
 			continue
+		}
+		if !w.got && !w.to.IsZero() && w.to.Before(end) && !(invalidOK && w.invalid) {
+			out = append(out, violation{w.to, fmt.Sprintf("c%d's wait that keeps asking, from %s, ended at %s before the run's end without a grant: %s",
+				w.client, rec.since(w.from), rec.since(w.to), w.err)})
 		}
 		from := maxTime(w.from, healed)
 		to := w.to

@@ -187,7 +187,7 @@ func (a *actor) runDo(ctx context.Context, c *redlock.Client) {
 		w := a.env.rec.asking(a.id, keeps)
 		answered := false
 		err := c.Do(actx, lockName, func(fctx context.Context) error {
-			a.env.rec.answered(w, true)
+			a.env.rec.answered(w, nil)
 			answered = true
 			// The holding ends when fn's context ends, or when fn returns: while the context is
 			// live the lock is valid (Do's contract), and fn stops writing when it ends. When
@@ -219,7 +219,10 @@ func (a *actor) runDo(ctx context.Context, c *redlock.Client) {
 		})
 		cancel()
 		if !answered {
-			a.env.rec.answered(w, false)
+			if err == nil {
+				err = errors.New("Do returned without running its function")
+			}
+			a.env.rec.answered(w, err)
 		}
 		if err != nil && answered {
 			a.env.rec.note("c%d Do: %v", a.id, err)

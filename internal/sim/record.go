@@ -1,11 +1,14 @@
 package sim
 
 import (
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/go-redlock/redlock"
 )
 
 // role is what a holding lets its holder do.
@@ -53,6 +56,10 @@ type wait struct {
 	to     time.Time // zero while it waits
 	keeps  bool      // it asks until granted (no deadline of its own, no refusal expected)
 	got    bool
+	err    string // why it ended without a grant
+	// invalid: err matches redlock.ErrInvalid, a refusal of the configuration (twoaddrs,
+	// and a Semaphore's holders that count different Ks)
+	invalid bool
 }
 
 // on returns the names that h holds.
@@ -132,11 +139,14 @@ func (r *recorder) asking(client int, keeps bool) int {
 	return len(r.waits) - 1
 }
 
-// answered ends wait w, granted or not.
-func (r *recorder) answered(w int, got bool) {
+// answered ends wait w: granted if err is nil, else refused with err.
+func (r *recorder) answered(w int, err error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.waits[w].to, r.waits[w].got = time.Now(), got
+	r.waits[w].to, r.waits[w].got = time.Now(), err == nil
+	if err != nil {
+		r.waits[w].err, r.waits[w].invalid = err.Error(), errors.Is(err, redlock.ErrInvalid)
+	}
 }
 
 // granted records a holding h that begins now, and returns its index.
