@@ -17,6 +17,12 @@ type held struct {
 	extend  func(ctx context.Context) error // nil: it extends itself
 	eager   bool                            // extend at every step, not only once less than half the TTL is left
 	release func(ctx context.Context) error
+	// toEnd: it holds, unextended, to the end of its validity, and checks then that the
+	// servers still hold key (see env.checkValid): holders are the servers that held it for
+	// the holder at its grant, and their value.
+	toEnd   bool
+	key     string
+	holders map[int]string
 }
 
 // actor is one client's workload: it waits for the lock, holds it for a few steps,
@@ -76,7 +82,11 @@ func (a *actor) hold(ctx context.Context, h *held) {
 	i := a.env.rec.granted(h.h)
 	stop := make(chan struct{})
 	go a.watch(i, h, stop)
-	a.use(ctx, i, h, func() bool { return true })
+	if h.toEnd {
+		a.useToEnd(ctx, i, h)
+	} else {
+		a.use(ctx, i, h, func() bool { return true })
+	}
 	if !a.alive(ctx) && ctx.Err() == nil { // died holding: no release, the watcher ends the record
 		return
 	}
@@ -119,6 +129,21 @@ func (a *actor) use(ctx context.Context, i int, h *held, live func() bool) {
 			}
 		}
 	}
+}
+
+// useToEnd holds h, which has an Until and a key, to the last instant of its validity
+// without extending it, writing once, and checks then that a quorum of servers still hold
+// its key: the validity that the library grants must be shorter than the keys' life on
+// the servers' clocks (the drift allowance), which a holder that lets go sooner never shows.
+func (a *actor) useToEnd(ctx context.Context, i int, h *held) {
+	if h.h.fenced {
+		a.env.rec.write(i, h.h.token)
+	}
+	a.sleep(time.Until(h.until()))
+	if !a.alive(ctx) || a.lostNow(h) {
+		return
+	}
+	a.env.checkValid(a.id, h.key, h.holders, h.until())
 }
 
 // lostNow reports whether the library has said that h is lost.

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"net"
+	"slices"
 	"time"
 
 	"github.com/go-redlock/redlock"
@@ -44,6 +45,63 @@ func (e *env) checkServers(client int) {
 		select {
 		case e.bad <- violation{time.Now(), fmt.Sprintf("c%d granted the lock held on %d distinct server(s), fewer than a quorum (%d): one server counted twice",
 			client, holding, e.quorum)}:
+		default:
+		}
+	}
+}
+
+// holdersOf returns the servers that hold key now for its holder, just granted, and its
+// value there: the value that a quorum of them hold (none if none does).
+func (e *env) holdersOf(key string) map[int]string {
+	values := map[int]string{}
+	count := map[string]int{}
+	for i, s := range e.servers {
+		if m := s.sync(); m != nil {
+			if v, err := m.Get(key); err == nil {
+				values[i] = v
+				count[v]++
+			}
+		}
+	}
+	for i, v := range values {
+		if count[v] < e.quorum {
+			delete(values, i)
+		}
+	}
+	return values
+}
+
+// checkValid records a violation if, at the end of the validity of the holding of client
+// whose lock key is key (at least that instant), the servers no longer hold it for the
+// holder: every one of holders (see holdersOf) where nothing else could have taken it from
+// the key (no per-call fault, cut or crash: the key set by the holder's last attempt, which
+// began before its validity), else fewer than a quorum of them. The holder would count on
+// a lock that others may take: the drift allowance, say, no longer covers the servers'
+// clocks. Not in a run with crashes, where a server loses its keys and the restart guard,
+// not the key, keeps the lock.
+func (e *env) checkValid(client int, key string, holders map[int]string, until time.Time) {
+	p := e.plan
+	if len(p.crashes) > 0 {
+		return
+	}
+	strict := p.callP == 0 && len(p.cuts) == 0
+	held, lost := 0, []string{}
+	for i, v := range holders {
+		m := e.servers[i].sync()
+		if m == nil {
+			continue
+		}
+		if got, err := m.Get(key); err == nil && got == v {
+			held++
+		} else {
+			lost = append(lost, e.servers[i].name)
+		}
+	}
+	if (strict && len(lost) > 0) || held < e.quorum {
+		slices.Sort(lost)
+		select {
+		case e.bad <- violation{time.Now(), fmt.Sprintf("c%d's lease is valid until %s, but at %s its key is gone from %v, held for it on %d server(s) (a quorum is %d)",
+			client, e.rec.since(until), e.rec.since(time.Now()), lost, held, e.quorum)}:
 		default:
 		}
 	}
