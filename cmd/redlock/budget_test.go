@@ -31,7 +31,7 @@ func TestNonblockDoesNotWaitForAPausedNode(t *testing.T) {
 	s := newSetup(t, 3)
 	s.servers[2].Pause()
 	dir := t.TempDir()
-	code, stderr, took := timedRun(t, s.args("paused", append([]string{"-nonblock"}, sh(ranScript, dir)...)...)...)
+	code, stderr, took := timedRun(t, s.args("paused", append([]string{"-nonblock", "-node-timeout", "100ms"}, sh(ranScript, dir)...)...)...)
 	wantCode(t, code, stderr, 0)
 	if !exists(filepath.Join(dir, "ran")) {
 		t.Error("the command did not run")
@@ -66,7 +66,7 @@ func TestWaitBoundsConnecting(t *testing.T) {
 		hold := startTool(t, nil, "", s.args("held", sh(holdScript, holder)...)...)
 		hold.awaitFile(t, filepath.Join(holder, "started"))
 		s.servers[2].Pause()
-		code, stderr, took := timedRun(t, s.args("held", append([]string{"-wait", wait}, sh(ranScript, waiter)...)...)...)
+		code, stderr, took := timedRun(t, s.args("held", append([]string{"-wait", wait, "-node-timeout", "100ms"}, sh(ranScript, waiter)...)...)...)
 		wantCode(t, code, stderr, exitConflictDefault, `lock "held" was still held elsewhere after waiting `+wait)
 		if took >= connectTimeout {
 			t.Errorf("-wait %s took %v: connecting to the paused node was not bounded by the wait", wait, took)

@@ -241,9 +241,15 @@ func newSetup(t *testing.T, n int) *lockSetup {
 		addrs = append(addrs, srv.Addr())
 	}
 	s.addrs = strings.Join(addrs, ",")
-	s.flags = []string{"-addrs", s.addrs, "-restart-guard", "0"}
+	s.flags = []string{"-addrs", s.addrs, "-restart-guard", "0", "-node-timeout", testNodeTimeout}
 	return s
 }
+
+// testNodeTimeout is the runs' node timeout: one that no loaded machine misses (at the
+// default, 100ms, a release missed it now and then beside other test binaries, and left its
+// lock for a TTL). It must stay below the tests' shortest -ttl, 2s. A test about a node that
+// does not answer passes a shorter one after the setup's flags.
+const testNodeTimeout = "1s"
 
 // args returns redlock's arguments: run, the setup's flags, -name name, then rest.
 func (s *lockSetup) args(name string, rest ...string) []string {
