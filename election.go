@@ -139,10 +139,11 @@ func (e *Election) Leader(ctx context.Context) (string, error) {
 
 // Observe returns a channel on which it sends the leader's value each time the leader
 // changes, starting with the current one ("" if none), and "" when the election is left
-// without a leader; it is closed when ctx ends or the Client is closed. It learns of a new
-// leader when the leader records its value (through the nodes that offer notifications),
-// and checks every refresh interval (see Mutex) besides, which is how it learns that a
-// leader is gone. A leader that comes and goes within one check may be missed where the
+// without a leader; it is closed when ctx ends, the Client is closed, or reading the leader
+// fails with an error no retry can fix (see core.Permanent: the nodes' driver clients were
+// closed, say). It learns of a new leader when the leader records its value (through the
+// nodes that offer notifications), and checks every refresh interval (see Mutex) besides,
+// which is how it learns that a leader is gone. A leader that comes and goes within one check may be missed where the
 // nodes offer no notifications. The channel is unbuffered: a receiver that falls behind
 // delays the next check, and then sees the leader as it is then.
 func (e *Election) Observe(ctx context.Context) <-chan string {
@@ -161,14 +162,15 @@ func (e *Election) Observe(ctx context.Context) <-chan string {
 }
 
 // observe reads the leader when wake is ready and at least every refresh interval, and
-// sends it to out whenever it changed, until ctx ends or the Client is closed.
+// sends it to out whenever it changed, until ctx ends, the Client is closed, or a read
+// fails for good.
 func (e *Election) observe(ctx context.Context, out chan<- string, wake <-chan struct{}) {
 	tick := time.NewTicker(max(50*time.Millisecond, e.set.nodeTimeout*5/2))
 	defer tick.Stop()
 	last, first := "", true
 	for {
 		value, err := e.Leader(ctx)
-		if ctx.Err() != nil {
+		if ctx.Err() != nil || err != nil && core.Permanent(err) {
 			return
 		}
 		if (err == nil || errors.Is(err, ErrNoLeader)) && (value != last || first) {

@@ -51,3 +51,32 @@ func TestObserveSubscribesToTheNodesAtOnce(t *testing.T) {
 }
 
 var _ core.Subscriber = silentSubscriber{}
+
+// closedDriver is a Node whose driver client was closed: every call fails with an error
+// that matches core.ErrClosed, which no retry can fix.
+type closedDriver struct{ redlock.Node }
+
+func (closedDriver) EvalStrings(context.Context, *core.Script, []string, ...string) ([]string, error) {
+	return nil, core.ErrClosed
+}
+
+// TestObserveEndsAtAnErrorNoRetryCanFix: Observe's channel closes at once when reading the
+// leader fails for good (every node's driver client closed), instead of checking again
+// until its context ends.
+func TestObserveEndsAtAnErrorNoRetryCanFix(t *testing.T) {
+	bubble(t, func(t *testing.T) {
+		nodes, _ := simNodes(t, 3)
+		wrapped := make([]redlock.Node, len(nodes))
+		for i, n := range nodes {
+			wrapped[i] = closedDriver{n}
+		}
+		c := newClient(t, wrapped)
+		defer c.Close()
+		ctx, stop := context.WithTimeout(t.Context(), time.Minute)
+		defer stop()
+		start := time.Now()
+		_, open := <-c.NewElection("gone").Observe(ctx)
+		assert.False(t, open)
+		assert.Less(t, time.Since(start), time.Second, "Observe kept checking a leader that no node can report")
+	})
+}
