@@ -94,6 +94,9 @@ func acquirer(w string, a *actor, c *redlock.Client, cl *core.Cluster) func(ctx 
 			value := fmt.Sprintf("c%d#%d", a.id, n)
 			a.env.rec.note("c%d campaigns %s", a.id, value)
 			l, err := e.Campaign(ctx, value)
+			if errors.Is(err, redlock.ErrExpired) || errors.Is(err, redlock.ErrLost) || errors.Is(err, redlock.ErrNotHeld) {
+				return nil, documented{err} // it led, and lost the lease before its value was recorded
+			}
 			if err != nil {
 				return nil, err
 			}
@@ -104,6 +107,12 @@ func acquirer(w string, a *actor, c *redlock.Client, cl *core.Cluster) func(ctx 
 	}
 	panic("sim: unknown workload " + w)
 }
+
+// documented is an acquisition's error that its contract gives for a wait that keeps
+// asking: Campaign's, when the lease it won ended before its value was recorded.
+type documented struct{ error }
+
+func (d documented) Unwrap() error { return d.error }
 
 // readerAcquirer returns actor a's acquisition of a read holding of rw: TryRLock, or
 // RLockContext.

@@ -60,6 +60,9 @@ type wait struct {
 	// invalid: err matches redlock.ErrInvalid, a refusal of the configuration (twoaddrs,
 	// and a Semaphore's holders that count different Ks)
 	invalid bool
+	// documented: err is one the acquisition's contract gives a wait that keeps asking (see
+	// documented)
+	documented bool
 }
 
 // on returns the names that h holds.
@@ -146,6 +149,7 @@ func (r *recorder) answered(w int, err error) {
 	r.waits[w].to, r.waits[w].got = time.Now(), err == nil
 	if err != nil {
 		r.waits[w].err, r.waits[w].invalid = err.Error(), errors.Is(err, redlock.ErrInvalid)
+		r.waits[w].documented = errors.As(err, new(documented))
 	}
 }
 
