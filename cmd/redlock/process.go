@@ -18,12 +18,14 @@ var forwarded = []os.Signal{
 	syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGQUIT, syscall.SIGUSR1, syscall.SIGUSR2,
 }
 
-// notifySignals sends the forwarded signals, and SIGTSTP, to a channel instead of acting
-// on them, until the returned function is called. SIGTSTP is caught rather than ignored
-// (signal.Ignore) because an ignored signal stays ignored in the command after exec.
+// notifySignals sends the forwarded signals, SIGTSTP and SIGPIPE to a channel instead of
+// acting on them, until the returned function is called. SIGTSTP and SIGPIPE are caught
+// rather than ignored (signal.Ignore) because an ignored signal stays ignored in the
+// command after exec. With SIGPIPE caught, a message written to a standard error that is
+// a pipe nobody reads fails (EPIPE) instead of killing redlock with the lock held.
 func notifySignals() (<-chan os.Signal, func()) {
 	ch := make(chan os.Signal, 16)
-	signal.Notify(ch, append([]os.Signal{syscall.SIGTSTP}, forwarded...)...)
+	signal.Notify(ch, append([]os.Signal{syscall.SIGTSTP, syscall.SIGPIPE}, forwarded...)...)
 	return ch, func() { signal.Stop(ch) }
 }
 

@@ -239,6 +239,9 @@ func (r *runner) acquire() (int, bool) {
 		for {
 			select {
 			case sig := <-r.sigs:
+				if sig == syscall.SIGPIPE { // a message to a closed pipe: it failed, that is all
+					continue
+				}
 				if sig == syscall.SIGTSTP {
 					r.ignoreStop()
 					continue
@@ -354,6 +357,9 @@ func (r *runner) supervise(p *process) int {
 			}
 			return commandStatus(p.err)
 		case sig := <-r.sigs:
+			if sig == syscall.SIGPIPE { // a message to a closed pipe: it failed, that is all
+				continue
+			}
 			if sig == syscall.SIGTSTP {
 				r.ignoreStop()
 				continue

@@ -1,10 +1,14 @@
 package main
 
 import (
+	"errors"
+	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 )
 
 // TestRunPassesStatusOutputAndToken: the command runs with redlock's standard input and
@@ -239,4 +243,46 @@ func TestUnavailable(t *testing.T) {
 			t.Errorf("N=%d: the command ran", n)
 		}
 	}
+}
+
+// TestBrokenStderr: a redlock whose standard error is a pipe that nobody reads (its reader
+// gone, as in `redlock run ... 2>&1 | head -1`) still stops the command at -timeout,
+// exits 124 and releases the lock: writing its message fails, but must not kill it
+// (SIGPIPE) with the lock held and the command left running unsupervised.
+func TestBrokenStderr(t *testing.T) {
+	s := newSetup(t, 1)
+	dir := t.TempDir()
+	t.Cleanup(func() { touch(t, filepath.Join(dir, "release")) }) // the command, if orphaned
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.Close()
+	defer w.Close()
+	cmd := exec.Command(binary, s.args("brokenpipe", append([]string{"-timeout", "1s"}, sh(holdScript, dir)...)...)...)
+	cmd.Env = append(os.Environ(), "GORACE=atexit_sleep_ms=0 "+os.Getenv("GORACE"))
+	cmd.Stderr = w
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case err = <-done:
+	case <-time.After(toolTimeout):
+		_ = cmd.Process.Kill()
+		t.Fatalf("redlock still runs after %v", toolTimeout)
+	}
+	var ee *exec.ExitError
+	switch {
+	case err == nil:
+		t.Errorf("exit status 0, want %d", exitTimeout)
+	case !errors.As(err, &ee):
+		t.Fatal(err)
+	case ee.Sys().(syscall.WaitStatus).Signaled():
+		t.Errorf("redlock was killed by %v, want exit status %d", ee.Sys().(syscall.WaitStatus).Signal(), exitTimeout)
+	case ee.ExitCode() != exitTimeout:
+		t.Errorf("exit status %d, want %d", ee.ExitCode(), exitTimeout)
+	}
+	s.assertReleased(t, "brokenpipe")
 }
