@@ -11,7 +11,7 @@
 //
 //	redlock run -name NAME [-name NAME...] [flags] [--] COMMAND [ARG...]
 //	redlock elect NAME [flags] [--] COMMAND [ARG...]
-//	redlock status [flags] NAME
+//	redlock status [flags] [--] NAME
 //	redlock version
 //	redlock help [run|elect|status]
 //

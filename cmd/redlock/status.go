@@ -44,7 +44,8 @@ exist: on each node, a Semaphore's record of its number of permits first, then
 the rest in one MULTI/EXEC (that many permits among them, if recorded). It only
 reads (it writes nothing and takes no lock), and needs no lock. A summary first
 says what a majority of the nodes agree on, which is what holds: the holder,
-readers, leader and permits in use that a quorum of nodes have.
+readers, leader and permits in use that a quorum of nodes have. A NAME that begins
+with '-' follows "--": redlock status [flags] -- NAME.
 
 -json prints one JSON object instead, whose fields are described below.
 
@@ -140,6 +141,9 @@ func parseStatus(args []string, getenv func(string) string) (*statusConfig, erro
 	names, rest, err := parseArgs(fs, args, 1)
 	if err != nil {
 		return nil, err
+	}
+	if len(names) == 0 && len(rest) > 0 { // NAME after "--": one that begins with '-', say
+		names, rest = rest[:1], rest[1:]
 	}
 	set := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })

@@ -353,3 +353,20 @@ func TestStatusUnreachable(t *testing.T) {
 	code, _, stderr = runTool(t, nil, "status", "-addrs", closed, "reach")
 	wantCode(t, code, stderr, exitUnavailable, "no node answered")
 }
+
+// TestStatusNameAfterDashes: NAME may follow "--", which is how a name that begins with
+// '-' (one that `redlock run -name -x` takes) is given; "--" before a plain NAME is no
+// usage error either. No node answers here (exit 69), which still shows the name.
+func TestStatusNameAfterDashes(t *testing.T) {
+	const closed = "127.0.0.1:1" // see TestUnavailable
+	for _, name := range []string{"-dash", "plain"} {
+		code, stdout, stderr := runTool(t, nil, "status", "-json", "-addrs", closed, "--", name)
+		wantCode(t, code, stderr, exitUnavailable, "no node answered")
+		var rep statusReport
+		if err := json.Unmarshal([]byte(stdout), &rep); err != nil || rep.Name != name {
+			t.Errorf("status -- %s: name %q (%v), want %q; stdout:\n%s", name, rep.Name, err, name, stdout)
+		}
+	}
+	code, _, stderr := runTool(t, nil, "status", "-addrs", closed, "--", "x", "y")
+	wantCode(t, code, stderr, exitUsage, `one name only: unexpected "y"`)
+}
