@@ -28,7 +28,7 @@ func TestRunPassesStatusOutputAndToken(t *testing.T) {
 		first := readToken(t, filepath.Join(dir, "token1"))
 
 		// The addresses from $REDIS_ADDRS this time.
-		args := []string{"run", "-name", "status", "-restart-guard", "0"}
+		args := []string{"run", "-name", "status", "-restart-guard", "0", "-node-timeout", testNodeTimeout}
 		code, _, stderr := runTool(t, []string{"REDIS_ADDRS=" + s.addrs}, append(args, sh(`echo "$REDLOCK_TOKEN" > "$1/token2"`, dir)...)...)
 		wantCode(t, code, stderr, 0)
 		if second := readToken(t, filepath.Join(dir, "token2")); second <= first {

@@ -73,7 +73,7 @@ func libClient(t *testing.T, s *lockSetup) *redlock.Client {
 		t.Fatal(err)
 	}
 	ns := newNodes(addrs)
-	c, err := redlock.New(ns.nodes, redlock.WithRestartGuard(0))
+	c, err := redlock.New(ns.nodes, redlock.WithRestartGuard(0), redlock.WithNodeTimeout(time.Second))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -113,6 +113,9 @@ func TestStatus(t *testing.T) {
 			}},
 		{"held", func(t *testing.T, name string) []string {
 			token := hold(t, s, "run", "-name", name, "-ttl", "20s")
+			awaitStatus(t, s.addrs, name, "the holder on every node", func(rep *statusReport) bool { // a quorum granted it
+				return everyNode(rep, func(n nodeStatus) bool { return n.Lock != nil })
+			})
 			return []string{"held by", strconv.FormatUint(token, 10)}
 		}, func(t *testing.T, rep *statusReport) {
 			h := rep.Holder
@@ -135,7 +138,7 @@ func TestStatus(t *testing.T) {
 		}},
 		{"queue", func(t *testing.T, name string) []string {
 			hold(t, s, "run", "-name", name)
-			startTool(t, nil, "", "run", "-addrs", s.addrs, "-restart-guard", "0", "-name", name, "-wait", "0", "--", "true")
+			startTool(t, nil, "", "run", "-addrs", s.addrs, "-restart-guard", "0", "-node-timeout", testNodeTimeout, "-name", name, "-wait", "0", "--", "true")
 			awaitStatus(t, s.addrs, name, "waiter", func(rep *statusReport) bool {
 				return everyNode(rep, func(n nodeStatus) bool { return len(n.Queue) == 1 })
 			})
@@ -152,6 +155,9 @@ func TestStatus(t *testing.T) {
 			rw.RLock()
 			rw.RLock()
 			t.Cleanup(func() { rw.RUnlock(); rw.RUnlock() })
+			awaitStatus(t, s.addrs, name, "2 readers on every node", func(rep *statusReport) bool { // a quorum granted each
+				return everyNode(rep, func(n nodeStatus) bool { return len(n.Readers) == 2 })
+			})
 			return []string{"lock: held by 2 readers", "READER"}
 		}, func(t *testing.T, rep *statusReport) {
 			if rep.Readers != 2 || rep.Holder != nil || !slices.Contains(rep.Found, "rwmutex") {
@@ -241,6 +247,9 @@ func TestStatus(t *testing.T) {
 		}},
 		{"election", func(t *testing.T, name string) []string {
 			token := hold(t, s, "elect", name, "-value", "leader one")
+			awaitStatus(t, s.addrs, name, "the leader on every node", func(rep *statusReport) bool { // a quorum recorded it
+				return everyNode(rep, func(n nodeStatus) bool { return n.Leader != nil && n.Leader.Current })
+			})
 			return []string{`election leader: "leader one"`, strconv.FormatUint(token, 10)}
 		}, func(t *testing.T, rep *statusReport) {
 			l, h := rep.Leader, rep.Holder
@@ -316,7 +325,7 @@ func waitPermit(t *testing.T, sem *redlock.Semaphore) {
 func hold(t *testing.T, s *lockSetup, args ...string) uint64 {
 	t.Helper()
 	dir := t.TempDir()
-	args = append(append(args, "-addrs", s.addrs, "-restart-guard", "0"), sh(holdScript, dir)...)
+	args = append(append(args, "-addrs", s.addrs, "-restart-guard", "0", "-node-timeout", testNodeTimeout), sh(holdScript, dir)...)
 	tl := startTool(t, nil, "", args...)
 	tl.awaitFile(t, filepath.Join(dir, "started"))
 	t.Cleanup(func() {
