@@ -235,7 +235,7 @@ func (a *actor) runDo(ctx context.Context, c *redlock.Client) {
 		cancel()
 		if !answered {
 			if err == nil {
-				err = errors.New("Do returned without running its function")
+				err = errors.New("redlock: Do returned without running its function")
 			}
 			a.env.rec.answered(w, err)
 		}
