@@ -170,7 +170,7 @@ func (e *Election) observe(ctx context.Context, out chan<- string, wake <-chan s
 	last, first := "", true
 	for {
 		value, err := e.Leader(ctx)
-		if ctx.Err() != nil || err != nil && core.Permanent(err) {
+		if ctx.Err() != nil || core.Permanent(err) {
 			return
 		}
 		if (err == nil || errors.Is(err, ErrNoLeader)) && (value != last || first) {
