@@ -13,7 +13,6 @@ import (
 	"fmt"
 	"reflect"
 	"strings"
-	"sync/atomic"
 	"time"
 
 	redargv "github.com/go-redlock/redlock/backends/internal/argv"
@@ -54,9 +53,8 @@ var (
 // New returns the Node for pool. name names the node in errors, usually the server's
 // address ("10.0.0.1:6379"): a pool does not know its address. An empty name is replaced
 // by one made from the pool: its type and address for a pool that is a pointer, such as
-// "*redis.Pool@0xc000123456", which is the same for every Node of that pool; its type and a
-// number of its own for another pool, such as "redigo.poolFunc#3". Either way distinct
-// pools get distinct names. New of a nil pool returns nil, which redlock.New rejects.
+// "*redis.Pool@0xc000123456", which is the same for every Node of that pool; for another
+// pool, its type and the Node's address. Either way distinct pools get distinct names. New of a nil pool returns nil, which redlock.New rejects.
 //
 // Each Node's pool should be its own: Redlock needs N independent masters. Eval takes one
 // connection per call; Subscribe keeps one more for pub/sub (see Subscribe), so a pool with
@@ -66,21 +64,15 @@ func New(pool Pool, name string) *Node {
 	if pool == nil || reflect.ValueOf(pool).Kind() == reflect.Pointer && reflect.ValueOf(pool).IsNil() {
 		return nil
 	}
-	if name == "" {
-		name = poolName(pool)
+	n := &Node{pool: pool, name: name, ps: newPubSub(pool)}
+	switch {
+	case name != "":
+	case reflect.ValueOf(pool).Kind() == reflect.Pointer:
+		n.name = fmt.Sprintf("%T@%p", pool, pool)
+	default: // no identity of its own: the Node's
+		n.name = fmt.Sprintf("%T@%p", pool, n)
 	}
-	return &Node{pool: pool, name: name, ps: newPubSub(pool)}
-}
-
-// unnamed numbers the Nodes made without a name over a pool that is not a pointer.
-var unnamed atomic.Uint64
-
-// poolName names a Node made without a name (see New).
-func poolName(pool Pool) string {
-	if reflect.ValueOf(pool).Kind() == reflect.Pointer {
-		return fmt.Sprintf("%T@%p", pool, pool)
-	}
-	return fmt.Sprintf("%T#%d", pool, unnamed.Add(1))
+	return n
 }
 
 // String returns the name given to New, or the one New made for an empty name.
