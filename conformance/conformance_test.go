@@ -455,6 +455,9 @@ var faults = []fault{
 		name: "wakes-before-resubscribing", newNode: newWakesOnError,
 		servers: []conformance.Server{conformance.Miniredis},
 		failing: []string{"miniredis/pubsub/recovery-after-resubscribe"},
+		// A check that publishes once woken finds no subscriber where the wake came first
+		// and the new SUBSCRIBE had not landed yet (seen beside a CPU loop).
+		mayFail: []string{"miniredis/pubsub/recovery-every-channel"},
 		message: "the backend must call it only once it has subscribed again",
 	},
 	{
