@@ -33,10 +33,9 @@ type Client struct {
 
 	hmu      sync.Mutex
 	holdings map[*Lease]struct{} // the held locks, which Close releases; nil after Close
-	// acquiring counts the acquisitions under way that began before Close (see begin), and
-	// idle, made by Close if there are any, is closed when the last of them ends.
-	acquiring int
-	idle      chan struct{}
+	// acquiring counts the acquisitions under way that began before Close (see begin); Add
+	// happens under hmu while holdings is not nil, so every Add comes before Close's Wait.
+	acquiring sync.WaitGroup
 }
 
 // New returns a Client over nodes, one per independent Redis master. A lock needs a quorum
@@ -125,20 +124,13 @@ func (c *Client) Close() error {
 	c.hmu.Lock()
 	holdings := c.holdings
 	c.holdings = nil
-	var idle chan struct{}
-	if c.acquiring > 0 {
-		idle = make(chan struct{})
-		c.idle = idle
-	}
 	c.hmu.Unlock()
 	var wg sync.WaitGroup
 	for l := range holdings {
 		wg.Go(func() { _ = l.finish(context.Background(), ErrClosed) })
 	}
 	wg.Wait()
-	if idle != nil { // they end with ErrClosed, having let go of what they took
-		<-idle
-	}
+	c.acquiring.Wait() // they end with ErrClosed, having let go of what they took
 	c.cluster.Wait()
 	var errs []error
 	for _, n := range c.nodes {
@@ -173,20 +165,14 @@ func (c *Client) begin() bool {
 	if c.holdings == nil {
 		return false
 	}
-	c.acquiring++
+	c.acquiring.Add(1)
 	return true
 }
 
 // end ends the acquisition that begin recorded, if it did.
 func (c *Client) end(recorded bool) {
-	if !recorded {
-		return
-	}
-	c.hmu.Lock()
-	defer c.hmu.Unlock()
-	if c.acquiring--; c.acquiring == 0 && c.idle != nil {
-		close(c.idle)
-		c.idle = nil
+	if recorded {
+		c.acquiring.Done()
 	}
 }
 
