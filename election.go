@@ -143,9 +143,9 @@ func (e *Election) Leader(ctx context.Context) (string, error) {
 // fails with an error no retry can fix (see core.Permanent: the nodes' driver clients were
 // closed, say). It learns of a new leader when the leader records its value (through the
 // nodes that offer notifications), and checks every refresh interval (see Mutex) besides,
-// which is how it learns that a leader is gone. A leader that comes and goes within one check may be missed where the
-// nodes offer no notifications. The channel is unbuffered: a receiver that falls behind
-// delays the next check, and then sees the leader as it is then.
+// which is how it learns that a leader is gone. A leader that comes and goes within one
+// check may be missed where the nodes offer no notifications. The channel is unbuffered: a
+// receiver that falls behind delays the next check, and then sees the leader as it is then.
 func (e *Election) Observe(ctx context.Context) <-chan string {
 	out := make(chan string)
 	if e.usable("observe") != nil {
