@@ -111,7 +111,7 @@ func (c *Cluster) decide(ctx context.Context, l *claim, b *ballot) (Grant, error
 	}
 	g, err := c.grant(ctx, l, b.start, b.fence, 0)
 	// A raise takes the lock where it is free, on any node: the undoing then calls every one.
-	b.raised = err != nil && l.Fence && len(c.nodes) > 1 && b.fence.n < c.quorum
+	b.raised = err != nil && c.mustRaise(l, b.fence)
 	return g, err
 }
 
@@ -124,12 +124,18 @@ func (c *Cluster) grant(ctx context.Context, l *claim, start time.Time, fence hi
 	if left := time.Until(until); left <= 0 || left < need {
 		return Grant{}, opError("acquire", l.Keys.named(), ErrExpired)
 	}
-	if l.Fence && len(c.nodes) > 1 && fence.n < c.quorum {
+	if c.mustRaise(l, fence) {
 		if err := c.raise(ctx, l, fence.max, until); err != nil {
 			return Grant{}, err
 		}
 	}
 	return Grant{Start: start, Until: until, Fence: uint64(fence.max), Attempts: max(l.attempt, 1)}, nil
+}
+
+// mustRaise reports whether grant raises the fence: a fenced lock at N > 1 whose token,
+// fence.max, fewer than a quorum gave.
+func (c *Cluster) mustRaise(l *claim, fence highest) bool {
+	return l.Fence && len(c.nodes) > 1 && fence.n < c.quorum
 }
 
 // highest is the largest fence counter the nodes gave, and how many gave it.
@@ -299,9 +305,10 @@ const fenceLead = time.Second
 const FenceIdle = time.Hour
 
 // abandon releases a failed attempt on the nodes that answered and may hold it (every node,
-// after a raise), waiting for those releases (for the failed nodes' only until ctx ends), and
-// in the background on each node still in flight once it answers. For a waiter it counts those in l.trail, and
-// returns a channel naming each that answers with a refusal (nil if none is in flight).
+// after a raise), waiting for those releases (for the failed nodes' only until ctx ends),
+// and in the background on each node still in flight once it answers. For a waiter it
+// counts those in l.trail, and returns a channel naming each that answers with a refusal
+// (nil if none is in flight).
 func (c *Cluster) abandon(ctx context.Context, l *claim, b *ballot) <-chan int {
 	u := c.undoer(ctx, l)
 	u.all = b.raised

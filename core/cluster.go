@@ -239,6 +239,7 @@ func (b *background) wait() {
 
 // Wait waits until the calls that c makes in the background have ended (waiters' leaves,
 // the undoing of failed attempts, a release's calls still under way when it returned), each
-// at most three node timeouts after the operation that started it returned, even where a node ignores its deadline; calls started while
-// Wait waits too. Call it before closing the nodes.
+// at most three node timeouts after the operation that started it returned, even where a
+// node ignores its deadline; calls started while Wait waits too. Call it before closing the
+// nodes.
 func (c *Cluster) Wait() { c.bg.wait() }
