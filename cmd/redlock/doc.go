@@ -26,7 +26,8 @@
 // while no majority of the nodes answers. Then it runs COMMAND with its standard input,
 // output and error, and the lock's fencing token in the environment variable REDLOCK_TOKEN
 // (a decimal number that grows from one holder of NAME to the next), extends the lock while
-// COMMAND runs, releases it when COMMAND exits, and exits with COMMAND's status. Its other
+// COMMAND runs, releases it when COMMAND (and every other process of its process group, see
+// Signals) has exited, and exits with COMMAND's status. Its other
 // flags set the library's options (-ttl, -restart-guard, -node-timeout, -drift-factor,
 // -prefix, -retry-min, -retry-max) and what happens around COMMAND (-timeout, -grace,
 // -conflict-exit-code, -quiet); `redlock run -h` describes each, with an example.
@@ -103,6 +104,14 @@
 // terminal and once more from redlock (a second SIGINT makes many programs skip their
 // cleanup). The price: COMMAND is not the terminal's foreground job, so a COMMAND that
 // reads from the terminal is stopped (SIGTTIN); give it its input from a file or a pipe.
+//
+// The lock covers the whole group: when COMMAND exits while other processes of its group
+// run on (a job it put in the background, which has not left the group with setsid),
+// redlock keeps the lock, extended, and COMMAND's exit status until they exit too. A loss
+// and -timeout stop them as they stop COMMAND (SIGTERM to the group, then SIGKILL after
+// -grace), and the signals redlock gets still go to the group. On Linux redlock adopts the
+// group's orphans (PR_SET_CHILD_SUBREAPER) and reaps them, as a container's first process
+// may not.
 //
 // redlock ignores SIGTSTP (Ctrl-Z): a stopped redlock could not extend the lock while
 // COMMAND runs on. If redlock is stopped anyway (SIGSTOP) past the lock's validity, it finds

@@ -164,10 +164,12 @@ Signals: COMMAND runs in a process group of its own. Each SIGINT, SIGTERM, SIGHU
 SIGQUIT, SIGUSR1 and SIGUSR2 that redlock gets goes to that group once (followed by
 SIGCONT, so that a stopped COMMAND acts on it). So a Ctrl-C on a terminal reaches
 COMMAND once, through redlock, and redlock waits for COMMAND to exit before it
-%[1]s. COMMAND is not the terminal's foreground job: if it reads from the
-terminal it is stopped, so give it its input from a file or a pipe. redlock ignores
-SIGTSTP (Ctrl-Z): stopped, it could not extend %[2]s. If redlock is killed with
-SIGKILL, COMMAND runs on and %[2]s expires after -ttl.
+%[1]s. It waits for the rest of the group too (a job COMMAND put in the
+background), which it stops whenever it stops COMMAND (a loss, -timeout), and then
+exits with COMMAND's status. COMMAND is not the terminal's foreground job: if it
+reads from the terminal it is stopped, so give it its input from a file or a pipe.
+redlock ignores SIGTSTP (Ctrl-Z): stopped, it could not extend %[2]s. If
+redlock is killed with SIGKILL, COMMAND runs on and %[2]s expires after -ttl.
 `
 )
 

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -74,6 +75,7 @@ func newCommand(argv []string) (*exec.Cmd, error) {
 // start starts cmd in a process group of its own, with the fencing token in its
 // environment.
 func start(cmd *exec.Cmd, token uint64) (*process, error) {
+	adoptOrphans()
 	cmd.Env = append(os.Environ(), tokenEnv+"="+strconv.FormatUint(token, 10))
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if err := cmd.Start(); err != nil {
@@ -87,12 +89,15 @@ func start(cmd *exec.Cmd, token uint64) (*process, error) {
 	return p, nil
 }
 
-// signal sends sig to the command's process group, unless the command has exited, and
-// then SIGCONT, so that a stopped command acts on it at once (as shells do on kill).
+// signal sends sig to the command's process group, unless every process of it has
+// exited, and then SIGCONT, so that a stopped command acts on it at once (as shells do on
+// kill).
 func (p *process) signal(sig os.Signal) {
 	select {
 	case <-p.exited:
-		return
+		if !p.groupRuns() {
+			return
+		}
 	default:
 	}
 	s, ok := sig.(syscall.Signal)
@@ -104,4 +109,19 @@ func (p *process) signal(sig os.Signal) {
 	if s != syscall.SIGKILL {
 		_ = syscall.Kill(-pgid, syscall.SIGCONT)
 	}
+}
+
+// groupRuns reports whether a process of the command's group still runs (or is stopped),
+// once the command has exited: it reaps those of the group that redlock adopted (see
+// adoptOrphans) and have exited, then asks whether the group has any process left. It
+// must not be called before exited closes, when it could reap the command itself.
+func (p *process) groupRuns() bool {
+	pgid := p.cmd.Process.Pid
+	var status syscall.WaitStatus
+	for range 1024 { // one exited process each; any more at the next call
+		if pid, err := syscall.Wait4(-pgid, &status, syscall.WNOHANG, nil); pid <= 0 || err != nil {
+			break
+		}
+	}
+	return !errors.Is(syscall.Kill(-pgid, 0), syscall.ESRCH) // EPERM: one runs as another user
 }

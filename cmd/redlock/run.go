@@ -321,13 +321,16 @@ func (r *runner) ignoreStop() {
 	r.say("ignoring SIGTSTP: a stopped redlock could not extend its lock")
 }
 
-// supervise waits for the command p to exit, passing on the signals redlock gets, and stops
-// it (SIGTERM, then SIGKILL after -grace) if the lease ends or -timeout runs out. It returns
-// the exit status: the command's, or exitLost or exitTimeout if it had to be stopped, or if
-// the lease ended before the command exited.
+// supervise waits for the command p, and then every other process of its group, to exit,
+// passing on the signals redlock gets, and stops them (SIGTERM, then SIGKILL after -grace)
+// if the lease ends or -timeout runs out. It returns the exit status: the command's, or
+// exitLost or exitTimeout if they had to be stopped, or if the lease ended before they
+// exited.
 func (r *runner) supervise(p *process) int {
 	var (
 		ended    = r.lease.Done()
+		exited   = p.exited
+		group    <-chan time.Time // polls the command's group once the command has exited
 		deadline <-chan time.Time // -timeout
 		kill     <-chan time.Time // -grace after SIGTERM
 		stopping bool             // SIGTERM was sent
@@ -347,15 +350,19 @@ func (r *runner) supervise(p *process) int {
 	}
 	for {
 		select {
-		case <-p.exited:
-			if status != exitLost && r.lease.Err() != nil {
-				r.say("lost %s before the command exited: %s", r.subject(), r.lossReason(r.lease.Err()))
-				status = exitLost
+		case <-exited:
+			exited = nil
+			if !p.groupRuns() {
+				return r.exitStatus(p, status)
 			}
-			if status >= 0 {
-				return status
+			r.groupRunsOn(status >= 0)
+			poll := time.NewTicker(groupPoll)
+			defer poll.Stop()
+			group = poll.C
+		case <-group:
+			if !p.groupRuns() {
+				return r.exitStatus(p, status)
 			}
-			return commandStatus(p.err)
 		case sig := <-r.sigs:
 			if sig == syscall.SIGPIPE { // a message to a closed pipe: it failed, that is all
 				continue
@@ -384,6 +391,35 @@ func (r *runner) supervise(p *process) int {
 			p.signal(syscall.SIGKILL)
 		}
 	}
+}
+
+// groupRunsOn says that the command exited while other processes of its group run on;
+// stopping: they must stop too (the lease ended, or -timeout ran out).
+func (r *runner) groupRunsOn(stopping bool) {
+	const msg = "the command exited, but other processes of its process group still run"
+	if stopping {
+		r.say("%s: waiting for them to exit", msg)
+		return
+	}
+	r.say("%s: %s stays held until they exit", msg, r.subject())
+}
+
+// groupPoll is how often redlock looks whether the command's process group has any
+// process left, once the command has exited.
+const groupPoll = 50 * time.Millisecond
+
+// exitStatus returns the exit status once the command and its group have exited: status
+// if they had to be stopped (exitLost, exitTimeout), exitLost if the lease has ended,
+// else the command's own.
+func (r *runner) exitStatus(p *process, status int) int {
+	if status != exitLost && r.lease.Err() != nil {
+		r.say("lost %s before the command exited: %s", r.subject(), r.lossReason(r.lease.Err()))
+		return exitLost
+	}
+	if status >= 0 {
+		return status
+	}
+	return commandStatus(p.err)
 }
 
 // lossReason explains why a lease ended, from Lease.Err.

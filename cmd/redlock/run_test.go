@@ -286,3 +286,48 @@ func TestBrokenStderr(t *testing.T) {
 	}
 	s.assertReleased(t, "brokenpipe")
 }
+
+// TestCommandsGroupHoldsTheLock: the lock covers every process of the command's process
+// group, not the command alone. When the command exits while others of its group run on
+// (a job it put in the background), redlock keeps the lock, and the command's status, until
+// they exit; when the command must stop, SIGKILL after -grace reaches those that ignored
+// SIGTERM though the command itself has exited, before the lock is released.
+func TestCommandsGroupHoldsTheLock(t *testing.T) {
+	s := newSetup(t, 1)
+	t.Run("background job", func(t *testing.T) {
+		dir := t.TempDir()
+		t.Cleanup(func() { touch(t, filepath.Join(dir, "release")) }) // the job, if left behind
+		script := `( i=0; while [ ! -e "$1/release" ] && [ $i -lt 600 ]; do sleep 0.1; i=$((i+1)); done
+: > "$1/job-done" ) >/dev/null 2>&1 &
+: > "$1/started"; exit 3`
+		tl := startTool(t, nil, "", s.args("group", sh(script, dir)...)...)
+		tl.await(t, "a message that the group still runs", func() bool {
+			return strings.Contains(tl.stderr.String(), "other processes of its process group still run")
+		})
+		if !s.hasKey(t, keys("group").Lock) {
+			t.Fatal("the lock was released while the command's background job ran")
+		}
+		touch(t, filepath.Join(dir, "release"))
+		wantCode(t, tl.wait(t), tl.stderr.String(), 3)
+		if !exists(filepath.Join(dir, "job-done")) {
+			t.Error("redlock exited before the background job did")
+		}
+		s.assertReleased(t, "group")
+	})
+	t.Run("SIGKILL after grace", func(t *testing.T) {
+		dir := t.TempDir()
+		script := `sh -c 'trap "" TERM; i=0; while [ $i -lt 600 ]; do sleep 0.1; i=$((i+1)); done' >/dev/null 2>&1 &
+echo $! > "$1/job"; trap 'exit 7' TERM; : > "$1/started"
+i=0; while [ $i -lt 600 ]; do sleep 0.1; i=$((i+1)); done`
+		tl := startTool(t, nil, "", s.args("group", append([]string{"-timeout", "1s", "-grace", "1s"}, sh(script, dir)...)...)...)
+		tl.awaitFile(t, filepath.Join(dir, "started"))
+		job := int(readToken(t, filepath.Join(dir, "job"))) // a positive decimal, as a token is
+		t.Cleanup(func() { _ = syscall.Kill(job, syscall.SIGKILL) })
+		wantCode(t, tl.wait(t), tl.stderr.String(), exitTimeout, "still ran after -timeout 1s",
+			"other processes of its process group still run", "did not exit within 1s of SIGTERM: sending SIGKILL")
+		if err := syscall.Kill(job, 0); !errors.Is(err, syscall.ESRCH) {
+			t.Errorf("the background job that ignores SIGTERM still runs after redlock exited (kill -0: %v)", err)
+		}
+		s.assertReleased(t, "group")
+	})
+}
