@@ -32,7 +32,8 @@ type Lease struct {
 	// set (opts.observer): the start of the hold time it reports.
 	acquired time.Time
 
-	op opLock // serializes Extend and Release
+	op         opLock // serializes Extend and Release
+	unanswered bool   // too few nodes answered the last Release: the next tries again (guarded by op)
 
 	mu        sync.Mutex    // guards the fields below
 	done      chan struct{} // made by the first Done call; closed when the lease ends
@@ -247,13 +248,16 @@ func (l *Lease) extended(until time.Time, err error) error {
 // cancelled (each node is still bounded by the node timeout), so that a lock is not left
 // behind until its TTL, and it is attempted once even after the lease ended otherwise, to
 // clear what is left of it.
-// Whatever it returns, the Lease no longer holds the lock.
+// Whatever it returns, the Lease no longer holds the lock. If too few nodes answered it,
+// for reasons a retry can fix (timeouts, broken connections), Release may be called again,
+// and calls every node again; otherwise a second Release calls no node.
 //
 // Errors: one matching ErrNotHeld if the lease had already ended, and the reason it ended
 // (ErrReleased for a second Release, ErrMaxHold, ErrClosed, ErrLost, or ErrExpired, which
 // means the work it protected may have overlapped another holder's), or if another owner
-// held the lock on too many nodes for a quorum to let go; a *QuorumError if too
-// few nodes answered: their copies expire by TTL. A node where, within the lease's
+// held the lock on too many nodes for a quorum to let go (or, for a Release called again,
+// its keys had expired); a *QuorumError if too few nodes answered: their copies expire by
+// TTL, unless a later Release reaches them. A node where, within the lease's
 // validity, neither the lease's key nor another owner's is found counts as one that let go:
 // the key can only have gone by this release, sent twice by a backend after a broken
 // connection, or with the server's data (a restart, an eviction). Every error names the
@@ -263,7 +267,8 @@ func (l *Lease) Release(ctx context.Context) error {
 }
 
 // finish ends the lease with reason, unless it ended already, and releases the lock on the
-// nodes, once. It returns the reason the lease had ended before, or the release's error.
+// nodes, once, or again for a Release after one that too few nodes answered. It returns the
+// reason the lease had ended before, or the release's error.
 func (l *Lease) finish(ctx context.Context, reason error) error {
 	if l.cluster == nil {
 		return ErrNotHeld
@@ -271,15 +276,19 @@ func (l *Lease) finish(ctx context.Context, reason error) error {
 	l.op.lock()
 	defer l.op.unlock()
 	l.mu.Lock()
-	if l.released { // it ended then: say why
+	again := l.released && l.unanswered && reason == ErrReleased
+	if l.released && !again { // it ended then: say why
 		ended := l.err
 		l.mu.Unlock()
 		return l.notHeld(ended)
 	}
-	l.released = true
-	l.expireIfDue()
-	ended := l.err
-	l.end(reason)
+	var ended error // why it had ended before this Release, if it had
+	if !again {
+		l.released = true
+		l.expireIfDue()
+		ended = l.err
+		l.end(reason)
+	}
 	l.mu.Unlock()
 	defer l.leave() // also if the Observer panics
 
@@ -292,6 +301,10 @@ func (l *Lease) finish(ctx context.Context, reason error) error {
 	if ended != nil {
 		ret = l.notHeld(ended)
 	}
+	// Too few nodes answered a Release of a held lease, for reasons a retry can fix: a
+	// later Release tries them again.
+	l.unanswered = ended == nil && reason == ErrReleased &&
+		errors.Is(err, ErrNoQuorum) && !errors.Is(err, ErrNotHeld) && !core.Permanent(err)
 	if l.opts.observer != nil { // before the next goroutine in the local queue goes on
 		l.observeRelease(ctx, start, ret)
 	}

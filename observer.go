@@ -54,7 +54,8 @@ import (
 type Observer interface {
 	// Acquired reports the end of an acquisition, successful or not.
 	Acquired(AcquireEvent)
-	// Released reports the release of a holding on the nodes.
+	// Released reports the release of a holding on the nodes, and each release tried
+	// again (a Lease's Release called again after one that too few nodes answered).
 	Released(ReleaseEvent)
 	// Extended reports the end of an extension, successful or not.
 	Extended(ExtendEvent)

@@ -1,10 +1,15 @@
 package redlock_test
 
 import (
+	"context"
+	"errors"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/go-redlock/redlock"
+	"github.com/go-redlock/redlock/core"
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
 
@@ -25,4 +30,60 @@ func TestReleaseOfAKeyGoneWithinTheValidity(t *testing.T) {
 	}
 	require.NoError(t, gone.Release(ctx))
 	require.ErrorIs(t, taken.Release(ctx), redlock.ErrNotHeld)
+}
+
+// failingReleases fails the release script while fails is above 0, counting it down.
+type failingReleases struct {
+	redlock.Node
+	fails *atomic.Int32
+}
+
+func (n failingReleases) Eval(ctx context.Context, s *core.Script, keys []string, args ...string) ([]int64, error) {
+	if s.Name() == "release" && n.fails.Add(-1) >= 0 {
+		return nil, errors.New("connection reset")
+	}
+	return n.Node.Eval(ctx, s, keys, args...)
+}
+
+// TestReleaseAgainAfterTooFewAnswered: a Release that too few nodes answered (a
+// *QuorumError) can be called again, and tries the nodes again, so the lock is free at
+// once rather than after its TTL; once a Release succeeded, another says ErrNotHeld and
+// ErrReleased, without calling the nodes (or the Observer); called again once the lease's keys expired, it
+// says ErrNotHeld.
+func TestReleaseAgainAfterTooFewAnswered(t *testing.T) {
+	bubble(t, func(t *testing.T) {
+		nodes, _ := simNodes(t, 3)
+		var fails atomic.Int32
+		wrapped := []redlock.Node{nodes[0], failingReleases{nodes[1], &fails}, failingReleases{nodes[2], &fails}}
+		var events counter
+		c, other := newClient(t, wrapped, redlock.WithObserver(&events)), newClient(t, nodes)
+		ctx := t.Context()
+		l, err := c.TryAcquire(ctx, "again")
+		require.NoError(t, err)
+
+		fails.Store(2) // both wrapped nodes, once
+		require.ErrorIs(t, l.Release(ctx), redlock.ErrNoQuorum)
+		_, err = other.TryAcquire(ctx, "again")
+		require.ErrorIs(t, err, redlock.ErrHeld, "two nodes of three still hold the lock")
+
+		require.NoError(t, l.Release(ctx))
+		o, err := other.TryAcquire(ctx, "again")
+		require.NoError(t, err, "the second Release let go of the lock")
+
+		fails.Store(2) // a third Release does not call the nodes
+		err = l.Release(ctx)
+		require.ErrorIs(t, err, redlock.ErrNotHeld)
+		require.ErrorIs(t, err, redlock.ErrReleased)
+		assert.Equal(t, int32(2), fails.Load())
+		assert.Equal(t, int64(2), events.released.Load(), "Released events: the release and the one tried again")
+		require.NoError(t, o.Release(ctx))
+
+		// Called again once its keys expired, Release says so.
+		late, err := c.TryAcquire(ctx, "late")
+		require.NoError(t, err)
+		fails.Store(2)
+		require.ErrorIs(t, late.Release(ctx), redlock.ErrNoQuorum)
+		time.Sleep(time.Until(late.Until()) + time.Minute)
+		require.ErrorIs(t, late.Release(ctx), redlock.ErrNotHeld)
+	})
 }
