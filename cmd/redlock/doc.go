@@ -117,7 +117,9 @@
 // COMMAND runs on. If redlock is stopped anyway (SIGSTOP) past the lock's validity, it finds
 // the lock expired when it resumes and stops COMMAND (status 75). If redlock is killed with
 // SIGKILL, COMMAND runs on, and the lock expires after -ttl. Otherwise redlock never exits
-// with the lock held: it releases it on every path once it was taken.
+// with the lock held: it releases it on every path once it was taken, trying a release that
+// too few nodes answered again for up to 5s (pausing between tries as between attempts to
+// take the lock), and saying so if it could not: the lock then expires after -ttl.
 //
 // # Restart guard
 //

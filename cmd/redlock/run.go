@@ -20,8 +20,9 @@ import (
 	"github.com/go-redlock/redlock/core"
 )
 
-// releaseTimeout bounds the release of the lock once the command has exited. Each node's
-// answer is bounded by the node timeout anyway; a lock not released expires after its TTL.
+// releaseTimeout bounds the release of the lock once the command has exited, the releases
+// tried again included (see release). Each node's answer is bounded by the node timeout
+// anyway; a lock not released expires after its TTL.
 const releaseTimeout = 5 * time.Second
 
 // runMain is `redlock run`: it parses args (getenv gives $REDIS_ADDRS), takes the lock, runs
@@ -422,6 +423,18 @@ func (r *runner) exitStatus(p *process, status int) int {
 	return commandStatus(p.err)
 }
 
+// pause waits for d, and reports whether ctx is still live then.
+func pause(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}
+
 // lossReason explains why a lease ended, from Lease.Err.
 func (r *runner) lossReason(err error) string {
 	switch {
@@ -437,11 +450,20 @@ func (r *runner) lossReason(err error) string {
 
 // release releases the lock (for elect: resigns), within releaseTimeout, and returns the
 // exit status: code, or exitLost if the release finds that the nodes no longer held the
-// lock.
+// lock. A release that too few nodes answered is tried again (see Lease.Release), pausing
+// as between attempts to take the lock, until releaseTimeout.
 func (r *runner) release(code int) int {
 	ctx, cancel := context.WithTimeout(context.Background(), releaseTimeout)
 	defer cancel()
 	err := r.lease.Release(ctx)
+	b := core.Backoff{Min: r.retryMin, Max: r.retryMax}
+	for attempt := 1; errors.Is(err, redlock.ErrNoQuorum) && !core.Permanent(err) && pause(ctx, b.Delay(attempt, 0)); attempt++ {
+		again := r.lease.Release(ctx)
+		if errors.Is(again, redlock.ErrNotHeld) { // its keys expired meanwhile: not lost while the command ran
+			break
+		}
+		err = again
+	}
 	switch {
 	case err == nil, code == exitLost: // a lease that ended says so again: reported already
 		return code

@@ -9,6 +9,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/go-redlock/redlock/internal/redistest"
 )
 
 // TestRunPassesStatusOutputAndToken: the command runs with redlock's standard input and
@@ -330,4 +332,23 @@ i=0; while [ $i -lt 600 ]; do sleep 0.1; i=$((i+1)); done`
 		}
 		s.assertReleased(t, "group")
 	})
+}
+
+// TestReleaseTriedAgain: a release that no node answered (its connection broke on the way,
+// as many times as the driver sends a command) is tried again, so the lock is free when
+// redlock exits rather than after -ttl.
+func TestReleaseTriedAgain(t *testing.T) {
+	s := newSetup(t, 1)
+	addr, dropped := redistest.DropRequests(t, s.servers[0].Addr(), "$5\r\nleave\r\n", 4) // an argument "leave": a release
+	dir := t.TempDir()
+	code, _, stderr := runTool(t, nil, "run", "-addrs", addr, "-restart-guard", "0", "-node-timeout", testNodeTimeout,
+		"-name", "again", "--", "sh", "-c", ranScript, "sh", dir)
+	wantCode(t, code, stderr, 0)
+	if strings.Contains(stderr, "could not release") {
+		t.Errorf("redlock gave up its release:\n%s", stderr)
+	}
+	if n := dropped(); n != 4 {
+		t.Errorf("%d releases dropped, want 4", n)
+	}
+	s.assertReleased(t, "again")
 }

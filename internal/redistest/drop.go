@@ -70,3 +70,46 @@ func (p *dropProxy) replies(c, s net.Conn) {
 		}
 	}
 }
+
+// DropRequests starts a TCP proxy on 127.0.0.1:0 in front of target that, for each of the
+// first n requests whose bytes contain word (ASCII, any case), closes the client's
+// connection without passing the request on, as a connection broken on the way would: the
+// server never sees it. Every other request and reply passes at once. It returns the
+// proxy's address and a function that reports how many requests it has dropped.
+// t.Cleanup closes the listener and every connection, and waits for the proxy's goroutines.
+func DropRequests(t testing.TB, target, word string, n int) (string, func() int) {
+	t.Helper()
+	p := &requestDropper{word: bytes.ToLower([]byte(word)), n: int64(n)}
+	addr := proxy(t, &p.conns, target, p.requests, func(c, s net.Conn) { pass(c, s) })
+	return addr, func() int { return int(min(p.seen.Load(), p.n)) }
+}
+
+// requestDropper is the state behind DropRequests.
+type requestDropper struct {
+	word []byte
+	n    int64
+	seen atomic.Int64 // requests seen with the word
+	conns
+}
+
+// requests passes c's requests on to s, but for the first n with the word: it closes both
+// connections instead.
+func (p *requestDropper) requests(c, s net.Conn) {
+	defer s.Close()
+	defer c.Close()
+	buf := make([]byte, 32<<10)
+	for {
+		n, err := c.Read(buf)
+		if n > 0 {
+			if bytes.Contains(bytes.ToLower(buf[:n]), p.word) && p.seen.Add(1) <= p.n {
+				return
+			}
+			if _, werr := s.Write(buf[:n]); werr != nil {
+				return
+			}
+		}
+		if err != nil {
+			return
+		}
+	}
+}
