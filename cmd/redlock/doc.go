@@ -110,8 +110,8 @@
 // redlock keeps the lock, extended, and COMMAND's exit status until they exit too. A loss
 // and -timeout stop them as they stop COMMAND (SIGTERM to the group, then SIGKILL after
 // -grace), and the signals redlock gets still go to the group. On Linux redlock adopts the
-// group's orphans (PR_SET_CHILD_SUBREAPER) and reaps them, as a container's first process
-// may not.
+// orphans of COMMAND's descendants, in its group or not (PR_SET_CHILD_SUBREAPER), and reaps
+// each as it exits, as a container's first process may not.
 //
 // redlock ignores SIGTSTP (Ctrl-Z): a stopped redlock could not extend the lock while
 // COMMAND runs on. If redlock is stopped anyway (SIGSTOP) past the lock's validity, it finds

@@ -55,9 +55,11 @@ func signalStatus(sig os.Signal) int {
 
 // process is the command, running in a process group of its own (whose ID is its PID).
 type process struct {
-	cmd    *exec.Cmd
-	exited chan struct{} // closed once it has exited and been reaped
-	err    error         // exec.Cmd.Wait's error; set before exited closes
+	cmd     *exec.Cmd
+	exited  chan struct{}    // closed once it has exited and been reaped
+	err     error            // exec.Cmd.Wait's error; set before exited closes
+	orphans <-chan os.Signal // SIGCHLD: an orphan redlock adopted may have exited (see reapOrphans)
+	stop    func()           // ends the signals to orphans
 }
 
 // newCommand returns the command for argv with redlock's standard input, output and error,
@@ -75,13 +77,14 @@ func newCommand(argv []string) (*exec.Cmd, error) {
 // start starts cmd in a process group of its own, with the fencing token in its
 // environment.
 func start(cmd *exec.Cmd, token uint64) (*process, error) {
-	adoptOrphans()
+	orphans, stop := adoptOrphans()
 	cmd.Env = append(os.Environ(), tokenEnv+"="+strconv.FormatUint(token, 10))
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if err := cmd.Start(); err != nil {
+		stop()
 		return nil, err
 	}
-	p := &process{cmd: cmd, exited: make(chan struct{})}
+	p := &process{cmd: cmd, exited: make(chan struct{}), orphans: orphans, stop: stop}
 	go func() {
 		p.err = cmd.Wait()
 		close(p.exited)
@@ -124,4 +127,27 @@ func (p *process) groupRuns() bool {
 		}
 	}
 	return !errors.Is(syscall.Kill(-pgid, 0), syscall.ESRCH) // EPERM: one runs as another user
+}
+
+// reapOrphans reaps every child of redlock that has exited but the command, which
+// exec.Cmd.Wait reaps: the orphans redlock adopted (see adoptOrphans), in the command's
+// group or out of it, which would otherwise stay zombies while redlock runs. While the
+// command has exited and Wait has not reaped it yet, the others may wait for the next
+// call.
+func (p *process) reapOrphans() {
+	var status syscall.WaitStatus
+	for range 1024 { // one exited child each; any more at the next call
+		pid := exitedChild()
+		if pid <= 0 {
+			return
+		}
+		select {
+		case <-p.exited: // reaped: pid is an orphan's
+		default:
+			if pid == p.cmd.Process.Pid {
+				return
+			}
+		}
+		_, _ = syscall.Wait4(pid, &status, syscall.WNOHANG, nil)
+	}
 }

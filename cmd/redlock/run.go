@@ -342,6 +342,7 @@ func (r *runner) supervise(p *process) int {
 		defer t.Stop()
 		deadline = t.C
 	}
+	defer p.stop()
 	terminate := func() {
 		if !stopping {
 			stopping = true
@@ -351,8 +352,11 @@ func (r *runner) supervise(p *process) int {
 	}
 	for {
 		select {
+		case <-p.orphans:
+			p.reapOrphans()
 		case <-exited:
 			exited = nil
+			p.reapOrphans() // those that the command's zombie hid
 			if !p.groupRuns() {
 				return r.exitStatus(p, status)
 			}
