@@ -24,8 +24,9 @@ type Lease struct {
 	lock    core.Lock  // what is asked for
 	held    *core.Held // the lock as granted (token, start), for Extend and Release
 	// groups are the slots' groups of a lock over names in several Redis Cluster slots,
-	// taken one after another (see slotGroups), and parts their grants once held; both nil
-	// for another lock, which held stands for on the nodes.
+	// taken one after another (see slotGroups), and parts their grants once held (after a
+	// Release, those it failed to let go: see releaseNodes); both nil for another lock,
+	// which held stands for on the nodes.
 	groups []core.Keys
 	parts  []*core.Held
 	// acquired is when the acquisition returned, set before start only if an Observer is

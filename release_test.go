@@ -3,6 +3,7 @@ package redlock_test
 import (
 	"context"
 	"errors"
+	"slices"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -85,5 +86,55 @@ func TestReleaseAgainAfterTooFewAnswered(t *testing.T) {
 		require.ErrorIs(t, late.Release(ctx), redlock.ErrNoQuorum)
 		time.Sleep(time.Until(late.Until()) + time.Minute)
 		require.ErrorIs(t, late.Release(ctx), redlock.ErrNotHeld)
+	})
+}
+
+// failingPartReleases fails the release script of the keys that hold key while fails is
+// above 0, counting it down.
+type failingPartReleases struct {
+	redlock.Node
+	key   string
+	fails *atomic.Int32
+}
+
+func (n failingPartReleases) Eval(ctx context.Context, s *core.Script, keys []string, args ...string) ([]int64, error) {
+	if s.Name() == "release" && slices.Contains(keys, n.key) && n.fails.Add(-1) >= 0 {
+		return nil, errors.New("connection reset")
+	}
+	return n.Node.Eval(ctx, s, keys, args...)
+}
+
+// TestReleaseAgainOfALockSlotBySlot: a Release called again after one that too few nodes
+// answered for one slot's names (the other slot's were let go, and another owner took them
+// since) lets go of the names that were left, and says nothing of the others'.
+func TestReleaseAgainOfALockSlotBySlot(t *testing.T) {
+	bubble(t, func(t *testing.T) {
+		sims, _ := simNodes(t, 3)
+		var fails atomic.Int32
+		nodes := make([]redlock.Node, len(sims))
+		for i, n := range sims {
+			if i > 0 {
+				n = failingPartReleases{n, lockKey("b"), &fails}
+			}
+			nodes[i] = clusterNode{Node: n}
+		}
+		c, other := newClient(t, nodes), newClient(t, sims)
+		ctx := t.Context()
+		l, err := c.TryAcquireAll(ctx, []string{"a", "b"})
+		require.NoError(t, err)
+
+		fails.Store(2) // b's release on two nodes of three, once
+		require.ErrorIs(t, l.Release(ctx), redlock.ErrNoQuorum)
+		a, err := other.TryAcquire(ctx, "a")
+		require.NoError(t, err, "a was let go")
+		_, err = other.TryAcquire(ctx, "b")
+		require.ErrorIs(t, err, redlock.ErrHeld, "two nodes of three still hold b")
+
+		require.NoError(t, l.Release(ctx), "the Release called again lets go of b")
+		b, err := other.TryAcquire(ctx, "b")
+		require.NoError(t, err, "the second Release let go of b")
+		require.NoError(t, a.Extend(ctx), "a is still its new owner's")
+		require.NoError(t, a.Release(ctx))
+		require.NoError(t, b.Release(ctx))
 	})
 }

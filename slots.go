@@ -256,7 +256,8 @@ func (l *Lease) extendParts(ctx context.Context) (time.Time, error) {
 }
 
 // releaseNodes lets go of l's lock on the nodes: of each part, for a lock slot by slot,
-// and returns the errors joined.
+// and returns the errors joined. Of the parts it keeps only those whose release failed,
+// for a Release called again: the names of the others may have another owner by then.
 func (l *Lease) releaseNodes(ctx context.Context) error {
 	if l.parts == nil {
 		return l.cluster.Release(ctx, l.held)
@@ -267,6 +268,13 @@ func (l *Lease) releaseNodes(ctx context.Context) error {
 		wg.Go(func() { errs[i] = l.cluster.Release(ctx, p) })
 	}
 	wg.Wait()
+	left := make([]*core.Held, 0, len(l.parts)) // never nil: l.held is no lock of its own
+	for i, p := range l.parts {
+		if errs[i] != nil {
+			left = append(left, p)
+		}
+	}
+	l.parts = left
 	return errors.Join(errs...)
 }
 
