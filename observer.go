@@ -15,7 +15,8 @@ import (
 //   - Acquired: an acquisition ended, held or not (Acquire, TryAcquire, Do, Lock,
 //     LockContext, TryLock, RLock, RLockContext, TryRLock).
 //   - Released: a holding was let go on the nodes (Release, Unlock, RUnlock, the end of Do,
-//     or the end of the maximum hold time), once per holding.
+//     or the end of the maximum hold time), once per holding, and once more for each
+//     Release of a Lease called again after one that too few nodes answered.
 //   - Extended: an extension ended, automatic or by Lease.Extend, successful or not.
 //   - Lost: a holding ended otherwise than by a release: its validity ran out (ErrExpired),
 //     the nodes no longer held it (ErrLost), its maximum hold time came (ErrMaxHold), or
@@ -196,7 +197,9 @@ type AcquireEvent struct {
 
 // ReleaseEvent reports the release of a holding on the nodes (see Observer). There is one
 // per holding, from its first Release (or Unlock, RUnlock), or from the end of its maximum
-// hold time, which releases it; a later Release, which reaches no node, reports nothing.
+// hold time, which releases it, and one more for each Release called again after one that
+// too few nodes answered, which calls the nodes again (see Lease.Release); a later
+// Release, which reaches no node, reports nothing.
 type ReleaseEvent struct {
 	// Context is the call's context (context.Background for Unlock, RUnlock and the
 	// release at the maximum hold time).
