@@ -461,15 +461,19 @@ func (r *runner) release(code int) int {
 	defer cancel()
 	err := r.lease.Release(ctx)
 	b := core.Backoff{Min: r.retryMin, Max: r.retryMax}
+	expired := false // while tried again: not lost while the command ran
 	for attempt := 1; errors.Is(err, redlock.ErrNoQuorum) && !core.Permanent(err) && pause(ctx, b.Delay(attempt, 0)); attempt++ {
 		again := r.lease.Release(ctx)
-		if errors.Is(again, redlock.ErrNotHeld) { // its keys expired meanwhile: not lost while the command ran
+		if expired = errors.Is(again, redlock.ErrNotHeld); expired {
 			break
 		}
 		err = again
 	}
 	switch {
 	case err == nil, code == exitLost: // a lease that ended says so again: reported already
+		return code
+	case expired:
+		r.say("could not release %s before it expired (its keys are gone now): %s", r.subject(), r.cause(err))
 		return code
 	case errors.Is(err, redlock.ErrNotHeld):
 		r.say("%s was no longer held when released: it was lost while the command ran", r.subject())

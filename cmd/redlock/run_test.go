@@ -2,6 +2,7 @@ package main
 
 import (
 	"errors"
+	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -339,16 +340,31 @@ i=0; while [ $i -lt 600 ]; do sleep 0.1; i=$((i+1)); done`
 // redlock exits rather than after -ttl.
 func TestReleaseTriedAgain(t *testing.T) {
 	s := newSetup(t, 1)
-	addr, dropped := redistest.DropRequests(t, s.servers[0].Addr(), "$5\r\nleave\r\n", 4) // an argument "leave": a release
+	proxy := redistest.DropRequests(t, s.servers[0].Addr(), "$5\r\nleave\r\n", 4) // an argument "leave": a release
 	dir := t.TempDir()
-	code, _, stderr := runTool(t, nil, "run", "-addrs", addr, "-restart-guard", "0", "-node-timeout", testNodeTimeout,
+	code, _, stderr := runTool(t, nil, "run", "-addrs", proxy.Addr(), "-restart-guard", "0", "-node-timeout", testNodeTimeout,
 		"-name", "again", "--", "sh", "-c", ranScript, "sh", dir)
 	wantCode(t, code, stderr, 0)
 	if strings.Contains(stderr, "could not release") {
 		t.Errorf("redlock gave up its release:\n%s", stderr)
 	}
-	if n := dropped(); n != 4 {
+	if n := proxy.Dropped(); n != 4 {
 		t.Errorf("%d releases dropped, want 4", n)
 	}
 	s.assertReleased(t, "again")
+}
+
+// TestReleaseTriedUntilExpired: a release that no node answers until the lock's keys have
+// expired says so, not that the lock was lost while the command ran, and keeps the
+// command's status.
+func TestReleaseTriedUntilExpired(t *testing.T) {
+	s := newSetup(t, 1)
+	proxy := redistest.DropRequests(t, s.servers[0].Addr(), "$5\r\nleave\r\n", math.MaxInt) // every release
+	dir := t.TempDir()
+	tl := startTool(t, nil, "", "run", "-addrs", proxy.Addr(), "-restart-guard", "0", "-node-timeout", testNodeTimeout,
+		"-ttl", "2s", "-name", "expired", "--", "sh", "-c", ranScript, "sh", dir)
+	tl.await(t, "a release dropped", func() bool { return proxy.Dropped() > 0 })
+	tl.await(t, "the lock's keys expired", func() bool { return !s.hasKey(t, keys("expired").Lock) })
+	proxy.Stop()
+	wantCode(t, tl.wait(t), tl.stderr.String(), 0, `could not release lock "expired" before it expired`)
 }

@@ -74,34 +74,44 @@ func (p *dropProxy) replies(c, s net.Conn) {
 // DropRequests starts a TCP proxy on 127.0.0.1:0 in front of target that, for each of the
 // first n requests whose bytes contain word (ASCII, any case), closes the client's
 // connection without passing the request on, as a connection broken on the way would: the
-// server never sees it. Every other request and reply passes at once. It returns the
-// proxy's address and a function that reports how many requests it has dropped.
-// t.Cleanup closes the listener and every connection, and waits for the proxy's goroutines.
-func DropRequests(t testing.TB, target, word string, n int) (string, func() int) {
+// server never sees it. Every other request and reply passes at once. t.Cleanup closes the
+// listener and every connection, and waits for the proxy's goroutines.
+func DropRequests(t testing.TB, target, word string, n int) *RequestDropper {
 	t.Helper()
-	p := &requestDropper{word: bytes.ToLower([]byte(word)), n: int64(n)}
-	addr := proxy(t, &p.conns, target, p.requests, func(c, s net.Conn) { pass(c, s) })
-	return addr, func() int { return int(min(p.seen.Load(), p.n)) }
+	p := &RequestDropper{word: bytes.ToLower([]byte(word))}
+	p.n.Store(int64(n))
+	p.addr = proxy(t, &p.conns, target, p.requests, func(c, s net.Conn) { pass(c, s) })
+	return p
 }
 
-// requestDropper is the state behind DropRequests.
-type requestDropper struct {
-	word []byte
-	n    int64
-	seen atomic.Int64 // requests seen with the word
+// RequestDropper is a proxy that DropRequests started.
+type RequestDropper struct {
+	addr    string
+	word    []byte
+	n       atomic.Int64 // how many requests with the word to drop
+	dropped atomic.Int64
 	conns
 }
 
-// requests passes c's requests on to s, but for the first n with the word: it closes both
-// connections instead.
-func (p *requestDropper) requests(c, s net.Conn) {
+// Addr returns the proxy's address.
+func (p *RequestDropper) Addr() string { return p.addr }
+
+// Dropped returns how many requests the proxy has dropped.
+func (p *RequestDropper) Dropped() int { return int(p.dropped.Load()) }
+
+// Stop makes the proxy pass every request from now on.
+func (p *RequestDropper) Stop() { p.n.Store(0) }
+
+// requests passes c's requests on to s, but for one with the word while fewer than n were
+// dropped: it closes both connections instead.
+func (p *RequestDropper) requests(c, s net.Conn) {
 	defer s.Close()
 	defer c.Close()
 	buf := make([]byte, 32<<10)
 	for {
 		n, err := c.Read(buf)
 		if n > 0 {
-			if bytes.Contains(bytes.ToLower(buf[:n]), p.word) && p.seen.Add(1) <= p.n {
+			if bytes.Contains(bytes.ToLower(buf[:n]), p.word) && p.drop() {
 				return
 			}
 			if _, werr := s.Write(buf[:n]); werr != nil {
@@ -110,6 +120,19 @@ func (p *requestDropper) requests(c, s net.Conn) {
 		}
 		if err != nil {
 			return
+		}
+	}
+}
+
+// drop counts one more dropped request, unless n have been.
+func (p *RequestDropper) drop() bool {
+	for {
+		d := p.dropped.Load()
+		if d >= p.n.Load() {
+			return false
+		}
+		if p.dropped.CompareAndSwap(d, d+1) {
+			return true
 		}
 	}
 }
