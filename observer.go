@@ -217,6 +217,9 @@ type ReleaseEvent struct {
 	// or a *QuorumError, if too few nodes answered. For the release at the maximum hold
 	// time, it is the release's own error (the Lost event before it has the reason).
 	Err error
+	// Retry is set for a Release called again after one that too few nodes answered: the
+	// holding's first ReleaseEvent came before, and Hold counts to this call.
+	Retry bool
 }
 
 // ExtendEvent reports the end of an extension (see Observer): one that Lease.Extend made,
@@ -391,8 +394,9 @@ func (l *Lease) nodeFailed(op string, e core.NodeError) {
 	})
 }
 
-// observeRelease reports l's release, begun at start; ret is what Release returns.
-func (l *Lease) observeRelease(ctx context.Context, start time.Time, ret error) {
+// observeRelease reports l's release, begun at start; ret is what Release returns, retry
+// whether an earlier Release was reported.
+func (l *Lease) observeRelease(ctx context.Context, start time.Time, ret error, retry bool) {
 	o := l.opts.observer
 	o.Released(ReleaseEvent{
 		Context:  ctx,
@@ -402,6 +406,7 @@ func (l *Lease) observeRelease(ctx context.Context, start time.Time, ret error) 
 		Duration: time.Since(start),
 		Hold:     start.Sub(l.acquired),
 		Err:      ret,
+		Retry:    retry,
 	})
 }
 

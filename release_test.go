@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"slices"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -49,14 +50,14 @@ func (n failingReleases) Eval(ctx context.Context, s *core.Script, keys []string
 // TestReleaseAgainAfterTooFewAnswered: a Release that too few nodes answered (a
 // *QuorumError) can be called again, and tries the nodes again, so the lock is free at
 // once rather than after its TTL; once a Release succeeded, another says ErrNotHeld and
-// ErrReleased, without calling the nodes (or the Observer); called again once the lease's keys expired, it
-// says ErrNotHeld.
+// ErrReleased, without calling the nodes (or the Observer, whose second event says it
+// is a retry); called again once the lease's keys expired, it says ErrNotHeld.
 func TestReleaseAgainAfterTooFewAnswered(t *testing.T) {
 	bubble(t, func(t *testing.T) {
 		nodes, _ := simNodes(t, 3)
 		var fails atomic.Int32
 		wrapped := []redlock.Node{nodes[0], failingReleases{nodes[1], &fails}, failingReleases{nodes[2], &fails}}
-		var events counter
+		var events releases
 		c, other := newClient(t, wrapped, redlock.WithObserver(&events)), newClient(t, nodes)
 		ctx := t.Context()
 		l, err := c.TryAcquire(ctx, "again")
@@ -76,7 +77,7 @@ func TestReleaseAgainAfterTooFewAnswered(t *testing.T) {
 		require.ErrorIs(t, err, redlock.ErrNotHeld)
 		require.ErrorIs(t, err, redlock.ErrReleased)
 		assert.Equal(t, int32(2), fails.Load())
-		assert.Equal(t, int64(2), events.released.Load(), "Released events: the release and the one tried again")
+		assert.Equal(t, []bool{false, true}, events.retries(), "Released events: the release and the one tried again")
 		require.NoError(t, o.Release(ctx))
 
 		// Called again once its keys expired, Release says so.
@@ -87,6 +88,25 @@ func TestReleaseAgainAfterTooFewAnswered(t *testing.T) {
 		time.Sleep(time.Until(late.Until()) + time.Minute)
 		require.ErrorIs(t, late.Release(ctx), redlock.ErrNotHeld)
 	})
+}
+
+// releases is an Observer that records the Retry field of each ReleaseEvent.
+type releases struct {
+	redlock.NopObserver
+	mu    sync.Mutex
+	retry []bool
+}
+
+func (r *releases) Released(e redlock.ReleaseEvent) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.retry = append(r.retry, e.Retry)
+}
+
+func (r *releases) retries() []bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return slices.Clone(r.retry)
 }
 
 // failingPartReleases fails the release script of the keys that hold key while fails is

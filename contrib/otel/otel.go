@@ -17,7 +17,7 @@
 //	redlock.lock.wait.duration      histogram  how long each acquisition took (its wait); redlock.outcome
 //	redlock.lock.acquire.attempts   histogram  attempts per acquisition; redlock.outcome
 //	redlock.lock.handovers          counter    acquisitions that a release handed the lock to
-//	redlock.lock.hold.duration      histogram  how long a lock was held, at its release; redlock.outcome ("ok", "not_held", "error")
+//	redlock.lock.hold.duration      histogram  how long a lock was held, at its first release; redlock.outcome ("ok", "not_held", "error")
 //	redlock.lock.extensions         counter    extensions that ended, successful or not; redlock.extension.auto (bool)
 //	redlock.lock.extension.failures counter    failed extensions; redlock.extension.auto, error.type ("lost", "no_quorum", "timeout", "other")
 //	redlock.lock.losses             counter    holdings that ended otherwise than by a release; redlock.loss.reason ("expired", "lost", "max_hold", "other")
@@ -245,7 +245,8 @@ func (o *Observer) Acquired(e redlock.AcquireEvent) {
 	span.End(trace.WithTimestamp(end))
 }
 
-// Released records a release: the hold time, and its span.
+// Released records a release: the hold time (at a holding's first release only), and its
+// span.
 func (o *Observer) Released(e redlock.ReleaseEvent) {
 	outcome := holdOutcomeOK
 	switch {
@@ -254,7 +255,9 @@ func (o *Observer) Released(e redlock.ReleaseEvent) {
 	case e.Err != nil:
 		outcome = holdOutcomeError
 	}
-	o.hold.Record(context.Background(), e.Hold.Seconds(), o.attrs(e.Kind, e.Name, KeyOutcome.String(outcome)))
+	if !e.Retry { // a Release called again: its holding was recorded at the first
+		o.hold.Record(context.Background(), e.Hold.Seconds(), o.attrs(e.Kind, e.Name, KeyOutcome.String(outcome)))
+	}
 
 	end := e.Start.Add(e.Duration)
 	_, span := o.tracer.Start(parent(e.Context), releaseSpanName,

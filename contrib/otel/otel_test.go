@@ -570,3 +570,23 @@ func TestInstruments(t *testing.T) {
 		assert.Equal(t, w.keys, keysOf(sets[0]), name)
 	}
 }
+
+// TestReleaseCalledAgain: a Release called again after one that too few nodes answered is a
+// second release span, but the holding's hold time is recorded once, at the first.
+func TestReleaseCalledAgain(t *testing.T) {
+	e := newEnv(t)
+	ns, servers := nodes(t, 1)
+	c := newClient(t, ns, redlock.WithObserver(e.obs))
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	l, err := c.Acquire(ctx, "again")
+	require.NoError(t, err)
+	servers[0].SetError("LOADING Redis is loading the dataset in memory")
+	require.ErrorIs(t, l.Release(ctx), redlock.ErrNoQuorum)
+	servers[0].SetError("")
+	require.NoError(t, l.Release(ctx))
+
+	n, _, _ := histogram(t, e.collect(t), "redlock.lock.hold.duration", redlockotel.KeyKind.String("lease"))
+	assert.EqualValues(t, 1, n, "hold times recorded")
+	assert.Len(t, spansNamed(e.spans.GetSpans(), "redlock.release"), 2)
+}
