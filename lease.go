@@ -54,13 +54,24 @@ type Lease struct {
 	leaveOnce  sync.Once
 }
 
-// start makes l the holder of g, and starts its timers: one for the next extension (if
-// asked) or else the expiry at Until, and one for the end of the maximum hold time, if set.
-// Timers cost no goroutine until they fire. If l's Client was closed meanwhile, it lets go
-// of the lock instead and returns an error that matches ErrClosed.
+// start makes l the holder of g and, once its Client has it among its holdings, starts its
+// timers: one for the next extension (if asked) or else the expiry at Until, and one for
+// the end of the maximum hold time, if set. Timers cost no goroutine until they fire. If
+// l's Client was closed meanwhile, it lets go of the lock instead and returns an error that
+// matches ErrClosed.
 func (l *Lease) start(g *core.Held) error {
 	l.mu.Lock()
 	l.held, l.until = g, g.Until
+	l.mu.Unlock()
+	if l.client != nil && !l.client.hold(l) {
+		l.abandon()
+		return &lockError{"acquire", l.name, ErrClosed}
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.err != nil { // Close ended it, as one of its holdings
+		return nil
+	}
 	if l.opts.autoExtend {
 		l.extendAt = l.extensionDue(nil)
 	}
@@ -70,34 +81,15 @@ func (l *Lease) start(g *core.Held) error {
 			_ = l.finish(context.Background(), ErrMaxHold)
 		})
 	}
-	l.mu.Unlock()
-	if l.client == nil {
-		return nil
-	}
-	if !l.client.hold(l) {
-		l.abandon()
-		return &lockError{"acquire", l.name, ErrClosed}
-	}
-	l.mu.Lock()
-	ended := l.err != nil // already (its timers run): end did not find it to drop
-	l.mu.Unlock()
-	if ended {
-		l.client.drop(l)
-	}
 	return nil
 }
 
-// abandon lets go of l, which has just started but whose Client was closed: it ends l,
-// which was never handed out, without a word (no lost handler, no event), and releases its
-// lock.
+// abandon lets go of l, which has just been granted but whose Client was closed: it ends
+// l, which was never handed out and whose timers never started, without a word (no lost
+// handler, no event), and releases its lock.
 func (l *Lease) abandon() {
 	l.mu.Lock()
 	l.released, l.err = true, ErrClosed
-	for _, t := range []*time.Timer{l.timer, l.holdEnd} {
-		if t != nil {
-			t.Stop()
-		}
-	}
 	l.mu.Unlock()
 	_ = l.releaseNodes(context.Background())
 	l.leave()
@@ -307,7 +299,7 @@ func (l *Lease) finish(ctx context.Context, reason error) error {
 	l.unanswered = ended == nil && reason == ErrReleased &&
 		errors.Is(err, ErrNoQuorum) && !errors.Is(err, ErrNotHeld) && !core.Permanent(err)
 	if l.opts.observer != nil { // before the next goroutine in the local queue goes on
-		l.observeRelease(ctx, start, ret)
+		l.observeRelease(ctx, start, ret, again)
 	}
 	return ret
 }

@@ -464,3 +464,68 @@ func localWaiters() int {
 		buf = make([]byte, 2*len(buf))
 	}
 }
+
+// blockingAcquired is an Observer whose Acquired tells entered and then waits for proceed.
+type blockingAcquired struct {
+	redlock.NopObserver
+	entered, proceed chan struct{}
+	lost             atomic.Int32
+}
+
+func (o *blockingAcquired) Acquired(e redlock.AcquireEvent) {
+	if e.Name == "closing" {
+		o.entered <- struct{}{}
+		<-o.proceed
+	}
+}
+
+func (o *blockingAcquired) Lost(e redlock.LostEvent) {
+	if e.Name == "closing" {
+		o.lost.Add(1)
+	}
+}
+
+// TestClosedAtTheGrantPastItsMaxHold: a Lease granted as its Client closes, whose maximum
+// hold time has already run out, and which is not handed out (the acquisition fails with
+// ErrClosed) is let go without a word (no Lost event, no lost handler), once: its maximum
+// hold time does not end it, nor release it at the same time as the acquisition does.
+func TestClosedAtTheGrantPastItsMaxHold(t *testing.T) {
+	for range 200 {
+		o := &blockingAcquired{entered: make(chan struct{}), proceed: make(chan struct{})}
+		var handled atomic.Int32
+		c := newClient(t, []redlock.Node{instantNode{0}, instantNode{1}, instantNode{2}}, redlock.WithObserver(o))
+		type result struct {
+			l   *redlock.Lease
+			err error
+		}
+		acquired := make(chan result, 1)
+		go func() {
+			l, err := c.TryAcquire(context.Background(), "closing", redlock.WithMaxHold(time.Nanosecond),
+				redlock.WithLostHandler(func(error) { handled.Add(1) }))
+			acquired <- result{l, err}
+		}()
+		<-o.entered
+		closed := make(chan struct{})
+		go func() { _ = c.Close(); close(closed) }()
+		for { // Close has begun once the Client refuses a new acquisition
+			l, err := c.TryAcquire(context.Background(), "other")
+			if errors.Is(err, redlock.ErrClosed) {
+				break
+			}
+			if err == nil {
+				_ = l.Release(context.Background())
+			}
+			runtime.Gosched()
+		}
+		close(o.proceed)
+		r := <-acquired
+		<-closed
+		if r.err == nil { // granted before Close took its holdings: Close ended it, as a holding
+			require.Error(t, r.l.Err())
+			continue
+		}
+		require.ErrorIs(t, r.err, redlock.ErrClosed)
+		require.Zero(t, o.lost.Load(), "Lost events for a lease never handed out")
+		require.Zero(t, handled.Load(), "lost handler calls for a lease never handed out")
+	}
+}
