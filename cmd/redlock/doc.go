@@ -107,7 +107,8 @@
 //
 // The lock covers the whole group: when COMMAND exits while other processes of its group
 // run on (a job it put in the background, which has not left the group with setsid),
-// redlock keeps the lock, extended, and COMMAND's exit status until they exit too. A loss
+// redlock keeps the lock, extended, and COMMAND's exit status until they exit too (on Linux
+// a stopped one counts: the lock stays held until it is continued and exits). A loss
 // and -timeout stop them as they stop COMMAND (SIGTERM to the group, then SIGKILL after
 // -grace), and the signals redlock gets still go to the group. On Linux redlock adopts the
 // orphans of COMMAND's descendants, in its group or not (PR_SET_CHILD_SUBREAPER), and reaps

@@ -462,7 +462,7 @@ func (r *runner) release(code int) int {
 	err := r.lease.Release(ctx)
 	b := core.Backoff{Min: r.retryMin, Max: r.retryMax}
 	expired := false // while tried again: not lost while the command ran
-	for attempt := 1; errors.Is(err, redlock.ErrNoQuorum) && !core.Permanent(err) && pause(ctx, b.Delay(attempt, 0)); attempt++ {
+	for attempt := 0; errors.Is(err, redlock.ErrNoQuorum) && !core.Permanent(err) && pause(ctx, b.Delay(attempt, 0)); attempt++ {
 		again := r.lease.Release(ctx)
 		if expired = errors.Is(again, redlock.ErrNotHeld); expired {
 			break
