@@ -4,6 +4,7 @@ import (
 	"context"
 	_ "embed"
 	"fmt"
+	"math"
 	"reflect"
 	"strconv"
 	"time"
@@ -44,7 +45,8 @@ type Redis struct {
 // of the lock or a server of its own; the records' keys are the caller's, so they must not
 // collide with the lock's ("redlock:" keys). Every accepted write sets the record's TTL to
 // ttl, which is required (no default) and must be at least a millisecond; it is rounded up
-// to whole milliseconds. See the package documentation for how to choose it: longer than the
+// to whole milliseconds (down within the last millisecond below the largest time.Duration,
+// where rounding up would pass it). See the package documentation for how to choose it: longer than the
 // lock's longest possible holding.
 //
 // Errors: one matching redlock.ErrInvalid if node is nil or ttl is below a millisecond.
@@ -55,7 +57,10 @@ func NewRedis(node core.Node, ttl time.Duration) (*Redis, error) {
 	if ttl < time.Millisecond {
 		return nil, invalid("NewRedis: TTL %v is below 1ms: every record needs a TTL", ttl)
 	}
-	ms := (ttl + time.Millisecond - 1) / time.Millisecond
+	ms := ttl / time.Millisecond
+	if ttl%time.Millisecond != 0 && ms < math.MaxInt64/time.Millisecond {
+		ms++ // up, unless that passes the largest time.Duration
+	}
 	return &Redis{node: node, ttl: ms * time.Millisecond, px: strconv.FormatInt(int64(ms), 10)}, nil
 }
 

@@ -524,3 +524,29 @@ func BenchmarkWrite(b *testing.B) {
 		})
 	}
 }
+
+// TestRedisLongestTTL: the longest TTLs, within a millisecond of time.Duration's largest,
+// still give every write's record a TTL of about that long, and TTL() returns it: rounding
+// them up to whole milliseconds must not overflow into a negative PEXPIRE, which deletes
+// the record as it is written.
+func TestRedisLongestTTL(t *testing.T) {
+	for _, ttl := range []time.Duration{math.MaxInt64, math.MaxInt64 - time.Millisecond + 2} {
+		m := miniredis.RunT(t)
+		g, err := fence.NewRedis(drivers[0].node(t, m.Addr()), ttl)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := g.TTL(); got <= 0 || ttl-got >= time.Millisecond {
+			t.Errorf("NewRedis(%d).TTL() = %d, want within a millisecond of it", ttl, got)
+		}
+		if err := g.Write(ctxT(t), "k", 1, "v"); err != nil {
+			t.Fatalf("TTL %d: Write: %v", ttl, err)
+		}
+		if !m.Exists("k") {
+			t.Fatalf("TTL %d: the record is gone after its write", ttl)
+		}
+		if got := m.TTL("k"); got < ttl-time.Second {
+			t.Errorf("TTL %d: the record's TTL is %v, want %v", ttl, got, g.TTL())
+		}
+	}
+}
