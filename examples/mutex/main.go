@@ -21,7 +21,7 @@
 //	go run ./examples/mutex -nolock
 //	REDIS_ADDRS=127.0.0.1:7001,127.0.0.1:7002,127.0.0.1:7003 go run ./examples/mutex
 //
-// Over more than one real server, a server that started less than 30s ago abstains from
+// Over real servers (one or more), a server that started less than 30s ago abstains from
 // granting locks (the restart guard, see redlock.WithRestartGuard), so over freshly
 // started servers the workers wait for up to 30s before the first lock.
 //

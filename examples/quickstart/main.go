@@ -9,7 +9,7 @@
 //
 // Over real servers that started less than 30 s ago, the first acquisition waits until
 // they have been up for 30 s: the restart guard (see redlock.WithRestartGuard), on by
-// default with more than one server, keeps a server that may have forgotten the locks it
+// default at every number of servers, one too, keeps a server that may have forgotten the locks it
 // granted before a restart from voting. The program says so, and waits.
 package main
 
