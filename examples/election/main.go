@@ -283,22 +283,26 @@ func (p *parent) story(res *result) (err error) {
 	if _, err := p.current(p.cfg.Timeout); err != nil { // the first leader
 		return err
 	}
-	// One leader leads for -lead, so that it writes. On a loaded machine a leader can lose
-	// its lease meanwhile: then its successor leads for -lead (a few times at most).
+	// The leader to kill has led for -lead, so that it wrote. On a loaded machine a leader
+	// can lose its lease meanwhile: then its successor, once there is one, leads for -lead
+	// (a few times at most).
 	for range 5 {
+		if _, err := p.current(p.cfg.TTL + margin); err != nil {
+			return err
+		}
 		changed := false
 		p.watch(p.cfg.Lead, nil, func(string) bool { changed = true; return true })
 		if !changed || p.ctx.Err() != nil {
 			break
 		}
 	}
-
-	// SIGKILL: the leader cannot resign, and leads (as far as the lock goes) until its TTL
-	// runs out; then the first candidate in line leads.
 	w, err := p.current(p.cfg.TTL + margin)
 	if err != nil {
 		return err
 	}
+
+	// SIGKILL: the leader cannot resign, and leads (as far as the lock goes) until its TTL
+	// runs out; then the first candidate in line leads.
 	res.Killed, w.killed = p.leader, true
 	w.gone.Store(true)
 	if err := w.cmd.Process.Kill(); err != nil {

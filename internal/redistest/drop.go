@@ -103,15 +103,20 @@ func (p *RequestDropper) Dropped() int { return int(p.dropped.Load()) }
 func (p *RequestDropper) Stop() { p.n.Store(0) }
 
 // requests passes c's requests on to s, but for one with the word while fewer than n were
-// dropped: it closes both connections instead.
+// dropped: it closes both connections instead, the request's bytes read before the word
+// having reached the server, which drops the incomplete request as the connection closes.
+// A word split between two reads is found too.
 func (p *RequestDropper) requests(c, s net.Conn) {
 	defer s.Close()
 	defer c.Close()
 	buf := make([]byte, 32<<10)
+	seen := make([]byte, 0, len(p.word)+len(buf)) // the end of the last read, then this one
 	for {
 		n, err := c.Read(buf)
 		if n > 0 {
-			if bytes.Contains(bytes.ToLower(buf[:n]), p.word) && p.drop() {
+			seen = append(seen[:0], seen[max(0, len(seen)-len(p.word)+1):]...)
+			seen = append(seen, bytes.ToLower(buf[:n])...)
+			if bytes.Contains(seen, p.word) && p.drop() {
 				return
 			}
 			if _, werr := s.Write(buf[:n]); werr != nil {
