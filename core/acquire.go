@@ -84,9 +84,6 @@ func (c *Cluster) acquire(ctx context.Context, l *claim) (Grant, outcome, error)
 	if len(c.nodes) <= 64 {
 		l.late = flagged(b.answered, false)
 	}
-	if b.permit == nil { // a semaphore's are set by holdPermit
-		l.holds = b.t.yesNodes
-	}
 	return g, outcome{}, nil
 }
 
@@ -108,6 +105,8 @@ func (c *Cluster) decide(ctx context.Context, l *claim, b *ballot) (Grant, error
 	}
 	if b.permit != nil {
 		c.holdPermit(l, b.permit, slices.Index(b.t.grants, b.t.most), b.answered)
+	} else {
+		l.holds = b.t.yesNodes
 	}
 	g, err := c.grant(ctx, l, b.start, b.fence, 0)
 	// A raise takes the lock where it is free, on any node: the undoing then calls every one.

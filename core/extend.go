@@ -32,12 +32,13 @@ func (c *Cluster) Extend(ctx context.Context, h *Held) (time.Time, error) {
 		}
 	}
 	c.renew(ctx, l, req, &t, req.moreTo)
+	l.holds |= t.yesNodes // whatever the outcome, these nodes hold h now
 	until := start.Add(l.TTL - l.Drift())
 	switch {
 	case ctx.Err() != nil:
 		return time.Time{}, ctxError(ctx, "extend", l.Keys.named())
 	case t.won() && time.Now().Before(until):
-		h.Until, l.holds = until, l.holds|t.yesNodes
+		h.Until = until
 		return until, nil
 	case t.won():
 		return time.Time{}, opError("extend", l.Keys.named(), ErrExpired)
@@ -80,12 +81,14 @@ func (c *Cluster) renew(ctx context.Context, l *claim, req request, t *tally, ma
 }
 
 // raise sets the fence counter to at least fence on a quorum of the nodes, before until: an
-// extension carrying the fence, so it also takes l where it is free. On failure it waits for
-// its calls still under way, which then land before the acquisition's undoing.
+// extension carrying the fence, so it also takes l where it is free; the nodes that answered
+// yes join l.holds. On failure it waits for its calls still under way, which then land
+// before the acquisition's undoing.
 func (c *Cluster) raise(ctx context.Context, l *claim, fence int64, until time.Time) error {
 	t := tally{c: c, op: "raise", key: l.Keys.named(), retake: until}
 	f := c.renew(ctx, l, request{s: extendScript, keys: l.Keys.extendKeys(false),
 		args: []string{l.token, millis(l.TTL), strconv.FormatInt(fence, 10)}, op: "raise", failed: l.NodeFailed}, &t, allNodes)
+	l.holds |= t.yesNodes
 	var err error
 	switch {
 	case ctx.Err() != nil:
