@@ -318,8 +318,14 @@ func parseHandover(p string) (h handover, ok bool) {
 }
 
 // leave sends release "leave" for l's waiter to every node in the background, on each once
-// l's calls under way there were dealt with (see trail), or after two node timeouts.
+// l's calls under way there were dealt with (see trail), or after two node timeouts. After a
+// first attempt it leaves under the token of a second, which no call carries: each node then
+// marks the waiter left (see the package doc, The waiter queue), since a call of the first
+// attempt that the waiter stopped hearing can still land after the leave.
 func (c *Cluster) leave(l *claim) {
+	if l.attempt == 1 {
+		l.token = attemptToken("", l.waiter, 2)
+	}
 	req, timeout, tr := l.releaseRequest("leave"), l.NodeTimeout, &l.trail
 	if len(c.nodes) == 1 && !tr.underWay() {
 		c.callNode(context.Background(), 0, timeout, req)
