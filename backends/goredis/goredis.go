@@ -176,7 +176,9 @@ func (n *Node) Eval(ctx context.Context, s *core.Script, keys []string, args ...
 	if coreScripts[s] {
 		return run(ctx, n, s, keys, args, redis.NewIntSliceCmd)
 	}
-	v, err := run(ctx, n, s, keys, args, redis.NewSliceCmd)
+	// redis.Cmd reads whatever the server replies (go-redis's SliceCmd would take an integer
+	// reply for an array's length and wait for that many elements).
+	v, err := run(ctx, n, s, keys, args, redis.NewCmd)
 	if err != nil {
 		return nil, err
 	}
@@ -199,7 +201,7 @@ func (n *Node) EvalStrings(ctx context.Context, s *core.Script, keys []string, a
 }
 
 // replyCmd is a go-redis command whose reply decodes to a T: *redis.IntSliceCmd or
-// *redis.SliceCmd for Eval, *redis.StringSliceCmd for EvalStrings.
+// *redis.Cmd for Eval, *redis.StringSliceCmd for EvalStrings.
 type replyCmd[T any] interface {
 	redis.Cmder
 	Result() (T, error)
@@ -425,7 +427,7 @@ func eval[T any, C replyCmd[T]](ctx context.Context, n *Node, s *core.Script, cm
 
 // process sends one EVAL or EVALSHA (see command) and returns its reply, which go-redis
 // decodes straight into what newCmd's command holds: the []int64 that every lock script
-// replies, the elements as go-redis reads them ([]any), or strings (a reply of another
+// replies, the reply as go-redis reads it (an array as []any), or strings (a reply of another
 // shape is an error).
 func process[T any, C replyCmd[T]](ctx context.Context, n *Node, cmd []any, newCmd func(context.Context, ...any) C) (T, error) {
 	c := newCmd(ctx, cmd...)
