@@ -400,6 +400,12 @@ var faults = []fault{
 		message: "the Node (or its driver) sent SET NX again and the second found the first's key",
 	},
 	{
+		name: "integer-as-array", newNode: newIntegerAsArray,
+		servers: []conformance.Server{conformance.Miniredis},
+		failing: []string{"miniredis/errors/bad-reply/integer", "miniredis/errors/bad-reply/zero"},
+		message: "the server had replied, so the error must say what it replied, at once",
+	},
+	{
 		name: "nil-as-empty", newNode: newNilAsEmpty,
 		servers: []conformance.Server{conformance.Miniredis},
 		failing: []string{"miniredis/replies/nil"},

@@ -1,6 +1,7 @@
 package conformance
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"testing"
@@ -124,6 +125,11 @@ func errorChecks() []check {
 			what: "the script replied with an integer, not an array of integers",
 		},
 		{
+			name: "bad-reply/zero",
+			src:  "return 0", keys: []string{k.Lock},
+			what: "the script replied with the integer 0, not an array of integers",
+		},
+		{
 			name: "bad-reply/text-in-array",
 			src:  "return {1, 'x'}", keys: []string{k.Lock},
 			what: "the script replied with an array holding text",
@@ -161,6 +167,9 @@ func errorChecks() []check {
 				t.Fatalf("Eval returned reply %s and no error when %s: an error must be returned as an error, never as a reply", format(got), c.what)
 			}
 			assert.Empty(t, got, "Eval returned error %q together with reply %s when %s: an error comes with no (partial) reply", err, format(got), c.what)
+			if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
+				t.Errorf("Eval returned %q when %s: the server had replied, so the error must say what it replied, at once; a context's error means the Node waited for more (read the reply as an array's length?)", err, c.what)
+			}
 			if c.message != "" {
 				assert.Contains(t, err.Error(), c.message, "when %s, the error must keep the server's message", c.what)
 			}
