@@ -131,9 +131,13 @@ func (n *Node) bound(ctx context.Context) (context.Context, context.CancelFunc) 
 func name(c redis.UniversalClient) string {
 	switch c := c.(type) {
 	case *redis.Client:
-		return c.Options().Addr
+		if addr := c.Options().Addr; addr != failoverAddr {
+			return addr
+		}
 	case *redis.ClusterClient:
-		return "cluster(" + strings.Join(c.Options().Addrs, ",") + ")"
+		if addrs := c.Options().Addrs; len(addrs) > 0 {
+			return "cluster(" + strings.Join(addrs, ",") + ")"
+		}
 	}
 	if v := reflect.ValueOf(c); v.Kind() == reflect.Pointer {
 		return fmt.Sprintf("%T@%#x", c, v.Pointer())
@@ -141,8 +145,14 @@ func name(c redis.UniversalClient) string {
 	return fmt.Sprintf("%T", c)
 }
 
-// String returns the server's address, or "cluster(addr,...)" for a cluster client; for
-// another kind of client, its type and (a pointer's) address, as in "*pkg.Client@0xc000123450".
+// failoverAddr is the Options.Addr of every *redis.Client that redis.NewFailoverClient makes.
+const failoverAddr = "FailoverClient"
+
+// String returns the server's address, or "cluster(addr,...)" for a cluster client; for a
+// client that names no server (a failover client, whose Options.Addr is "FailoverClient",
+// or a cluster client without Addrs, such as redis.NewFailoverClusterClient's) and for
+// another kind of client, its type and (a pointer's) address, as in
+// "*redis.Client@0xc000123450".
 func (n *Node) String() string { return n.name }
 
 // Eval runs s with EVALSHA, and with EVAL when the server does not have the script yet.

@@ -59,6 +59,24 @@ func TestString(t *testing.T) {
 			assert.Equal(t, c.want, goredis.New(c.client).String())
 		})
 	}
+	t.Run("failover clients", func(t *testing.T) { // no address of their own: distinct names
+		for kind, newClient := range map[string]func(master string) redis.UniversalClient{
+			"client": func(master string) redis.UniversalClient {
+				return redis.NewFailoverClient(&redis.FailoverOptions{MasterName: master, SentinelAddrs: []string{"10.0.0.9:26379"}})
+			},
+			"cluster": func(master string) redis.UniversalClient {
+				return redis.NewFailoverClusterClient(&redis.FailoverOptions{MasterName: master, SentinelAddrs: []string{"10.0.0.9:26379"}})
+			},
+		} {
+			a, b := newClient("master-a"), newClient("master-b")
+			t.Cleanup(func() { _ = a.Close(); _ = b.Close() })
+			na, nb := goredis.New(a), goredis.New(b)
+			t.Cleanup(func() { _ = na.Close(); _ = nb.Close() })
+			assert.NotEmpty(t, na.String(), kind)
+			assert.NotEqual(t, na.String(), nb.String(), "two %s Nodes of failover clients of different masters have the same name", kind)
+			assert.Equal(t, na.String(), goredis.New(a).String(), kind)
+		}
+	})
 	t.Run("other clients", func(t *testing.T) { // a wrapper of the caller's: distinct names
 		a, b := &wrapped{single}, &wrapped{single}
 		na, nb := goredis.New(a), goredis.New(b)
