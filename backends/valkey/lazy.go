@@ -2,6 +2,7 @@ package valkey
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sort"
 	"strings"
@@ -19,9 +20,10 @@ import (
 // A call (Eval, SetNX or Subscribe) that finds no client makes one with
 // valkey.NewClient(opt), unless an attempt is under way already; either way it waits for
 // that attempt within its context. If the attempt fails, the calls waiting for it fail with
-// its error ("redlock: cannot connect: ..."), and the next call makes a new
-// attempt: one at a time, each at least a second after the last one started, so a down
-// server is dialled about once a second at most, not once per call. Once a client is made,
+// its error ("redlock: cannot connect: ...", or the server's error reply first, such as
+// "WRONGPASS ... (redlock: cannot connect)", which core.Permanent knows), and the next call
+// makes a new attempt: one at a time, each at least a second after the last one started,
+// so a down server is dialled about once a second at most, not once per call. Once a client is made,
 // the Lazy is the Node of New over it, and valkey-go reconnects by itself from then on.
 //
 // Lazy is for one master, standalone or behind Sentinel (ClientOption.Sentinel). A client
@@ -151,7 +153,7 @@ func (l *Lazy) get(ctx context.Context) (*Node, error) {
 		n := l.node
 		l.mu.Unlock()
 		return n, nil
-	case l.err != nil && l.attempt == nil && (core.Permanent(l.err) || time.Since(l.last) < lazyRetry):
+	case l.err != nil && l.attempt == nil && (errors.Is(l.err, core.ErrInvalid) || time.Since(l.last) < lazyRetry):
 		err := l.err // the last attempt's, too recent to try again
 		l.mu.Unlock()
 		return nil, err
@@ -182,7 +184,10 @@ func (l *Lazy) get(ctx context.Context) (*Node, error) {
 // connect makes the client, and closes attempt when it is done.
 func (l *Lazy) connect(attempt chan struct{}) {
 	c, err := valkey.NewClient(l.opt)
+	var reply *valkey.ValkeyError
 	switch {
+	case errors.As(err, &reply) && !reply.IsNil(): // the server's reply (WRONGPASS...) first, for core.Permanent
+		err = fmt.Errorf("%w (redlock: cannot connect)", serverError(err))
 	case err != nil:
 		err = fmt.Errorf("redlock: cannot connect: %w", err)
 	case c.Mode() == valkey.ClientModeCluster:
