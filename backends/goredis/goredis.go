@@ -87,14 +87,19 @@ func New(c redis.UniversalClient) *Node {
 	return n
 }
 
-// honoursDeadline reports whether c was built with ContextTimeoutEnabled, so that a
-// context's deadline bounds its reads, writes and connection handshakes.
+// honoursDeadline reports whether c was built with ContextTimeoutEnabled and sets deadlines
+// on its connections, so that a context's deadline bounds its reads, writes and connection
+// handshakes. A ReadTimeout or WriteTimeout of -2 (negative once go-redis has read the
+// options) disables go-redis's SetReadDeadline or SetWriteDeadline calls, the context's
+// deadline with them.
 func honoursDeadline(c redis.UniversalClient) bool {
 	switch c := c.(type) {
 	case *redis.Client:
-		return c.Options().ContextTimeoutEnabled
+		o := c.Options()
+		return o.ContextTimeoutEnabled && o.ReadTimeout >= 0 && o.WriteTimeout >= 0
 	case *redis.ClusterClient:
-		return c.Options().ContextTimeoutEnabled
+		o := c.Options()
+		return o.ContextTimeoutEnabled && o.ReadTimeout >= 0 && o.WriteTimeout >= 0
 	}
 	return false
 }
@@ -159,8 +164,9 @@ func (n *Node) String() string { return n.name }
 //
 // It returns when ctx ends even if the server has not answered. With
 // Options.ContextTimeoutEnabled (recommended), go-redis bounds the call's reads, writes and
-// connection handshake by ctx's deadline, so Eval calls it directly when ctx has one (core's
-// contexts always do); a cancellation before that deadline is then noticed at the deadline.
+// connection handshake by ctx's deadline (unless ReadTimeout or WriteTimeout is -2, which
+// disables its deadlines), so Eval calls it directly when ctx has one (core's contexts
+// always do); a cancellation before that deadline is then noticed at the deadline.
 // go-redis closes the connection of a call that its deadline ended, and a new one costs
 // several round trips before the command's (the connection, HELLO, CLIENT SETINFO): so
 // after such a call, a *redis.Client's Node makes a connection in the background (one at a
