@@ -406,6 +406,12 @@ var faults = []fault{
 		message: "the server had replied, so the error must say what it replied, at once",
 	},
 	{
+		name: "strings-as-array", newNode: newStringsAsArray,
+		servers: []conformance.Server{conformance.Miniredis},
+		failing: []string{"miniredis/strings/not-an-array"},
+		message: "the server had replied, so the error must say what it replied, at once",
+	},
+	{
 		name: "nil-as-empty", newNode: newNilAsEmpty,
 		servers: []conformance.Server{conformance.Miniredis},
 		failing: []string{"miniredis/replies/nil"},

@@ -303,3 +303,41 @@ func (n integerAsArray) Eval(ctx context.Context, s *core.Script, keys []string,
 	}
 	return core.Ints(s, v)
 }
+
+// stringsAsArray is the go-redis backend whose EvalStrings decodes every reply with
+// go-redis's SliceCmd, which takes a reply of an integer or a bulk string for an array's
+// length: "return 7" waits for seven elements that never come.
+type stringsAsArray struct {
+	*goredis.Node
+	rdb *redis.Client
+}
+
+func newStringsAsArray(t testing.TB, addr string) core.Node {
+	rdb := newClient(t, addr)
+	n := goredis.New(rdb)
+	t.Cleanup(func() { _ = n.Close() })
+	return stringsAsArray{n, rdb}
+}
+
+func (n stringsAsArray) EvalStrings(ctx context.Context, s *core.Script, keys []string, args ...string) ([]string, error) {
+	argv := []any{"eval", s.Source(), len(keys)}
+	for _, k := range keys {
+		argv = append(argv, k)
+	}
+	for _, a := range args {
+		argv = append(argv, a)
+	}
+	cmd := redis.NewSliceCmd(ctx, argv...)
+	done := make(chan struct{})
+	go func() { defer close(done); _ = n.rdb.Process(ctx, cmd) }()
+	select {
+	case <-done:
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	v, err := cmd.Result()
+	if err != nil {
+		return nil, closedErr(err)
+	}
+	return core.Strings(s, v)
+}

@@ -2,6 +2,7 @@ package conformance
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strconv"
@@ -71,6 +72,9 @@ func stringsChecks() []check {
 					t.Errorf("EvalStrings of a script that replied no array of strings and integers (%q) gave %q and no error: it must be an error (a nil reply is not an empty array)", src, got)
 				}
 				assert.Empty(t, got, "EvalStrings of %q gave error %v together with reply %q", src, err, got)
+				if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
+					t.Errorf("EvalStrings of %q returned %q: the server had replied, so the error must say what it replied, at once; a context's error means the Node waited for more (read the reply as an array's length?)", src, err)
+				}
 			}
 		}},
 		{"error-reply", func(t *testing.T, e *env) {
