@@ -16,7 +16,9 @@ var _ core.Subscriber = (*Node)(nil)
 // and once more, with an empty payload, after the pub/sub connection was re-established, since messages may have
 // been missed meanwhile. It returns once the server confirmed the subscription; it fails
 // with ctx's error if ctx ends first, or with the pool's error if no connection can be had.
-// After Close, or on a closed pool, the error matches core.ErrClosed.
+// After Close, or on a pool closed before the Node took its pub/sub connection, the error
+// matches core.ErrClosed (a pool closed later leaves that connection to the Node, and
+// redigo does not say whether a pool is closed).
 //
 // One connection from the pool serves every channel of the node. It is taken on the first
 // Subscribe and kept, subscribed or not, until Close; it is never returned to the pool in
