@@ -483,10 +483,15 @@ func waiterID(token string) (string, bool) {
 	return token, false
 }
 
+// readerAttempt matches a reader's recorded attempt, "<token> <ttl ms> <fence floor>
+// <guard s> r", which a reader of several names follows with the names' lock keys (see
+// core's doc).
+var readerAttempt = regexp.MustCompile(`^\S+ [0-9]+ [0-9]+ [0-9]+ r(?: |$)`)
+
 // waiters returns a queue's live waiters in turn order, from its keys (see core's doc):
 // queue (ids by ticket), alive (ids by the server time at which their place lapses, and
-// "!<id>" marks of those that left) and attempts (each id's latest attempt, whose " r"
-// ending marks a reader). It leaves out the waiter that holds the lock (holder is its
+// "!<id>" marks of those that left) and attempts (each id's latest attempt, which marks a
+// reader: see readerAttempt). It leaves out the waiter that holds the lock (holder is its
 // token) and those whose place has lapsed; left gives the time left until a deadline.
 func waiters(queue, alive []redis.Z, attempts map[string]string, holder string, left func(float64) int64) []waiterState {
 	deadline := make(map[string]float64, len(alive))
@@ -501,7 +506,7 @@ func waiters(queue, alive []redis.Z, attempts map[string]string, holder string, 
 		if !ok || left(d) <= 0 || (holder != "" && id == holderID) {
 			continue
 		}
-		out = append(out, waiterState{ID: id, Reader: strings.HasSuffix(attempts[id], " r"), TTLms: left(d)})
+		out = append(out, waiterState{ID: id, Reader: readerAttempt.MatchString(attempts[id]), TTLms: left(d)})
 	}
 	return out
 }

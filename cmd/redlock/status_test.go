@@ -379,3 +379,35 @@ func TestStatusNameAfterDashes(t *testing.T) {
 	code, _, stderr := runTool(t, nil, "status", "-addrs", closed, "--", "x", "y")
 	wantCode(t, code, stderr, exitUsage, `one name only: unexpected "y"`)
 }
+
+// TestStatusReaderSetWaiter: a reader of several names (NewRWMutexAll) that waits for a
+// writer of one of them is shown, in that name's queue, as a reader waiting, and the name
+// as an RWMutex's; its attempt is recorded with " r" followed by the set's lock keys.
+func TestStatusReaderSetWaiter(t *testing.T) {
+	s := newSetup(t, 3)
+	hold(t, s, "run", "-name", "rset-a")
+	rw := libClient(t, s).NewRWMutexAll([]string{"rset-a", "rset-b"})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		if rw.RLockContext(ctx) == nil {
+			rw.RUnlock()
+		}
+	}()
+	t.Cleanup(func() {
+		cancel()
+		<-done
+	})
+	rep := awaitStatus(t, s.addrs, "rset-a", "a waiter on every node", func(rep *statusReport) bool {
+		return everyNode(rep, func(n nodeStatus) bool { return len(n.Queue) == 1 })
+	})
+	if !everyNode(rep, func(n nodeStatus) bool { return n.Queue[0].Reader }) || !slices.Contains(rep.Found, "rwmutex") {
+		t.Errorf("found %v, nodes %+v; want the waiter shown as a reader, and an RWMutex found", rep.Found, rep.Nodes)
+	}
+	code, stdout, stderr := runTool(t, nil, "status", "-addrs", s.addrs, "rset-a")
+	wantCode(t, code, stderr, 0)
+	if !strings.Contains(stdout, "(reader, ") || strings.Contains(stdout, "(writer, ") {
+		t.Errorf("the text does not show the waiter as a reader:\n%s", stdout)
+	}
+}
