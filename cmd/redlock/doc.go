@@ -62,7 +62,8 @@
 // time left, an Election's leader record, and a Semaphore's number of permits, its permits
 // in use, its one fence counter and the waiters queued for a permit; a node that does not
 // answer within -node-timeout (2s, connecting included) is shown with why. A summary first
-// says what a quorum of the nodes agree on: the holder, readers, leader and permits in use.
+// says what a quorum of the nodes agree on: the holder, readers, leader and permits in use
+// (unknown while fewer than a quorum answer).
 // It only reads: it writes nothing, runs no script and takes no lock. -json prints one
 // JSON object instead of the text, version 1 of a format that later versions only add
 // fields to; `redlock status -h` describes each field. It exits 0 when at least one node

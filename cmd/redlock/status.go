@@ -44,8 +44,9 @@ exist: on each node, a Semaphore's record of its number of permits first, then
 the rest in one MULTI/EXEC (that many permits among them, if recorded). It only
 reads (it writes nothing and takes no lock), and needs no lock. A summary first
 says what a majority of the nodes agree on, which is what holds: the holder,
-readers, leader and permits in use that a quorum of nodes have. A NAME that begins
-with '-' follows "--": redlock status [flags] -- NAME.
+readers, leader and permits in use that a quorum of nodes have (unknown while
+fewer than a quorum answer). A NAME that begins with '-' follows "--": redlock
+status [flags] -- NAME.
 
 -json prints one JSON object instead, whose fields are described below.
 
@@ -643,7 +644,10 @@ func ttl(ms int64) string {
 // kind of key found beyond the lock.
 func printStatus(w io.Writer, rep *statusReport) {
 	fmt.Fprintf(w, "%s (key %s): %d of %d nodes answered, quorum %d\n", strconv.Quote(rep.Name), rep.Key, rep.Answered, len(rep.Nodes), rep.Quorum)
+	few := rep.Answered > 0 && rep.Answered < rep.Quorum // the silent nodes may hold what the rest lack
 	switch h := rep.Holder; {
+	case few:
+		fmt.Fprintf(w, "lock: unknown: fewer than a quorum answered\n")
 	case h != nil:
 		fmt.Fprintf(w, "lock: held by %s, token %d, on %d of %d nodes, for %s more\n", h.Owner, h.Token, h.Nodes, len(rep.Nodes), ttl(h.TTLms))
 	case rep.Readers > 0:
@@ -656,7 +660,10 @@ func printStatus(w io.Writer, rep *statusReport) {
 	if l := rep.Leader; l != nil {
 		fmt.Fprintf(w, "election leader: %s (token %s), on %d of %d nodes\n", strconv.Quote(l.Value), l.Token, l.Nodes, len(rep.Nodes))
 	}
-	if s := rep.Semaphore; s != nil {
+	switch s := rep.Semaphore; {
+	case s != nil && few:
+		fmt.Fprintf(w, "semaphore: permits in use unknown: fewer than a quorum answered; %d permits\n", s.Permits)
+	case s != nil:
 		fmt.Fprintf(w, "semaphore: %d permits in use of %d\n", s.InUse, s.Permits)
 	}
 

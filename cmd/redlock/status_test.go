@@ -411,3 +411,28 @@ func TestStatusReaderSetWaiter(t *testing.T) {
 		t.Errorf("the text does not show the waiter as a reader:\n%s", stdout)
 	}
 }
+
+// TestStatusFewerThanQuorum: when fewer nodes than a quorum answer, the text's summary
+// says that it cannot tell, rather than calling the lock free or the Semaphore's permits
+// unused: the nodes that did not answer may make a quorum with the others.
+func TestStatusFewerThanQuorum(t *testing.T) {
+	s := newSetup(t, 3)
+	holdPermits(t, libClient(t, s).NewSemaphore("few", 3, redlock.WithTTL(permitTTL)), 1)
+	awaitStatus(t, s.addrs, "few", "a permit held on every node", func(rep *statusReport) bool {
+		return everyNode(rep, func(n nodeStatus) bool { return n.Semaphore != nil && n.Semaphore.InUse == 1 })
+	})
+	s.servers[1].Kill()
+	s.servers[2].Kill()
+	code, stdout, stderr := runTool(t, nil, "status", "-addrs", s.addrs, "few")
+	wantCode(t, code, stderr, 0)
+	for _, bad := range []string{"lock: free", "0 permits in use"} {
+		if strings.Contains(stdout, bad) {
+			t.Errorf("with 1 of 3 nodes answering, the text says %q:\n%s", bad, stdout)
+		}
+	}
+	for _, want := range []string{"1 of 3 nodes answered, quorum 2", "lock: unknown: fewer than a quorum answered", "semaphore: permits in use unknown: fewer than a quorum answered; 3 permits"} {
+		if !strings.Contains(stdout, want) {
+			t.Errorf("the text lacks %q:\n%s", want, stdout)
+		}
+	}
+}
