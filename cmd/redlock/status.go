@@ -643,13 +643,13 @@ func ttl(ms int64) string {
 // printStatus writes rep as text: a summary, a table of the nodes, and a table for each
 // kind of key found beyond the lock.
 func printStatus(w io.Writer, rep *statusReport) {
-	fmt.Fprintf(w, "%s (key %s): %d of %d nodes answered, quorum %d\n", strconv.Quote(rep.Name), rep.Key, rep.Answered, len(rep.Nodes), rep.Quorum)
+	fmt.Fprintf(w, "%s (key %s): %d of %d nodes answered, quorum %d\n", strconv.Quote(rep.Name), shown(rep.Key), rep.Answered, len(rep.Nodes), rep.Quorum)
 	few := rep.Answered > 0 && rep.Answered < rep.Quorum // the silent nodes may hold what the rest lack
 	switch h := rep.Holder; {
 	case few:
 		fmt.Fprintf(w, "lock: unknown: fewer than a quorum answered\n")
 	case h != nil:
-		fmt.Fprintf(w, "lock: held by %s, token %d, on %d of %d nodes, for %s more\n", h.Owner, h.Token, h.Nodes, len(rep.Nodes), ttl(h.TTLms))
+		fmt.Fprintf(w, "lock: held by %s, token %d, on %d of %d nodes, for %s more\n", shown(h.Owner), h.Token, h.Nodes, len(rep.Nodes), ttl(h.TTLms))
 	case rep.Readers > 0:
 		fmt.Fprintf(w, "lock: held by %d readers\n", rep.Readers)
 	case slices.ContainsFunc(rep.Nodes, func(n nodeStatus) bool { return n.Lock != nil }):
@@ -658,7 +658,7 @@ func printStatus(w io.Writer, rep *statusReport) {
 		fmt.Fprintf(w, "lock: free\n")
 	}
 	if l := rep.Leader; l != nil {
-		fmt.Fprintf(w, "election leader: %s (token %s), on %d of %d nodes\n", strconv.Quote(l.Value), l.Token, l.Nodes, len(rep.Nodes))
+		fmt.Fprintf(w, "election leader: %s (token %s), on %d of %d nodes\n", strconv.Quote(l.Value), shown(l.Token), l.Nodes, len(rep.Nodes))
 	}
 	switch s := rep.Semaphore; {
 	case s != nil && few:
@@ -677,7 +677,7 @@ func printStatus(w io.Writer, rep *statusReport) {
 		}
 		lock, left, token := "free", "-", "-"
 		if l := n.Lock; l != nil {
-			lock, left = "held by "+l.Owner, ttl(l.TTLms)
+			lock, left = "held by "+shown(l.Owner), ttl(l.TTLms)
 			if l.Readers {
 				lock = "readers"
 			} else if *n.Fence != 0 {
@@ -699,7 +699,7 @@ func printStatus(w io.Writer, rep *statusReport) {
 		fmt.Fprintf(tw, "\nNODE\tREADER\tTTL\n")
 		for _, n := range rep.Nodes {
 			for _, r := range n.Readers {
-				fmt.Fprintf(tw, "%s\t%s\t%s\n", n.Addr, r.Token, ttl(r.TTLms))
+				fmt.Fprintf(tw, "%s\t%s\t%s\n", n.Addr, shown(r.Token), ttl(r.TTLms))
 			}
 		}
 		_ = tw.Flush()
@@ -708,7 +708,7 @@ func printStatus(w io.Writer, rep *statusReport) {
 		fmt.Fprintf(tw, "\nNODE\tLEADER\tVALUE\tCURRENT\tTTL\n")
 		for _, n := range rep.Nodes {
 			if l := n.Leader; l != nil {
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%v\t%s\n", n.Addr, l.Token, strconv.Quote(l.Value), l.Current, ttl(l.TTLms))
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%v\t%s\n", n.Addr, shown(l.Token), strconv.Quote(l.Value), l.Current, ttl(l.TTLms))
 			}
 		}
 		_ = tw.Flush()
@@ -739,7 +739,7 @@ func printStatus(w io.Writer, rep *statusReport) {
 				continue
 			}
 			for _, h := range n.Semaphore.Held {
-				fmt.Fprintf(tw, "%s\t%d\t%s\t%s\n", n.Addr, h.Permit, h.Owner, ttl(h.TTLms))
+				fmt.Fprintf(tw, "%s\t%d\t%s\t%s\n", n.Addr, h.Permit, shown(h.Owner), ttl(h.TTLms))
 			}
 		}
 		_ = tw.Flush()
@@ -753,5 +753,15 @@ func waiterText(w waiterState) string {
 	if w.Reader {
 		kind = "reader"
 	}
-	return fmt.Sprintf("%s (%s, %s)", w.ID, kind, ttl(w.TTLms))
+	return fmt.Sprintf("%s (%s, %s)", shown(w.ID), kind, ttl(w.TTLms))
+}
+
+// shown returns s, a key or what a node holds, for the text: as it is, or quoted (as Go
+// quotes it) if it has a byte that quoting escapes, such as a newline, a tab or invalid
+// UTF-8, so that it keeps to its line and its column.
+func shown(s string) string {
+	if q := strconv.Quote(s); q[1:len(q)-1] != s {
+		return q
+	}
+	return s
 }

@@ -436,3 +436,23 @@ func TestStatusFewerThanQuorum(t *testing.T) {
 		}
 	}
 }
+
+// TestStatusTextEscapes: the text shows a key, and a lock key's value, that hold a newline
+// or a tab quoted, as it quotes the name, so that each stays on its line and in its column.
+func TestStatusTextEscapes(t *testing.T) {
+	s := newSetup(t, 1)
+	name := "line\nbreak\tand tab"
+	if _, err := s.servers[0].Do("SET", keys(name).Lock, "odd\nowner\t1", "PX", "60000"); err != nil {
+		t.Fatal(err)
+	}
+	code, stdout, stderr := runTool(t, nil, "status", "-addrs", s.addrs, name)
+	wantCode(t, code, stderr, 0)
+	lines := strings.Split(stdout, "\n")
+	want := fmt.Sprintf("%s (key %s): 1 of 1 nodes answered, quorum 1", strconv.Quote(name), strconv.Quote(keys(name).Lock))
+	if lines[0] != want || !strings.HasPrefix(lines[1], `lock: held by "odd\nowner\t1", `) {
+		t.Errorf("the text does not quote the key and the owner; want %q and the owner %q first:\n%s", want, "odd\nowner\t1", stdout)
+	}
+	if strings.Contains(stdout, "\t") || !strings.Contains(stdout, s.addrs+`  held by "odd\nowner\t1"`) {
+		t.Errorf("the table does not quote the owner:\n%s", stdout)
+	}
+}
