@@ -57,7 +57,7 @@
 // `redlock status NAME` reads every key that a lock, RWMutex, Election or Semaphore called
 // NAME has on each node of -addrs (under -prefix): a Semaphore's record of its number of
 // permits first, then the rest in one MULTI/EXEC per node (that many permits among them),
-// and shows those that exist: the lock's holder (its owner token, fencing token and time
+// then the server's run_id (INFO server), and shows those that exist: the lock's holder (its owner token, fencing token and time
 // left), the waiters queued for it and the first of them, an RWMutex's readers and their
 // time left, an Election's leader record, and a Semaphore's number of permits, its permits
 // in use, its one fence counter and the waiters queued for a permit; a node that does not
@@ -68,7 +68,7 @@
 // JSON object instead of the text, version 1 of a format that later versions only add
 // fields to; `redlock status -h` describes each field. It exits 0 when at least one node
 // answered (whatever NAME's state, free included), 69 when none did, and 2 after a usage
-// error.
+// error, two addresses that reach one server (by its run_id) included.
 //
 // # Exit status
 //

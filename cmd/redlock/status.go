@@ -41,7 +41,8 @@ time left; an Election's leader record; and a Semaphore's number of permits (as
 the nodes record it), its permits in use, its fence counter and the waiters queued
 for a permit. It reads every kind of key a name can have and shows those that
 exist: on each node, a Semaphore's record of its number of permits first, then
-the rest in one MULTI/EXEC (that many permits among them, if recorded). It only
+the rest in one MULTI/EXEC (that many permits among them, if recorded), then
+the server's run_id (INFO server), which tells two addresses of one server. It only
 reads (it writes nothing and takes no lock), and needs no lock. A summary first
 says what a majority of the nodes agree on, which is what holds: the holder,
 readers, leader and permits in use that a quorum of nodes have (unknown while
@@ -97,7 +98,7 @@ expiry, so it is not redlock's); tokens are owner tokens, as the nodes hold them
 
 Exit status:
   0   at least one node answered, whatever NAME's state (free included)
-  2   usage error
+  2   usage error, also two addresses that reach one server (by its run_id)
   69  no node answered (EX_UNAVAILABLE)
 `
 )
@@ -187,6 +188,10 @@ func statusMain(args []string, getenv func(string) string, stdout, stderr io.Wri
 		return exitUsage
 	}
 	rep := readStatus(c)
+	if rep.twice != "" {
+		fmt.Fprintf(stderr, "redlock status: -addrs: %s\nRun 'redlock status -h' for usage.\n", rep.twice)
+		return exitUsage
+	}
 	if c.json {
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")
@@ -214,6 +219,8 @@ type statusReport struct {
 	Leader    *leaderSummary   `json:"leader"`
 	Semaphore *semaphoreSumary `json:"semaphore"`
 	Nodes     []nodeStatus     `json:"nodes"`
+
+	twice string // two addresses that reach one server, said so; then the rest is not shown
 }
 
 // holderSummary is the writer that holds the lock on a quorum of the nodes.
@@ -248,6 +255,8 @@ type nodeStatus struct {
 	Readers   []readerState   `json:"readers"`
 	Leader    *leaderRecord   `json:"leader"`
 	Semaphore *semaphoreState `json:"semaphore"`
+
+	runID string // the server's run_id, or "" if it did not report one
 }
 
 // lockState is a node's lock key.
@@ -321,6 +330,14 @@ func readStatus(c *statusConfig) *statusReport {
 		})
 	}
 	wg.Wait()
+	ids := map[string]int{} // run_id -> the first node that reported it
+	for i, n := range rep.Nodes {
+		if j, ok := ids[n.runID]; ok && n.runID != "" {
+			rep.twice = fmt.Sprintf("%s and %s reach the same server, which must count as one vote: give each server one address", rep.Nodes[j].Addr, n.Addr)
+			return rep
+		}
+		ids[n.runID] = i
+	}
 	rep.sum()
 	return rep
 }
@@ -328,7 +345,8 @@ func readStatus(c *statusConfig) *statusReport {
 // readNode reads every key that a lock, RWMutex, Election or Semaphore called keys.Name
 // has under prefix. It first reads the Semaphore's record of its number of permits, K,
 // then every key in one transaction (MULTI/EXEC: a snapshot of the node), the K permits
-// among them; if the record changed in between, it reads again with the new K.
+// among them; if the record changed in between, it reads again with the new K. Last it
+// reads the server's run_id (see runID).
 func readNode(ctx context.Context, c *redis.Client, prefix string, keys core.Keys) (nodeStatus, error) {
 	record := core.NewSemaphoreKeys(prefix, keys.Name, 1).Readers
 	v, err := c.Get(ctx, record).Result()
@@ -339,10 +357,29 @@ func readNode(ctx context.Context, c *redis.Client, prefix string, keys core.Key
 	for try := 1; ; try++ {
 		n, now, err := snapshot(ctx, c, prefix, keys, record, k)
 		if err != nil || now == k || try == 3 {
+			if err == nil {
+				n.runID = runID(ctx, c)
+			}
 			return n, err
 		}
 		k = now
 	}
+}
+
+// runID returns the run_id that c's server reports in INFO server, which tells apart two
+// addresses of one server; "" if it reports none, or INFO fails (a user whose ACL refuses
+// it, say): such a node cannot be compared.
+func runID(ctx context.Context, c *redis.Client) string {
+	info, err := c.Info(ctx, "server").Result()
+	if err != nil {
+		return ""
+	}
+	for _, line := range strings.Split(info, "\n") {
+		if id, ok := strings.CutPrefix(strings.TrimSpace(line), "run_id:"); ok {
+			return id
+		}
+	}
+	return ""
 }
 
 // recorded returns the number of permits of a Semaphore's record, v: 0 for none (or for

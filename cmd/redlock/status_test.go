@@ -456,3 +456,25 @@ func TestStatusTextEscapes(t *testing.T) {
 		t.Errorf("the table does not quote the owner:\n%s", stdout)
 	}
 }
+
+// TestStatusSameServerTwice: two addresses of one server (127.0.0.1 and localhost) are a
+// usage error, as for redlock run, found from the run_id the server reports: counted as
+// two nodes, a lock held on one server of three was shown as held by a quorum.
+func TestStatusSameServerTwice(t *testing.T) {
+	s := newSetup(t, 2)
+	if _, err := s.servers[0].Do("SET", keys("twice").Lock, "one-server", "PX", "60000"); err != nil {
+		t.Fatal(err)
+	}
+	other := "localhost:" + strconv.Itoa(s.servers[0].Port())
+	for _, json := range []bool{false, true} {
+		args := []string{"status", "-addrs", s.addrs + "," + other, "twice"}
+		if json {
+			args = append(args[:1], append([]string{"-json"}, args[1:]...)...)
+		}
+		code, stdout, stderr := runTool(t, nil, args...)
+		wantCode(t, code, stderr, exitUsage, "-addrs: "+s.servers[0].Addr()+" and "+other+" reach the same server")
+		if strings.Contains(stdout, "one-server") {
+			t.Errorf("status shows a holder over two addresses of one server:\n%s", stdout)
+		}
+	}
+}
