@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"runtime"
+	"strconv"
 	"weak"
 
 	"github.com/go-redlock/redlock/core"
@@ -65,11 +66,17 @@ func (q *queue) leave() {
 // and the goroutines of one Client that wait for overlapping sets, or for a set and one of
 // its names, take turns there as the waiters of different processes do. (A Mutex or an
 // RWMutex over several names has a queue of its own for its writer's side: see exclusive.)
+// A Semaphore's queue, of one place per permit, is that of its name and number of permits:
+// Semaphores of one name that count different numbers never wait for each other here, so
+// that each reaches the nodes, which refuse a count other than the one they record.
 func (c *Client) localQueue(keys core.Keys) *queue {
 	if keys.Set != nil {
 		return nil
 	}
-	return c.queueOf(keys.Lock, max(1, len(keys.Permits)))
+	if n := len(keys.Permits); n > 0 {
+		return c.queueOf(keys.Lock+"#"+strconv.Itoa(n), n)
+	}
+	return c.queueOf(keys.Lock, 1)
 }
 
 // queueOf returns the local queue of key: the one its Mutexes, Leases and waiters use while

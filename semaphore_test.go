@@ -250,6 +250,30 @@ func semaphorePermitsMustAgree(t *testing.T) {
 	require.NoError(t, l.Release(ctx))
 }
 
+// TestSemaphorePermitsMustAgreeInOneClient: Semaphores of one name and Client that count
+// different numbers of permits do not wait for each other locally: the one that counts
+// another number than the nodes record gets ErrInvalid at once, from TryAcquire and Acquire,
+// while the other holds every permit it counts.
+func TestSemaphorePermitsMustAgreeInOneClient(t *testing.T) {
+	bubble(t, semaphorePermitsMustAgreeInOneClient)
+}
+
+func semaphorePermitsMustAgreeInOneClient(t *testing.T) {
+	nodes, _ := simNodes(t, 3)
+	c := closingClient(t, nodes)
+	ctx := ctxT(t, time.Minute)
+	l, err := c.NewSemaphore("agree", 1).Acquire(ctx)
+	require.NoError(t, err)
+	start := time.Now()
+	for _, try := range []func(*redlock.Semaphore, context.Context) (*redlock.Lease, error){(*redlock.Semaphore).TryAcquire, (*redlock.Semaphore).Acquire} {
+		_, err = try(c.NewSemaphore("agree", 3), ctx)
+		require.ErrorIs(t, err, redlock.ErrInvalid)
+		assert.ErrorContains(t, err, "has 1 permits on node")
+	}
+	assert.Less(t, time.Since(start), time.Second)
+	require.NoError(t, l.Release(ctx))
+}
+
 // TestSemaphoreBadInput: permits out of range, a bad name or option: ErrInvalid, at once.
 func TestSemaphoreBadInput(t *testing.T) {
 	nodes, _ := miniNodes(t, 1)
