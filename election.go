@@ -127,25 +127,33 @@ func (e *Election) Leader(ctx context.Context) (string, error) {
 	if err := e.usable("leader"); err != nil {
 		return "", err
 	}
-	_, value, ok, err := e.client.cluster.Leader(ctx, e.keys, e.set.nodeTimeout)
+	_, value, err := e.leader(ctx)
+	return value, err
+}
+
+// leader returns the current leader's token and value, with Leader's errors but for a bad
+// name or option.
+func (e *Election) leader(ctx context.Context) (token, value string, err error) {
+	token, value, ok, err := e.client.cluster.Leader(ctx, e.keys, e.set.nodeTimeout)
 	switch {
 	case err != nil:
-		return "", err // core's errors name the election
+		return "", "", err // core's errors name the election
 	case !ok:
-		return "", &lockError{"leader", e.name, ErrNoLeader}
+		return "", "", &lockError{"leader", e.name, ErrNoLeader}
 	}
-	return value, nil
+	return token, value, nil
 }
 
 // Observe returns a channel on which it sends the leader's value each time the leader
-// changes, starting with the current one ("" if none), and "" when the election is left
-// without a leader; it is closed when ctx ends, the Client is closed, or reading the leader
-// fails with an error no retry can fix (see core.Permanent: the nodes' driver clients were
-// closed, say). It learns of a new leader when the leader records its value (through the
-// nodes that offer notifications), and checks every refresh interval (see Mutex) besides,
-// which is how it learns that a leader is gone. A leader that comes and goes within one
-// check may be missed where the nodes offer no notifications. The channel is unbuffered: a
-// receiver that falls behind delays the next check, and then sees the leader as it is then.
+// changes (a new leader's value also when it is the last one's), starting with the current
+// one ("" if none), and "" when the election is left without a leader; it is closed when
+// ctx ends, the Client is closed, or reading the leader fails with an error no retry can
+// fix (see core.Permanent: the nodes' driver clients were closed, say). It learns of a new
+// leader when the leader records its value (through the nodes that offer notifications),
+// and checks every refresh interval (see Mutex) besides, which is how it learns that a
+// leader is gone. A leader that comes and goes within one check may be missed where the
+// nodes offer no notifications. The channel is unbuffered: a receiver that falls behind
+// delays the next check, and then sees the leader as it is then.
 func (e *Election) Observe(ctx context.Context) <-chan string {
 	out := make(chan string)
 	if e.usable("observe") != nil {
@@ -167,13 +175,15 @@ func (e *Election) Observe(ctx context.Context) <-chan string {
 func (e *Election) observe(ctx context.Context, out chan<- string, wake <-chan struct{}) {
 	tick := time.NewTicker(max(50*time.Millisecond, e.set.nodeTimeout*5/2))
 	defer tick.Stop()
+	// last is the leader last sent, by its token ("" for none): a new leader is sent even
+	// if its value is the last one's.
 	last, first := "", true
 	for {
-		value, err := e.Leader(ctx)
+		token, value, err := e.leader(ctx)
 		if ctx.Err() != nil || core.Permanent(err) {
 			return
 		}
-		if (err == nil || errors.Is(err, ErrNoLeader)) && (value != last || first) {
+		if (err == nil || errors.Is(err, ErrNoLeader)) && (token != last || first) {
 			select {
 			case out <- value:
 			case <-ctx.Done():
@@ -181,7 +191,7 @@ func (e *Election) observe(ctx context.Context, out chan<- string, wake <-chan s
 			case <-e.client.closed:
 				return
 			}
-			last, first = value, false
+			last, first = token, false
 		}
 		select {
 		case <-ctx.Done():

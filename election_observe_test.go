@@ -3,6 +3,7 @@ package redlock_test
 import (
 	"context"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/go-redlock/redlock"
@@ -78,5 +79,46 @@ func TestObserveEndsAtAnErrorNoRetryCanFix(t *testing.T) {
 		_, open := <-c.NewElection("gone").Observe(ctx)
 		assert.False(t, open)
 		assert.Less(t, time.Since(start), time.Second, "Observe kept checking a leader that no node can report")
+	})
+}
+
+// TestObserveSendsANewLeaderWithTheSameValue: a leader handed over to another candidate
+// that campaigns with the same value is a new leader, and Observe sends its value.
+func TestObserveSendsANewLeaderWithTheSameValue(t *testing.T) {
+	bubble(t, func(t *testing.T) {
+		nodes, _ := simNodes(t, 3)
+		a, b := closingClient(t, nodes), closingClient(t, nodes)
+		ctx := ctxT(t, time.Minute)
+		octx, stop := context.WithCancel(ctx)
+		defer stop()
+		seen := a.NewElection("same").Observe(octx)
+		require.Equal(t, "", <-seen)
+		first, err := a.NewElection("same").Campaign(ctx, "svc")
+		require.NoError(t, err)
+		require.Equal(t, "svc", <-seen)
+		next := make(chan *redlock.Lease, 1)
+		go func() {
+			l, err := b.NewElection("same").Campaign(ctx, "svc")
+			assert.NoError(t, err)
+			next <- l
+		}()
+		synctest.Wait() // the second candidate waits
+		require.NoError(t, first.Release(ctx))
+		second := <-next // handed over: no check of Observe's came between
+		require.NotNil(t, second)
+		timeout := time.After(time.Second) // four refresh intervals
+		for {
+			select {
+			case v := <-seen:
+				if v == "" { // a check between the two leaders
+					continue
+				}
+				assert.Equal(t, "svc", v)
+			case <-timeout:
+				t.Fatal("Observe did not send the new leader")
+			}
+			break
+		}
+		require.NoError(t, second.Release(ctx))
 	})
 }
