@@ -207,10 +207,11 @@ func (rw *RWMutex) Lost() <-chan struct{} {
 	case 1:
 		return rw.readers[0].lostCh()
 	}
+	if slices.ContainsFunc(rw.readers, readerLost) { // before its watcher saw it, if it has one
+		rw.closeLost()
+		return closedChan()
+	}
 	if rw.lost == nil || isClosed(rw.lost) {
-		if slices.ContainsFunc(rw.readers, readerLost) {
-			return closedChan()
-		}
 		rw.lost = make(chan struct{})
 	}
 	// One goroutine per holding, until the holding ends: the first loss closes lost.

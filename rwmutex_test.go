@@ -429,3 +429,34 @@ func TestRWMutexLostCostsNoGoroutinePerCall(t *testing.T) {
 		require.ErrorIs(t, rw.RUnlockContext(ctx), redlock.ErrNotHeld)
 	})
 }
+
+// TestRWMutexLostSaysSoAtOnce: with several read holdings, one of which was lost, Lost
+// returns a closed channel, also when it had returned an open one for earlier holdings,
+// all of them since unlocked.
+func TestRWMutexLostSaysSoAtOnce(t *testing.T) {
+	bubble(t, func(t *testing.T) {
+		nodes, servers := simNodes(t, 1)
+		rw := closingClient(t, nodes, redlock.WithTTL(300*time.Millisecond)).NewRWMutex("lost")
+		ctx := ctxT(t, time.Minute)
+		require.NoError(t, rw.RLockContext(ctx))
+		require.NoError(t, rw.RLockContext(ctx))
+		_ = rw.Lost() // open, for these two holdings
+		rw.RUnlock()
+		rw.RUnlock()
+		require.NoError(t, rw.RLockContext(ctx))
+		require.NoError(t, rw.RLockContext(ctx))
+		servers[0].Miniredis().Del(lockKey("lost") + ":readers")
+		servers[0].Miniredis().Del(lockKey("lost"))
+		time.Sleep(time.Second) // past the next extensions, which find the holdings lost
+		synctest.Wait()
+		for range 20 {
+			select {
+			case <-rw.Lost():
+			default:
+				t.Fatal("Lost returned an open channel while a holding is lost")
+			}
+		}
+		require.ErrorIs(t, rw.RUnlockContext(ctx), redlock.ErrNotHeld)
+		require.ErrorIs(t, rw.RUnlockContext(ctx), redlock.ErrNotHeld)
+	})
+}
