@@ -24,8 +24,10 @@ import (
 // processes, and are handed the lock on release without polling (see Mutex). A writer that
 // waits blocks the readers that come after it, as with sync.RWMutex, so a stream of
 // readers cannot starve a writer; the readers queued behind a writer get the lock
-// together when it unlocks. Each holding, a writer's or a reader's, extends itself while
-// held, and Lost reports a loss.
+// together when it unlocks. One exception: the writers of one Client wait in the Client's
+// own queue, and only the first of them on the nodes, so a reader of that Client that
+// starts waiting after a second writer of it can go before that writer. Each holding, a
+// writer's or a reader's, extends itself while held, and Lost reports a loss.
 //
 // The writer's side is the Mutex of the same name: a Mutex and an RWMutex of one name over
 // the same nodes are one lock, whose Mutex holders count as writers. A writer's holding

@@ -460,3 +460,41 @@ func TestRWMutexLostSaysSoAtOnce(t *testing.T) {
 		require.ErrorIs(t, rw.RUnlockContext(ctx), redlock.ErrNotHeld)
 	})
 }
+
+// TestReaderOvertakesASecondWriterOfItsClient: the order's one exception (see RWMutex): a
+// writer of a Client that waits in the Client's queue behind another writer of it has no
+// place on the nodes yet, so a reader of that Client that starts waiting after it goes
+// first.
+func TestReaderOvertakesASecondWriterOfItsClient(t *testing.T) {
+	bubble(t, func(t *testing.T) {
+		nodes, _ := simNodes(t, 3)
+		c := closingClient(t, nodes)
+		ctx := ctxT(t, time.Minute)
+		a, b, r := c.NewRWMutex("order"), c.NewRWMutex("order"), c.NewRWMutex("order")
+		require.NoError(t, a.LockContext(ctx))
+		var mu sync.Mutex
+		var order []string
+		var wg sync.WaitGroup
+		wg.Go(func() {
+			assert.NoError(t, b.LockContext(ctx))
+			mu.Lock()
+			order = append(order, "writer")
+			mu.Unlock()
+			time.Sleep(10 * time.Millisecond)
+			b.Unlock()
+		})
+		synctest.Wait() // b waits in the Client's queue
+		wg.Go(func() {
+			assert.NoError(t, r.RLockContext(ctx))
+			mu.Lock()
+			order = append(order, "reader")
+			mu.Unlock()
+			time.Sleep(10 * time.Millisecond)
+			r.RUnlock()
+		})
+		synctest.Wait() // r waits on the nodes
+		a.Unlock()
+		wg.Wait()
+		assert.Equal(t, []string{"reader", "writer"}, order)
+	})
+}
