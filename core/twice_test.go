@@ -309,3 +309,53 @@ func TestLateCallAfterTheLastLeaveIsRefused(t *testing.T) {
 		requireEveryKeyExpires(t, s)
 	})
 }
+
+// TestReleaseRunTwiceRepliesAsTheFirstOrGone: a release run again with the same arguments
+// replies as its first run did, or "gone" ({0, woken, 1}) where the first let go (core/doc.go,
+// invariant 3): also a release "stay" whose first run handed the lock to a waiter ahead, and
+// a release whose hand-over to a reader emptied the queue; and a leave that let go of nothing,
+// where another owner holds the lock and another waiter queues, says "not ours" again,
+// never "gone".
+func TestReleaseRunTwiceRepliesAsTheFirstOrGone(t *testing.T) {
+	onOneOfEach(t, func(t *testing.T, s server) {
+		ctx := context.Background()
+		node := nodeOf(t, s.addr)
+		eval := func(name string, k core.Keys, args ...string) []int64 {
+			r, err := node.Eval(ctx, script(t, name), k.ScriptKeys(), args...)
+			require.NoError(t, err)
+			return r
+		}
+		release := func(k core.Keys, token, waiter, mode string) []int64 {
+			args := []string{token, k.Channel, "PUBLISH", waiter, mode}
+			if mode == "stay" {
+				args = append(args, "2", "1000")
+			}
+			return eval("release", k, args...)
+		}
+		gone := []int64{0, 0, 1}
+
+		k := core.NewKeys("e:", "stay")
+		require.Equal(t, int64(1), eval("acquire", k, acquireArgs("w.1", "0", "w", 2)...)[0])
+		require.Equal(t, int64(0), eval("acquire", k, acquireArgs("x.1", "0", "x", 1)...)[0])
+		require.Equal(t, []int64{1, 0}, release(k, "w.1", "w", "stay"), "w's failed attempt lets go, x is ahead")
+		require.Equal(t, "x.1", get(t, s, k.Lock))
+		assert.Equal(t, gone, release(k, "w.1", "w", "stay"), "the stay, run again, after it handed the lock on")
+
+		k = core.NewKeys("e:", "reader")
+		_, err := s.do("SET", k.Lock, "t", "PX", "10000")
+		require.NoError(t, err)
+		require.Equal(t, int64(0), eval("rlock", k, acquireArgs("r.1", "0", "r", 1)...)[0])
+		require.Equal(t, []int64{1, 0}, release(k, "t", "", "leave"))
+		require.Equal(t, "(readers)", get(t, s, k.Lock), "handed to the reader, which left the queue")
+		assert.Equal(t, gone, release(k, "t", "", "leave"), "the release, run again, after it handed the lock to a reader")
+
+		k = core.NewKeys("e:", "other")
+		_, err = s.do("SET", k.Lock, "o", "PX", "10000")
+		require.NoError(t, err)
+		require.Equal(t, int64(0), eval("acquire", k, acquireArgs("w.1", "0", "w", 1)...)[0])
+		require.Equal(t, int64(0), eval("acquire", k, acquireArgs("v.1", "0", "v", 2)...)[0])
+		require.Equal(t, []int64{0, 0}, release(k, "w.2", "w", "leave"), "w gives up: the lock is another's")
+		assert.Equal(t, []int64{0, 0}, release(k, "w.2", "w", "leave"), "the leave, run again, let go of nothing either")
+		requireEveryKeyExpires(t, s)
+	})
+}

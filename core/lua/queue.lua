@@ -362,12 +362,16 @@ end
 -- settle ends release and runlock for the lock k, and returns the reply: released (0 or 1)
 -- whether the caller let go of a holding, holder whether the lock is still held, queued
 -- whether the queue exists, absent whether nothing of the caller's is here and no other
--- owner holds the lock.
+-- owner holds the lock. A token that let go where the queue exists is marked left, as a
+-- waiter is, so that this release, run again, finds the lock gone (absent) though a
+-- hand-over gave it to another.
 local function settle(k, released, holder, queued, absent)
   local waiter = ARGV[4]
   local leave = ARGV[5] == 'leave'
-  if released == 0 and not absent and queued and ARGV[1] ~= '' then
-    absent = gone(k.alive, waiter ~= '' and waiter or ARGV[1])
+  if released == 0 and not absent and ARGV[1] ~= '' then
+    absent = gone(k.alive, ARGV[1])
+  elseif released == 1 and queued then
+    forget(k.alive, ARGV[1])
   end
   if waiter ~= '' and leave then
     if queued then
@@ -380,8 +384,6 @@ local function settle(k, released, holder, queued, absent)
   elseif waiter ~= '' and released == 1 and not gone(k.alive, waiter) then
     enqueue(k.queue, k.alive, k.waiters, waiter, ARGV[6], tonumber(ARGV[7]), nil)
     queued = true
-  elseif waiter == '' and released == 1 and queued then
-    forget(k.alive, ARGV[1]) -- so that this release, run again, finds the lock gone
   end
   local woken = 0
   if not holder and queued then

@@ -6,7 +6,7 @@
 -- K and ARGV[9] "1" if KEYS[1] is its permit held. Replies: {released, woken} released 1 if
 -- the lock (a name, a permit, a live share) was ours, woken how many heard a hand-over ("<token>
 -- <fence>[ #<permit>][ u]", or "": call again); {0, woken, 1} nothing of ours is here and no
--- other owner holds the lock.
+-- other owner holds the lock, or this release let go here before (its token is marked left).
 local holder = redis.call('GET', KEYS[1])
 local queued = redis.call('EXISTS', KEYS[3]) == 1
 local waiter = ARGV[4]
