@@ -113,8 +113,8 @@
 // leave, but a call sent before it can land after it (held up by a partition, or in a
 // stopped server's socket), and would otherwise queue a waiter that is gone, or take the
 // free lock in its name. A release that lets go of a holding where the queue exists marks
-// its token left so ("!<token>"), whatever its mode: the same release run again finds it,
-// and replies "gone" though a hand-over gave the lock to another.
+// its token left so ("!<token>", a stay's "!<token> stay"): the same release run again finds
+// it, and replies "gone" though a hand-over gave the lock to another.
 //
 // # Readers, per node
 //

@@ -315,7 +315,7 @@ func TestLateCallAfterTheLastLeaveIsRefused(t *testing.T) {
 // invariant 3): also a release "stay" whose first run handed the lock to a waiter ahead, and
 // a release whose hand-over to a reader emptied the queue; and a leave that let go of nothing,
 // where another owner holds the lock and another waiter queues, says "not ours" again,
-// never "gone".
+// never "gone", as does a leave under the token of a stay that handed the lock on.
 func TestReleaseRunTwiceRepliesAsTheFirstOrGone(t *testing.T) {
 	onOneOfEach(t, func(t *testing.T, s server) {
 		ctx := context.Background()
@@ -340,6 +340,7 @@ func TestReleaseRunTwiceRepliesAsTheFirstOrGone(t *testing.T) {
 		require.Equal(t, []int64{1, 0}, release(k, "w.1", "w", "stay"), "w's failed attempt lets go, x is ahead")
 		require.Equal(t, "x.1", get(t, s, k.Lock))
 		assert.Equal(t, gone, release(k, "w.1", "w", "stay"), "the stay, run again, after it handed the lock on")
+		assert.Equal(t, []int64{0, 0}, release(k, "w.1", "w", "leave"), "a leave of the same token: the lock is x's")
 
 		k = core.NewKeys("e:", "reader")
 		_, err := s.do("SET", k.Lock, "t", "PX", "10000")

@@ -363,15 +363,17 @@ end
 -- whether the caller let go of a holding, holder whether the lock is still held, queued
 -- whether the queue exists, absent whether nothing of the caller's is here and no other
 -- owner holds the lock. A token that let go where the queue exists is marked left, as a
--- waiter is, so that this release, run again, finds the lock gone (absent) though a
--- hand-over gave it to another.
+-- waiter is, a leave's apart from a stay's, so that this release, run again, finds the lock
+-- gone (absent) though a hand-over gave it to another, and no release of the other mode
+-- reads it so.
 local function settle(k, released, holder, queued, absent)
   local waiter = ARGV[4]
   local leave = ARGV[5] == 'leave'
+  local mark = ARGV[1] .. (leave and '' or ' stay')
   if released == 0 and not absent and ARGV[1] ~= '' then
-    absent = gone(k.alive, ARGV[1])
+    absent = gone(k.alive, mark)
   elseif released == 1 and queued then
-    forget(k.alive, ARGV[1])
+    forget(k.alive, mark)
   end
   if waiter ~= '' and leave then
     if queued then
