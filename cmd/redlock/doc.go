@@ -57,11 +57,12 @@
 // `redlock status NAME` reads every key that a lock, RWMutex, Election or Semaphore called
 // NAME has on each node of -addrs (under -prefix): a Semaphore's record of its number of
 // permits first, then the rest in one MULTI/EXEC per node (that many permits among them),
-// then the server's run_id (INFO server), and shows those that exist: the lock's holder (its owner token, fencing token and time
-// left), the waiters queued for it and the first of them, an RWMutex's readers and their
-// time left, an Election's leader record, and a Semaphore's number of permits, its permits
-// in use, its one fence counter and the waiters queued for a permit; a node that does not
-// answer within -node-timeout (2s, connecting included) is shown with why. A summary first
+// then the server's run_id (INFO server), and shows those that exist: the lock's holder
+// (its owner token, fencing token and time left), the waiters queued for it and the first
+// of them, an RWMutex's readers and their time left, an Election's leader record, and a
+// Semaphore's number of permits, its permits in use, its one fence counter and the waiters
+// queued for a permit; a node that does not answer within -node-timeout (2s, connecting
+// included) is shown with why. A summary first
 // says what a quorum of the nodes agree on: the holder, readers, leader and permits in use
 // (unknown while fewer than a quorum answer).
 // It only reads: it writes nothing, runs no script and takes no lock. -json prints one
