@@ -106,7 +106,8 @@ func (e *Election) proclaim(ctx context.Context, l *Lease, value string) error {
 	}
 }
 
-// keepRecord proclaims value again before the record's time runs out, while l leads.
+// keepRecord proclaims value again before the record's time runs out, while l leads,
+// trying again after a failure that a retry can fix, as Campaign does (see proclaim).
 func (e *Election) keepRecord(l *Lease, value string) {
 	t := time.NewTicker(core.FenceIdle / 2)
 	defer t.Stop()
@@ -115,7 +116,7 @@ func (e *Election) keepRecord(l *Lease, value string) {
 		case <-l.Done():
 			return
 		case <-t.C:
-			_ = e.client.cluster.Proclaim(context.Background(), l.held, value)
+			_ = e.proclaim(context.Background(), l, value)
 		}
 	}
 }

@@ -76,3 +76,27 @@ func TestCampaignResignsWhenItsContextEnds(t *testing.T) {
 		}
 	})
 }
+
+// TestLeaderKeepsItsRecordThroughFailures: a leader's refresh of its record that fails on
+// too many nodes (a passing fault) is tried again, as Campaign's first record is, so the
+// record does not lapse while it leads (its records last core.FenceIdle, refreshed every
+// half of that).
+func TestLeaderKeepsItsRecordThroughFailures(t *testing.T) {
+	bubble(t, func(t *testing.T) {
+		nodes, _ := simNodes(t, 3)
+		var fails atomic.Int32
+		wrapped := []redlock.Node{nodes[0], failingProclaims{nodes[1], &fails}, failingProclaims{nodes[2], &fails}}
+		c := newClient(t, wrapped)
+		defer c.Close()
+		e := c.NewElection("kept")
+		l, err := e.Campaign(t.Context(), "leader")
+		require.NoError(t, err)
+		fails.Store(4) // both wrapped nodes, at two refreshes in a row were they not tried again
+		time.Sleep(core.FenceIdle + time.Minute)
+		v, err := e.Leader(t.Context())
+		require.NoError(t, err, "the leader's record lapsed while it led")
+		assert.Equal(t, "leader", v)
+		assert.LessOrEqual(t, fails.Load(), int32(0), "the refreshes met the failures")
+		require.NoError(t, l.Release(t.Context()))
+	})
+}
