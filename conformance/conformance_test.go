@@ -418,6 +418,12 @@ var faults = []fault{
 		message: "a nil reply is an error, not an empty array",
 	},
 	{
+		name: "nil-waits", newNode: newNilWaits,
+		servers: []conformance.Server{conformance.Miniredis},
+		failing: []string{"miniredis/replies/nil"},
+		message: "a context's error means the Node waited for more",
+	},
+	{
 		name: "short-reply-buffer", newNode: newShortBuffer,
 		servers: []conformance.Server{conformance.Miniredis},
 		failing: []string{"miniredis/replies/long"},

@@ -94,6 +94,21 @@ func (n nilAsEmpty) Eval(ctx context.Context, s *core.Script, keys []string, arg
 	return v, err
 }
 
+// nilWaits waits for its context's end after a nil reply, as a decoding that takes nil
+// for the start of something longer would, and returns the context's error.
+type nilWaits struct{ *goredis.Node }
+
+func newNilWaits(t testing.TB, addr string) core.Node { return nilWaits{goodGoredis(t, addr)} }
+
+func (n nilWaits) Eval(ctx context.Context, s *core.Script, keys []string, args ...string) ([]int64, error) {
+	v, err := n.Node.Eval(ctx, s, keys, args...)
+	if errors.Is(err, redis.Nil) {
+		<-ctx.Done()
+		return nil, ctx.Err()
+	}
+	return v, err
+}
+
 // shortBuffer reads replies into a fixed buffer of 256 integers, and drops the rest.
 type shortBuffer struct{ *goredis.Node }
 

@@ -1,6 +1,8 @@
 package conformance
 
 import (
+	"context"
+	"errors"
 	"slices"
 	"strconv"
 	"testing"
@@ -47,6 +49,9 @@ func replyChecks() []check {
 				got, err := eval(n, s, []string{k.Lock})
 				if err == nil {
 					t.Errorf("a script that replied nil (%q) gave reply %s and no error: a nil reply is an error, not an empty array (core would read a lock's state from nothing)", src, format(got))
+				}
+				if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
+					t.Errorf("a script that replied nil (%q) gave %q: the server had replied, so the error must say what it replied, at once; a context's error means the Node waited for more", src, err)
 				}
 				assert.Empty(t, got, "a script that replied nil (%q) gave error %v together with reply %s", src, err, format(got))
 			}
