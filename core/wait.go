@@ -323,10 +323,10 @@ func parseHandover(p string) (h handover, ok bool) {
 // marks the waiter left (see the package doc, The waiter queue), since a call of the first
 // attempt that the waiter stopped hearing can still land after the leave.
 func (c *Cluster) leave(l *claim) {
-	if l.attempt == 1 {
-		l.token = attemptToken("", l.waiter, 2)
-	}
 	req, timeout, tr := l.releaseRequest("leave"), l.NodeTimeout, &l.trail
+	if l.attempt == 1 {
+		req.args[0] = attemptToken("", l.waiter, 2) // ARGV[1], the token
+	}
 	if len(c.nodes) == 1 && !tr.underWay() {
 		c.callNode(context.Background(), 0, timeout, req)
 		return
