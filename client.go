@@ -313,12 +313,12 @@ func (c *Client) do(ctx context.Context, call string, t target, fn func(ctx cont
 }
 
 // newLease returns a Lease, not yet held, of t's lock, for call with opts, of which those
-// among not (optRetry...) do not apply.
+// among not (optRetry...) do not apply, nor WithFencing (a Lease always carries a token).
 func (c *Client) newLease(call string, t target, not uint32, opts []Option) (*Lease, error) {
 	if err := t.check(); err != nil {
 		return nil, &lockError{call, t.name, err}
 	}
-	s, err := c.opts.forCall(call, not, opts)
+	s, err := c.opts.forCall(call, not|optFencing, opts)
 	if err != nil {
 		return nil, &lockError{call, t.name, err}
 	}
@@ -331,7 +331,8 @@ func (c *Client) newLease(call string, t target, not uint32, opts []Option) (*Le
 // leaseOf returns a Lease, not yet held, of one holding of kind of the lock whose keys are
 // keys, with settings s (checked), named name in its errors and events: the lock called
 // name, or one that a primitive called name keeps for itself (see core.NewSemaphoreKeys). A
-// Lease and an RWMutex's writer take a fencing token; a Mutex and a reader do not.
+// Lease and an RWMutex's writer take a fencing token, a Mutex only WithFencing(true), a
+// reader never.
 func (c *Client) leaseOf(name string, kind Kind, keys core.Keys, s settings) *Lease {
 	l := &Lease{
 		client:  c,
@@ -345,7 +346,7 @@ func (c *Client) leaseOf(name string, kind Kind, keys core.Keys, s settings) *Le
 			NodeTimeout: s.nodeTimeout,
 			DriftFactor: s.driftFactor,
 			Read:        kind == KindRWMutexRead,
-			Fence:       kind == KindLease || kind == KindRWMutexWrite,
+			Fence:       kind == KindLease || kind == KindRWMutexWrite || kind == KindMutex && s.fencing,
 			Guard:       s.guard,
 		},
 	}

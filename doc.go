@@ -7,7 +7,8 @@
 //   - Client.NewMutex returns a Mutex, a sync.Locker shared by every process that uses the
 //     same name over the same nodes. Lock waits as long as it takes, LockContext until its
 //     context ends, TryLock makes one attempt. A held Mutex extends its lock by itself;
-//     Lost closes if the lock is lost all the same. A Mutex hands out no fencing token.
+//     Lost closes if the lock is lost all the same. Made WithFencing(true), a Mutex
+//     hands out a fencing token (Mutex.Token), as a Lease does.
 //   - Client.Acquire waits for the lock and returns a Lease; Client.TryAcquire makes one
 //     attempt. A Lease holds its lock until Release, or until its validity (Lease.Until)
 //     runs out unless Extend (or WithAutoExtend) pushes it further.

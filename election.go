@@ -42,7 +42,7 @@ func (c *Client) NewElection(name string, opts ...Option) *Election {
 	c.made("NewElection")
 	e := &Election{client: c, name: name}
 	var err error
-	e.set, err = c.opts.forCall("NewElection", optNoAutoExtend|optErrorHandler, opts)
+	e.set, err = c.opts.forCall("NewElection", optNoAutoExtend|optErrorHandler|optFencing, opts)
 	e.set.autoExtend = true
 	if err == nil {
 		err = checkName(name)

@@ -44,7 +44,11 @@ type exclusive struct {
 // t's lock, whose holdings are of kind.
 func (x *exclusive) init(c *Client, op string, t target, kind Kind, opts []Option) {
 	x.client, x.name, x.kind = c, t.name, kind
-	x.opts, x.err = c.opts.forCall(op, optNoAutoExtend, opts)
+	not := optNoAutoExtend
+	if kind == KindRWMutexWrite {
+		not |= optFencing // its writer always carries a token
+	}
+	x.opts, x.err = c.opts.forCall(op, not, opts)
 	x.opts.autoExtend = true
 	if err := t.check(); err != nil {
 		x.err = err

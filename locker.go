@@ -23,8 +23,8 @@ import (
 // While locked, the Mutex extends its lock before it expires (when about a third of the
 // validity is left). If an extension fails until the validity runs out, or the nodes no
 // longer hold the lock, the lock is lost: Lost's channel closes and the WithLostHandler
-// function is called. A Mutex hands out no fencing token; use a Lease where the protected
-// resource can check one.
+// function is called. A Mutex hands out a fencing token (Token) only if made
+// WithFencing(true); a Lease always does.
 //
 // As with sync.Mutex, a locked Mutex is not associated with a goroutine: one goroutine may
 // lock it and another unlock it.
@@ -98,6 +98,17 @@ func (m *Mutex) Unlock() { m.x.report("unlock", m.UnlockContext(context.Backgrou
 func (m *Mutex) UnlockContext(ctx context.Context) error {
 	m.x.noCopy("Mutex")
 	return m.x.unlock(ctx, "redlock: unlock of unlocked mutex")
+}
+
+// Token returns the fencing token of m's holding (see Lease.Token), or 0 if m is not locked
+// or was made without WithFencing(true). Tokens of a name's Mutexes, RWMutex writers and
+// Leases come from one counter, and strictly increase from one holder to the next.
+func (m *Mutex) Token() uint64 {
+	m.x.noCopy("Mutex")
+	if l := m.x.holding(); l != nil {
+		return l.Token()
+	}
+	return 0
 }
 
 // Lost returns a channel that is closed if the lock that m holds now is lost: its

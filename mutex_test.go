@@ -461,3 +461,72 @@ func mutexTryLockFailsWhileOthersWait(t *testing.T) {
 	require.True(t, m.TryLock(), "TryLock failed on a free lock no one waits for")
 	m.Unlock()
 }
+
+// TestMutexToken: a Mutex made WithFencing(true) (or of a Client given it) has a token
+// while locked, from the counter its name's Leases and RWMutex writers share, strictly
+// increasing from holder to holder; without the option, and when unlocked, Token is 0; the
+// calls whose holdings always carry a token refuse the option. Over 3 real servers (a
+// token that fewer than a quorum gave is raised) and one miniredis.
+func TestMutexToken(t *testing.T) {
+	real, _ := realNodes(t, 3)
+	mini, _ := miniNodes(t, 1)
+	for _, tc := range []struct {
+		name  string
+		nodes []redlock.Node
+	}{{"3 real servers", real}, {"1 miniredis", mini}} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := ctxT(t, time.Minute)
+			c := newClient(t, tc.nodes, patient)
+			plain := c.NewMutex("tokens")
+			require.NoError(t, plain.LockContext(ctx))
+			assert.Zero(t, plain.Token(), "a Mutex made without WithFencing(true)")
+			require.NoError(t, plain.UnlockContext(ctx))
+
+			m := c.NewMutex("tokens", redlock.WithFencing(true))
+			assert.Zero(t, m.Token(), "unlocked")
+			var last uint64
+			for i := range 3 {
+				require.NoError(t, m.LockContext(ctx))
+				tok := m.Token()
+				assert.Greater(t, tok, last, "holding %d", i)
+				last = tok
+				require.NoError(t, m.UnlockContext(ctx))
+				assert.Zero(t, m.Token(), "unlocked")
+
+				l, err := c.Acquire(ctx, "tokens")
+				require.NoError(t, err)
+				assert.Greater(t, l.Token(), last, "a Lease after the Mutex")
+				last = l.Token()
+				require.NoError(t, l.Release(ctx))
+			}
+
+			both := c.NewMutexAll([]string{"tokens", "other"}, redlock.WithFencing(true))
+			require.NoError(t, both.LockContext(ctx))
+			assert.Greater(t, both.Token(), last, "a lock over two names, after the name's last token")
+			require.NoError(t, both.UnlockContext(ctx))
+
+			fenced := newClient(t, tc.nodes, patient, redlock.WithFencing(true))
+			byDefault := fenced.NewMutex("tokens")
+			require.NoError(t, byDefault.LockContext(ctx))
+			assert.Greater(t, byDefault.Token(), last, "a Mutex of a Client given WithFencing(true)")
+			require.NoError(t, byDefault.UnlockContext(ctx))
+		})
+	}
+
+	t.Run("refused where a token is always given", func(t *testing.T) {
+		ctx := ctxT(t, time.Minute)
+		c := newClient(t, mini, patient)
+		fencing := redlock.WithFencing(true)
+		_, err := c.Acquire(ctx, "refused", fencing)
+		assert.ErrorIs(t, err, redlock.ErrInvalid, "Acquire")
+		_, err = c.TryAcquire(ctx, "refused", fencing)
+		assert.ErrorIs(t, err, redlock.ErrInvalid, "TryAcquire")
+		assert.ErrorIs(t, c.Do(ctx, "refused", func(context.Context) error { return nil }, fencing), redlock.ErrInvalid, "Do")
+		assert.ErrorIs(t, c.NewRWMutex("refused", fencing).LockContext(ctx), redlock.ErrInvalid, "NewRWMutex")
+		_, err = c.NewSemaphore("refused", 2, fencing).TryAcquire(ctx)
+		assert.ErrorIs(t, err, redlock.ErrInvalid, "NewSemaphore")
+		_, err = c.NewElection("refused", fencing).Campaign(ctx, "v")
+		assert.ErrorIs(t, err, redlock.ErrInvalid, "NewElection")
+		assert.ErrorContains(t, err, `"refused"`, "the error names the lock")
+	})
+}

@@ -15,8 +15,9 @@ import (
 // take effect somewhere are refused there with an error that matches ErrInvalid: WithRetry
 // and WithLogger on TryAcquire (it makes one attempt and returns its error),
 // WithErrorHandler on Acquire, TryAcquire, Do, NewSemaphore and NewElection (they return
-// their errors), and WithAutoExtend(false) on Do, DoAll, NewMutex, NewMutexAll, NewRWMutex,
-// NewRWMutexAll and NewElection (they always extend).
+// their errors), WithAutoExtend(false) on Do, DoAll, NewMutex, NewMutexAll, NewRWMutex,
+// NewRWMutexAll and NewElection (they always extend), and WithFencing on every call but New,
+// NewMutex and NewMutexAll (the others' holdings always carry a fencing token).
 type Option func(*settings)
 
 // The options, a bit each, to tell which ones a call was given.
@@ -25,6 +26,7 @@ const (
 	optLogger
 	optErrorHandler
 	optNoAutoExtend
+	optFencing
 )
 
 // settings holds every option; defaults() is the one place their defaults live.
@@ -38,6 +40,7 @@ type settings struct {
 	guard       time.Duration
 	guardSet    bool // guard was given; otherwise New picks it from N
 	autoExtend  bool
+	fencing     bool // a Mutex's holdings carry a fencing token (WithFencing)
 	maxHold     time.Duration
 	logger      *slog.Logger
 	onLost      func(error)
@@ -127,6 +130,18 @@ func WithAutoExtend(on bool) Option {
 	}
 }
 
+// WithFencing(true) gives each holding of a Mutex (NewMutex, NewMutexAll) a fencing token,
+// Mutex.Token, from the same counter as the Leases of its name, so that a Mutex's holder can
+// have its writes checked as a Lease's are (see Lease.Token and package fence). It costs no
+// round trip at N = 1; at N > 1 a grant whose token fewer than a quorum of nodes gave raises
+// it on a quorum first, one more round trip, as a Lease's does. Default off: a Mutex's Token
+// is 0. Given to New, it applies to the Client's Mutexes. A Lease, an RWMutex's writer, a
+// Semaphore's permit and an Election's leader always carry a token, so Acquire, TryAcquire,
+// Do, their All forms, NewRWMutex, NewRWMutexAll, NewSemaphore and NewElection refuse it.
+func WithFencing(on bool) Option {
+	return func(s *settings) { s.fencing, s.given = on, s.given|optFencing }
+}
+
 // WithMaxHold bounds how long a Lease, or each holding of a Mutex, is held: when d has
 // passed since its acquisition began, it ends with ErrMaxHold and releases its lock,
 // whether or not it extends itself (a Mutex's Lost channel closes, and the WithLostHandler
@@ -181,6 +196,7 @@ var refused = []struct {
 	{optLogger, "WithLogger", "it makes one attempt and returns its error"},
 	{optErrorHandler, "WithErrorHandler", "it returns its errors"},
 	{optNoAutoExtend, "WithAutoExtend(false)", "it always extends its lock"},
+	{optFencing, "WithFencing", "only a Mutex's holdings may go without a fencing token"},
 }
 
 // forCall returns s with opts applied for the call named call, checked: an error that

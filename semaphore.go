@@ -49,7 +49,7 @@ func (c *Client) NewSemaphore(name string, permits int, opts ...Option) *Semapho
 	c.made("NewSemaphore")
 	s := &Semaphore{client: c, name: name, permits: permits}
 	var err error
-	s.set, err = c.opts.forCall("NewSemaphore", optErrorHandler, opts)
+	s.set, err = c.opts.forCall("NewSemaphore", optErrorHandler|optFencing, opts)
 	switch {
 	case err != nil:
 	case checkName(name) != nil:
