@@ -15,7 +15,7 @@ import (
 // (see Lease.start); the caller then has q's place. If the Observer panics, the lock is let
 // go and q's place given back before the panic goes on.
 func (c *Client) acquire(ctx context.Context, op string, l *Lease, q *queue, wait bool) (g *core.Held, err error) {
-	a := observeAcquire(ctx, &l.opts, l.name, l.kind)
+	a := observeAcquire(ctx, &l.opts, l.name, l.kind, wait)
 	if q != nil {
 		if err := q.join(ctx, wait); err != nil {
 			err = &lockError{op, l.name, err}

@@ -299,7 +299,9 @@ func (l *Lease) finish(ctx context.Context, reason error) error {
 	l.unanswered = ended == nil && reason == ErrReleased &&
 		errors.Is(err, ErrNoQuorum) && !errors.Is(err, ErrNotHeld) && !core.Permanent(err)
 	if l.opts.observer != nil { // before the next goroutine in the local queue goes on
-		l.observeRelease(ctx, start, ret, again)
+		// A holding ended by another reason than this Release (before, or in it: the
+		// maximum hold time, Close) had its Lost event.
+		l.observeRelease(ctx, start, ret, again, !again && (ended != nil || reason != ErrReleased))
 	}
 	return ret
 }

@@ -12,6 +12,10 @@ import (
 // github.com/go-redlock/redlock/contrib/otel implements one over OpenTelemetry). Set one
 // with WithObserver. There is one method per kind of event:
 //
+//   - Waiting: an acquisition that waits began (Acquire, Do, Lock, LockContext, RLock,
+//     RLockContext, their All forms, a Semaphore's Acquire, an Election's Campaign), before
+//     it queues behind other goroutines of the Client; its Acquired event, whose Waiting
+//     is set, ends it. The calls between the two are the waits in progress.
 //   - Acquired: an acquisition ended, held or not (Acquire, TryAcquire, Do, Lock,
 //     LockContext, TryLock, RLock, RLockContext, TryRLock).
 //   - Released: a holding was let go on the nodes (Release, Unlock, RUnlock, the end of Do,
@@ -53,6 +57,8 @@ import (
 // What the events cannot say: on the releasing side, whether a release handed the lock to
 // a waiter; on the acquiring side, AcquireEvent.HandedOver does.
 type Observer interface {
+	// Waiting reports the start of an acquisition that waits.
+	Waiting(WaitEvent)
 	// Acquired reports the end of an acquisition, successful or not.
 	Acquired(AcquireEvent)
 	// Released reports the release of a holding on the nodes, and each release tried
@@ -69,6 +75,9 @@ type Observer interface {
 // NopObserver is an Observer that does nothing. Embed it in a type that implements only some
 // of Observer's methods.
 type NopObserver struct{}
+
+// Waiting does nothing.
+func (NopObserver) Waiting(WaitEvent) {}
 
 // Acquired does nothing.
 func (NopObserver) Acquired(AcquireEvent) {}
@@ -164,6 +173,16 @@ func outcomeOf(err error) Outcome {
 	return OutcomeError
 }
 
+// WaitEvent reports the start of an acquisition that waits (see Observer).
+type WaitEvent struct {
+	// Context is the call's context (context.Background for Lock and RLock).
+	Context context.Context
+	Name    string // the lock's name
+	Kind    Kind
+	// Start is when the call began: the AcquireEvent that ends it has the same Start.
+	Start time.Time
+}
+
 // AcquireEvent reports the end of an acquisition (see Observer).
 type AcquireEvent struct {
 	// Context is the call's context (context.Background for Lock, RLock, TryLock and
@@ -189,7 +208,10 @@ type AcquireEvent struct {
 	// reports of failed attempts (the attempt that was handed the lock had been refused
 	// first, see core.Lock.Failed); the engine does not report it directly.
 	HandedOver bool
-	Outcome    Outcome
+	// Waiting is true for an acquisition that waits (Acquire, Lock...), which a WaitEvent
+	// began; false for one attempt (TryAcquire, TryLock, TryRLock).
+	Waiting bool
+	Outcome Outcome
 	// Err is the error the call returned (or, for TryLock and TryRLock, would have): nil
 	// when Outcome is OutcomeOK.
 	Err error
@@ -220,6 +242,11 @@ type ReleaseEvent struct {
 	// Retry is set for a Release called again after one that too few nodes answered: the
 	// holding's first ReleaseEvent came before, and Hold counts to this call.
 	Retry bool
+	// Lost is set when the holding had ended before its release, and a LostEvent said so:
+	// its validity ran out, the nodes no longer held it, or (just before this event) its
+	// maximum hold time came or its Client was closed. A holding ends once: at its
+	// LostEvent, or else at its first ReleaseEvent.
+	Lost bool
 }
 
 // ExtendEvent reports the end of an extension (see Observer): one that Lease.Extend made,
@@ -293,6 +320,7 @@ type acquisition struct {
 	name  string
 	kind  Kind
 	start time.Time
+	wait  bool // the acquisition waits: a WaitEvent began it
 	// failed counts the attempts whose failure core reported (core.Lock.Failed), and last
 	// is the last of those errors, whose node errors went out already.
 	failed int
@@ -301,12 +329,17 @@ type acquisition struct {
 }
 
 // observeAcquire starts observing an acquisition of the lock called name by a call with
-// ctx, or returns nil if s sets no Observer.
-func observeAcquire(ctx context.Context, s *settings, name string, kind Kind) *acquisition {
+// ctx that waits if wait (and then reports its start), or returns nil if s sets no
+// Observer.
+func observeAcquire(ctx context.Context, s *settings, name string, kind Kind, wait bool) *acquisition {
 	if s.observer == nil {
 		return nil
 	}
-	return &acquisition{obs: s.observer, ctx: ctx, name: name, kind: kind, start: time.Now()}
+	a := &acquisition{obs: s.observer, ctx: ctx, name: name, kind: kind, start: time.Now(), wait: wait}
+	if wait {
+		a.obs.Waiting(WaitEvent{Context: ctx, Name: name, Kind: kind, Start: a.start})
+	}
+	return a
 }
 
 // failedHook returns the function for core.Lock.Failed: log (which may be nil), and with
@@ -368,6 +401,7 @@ func (a *acquisition) report(l *Lease, g *core.Held, err error, attempts int) {
 		Start:    a.start,
 		Wait:     now.Sub(a.start),
 		Attempts: attempts,
+		Waiting:  a.wait,
 		Outcome:  outcomeOf(err),
 		Err:      err,
 	}
@@ -395,8 +429,8 @@ func (l *Lease) nodeFailed(op string, e core.NodeError) {
 }
 
 // observeRelease reports l's release, begun at start; ret is what Release returns, retry
-// whether an earlier Release was reported.
-func (l *Lease) observeRelease(ctx context.Context, start time.Time, ret error, retry bool) {
+// whether an earlier Release was reported, lost whether a Lost event ended the holding.
+func (l *Lease) observeRelease(ctx context.Context, start time.Time, ret error, retry, lost bool) {
 	o := l.opts.observer
 	o.Released(ReleaseEvent{
 		Context:  ctx,
@@ -407,6 +441,7 @@ func (l *Lease) observeRelease(ctx context.Context, start time.Time, ret error, 
 		Hold:     start.Sub(l.acquired),
 		Err:      ret,
 		Retry:    retry,
+		Lost:     lost,
 	})
 }
 

@@ -18,7 +18,7 @@ func TestObservationUnsetAllocatesNothing(t *testing.T) {
 	err := ErrHeld
 	log := func(error) {}
 	allocs := testing.AllocsPerRun(100, func() {
-		a := observeAcquire(ctx, &s, "n", KindMutex)
+		a := observeAcquire(ctx, &s, "n", KindMutex, false)
 		if a != nil {
 			t.Fatal("an acquisition observed without an Observer")
 		}
@@ -65,7 +65,7 @@ func TestAcquisitionAttempts(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			l := &Lease{opts: s}
-			a := observeAcquire(context.Background(), &s, "n", KindLease)
+			a := observeAcquire(context.Background(), &s, "n", KindLease, false)
 			f := a.failedHook(nil)
 			for _, err := range tc.failures {
 				f(err)

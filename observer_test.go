@@ -8,6 +8,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/go-redlock/redlock"
@@ -18,6 +19,7 @@ import (
 
 // record is what a recorder recorded.
 type record struct {
+	waiting  []redlock.WaitEvent // not in order: the tests of order predate the event
 	acquired []redlock.AcquireEvent
 	released []redlock.ReleaseEvent
 	extended []redlock.ExtendEvent
@@ -30,6 +32,12 @@ type record struct {
 type recorder struct {
 	mu  sync.Mutex
 	rec record
+}
+
+func (r *recorder) Waiting(e redlock.WaitEvent) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.rec.waiting = append(r.rec.waiting, e)
 }
 
 func (r *recorder) Acquired(e redlock.AcquireEvent) {
@@ -72,6 +80,7 @@ func (r *recorder) snapshot() record {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return record{
+		waiting:  append([]redlock.WaitEvent(nil), r.rec.waiting...),
 		acquired: append([]redlock.AcquireEvent(nil), r.rec.acquired...),
 		released: append([]redlock.ReleaseEvent(nil), r.rec.released...),
 		extended: append([]redlock.ExtendEvent(nil), r.rec.extended...),
@@ -834,4 +843,163 @@ func TestObserverPanicKeepsNoLock(t *testing.T) {
 	require.True(t, m.TryLock())
 	mustPanic("Unlock", &obs.released, m.Unlock)
 	free("unlocked")
+}
+
+// gauges is an Observer that keeps, per kind, the waits in progress and the holdings, as a
+// dashboard's gauges do from the events alone: a WaitEvent counts a wait up and the
+// AcquireEvent with Waiting counts it down; a held AcquireEvent counts a holding up, and
+// its LostEvent or else its first ReleaseEvent (neither Retry nor Lost) counts it down. It
+// records the lowest values seen, which must never be below 0.
+type gauges struct {
+	redlock.NopObserver
+	mu                  sync.Mutex
+	waits, holdings     map[redlock.Kind]int
+	lowWaits, lowHolds  int
+	starts, waitedStart []time.Time
+}
+
+func newGauges() *gauges {
+	return &gauges{waits: map[redlock.Kind]int{}, holdings: map[redlock.Kind]int{}}
+}
+
+func (g *gauges) add(m map[redlock.Kind]int, low *int, k redlock.Kind, d int) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	m[k] += d
+	*low = min(*low, m[k])
+}
+
+func (g *gauges) Waiting(e redlock.WaitEvent) {
+	g.mu.Lock()
+	g.starts = append(g.starts, e.Start)
+	g.mu.Unlock()
+	g.add(g.waits, &g.lowWaits, e.Kind, 1)
+}
+
+func (g *gauges) Acquired(e redlock.AcquireEvent) {
+	if e.Waiting {
+		g.mu.Lock()
+		g.waitedStart = append(g.waitedStart, e.Start)
+		g.mu.Unlock()
+		g.add(g.waits, &g.lowWaits, e.Kind, -1)
+	}
+	if e.Outcome == redlock.OutcomeOK {
+		g.add(g.holdings, &g.lowHolds, e.Kind, 1)
+	}
+}
+
+func (g *gauges) Released(e redlock.ReleaseEvent) {
+	if !e.Retry && !e.Lost {
+		g.add(g.holdings, &g.lowHolds, e.Kind, -1)
+	}
+}
+
+func (g *gauges) Lost(e redlock.LostEvent) { g.add(g.holdings, &g.lowHolds, e.Kind, -1) }
+
+// now returns the waits and holdings of kind.
+func (g *gauges) now(k redlock.Kind) (waits, holdings int) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.waits[k], g.holdings[k]
+}
+
+// TestObserverGauges: the events let an Observer keep gauges of the waits in progress and
+// the holdings, per kind, that never go below 0 and come back to 0: a wait begins with a
+// WaitEvent (none for a TryAcquire or TryLock) and ends with its AcquireEvent (same Start,
+// Waiting set); a holding ends once, at its LostEvent (lost, expired, its maximum hold
+// time, Close) or else at its first release, whose ReleaseEvent says Lost when a LostEvent
+// came first.
+func TestObserverGauges(t *testing.T) {
+	bubble(t, observerGauges)
+}
+
+func observerGauges(t *testing.T) {
+	nodes, servers := simNodes(t, 3)
+	g := newGauges()
+	const ttl = 300 * time.Millisecond
+	c := closingClient(t, nodes, redlock.WithTTL(ttl), redlock.WithObserver(g))
+	other := closingClient(t, nodes, redlock.WithTTL(ttl), redlock.WithObserver(g))
+	ctx := ctxT(t, time.Minute)
+	state := func(k redlock.Kind, waits, holdings int, what string) {
+		t.Helper()
+		w, h := g.now(k)
+		assert.Equal(t, waits, w, "waits of %v: %s", k, what)
+		assert.Equal(t, holdings, h, "holdings of %v: %s", k, what)
+	}
+
+	l, err := c.Acquire(ctx, "gauged")
+	require.NoError(t, err)
+	state(redlock.KindLease, 0, 1, "an acquired lease")
+	done := make(chan error, 1)
+	go func() {
+		l2, err := other.Acquire(ctx, "gauged")
+		if err == nil {
+			err = l2.Release(ctx)
+		}
+		done <- err
+	}()
+	synctest.Wait()
+	state(redlock.KindLease, 1, 1, "a second Acquire waits behind the holder")
+	require.NoError(t, l.Release(ctx))
+	require.NoError(t, <-done)
+	state(redlock.KindLease, 0, 0, "both released")
+
+	l, err = c.TryAcquire(ctx, "tried")
+	require.NoError(t, err)
+	_, err = other.TryAcquire(ctx, "tried")
+	require.ErrorIs(t, err, redlock.ErrHeld)
+	state(redlock.KindLease, 0, 1, "TryAcquire does not wait")
+	require.NoError(t, l.Release(ctx))
+
+	l, err = c.Acquire(ctx, "lost", redlock.WithAutoExtend(true))
+	require.NoError(t, err)
+	for _, s := range servers {
+		s.Miniredis().Del(lockKey("lost"))
+	}
+	<-l.Done()
+	state(redlock.KindLease, 0, 0, "lost behind its back")
+	require.ErrorIs(t, l.Release(ctx), redlock.ErrLost)
+	state(redlock.KindLease, 0, 0, "the release of a lost holding")
+
+	l, err = c.TryAcquire(ctx, "expires")
+	require.NoError(t, err)
+	<-l.Done()
+	state(redlock.KindLease, 0, 0, "expired")
+	require.ErrorIs(t, l.Release(ctx), redlock.ErrExpired)
+
+	l, err = c.Acquire(ctx, "bounded", redlock.WithMaxHold(100*time.Millisecond))
+	require.NoError(t, err)
+	<-l.Done()
+	synctest.Wait() // the library's own release, after the loss
+	state(redlock.KindLease, 0, 0, "its maximum hold time")
+
+	m := c.NewMutex("mutex")
+	m.Lock()
+	assert.False(t, other.NewMutex("mutex").TryLock())
+	state(redlock.KindMutex, 0, 1, "a locked Mutex; TryLock does not wait")
+	m.Unlock()
+	state(redlock.KindMutex, 0, 0, "unlocked")
+
+	rw := c.NewRWMutex("rw")
+	rw.RLock()
+	rw.RLock()
+	state(redlock.KindRWMutexRead, 0, 2, "two readers")
+	rw.RUnlock()
+	rw.RUnlock()
+
+	m.Lock()
+	l, err = c.Acquire(ctx, "closed")
+	require.NoError(t, err)
+	require.NoError(t, c.Close())
+	state(redlock.KindMutex, 0, 0, "released by Close")
+	state(redlock.KindLease, 0, 0, "released by Close")
+	assert.ErrorIs(t, m.UnlockContext(ctx), redlock.ErrClosed)
+	state(redlock.KindMutex, 0, 0, "an Unlock after Close")
+
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	assert.Zero(t, g.lowWaits, "a wait gauge went below 0")
+	assert.Zero(t, g.lowHolds, "a holdings gauge went below 0")
+	assert.Equal(t, g.starts, g.waitedStart, "each wait's AcquireEvent has its WaitEvent's Start")
+	assert.NotEmpty(t, g.starts)
 }

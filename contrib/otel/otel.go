@@ -23,6 +23,8 @@
 //	redlock.lock.losses             counter    holdings that ended otherwise than by a release; redlock.loss.reason ("expired", "lost", "max_hold", "other")
 //	redlock.node.errors             counter    failed calls to a node; redlock.node, redlock.op ("acquire", "extend", "release", "raise"), error.type ("timeout", "other")
 //	redlock.node.abstentions        counter    a node's abstentions under the restart guard; redlock.node, redlock.op
+//	redlock.lock.waits              up-down    acquisitions waiting now (from redlock.WaitEvent to its AcquireEvent)
+//	redlock.lock.holdings           up-down    holdings now (from a held AcquireEvent to their LostEvent or first release)
 //
 // What a count includes follows from redlock.Observer: node errors count every failed
 // call to a node, in operations that succeeded too and in the requests sent in the
@@ -132,11 +134,14 @@ type Observer struct {
 	lockName bool
 
 	acquisitions, handovers, extensions, extensionFailures, losses, nodeErrors, abstentions metric.Int64Counter
+	waits, holdings                                                                         metric.Int64UpDownCounter
 	wait, hold                                                                              metric.Float64Histogram
 	attempts                                                                                metric.Int64Histogram
 
-	// kinds holds, per known kind and outcome, the attribute set without a lock name.
+	// kinds holds, per known kind and outcome, the attribute set without a lock name;
+	// bare, per known kind, the kind alone.
 	kinds [kindCount][outcomeCount]metric.MeasurementOption
+	bare  [kindCount]metric.MeasurementOption
 }
 
 const (
@@ -176,6 +181,13 @@ func New(opts ...Option) (*Observer, error) {
 	o.losses = counter("redlock.lock.losses", "{loss}", "Holdings that ended otherwise than by a release.")
 	o.nodeErrors = counter("redlock.node.errors", "{error}", "Failed calls to a node, in any operation, successful or not.")
 	o.abstentions = counter("redlock.node.abstentions", "{abstention}", "A node's abstentions under the restart guard.")
+	upDown := func(name, unit, desc string) metric.Int64UpDownCounter {
+		i, err := m.Int64UpDownCounter(name, metric.WithUnit(unit), metric.WithDescription(desc))
+		errs = append(errs, err)
+		return i
+	}
+	o.waits = upDown("redlock.lock.waits", "{wait}", "Acquisitions waiting for their lock now.")
+	o.holdings = upDown("redlock.lock.holdings", "{holding}", "Locks held now.")
 	var err error
 	o.wait, err = m.Float64Histogram("redlock.lock.wait.duration", metric.WithUnit("s"),
 		metric.WithDescription("How long each acquisition took, by outcome."), metric.WithExplicitBucketBoundaries(waitBuckets...))
@@ -190,6 +202,7 @@ func New(opts ...Option) (*Observer, error) {
 		return nil, fmt.Errorf("redlockotel: %w", err)
 	}
 	for k := range kindCount {
+		o.bare[k] = metric.WithAttributeSet(attribute.NewSet(KeyKind.String(redlock.Kind(k).String())))
 		for out := range outcomeCount {
 			o.kinds[k][out] = metric.WithAttributeSet(attribute.NewSet(
 				KeyKind.String(redlock.Kind(k).String()), KeyOutcome.String(redlock.Outcome(out).String())))
@@ -216,9 +229,29 @@ func (o *Observer) acquireAttrs(e *redlock.AcquireEvent) metric.MeasurementOptio
 	return o.attrs(e.Kind, e.Name, KeyOutcome.String(e.Outcome.String()))
 }
 
-// Acquired records an acquisition: its count, wait, attempts, and hand-over, and its span.
+// Waiting counts a wait up.
+func (o *Observer) Waiting(e redlock.WaitEvent) {
+	o.waits.Add(context.Background(), 1, o.kindAttrs(e.Kind, e.Name))
+}
+
+// kindAttrs returns the measurement option for kind and name alone.
+func (o *Observer) kindAttrs(kind redlock.Kind, name string) metric.MeasurementOption {
+	if !o.lockName && int(kind) < kindCount {
+		return o.bare[kind]
+	}
+	return o.attrs(kind, name)
+}
+
+// Acquired records an acquisition: its count, wait, attempts, and hand-over, and its span;
+// it counts its wait down, and a holding up.
 func (o *Observer) Acquired(e redlock.AcquireEvent) {
 	ctx := context.Background()
+	if e.Waiting {
+		o.waits.Add(ctx, -1, o.kindAttrs(e.Kind, e.Name))
+	}
+	if e.Outcome == redlock.OutcomeOK {
+		o.holdings.Add(ctx, 1, o.kindAttrs(e.Kind, e.Name))
+	}
 	a := o.acquireAttrs(&e)
 	o.acquisitions.Add(ctx, 1, a)
 	o.wait.Record(ctx, e.Wait.Seconds(), a)
@@ -246,8 +279,11 @@ func (o *Observer) Acquired(e redlock.AcquireEvent) {
 }
 
 // Released records a release: the hold time (at a holding's first release only), and its
-// span.
+// span; it counts the holding down unless its loss did.
 func (o *Observer) Released(e redlock.ReleaseEvent) {
+	if !e.Retry && !e.Lost {
+		o.holdings.Add(context.Background(), -1, o.kindAttrs(e.Kind, e.Name))
+	}
 	outcome := holdOutcomeOK
 	switch {
 	case errors.Is(e.Err, redlock.ErrNotHeld):
@@ -298,8 +334,9 @@ func (o *Observer) Extended(e redlock.ExtendEvent) {
 	o.extensionFailures.Add(ctx, 1, o.attrs(e.Kind, e.Name, auto, KeyErrorType.String(kind)))
 }
 
-// Lost counts a loss, by reason.
+// Lost counts a loss, by reason, and the holding down.
 func (o *Observer) Lost(e redlock.LostEvent) {
+	o.holdings.Add(context.Background(), -1, o.kindAttrs(e.Kind, e.Name))
 	var reason string
 	switch {
 	case errors.Is(e.Reason, redlock.ErrExpired):

@@ -495,6 +495,7 @@ func TestSpanStatus(t *testing.T) {
 func TestInstruments(t *testing.T) {
 	e := newEnv(t)
 	now := time.Now()
+	e.obs.Waiting(redlock.WaitEvent{Name: "n", Kind: redlock.KindMutex, Start: now})
 	e.obs.Acquired(redlock.AcquireEvent{Name: "n", Kind: redlock.KindMutex, Start: now, Wait: time.Millisecond, Attempts: 2, HandedOver: true})
 	e.obs.Released(redlock.ReleaseEvent{Name: "n", Kind: redlock.KindMutex, Start: now, Hold: time.Second})
 	e.obs.Extended(redlock.ExtendEvent{Name: "n", Kind: redlock.KindMutex, Auto: true, Err: redlock.ErrNoQuorum})
@@ -504,6 +505,7 @@ func TestInstruments(t *testing.T) {
 
 	const (
 		counter   = "counter"
+		upDown    = "up-down counter"
 		histogram = "histogram"
 		intHist   = "int histogram"
 	)
@@ -525,6 +527,8 @@ func TestInstruments(t *testing.T) {
 		"redlock.lock.losses":             {counter, "{loss}", "Holdings that ended otherwise than by a release.", nil, []string{"redlock.lock.kind", "redlock.loss.reason"}},
 		"redlock.node.errors":             {counter, "{error}", "Failed calls to a node, in any operation, successful or not.", nil, []string{"error.type", "redlock.lock.kind", "redlock.node", "redlock.op"}},
 		"redlock.node.abstentions":        {counter, "{abstention}", "A node's abstentions under the restart guard.", nil, []string{"redlock.lock.kind", "redlock.node", "redlock.op"}},
+		"redlock.lock.waits":              {upDown, "{wait}", "Acquisitions waiting for their lock now.", nil, []string{"redlock.lock.kind"}},
+		"redlock.lock.holdings":           {upDown, "{holding}", "Locks held now.", nil, []string{"redlock.lock.kind"}},
 	}
 	ms := e.collect(t)
 	assert.Len(t, ms, len(want))
@@ -549,7 +553,9 @@ func TestInstruments(t *testing.T) {
 		switch d := m.Data.(type) {
 		case metricdata.Sum[int64]:
 			kind = counter
-			assert.True(t, d.IsMonotonic, name)
+			if !d.IsMonotonic {
+				kind = upDown
+			}
 			for _, p := range d.DataPoints {
 				sets = append(sets, p.Attributes)
 			}
@@ -589,4 +595,75 @@ func TestReleaseCalledAgain(t *testing.T) {
 	n, _, _ := histogram(t, e.collect(t), "redlock.lock.hold.duration", redlockotel.KeyKind.String("lease"))
 	assert.EqualValues(t, 1, n, "hold times recorded")
 	assert.Len(t, spansNamed(e.spans.GetSpans(), "redlock.release"), 2)
+}
+
+// gauge sums the up-down counter name's points that have the attributes want.
+func gauge(t *testing.T, ms map[string]metricdata.Metrics, name string, want ...attribute.KeyValue) int64 {
+	m, ok := ms[name]
+	if !ok {
+		return 0
+	}
+	sum, ok := m.Data.(metricdata.Sum[int64])
+	require.True(t, ok, "%s is a %T", name, m.Data)
+	assert.False(t, sum.IsMonotonic, name)
+	var n int64
+	for _, p := range sum.DataPoints {
+		if matches(p.Attributes, want) {
+			n += p.Value
+		}
+	}
+	return n
+}
+
+// TestGauges: over one miniredis node, the waits and holdings gauges say what is happening
+// now: a lease held, a second Acquire waiting behind it, then both released; a lease lost
+// behind its back and then released counts down once; a Mutex too.
+func TestGauges(t *testing.T) {
+	e := newEnv(t)
+	ns, servers := nodes(t, 1)
+	a := newClient(t, ns, redlock.WithObserver(e.obs), redlock.WithTTL(time.Second))
+	b := newClient(t, ns, redlock.WithObserver(e.obs), redlock.WithTTL(time.Second))
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	lease := redlockotel.KeyKind.String("lease")
+	now := func() (waits, holdings int64) {
+		ms := e.collect(t)
+		return gauge(t, ms, "redlock.lock.waits", lease), gauge(t, ms, "redlock.lock.holdings", lease)
+	}
+
+	held, err := a.Acquire(ctx, "g")
+	require.NoError(t, err)
+	w, h := now()
+	assert.Equal(t, [2]int64{0, 1}, [2]int64{w, h}, "one lease held")
+	done := make(chan error, 1)
+	go func() {
+		l, err := b.Acquire(ctx, "g")
+		if err == nil {
+			err = l.Release(ctx)
+		}
+		done <- err
+	}()
+	require.Eventually(t, func() bool { w, _ := now(); return w == 1 }, 30*time.Second, time.Millisecond, "the waiter is counted")
+	require.NoError(t, held.Release(ctx))
+	require.NoError(t, <-done)
+	w, h = now()
+	assert.Equal(t, [2]int64{0, 0}, [2]int64{w, h}, "both released")
+
+	lost, err := a.Acquire(ctx, "lost", redlock.WithAutoExtend(true))
+	require.NoError(t, err)
+	servers[0].Del("redlock:{lost}")
+	select {
+	case <-lost.Done():
+	case <-ctx.Done():
+		t.Fatal("the loss was not seen")
+	}
+	require.ErrorIs(t, lost.Release(ctx), redlock.ErrLost)
+	w, h = now()
+	assert.Equal(t, [2]int64{0, 0}, [2]int64{w, h}, "lost, then released")
+
+	m := a.NewMutex("m")
+	m.Lock()
+	assert.EqualValues(t, 1, gauge(t, e.collect(t), "redlock.lock.holdings", redlockotel.KeyKind.String("mutex")))
+	m.Unlock()
+	assert.EqualValues(t, 0, gauge(t, e.collect(t), "redlock.lock.holdings", redlockotel.KeyKind.String("mutex")))
 }
