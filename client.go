@@ -325,6 +325,7 @@ func (c *Client) newLease(call string, t target, not uint32, opts []Option) (*Le
 	keys := t.keys(s.prefix)
 	l := c.leaseOf(t.name, KindLease, keys, s)
 	l.groups = c.slotGroups(keys, t.name, s.prefix)
+	l.movable = true
 	return l, nil
 }
 

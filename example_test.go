@@ -325,3 +325,33 @@ func ExampleClient_NewRWMutexAll() {
 	// a writer of bob: false
 	// a reader of alice while written: false true
 }
+
+func ExampleLease_HandOff() {
+	nodes, stop := exampleNodes(3)
+	defer stop()
+	ctx := context.Background()
+
+	// One process takes the lock and hands it to a worker...
+	dispatcher, _ := redlock.New(nodes)
+	lease, err := dispatcher.Acquire(ctx, "job:42")
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	handle, _ := lease.HandOff() // send it to the worker: whoever has it owns the lock
+	_ = dispatcher.Close()       // the lock stays held
+
+	// ...which takes it up, with the same fencing token, and releases it when done.
+	worker, _ := redlock.New(nodes)
+	defer worker.Close()
+	taken, err := worker.TakeOver(ctx, handle, redlock.WithAutoExtend(true))
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Println(taken.Name(), taken.Token() == lease.Token())
+	fmt.Println(taken.Release(ctx))
+	// Output:
+	// job:42 true
+	// <nil>
+}

@@ -45,7 +45,8 @@ type Lease struct {
 	extendAt  time.Time   // when the next automatic extension is due; zero if off
 	extending bool        // tick's extension is under way
 	holdEnd   *time.Timer // the end of the maximum hold time, if set
-	released  bool        // Release ran
+	released  bool        // Release ran, or HandOff
+	movable   bool        // a lease of Acquire, TryAcquire or their All forms: HandOff applies
 
 	// leaveQueue gives back the lease's place in its Client's local queue (nil for the
 	// lease of a Mutex or an RWMutex's writer, which keeps its place until Unlock). It runs once, after the
@@ -164,9 +165,10 @@ func closedChan() <-chan struct{} {
 
 // Err returns nil while the lease is held, and after it ended the reason: ErrReleased,
 // ErrExpired (validity ran out without an extension), ErrLost (the nodes no longer hold the
-// lock for it), ErrMaxHold, or ErrClosed (its Client was closed, which released it). The
-// zero Lease reports ErrNotHeld. A lease that ends otherwise than by Release calls the
-// WithLostHandler function, if set.
+// lock for it), ErrMaxHold, ErrClosed (its Client was closed, which released it), or
+// ErrHandedOff (HandOff passed the lock on, held). The zero Lease reports ErrNotHeld. A
+// lease that ends otherwise than by Release or HandOff calls the WithLostHandler function,
+// if set.
 func (l *Lease) Err() error {
 	if l.cluster == nil {
 		return ErrNotHeld
@@ -395,7 +397,7 @@ func (l *Lease) end(reason error) {
 		if l.lost != nil {
 			close(l.lost)
 		}
-		if l.opts.onLost != nil {
+		if l.opts.onLost != nil && reason != ErrHandedOff {
 			go l.opts.onLost(l.notHeld(reason))
 		}
 		if l.opts.observer != nil {

@@ -24,7 +24,8 @@ import (
 //   - Extended: an extension ended, automatic or by Lease.Extend, successful or not.
 //   - Lost: a holding ended otherwise than by a release: its validity ran out (ErrExpired),
 //     the nodes no longer held it (ErrLost), its maximum hold time came (ErrMaxHold), or
-//     its Client was closed (ErrClosed; Close releases it).
+//     its Client was closed (ErrClosed; Close releases it), or it was handed off
+//     (ErrHandedOff: Lease.HandOff).
 //   - NodeError: a call to a node failed, or the node abstained under the restart guard:
 //     in any operation, successful or not, and in the requests sent in the background
 //     (letting go of a failed attempt's keys, a waiter leaving the queue). An acquisition
@@ -278,8 +279,8 @@ type LostEvent struct {
 	Kind Kind
 	// Reason is why the holding ended: ErrExpired (its validity ran out without an
 	// extension; also when a Release came too late), ErrLost (an extension found that the
-	// nodes no longer hold it), ErrMaxHold (WithMaxHold) or ErrClosed (Client.Close
-	// released it).
+	// nodes no longer hold it), ErrMaxHold (WithMaxHold), ErrClosed (Client.Close
+	// released it) or ErrHandedOff (Lease.HandOff: the lock went on, held).
 	Reason error
 	// Hold is how long the lock was held: from the end of its acquisition to its loss.
 	Hold time.Duration

@@ -159,8 +159,8 @@ func WithLogger(l *slog.Logger) Option {
 }
 
 // WithLostHandler sets a function called, in a goroutine of its own, when a Mutex's holding
-// or a Lease ends otherwise than by Unlock or Release: err matches ErrNotHeld and the
-// reason (ErrLost, ErrExpired, ErrMaxHold). Default none: watch Mutex.Lost or Lease.Done.
+// or a Lease ends otherwise than by Unlock, Release or Lease.HandOff: err matches
+// ErrNotHeld and the reason (ErrLost, ErrExpired, ErrMaxHold, ErrClosed). Default none: watch Mutex.Lost or Lease.Done.
 func WithLostHandler(f func(err error)) Option { return func(s *settings) { s.onLost = f } }
 
 // WithErrorHandler sets the function that receives Mutex.Unlock's release errors, which
