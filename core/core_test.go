@@ -560,6 +560,16 @@ func TestReleasePublishesShardedWhereTheNodeAsks(t *testing.T) {
 	require.NoError(t, c.Release(context.Background(), l))
 	assert.Equal(t, [][]string{{"w1.1", l.Keys.Channel, "SPUBLISH", "w1", "leave"}}, sharded.args)
 	assert.Equal(t, [][]string{{"w1.1", l.Keys.Channel, "PUBLISH", "w1", "leave"}}, plain.args)
+
+	// A semaphore's release, to nodes that granted the permit (which are sent "1" more).
+	plain.args, sharded.args = nil, nil
+	sem := testLock()
+	sem.Keys = NewSemaphoreKeys("t:", "x", 2)
+	h := HeldAs(sem, "w2.1", "w2", 1)
+	h.holds = 3
+	require.NoError(t, c.Release(context.Background(), h))
+	assert.Equal(t, [][]string{{"w2.1", h.Keys.Channel, "SPUBLISH", "w2", "leave", "", "", "2", "1"}}, sharded.args)
+	assert.Equal(t, [][]string{{"w2.1", h.Keys.Channel, "PUBLISH", "w2", "leave", "", "", "2", "1"}}, plain.args)
 }
 
 // lateNode grants acquisitions after a delay and holds a key in memory, like a slow server.

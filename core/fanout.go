@@ -252,6 +252,10 @@ func (c *Cluster) send(dctx context.Context, i int, req *request, identify bool)
 		return setNX(dctx, setter, req)
 	}
 	args := req.args
+	if (req.s == releaseScript || req.s == runlockScript || req.s == proclaimScript) && c.sharded[i] {
+		args = slices.Clone(args) // whatever else this node is sent
+		args[2] = "SPUBLISH"
+	}
 	switch {
 	case req.moreTo&bit(i) != 0:
 		args = append(args[:len(args):len(args)], req.more)
@@ -260,9 +264,6 @@ func (c *Cluster) send(dctx context.Context, i int, req *request, identify bool)
 		args[7] = "1"
 	case identify:
 		args = append(args[:len(args):len(args)], "1")
-	case (req.s == releaseScript || req.s == runlockScript || req.s == proclaimScript) && c.sharded[i]:
-		args = slices.Clone(args)
-		args[2] = "SPUBLISH"
 	}
 	return c.nodes[i].Eval(dctx, req.s, req.keys, args...)
 }
