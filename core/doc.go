@@ -107,14 +107,16 @@
 //	first       same, but W recorded no attempt here,    -                                       "" (wake-up)
 //	            or the restart guard abstains
 //
-// A script forgets at most 64 lapsed waiters at the head of a queue per call. "Mark W left"
-// (where the queue exists, or W is past its first attempt) adds "!<W>" to Keys.Alive,
-// lapsing 10 s later, and drops what has lapsed there: W's calls never come after its
-// leave, but a call sent before it can land after it (held up by a partition, or in a
-// stopped server's socket), and would otherwise queue a waiter that is gone, or take the
-// free lock in its name. A release that lets go of a holding where the queue exists marks
-// its token left so ("!<token>", a stay's "!<token> stay"): the same release run again finds
-// it, and replies "gone" though a hand-over gave the lock to another.
+// A script forgets at most 64 lapsed waiters at the head of a queue per call; if it finds
+// more, it reads as if a live waiter came first (it refuses, and hands nothing), and the
+// next call forgets on. "Mark W left" (where the queue exists, or W is past its first
+// attempt) adds "!<W>" to Keys.Alive, lapsing 10 s later, and drops what has lapsed there:
+// W's calls never come after its leave, but a call sent before it can land after it (held
+// up by a partition, or in a stopped server's socket), and would otherwise queue a waiter
+// that is gone, or take the free lock in its name. A release that lets go of a holding
+// where the queue exists marks its token left so ("!<token>", a stay's "!<token> stay"):
+// the same release run again finds it, and replies "gone" though a hand-over gave the lock
+// to another.
 //
 // # Readers, per node
 //

@@ -150,9 +150,9 @@ func TestHeldReplyIsAtLeastOneMillisecond(t *testing.T) {
 }
 
 // TestLapsedWaitersAreForgottenInBoundedSteps: a queue of 100 waiters whose places lapsed:
-// each call forgets at most 64 of them, so that a script's work is bounded (a call that
-// finds no live waiter within its scan treats the lock as free), and the next call finishes
-// the job.
+// each call forgets at most 64 of them, so that a script's work is bounded; a call whose
+// scan ran out reads as one with a live waiter ahead (it refuses the free lock: one may be
+// there), and the next call finishes the job.
 func TestLapsedWaitersAreForgottenInBoundedSteps(t *testing.T) {
 	m := miniredis.RunT(t)
 	start := time.Now()
@@ -178,14 +178,18 @@ func TestLapsedWaitersAreForgottenInBoundedSteps(t *testing.T) {
 	require.Equal(t, 100, count())
 	r, err := node.Eval(ctx, script(t, "acquire"), k.ScriptKeys(), acquireArgs("late.1", "0", "late", 1000)...)
 	require.NoError(t, err)
-	assert.Equal(t, []int64{1, 0}, r, "no live waiter was found within the scan: the lock is free")
-	assert.Equal(t, 100-64, count(), "the call forgot 64 lapsed waiters")
-	_, err = node.Eval(ctx, script(t, "release"), k.ScriptKeys(), "late.1", k.Channel, "PUBLISH", "late", "leave")
+	assert.Equal(t, []int64{0, 0}, r, "a scan that ran out must read as a live waiter ahead of a free lock")
+	assert.Equal(t, 100-64+1, count(), "the call forgot 64 lapsed waiters, and queued the caller")
+	r, err = node.Eval(ctx, script(t, "acquire"), k.ScriptKeys(), acquireArgs("late.2", "0", "late", 1000)...)
 	require.NoError(t, err)
-	assert.Equal(t, 0, count(), "the release forgot the rest")
+	assert.Equal(t, []int64{1, 0}, r, "the next call forgot the rest, and found no one ahead")
+	assert.Equal(t, 1, count(), "the holder's place, which lapses with its lock, is not the only one left")
+	_, err = node.Eval(ctx, script(t, "release"), k.ScriptKeys(), "late.2", k.Channel, "PUBLISH", "late", "leave")
+	require.NoError(t, err)
+	assert.Equal(t, 0, count(), "the release left a place")
 	alive, err := m.ZMembers(k.Alive)
 	require.NoError(t, err)
-	assert.Equal(t, []string{"!late", "!late.1"}, alive, "the liveness set keeps only the marks of the waiter that left and of its release's token")
+	assert.Equal(t, []string{"!late", "!late.2"}, alive, "the liveness set keeps only the marks of the waiter that left and of its release's token")
 	assert.False(t, m.Exists(k.Waiters))
 }
 

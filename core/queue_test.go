@@ -730,3 +730,82 @@ func TestLateRefusalCountsForAHandOver(t *testing.T) {
 		require.NoError(t, cl.Release(context.Background(), r.g))
 	})
 }
+
+// lapsedAhead queues, on s, ghosts waiters for k with tickets from 1 whose places lapsed
+// long ago (crashed waiters: their alive stamps are in 1970).
+func lapsedAhead(t *testing.T, s server, k core.Keys, from, ghosts int) {
+	t.Helper()
+	for i := from; i < from+ghosts; i++ {
+		id := fmt.Sprintf("ghost-%d", i)
+		_, err := s.do("ZADD", k.Queue, strconv.Itoa(i), id)
+		require.NoError(t, err)
+		_, err = s.do("ZADD", k.Alive, "1", id)
+		require.NoError(t, err)
+	}
+}
+
+// TestLiveWaiterBehindManyLapsedKeepsItsTurn: a live waiter behind 70 waiters whose places
+// lapsed (more than a call forgets: 64) keeps its turn. A caller that does not wait, and a
+// waiter that came later, are refused while the scan has not reached it, and the live
+// waiter takes the free lock at its next attempt, once the lapsed are forgotten.
+func TestLiveWaiterBehindManyLapsedKeepsItsTurn(t *testing.T) {
+	onOneOfEach(t, func(t *testing.T, s server) {
+		cl := newCluster(t, []server{s})
+		l := lock("crowd")
+		l.NodeTimeout = 10 * time.Second // a place kept 45 s: no waiter's lapses here
+		k := l.Keys
+		ctx := context.Background()
+		_, err := s.do("SET", k.Lock, "another", "PX", "60000")
+		require.NoError(t, err)
+		_, err = cl.AcquireAs(ctx, l, "live.1", "live", 100)
+		require.ErrorIs(t, err, core.ErrHeld)
+		// The holder's TTL runs out; 70 crashed waiters came before the live one.
+		_, err = s.do("DEL", k.Lock)
+		require.NoError(t, err)
+		lapsedAhead(t, s, k, 1, 70)
+
+		_, err = cl.Acquire(ctx, l)
+		require.ErrorIs(t, err, core.ErrHeld, "a caller that does not wait took the lock past a live waiter behind 70 lapsed ones")
+		_, err = cl.AcquireAs(ctx, l, "later.1", "later", 200)
+		require.ErrorIs(t, err, core.ErrHeld, "a later waiter took the lock past a live waiter behind lapsed ones")
+		h, err := cl.AcquireAs(ctx, l, "live.2", "live", 100)
+		require.NoError(t, err, "the live waiter did not take the free lock at its next attempt")
+		assert.Equal(t, "live.2", get(t, s, k.Lock))
+		v, err := s.do("ZRANGE", k.Queue, "0", "-1")
+		require.NoError(t, err)
+		// The holder's place stays, lapsing with its lock.
+		assert.Equal(t, []any{"live", "later"}, v, "the lapsed waiters are not all forgotten")
+		require.NoError(t, cl.Release(ctx, h))
+	})
+}
+
+// TestSemaphoreWaitersBeyondTheScanCount: with 2 permits free and two live waiters queued,
+// one at the head and one behind 64 lapsed waiters (more than a call reads past the head:
+// 64), a caller that does not wait is refused: the scan that ran out may have missed a live
+// waiter ahead.
+func TestSemaphoreWaitersBeyondTheScanCount(t *testing.T) {
+	onOneOfEach(t, func(t *testing.T, s server) {
+		cl := newCluster(t, []server{s})
+		l := semLock("crowd", 2)
+		k := l.Keys
+		ctx := context.Background()
+		for _, p := range k.Permits {
+			_, err := s.do("SET", p, "another", "PX", "60000")
+			require.NoError(t, err)
+		}
+		for _, w := range []struct {
+			id     string
+			ticket int64
+		}{{"first", 1}, {"live", 100}} {
+			_, err := cl.AcquireAs(ctx, l, w.id+".1", w.id, w.ticket)
+			require.ErrorIs(t, err, core.ErrHeld)
+		}
+		// Both holders' TTLs run out; 64 crashed waiters came between the live two.
+		_, err := s.do(append([]string{"DEL"}, k.Permits...)...)
+		require.NoError(t, err)
+		lapsedAhead(t, s, k, 2, 64)
+
+		_, err = cl.Acquire(ctx, l)
+		require.ErrorIs(t, err, core.ErrHeld, "a caller that does not wait took one of 2 free permits past 2 live waiters")
+	})
+}

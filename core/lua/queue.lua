@@ -102,8 +102,9 @@ local function forget(a, waiter)
     redis.call('PEXPIRE', a, left_kept)
   end
 end
--- first dequeues lapsed waiters at the head and returns the first live one as {id, ticket},
--- or {} if there is none or the scan ran out.
+-- first dequeues lapsed waiters at the head, first_scan at most, and returns the first live
+-- one as {id, ticket}, {} if there is none, or nil if the scan ran out: a live one may be
+-- next, and the next call forgets on.
 local function first(q, a, w)
   for _ = 1, first_scan do
     local head = redis.call('ZRANGE', q, 0, 0, 'WITHSCORES')
@@ -112,13 +113,15 @@ local function first(q, a, w)
     end
     dequeue(q, a, w, head[1])
   end
-  return {}
 end
 -- ahead reports whether n (1 if nil) live waiters other than waiter (at ticket) head the
--- queue, to go first; every waiter goes before a caller that does not wait ('').
+-- queue, to go first; every waiter goes before a caller that does not wait (''). A scan
+-- that ran out (of lapsed waiters at the head, or of the first_scan it reads) reads as yes.
 local function ahead(q, a, w, waiter, ticket, n)
   local head = first(q, a, w)
-  if (n or 1) > 1 and #head > 0 then
+  if not head then
+    return true
+  elseif (n or 1) > 1 and #head > 0 then
     head = redis.call('ZRANGE', q, 0, first_scan - 1, 'WITHSCORES')
   end
   local now, live = now_ms(), 0
@@ -134,7 +137,7 @@ local function ahead(q, a, w, waiter, ticket, n)
       return true
     end
   end
-  return false
+  return #head == 2 * first_scan
 end
 -- remaining returns lock's PTTL, but 1 in its last millisecond (which reads 0), 0 if gone.
 local function remaining(lock)
@@ -301,7 +304,7 @@ local function hand_set(names, waiter, w, publish, from)
   for _, k in ipairs(names) do
     local holder = redis.call('GET', k.lock)
     local free = not holder or (w.read and holder == readers_hold or not w.read and ours(holder, w.token))
-    if not free or first(k.queue, k.alive, k.waiters)[1] ~= waiter then
+    if not free or (first(k.queue, k.alive, k.waiters) or {})[1] ~= waiter then
       return 0, false
     end
   end
@@ -329,7 +332,7 @@ function hand_over(k, waiter, stays)
   local publish = ARGV[3] == 'SPUBLISH' and 'SPUBLISH' or 'PUBLISH'
   local woken, read = 0, redis.call('GET', k.lock) == readers_hold
   for _ = 1, first_scan do
-    local head = first(k.queue, k.alive, k.waiters)
+    local head = first(k.queue, k.alive, k.waiters) or {} -- ran out: hand nothing
     if #head == 0 or (head[1] == waiter and stays) then
       return woken
     end
