@@ -12,6 +12,7 @@ import (
 
 	"github.com/go-redlock/redlock"
 	"github.com/go-redlock/redlock/internal/redistest"
+	"github.com/go-redlock/redlock/internal/simnet"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -681,5 +682,30 @@ func TestAcquireAllClose(t *testing.T) {
 		require.ErrorIs(t, l.Err(), redlock.ErrClosed)
 		within(t, false, m.Lost(), "the Mutex's loss")
 		freeEverywhere(t, s, "a", "b", "c", "d")
+	})
+}
+
+// TestHeldInASetWithANodeDown: with one node of three down, a name that a Mutex over
+// several names holds reads as held (ErrHeld) to TryAcquire and TryAcquireAll, from the
+// Client that holds the set (which knows the node is down: it does not wait for it) as
+// from another, every time. In a bubble, over simulated servers.
+func TestHeldInASetWithANodeDown(t *testing.T) {
+	bubble(t, func(t *testing.T) {
+		nodes, servers := simNodes(t, 3)
+		c := closingClient(t, nodes, redlock.WithTTL(time.Minute))
+		other := closingClient(t, simnet.Nodes(t, servers), redlock.WithTTL(time.Minute))
+		servers[2].Crash()
+		ctx := context.Background()
+		m := c.NewMutexAll([]string{"a", "b"})
+		require.NoError(t, m.LockContext(ctx))
+		for i := range 5 {
+			for name, cl := range map[string]*redlock.Client{"the holder's Client": c, "another Client": other} {
+				_, err := cl.TryAcquire(ctx, "a")
+				require.ErrorIs(t, err, redlock.ErrHeld, "%s, try %d", name, i)
+				_, err = cl.TryAcquireAll(ctx, []string{"b", "c"})
+				require.ErrorIs(t, err, redlock.ErrHeld, "%s, try %d", name, i)
+			}
+		}
+		require.NoError(t, m.UnlockContext(ctx))
 	})
 }

@@ -28,7 +28,9 @@ type Grant struct {
 
 // Acquire makes one attempt to take the lock l asks for on a quorum of nodes, under a new
 // token (NewToken), and returns it held. It returns once the outcome is decided, without
-// waiting for slow nodes. On failure it releases the lock on every node that may hold it,
+// waiting for slow nodes; an attempt that node failures (or suspected nodes, not waited
+// for) put out of reach hears the other nodes while their refusals could still put a
+// quorum out of reach alone, so that a lock held there reads as ErrHeld. On failure it releases the lock on every node that may hold it,
 // a straggler once it answers, in the background. For a semaphore, an attempt that failed
 // although a permit was free on a quorum is followed at once by one that asks for it.
 //
@@ -232,19 +234,33 @@ func (c *Cluster) vote(ctx context.Context, l *claim, b *ballot) {
 		b.t.grants, b.free, b.permit, b.t.all = make([]int, k), make([]int, k), slices.Repeat([]int{-1}, n), true
 	}
 	c.collect(ctx, b.f, &b.t, b.answered, b.see)
+	c.hearOut(ctx, b, unknown)
+	if !b.t.won() {
+		b.t.unheard()
+	}
+}
+
+// hearOut reads more of b's replies where the outcome is decided but more must be heard:
+// refusals that may hand a waiter the lock or say that the lock is held, and, while some
+// node is unidentified (unknown), every vote before a win counts.
+func (c *Cluster) hearOut(ctx context.Context, b *ballot, unknown bool) {
 	// A waiter that lost with fewer than a quorum of refusals hears the rest until a quorum
 	// refused (hand-overs count only from nodes that refused).
 	if b.refused != nil && !b.t.won() && b.t.no < c.quorum && b.t.waiting() && ctx.Err() == nil {
 		b.t.all, b.t.refusals = true, true
 		c.collect(ctx, b.f, &b.t, b.answered, b.see)
 	}
+	// An attempt that failures or suspects put out of reach hears the nodes not suspected
+	// while their refusals could still do so alone: a lock held where the nodes answer
+	// reads as held (ErrHeld), not as a *QuorumError. (A waiter hears refusals as above.)
+	if !b.waiter && !b.t.won() && b.t.couldRefuse() && ctx.Err() == nil {
+		b.t.all = true
+		c.collect(ctx, b.f, &b.t, b.answered, func(r reply) { b.see(r); b.t.done = !b.t.couldRefuse() })
+	}
 	// While some node is unidentified, a win waits for every node that is not suspected.
 	if unknown && b.t.won() && b.t.waiting() && ctx.Err() == nil {
 		b.t.all = true
 		c.collect(ctx, b.f, &b.t, b.answered, b.see)
-	}
-	if !b.t.won() {
-		b.t.unheard()
 	}
 }
 

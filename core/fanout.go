@@ -416,6 +416,13 @@ func (t *tally) refused() bool {
 	return no > len(t.c.nodes)-t.c.quorum
 }
 
+// couldRefuse reports whether the refusals do not put a quorum out of reach (see refused),
+// but would if the nodes not suspected that have not answered refused too.
+func (t *tally) couldRefuse() bool {
+	unanswered := len(t.c.nodes) - t.answers - bits.OnesCount64(t.suspects)
+	return !t.refused() && t.no+unanswered > len(t.c.nodes)-t.c.quorum
+}
+
 // missing records every node not answered, and not recorded yet, as failed with err.
 func (t *tally) missing(answered []bool, err error) {
 	for i, ok := range answered {

@@ -13,8 +13,8 @@ import (
 
 // TestQuorumErrorListsEveryNode: a QuorumError says what every node answered, the healthy
 // ones too: yes, no, not heard before the outcome was decided, or its error. In virtual time
-// node0 answers at once, node1 and node2 a millisecond later (which decides the outcome),
-// and node3 only after the test.
+// node0 answers at once, node1, node2 and node3 a millisecond later (which decides the
+// outcome: node4's refusal could not make it ErrHeld), and node4 only after the test.
 func TestQuorumErrorListsEveryNode(t *testing.T) {
 	bubble(t, func(t *testing.T) {
 		late := make(chan struct{})
@@ -25,7 +25,7 @@ func TestQuorumErrorListsEveryNode(t *testing.T) {
 				return f(ctx, s)
 			}
 		}
-		c, _ := cluster(t, grants(1), after(failing), after(held(1000)),
+		c, _ := cluster(t, grants(1), after(failing), after(held(1000)), after(failing),
 			func(context.Context, *Script) ([]int64, error) { <-late; return []int64{1, 1}, nil })
 		l := testLock()
 		l.NodeTimeout = 10 * time.Second
@@ -34,10 +34,10 @@ func TestQuorumErrorListsEveryNode(t *testing.T) {
 		require.True(t, errors.As(err, &q), "%v", err)
 		assert.Equal(t, []string{"node0"}, q.Yes)
 		assert.Equal(t, []string{"node2"}, q.No)
-		assert.Equal(t, []string{"node3"}, q.Unheard)
-		require.Len(t, q.Errs, 1)
-		for _, want := range []string{`acquire "x": no quorum: 1 of 4 nodes said yes, 3 needed, 1 said no`,
-			"node0: yes", "node2: no", "node3: not heard", "node1: connection refused"} {
+		assert.Equal(t, []string{"node4"}, q.Unheard)
+		require.Len(t, q.Errs, 2)
+		for _, want := range []string{`acquire "x": no quorum: 1 of 5 nodes said yes, 3 needed, 1 said no`,
+			"node0: yes", "node2: no", "node4: not heard", "node1: connection refused", "node3: connection refused"} {
 			assert.Contains(t, err.Error(), want)
 		}
 	})

@@ -3,8 +3,10 @@ package core
 import (
 	"context"
 	"errors"
+	"net"
 	"slices"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -170,6 +172,28 @@ func TestSuspectWithACallUnderWayIsNotCalled(t *testing.T) {
 			synctest.Wait()
 			_, err = attempt()
 			require.NoError(t, err, "nodes whose calls ended were not called again")
+		}
+	})
+}
+
+// down fails every call as a server that refuses connections does: its node becomes a
+// suspect.
+func down(context.Context, *Script) ([]int64, error) {
+	return nil, &net.OpError{Op: "dial", Net: "tcp", Err: syscall.ECONNREFUSED}
+}
+
+// TestHeldWithANodeDown: with one node of three down (a suspect after its first failure,
+// not waited for), an attempt on a lock that the other two hold fails with ErrHeld, every
+// time: the refusal heard first, with the suspect, puts a quorum out of reach, but only
+// the second refusal says the lock is held, not the node failures.
+func TestHeldWithANodeDown(t *testing.T) {
+	bubble(t, func(t *testing.T) {
+		c, _ := cluster(t, held(60_000), held(60_000), down)
+		for i := range 5 {
+			_, err := c.Acquire(context.Background(), testLock())
+			require.ErrorIs(t, err, ErrHeld, "attempt %d", i)
+			synctest.Wait()
+			require.Equal(t, uint64(0b100), c.suspects(), "attempt %d", i)
 		}
 	})
 }
