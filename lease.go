@@ -183,7 +183,8 @@ func (l *Lease) Err() error {
 // start + TTL - drift. A node that never held the lock for this lease (it was down or out
 // of reach when the lease was granted) takes it where it is free, and counts, if its answer
 // comes within the lease's validity (see core.Cluster.Extend); a node that held it and lost
-// it counts as one that no longer holds it.
+// it counts as one that no longer holds it, one whose grant came after the acquisition
+// returned too.
 //
 // Errors: one matching ErrNotHeld (and the reason, ErrLost say) if the lease has ended or
 // the nodes no longer hold it (the lease then ends with ErrLost); a *QuorumError if too few

@@ -22,6 +22,7 @@ func (c *Cluster) Extend(ctx context.Context, h *Held) (time.Time, error) {
 	if err := ctxError(ctx, "extend", l.Keys.named()); err != nil {
 		return time.Time{}, err
 	}
+	l.heedLate()
 	start := time.Now()
 	req := request{s: l.scripts().extend, keys: l.Keys.extendKeys(l.Read), args: []string{l.token, millis(l.TTL)}, op: "extend", failed: l.NodeFailed}
 	t := tally{c: c, op: "extend", key: l.Keys.named()}

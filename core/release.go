@@ -2,6 +2,7 @@ package core
 
 import (
 	"context"
+	"math/bits"
 	"time"
 )
 
@@ -101,25 +102,54 @@ type followed struct {
 func (e *followed) waits() bool { return e.late != 0 || e.rest > 0 }
 
 // poll reads e.f's replies ready now, and empties e.late (and e.rest) once e.f's deadline
-// passed.
-func (e *followed) poll() {
+// passed. It returns the nodes (of the first 64) whose reply was yes: a grant, or an
+// extension, that came late.
+func (e *followed) poll() (yes uint64) {
 	for e.waits() && (len(e.f.out) > 0 || e.f.dctx.Err() != nil) {
-		e.await()
+		yes |= e.await()
 	}
+	return yes
 }
 
 // await waits for one more reply of e.f, or for its deadline, which empties e.late (and
-// e.rest).
-func (e *followed) await() {
+// e.rest) once no reply is left to read. It returns the node's bit if the reply was yes.
+func (e *followed) await() (yes uint64) {
+	var r reply
 	select {
-	case r := <-e.f.out:
-		if r.node >= 64 {
-			e.rest--
-		} else {
-			e.late &^= bit(r.node)
-		}
+	case r = <-e.f.out:
 	case <-e.f.dctx.Done():
-		e.late, e.rest = 0, 0
+		select {
+		case r = <-e.f.out: // a reply that came by the deadline
+		default:
+			e.late, e.rest = 0, 0
+			return 0
+		}
+	}
+	if r.node >= 64 {
+		e.rest--
+	} else {
+		e.late &^= bit(r.node)
+	}
+	if r.yes() {
+		return bit(r.node)
+	}
+	return 0
+}
+
+// heedLate reads the replies of the acquisition's nodes that had not answered (N <= 64)
+// that came since, for Extend: a node that granted late holds the lock for this owner, as
+// one that granted in time does. Release follows the rest. (A semaphore's node may have
+// granted another permit than the one won: holds names those that hold it.)
+func (l *claim) heedLate() {
+	if l.late == 0 || l.Keys.Permits != nil {
+		return
+	}
+	e := followed{f: l.acquiring, late: l.late}
+	l.holds |= e.poll()
+	if l.late = e.late; l.late == 0 {
+		l.acquiring, l.pending = nil, 0
+	} else {
+		l.pending = bits.OnesCount64(l.late)
 	}
 }
 
@@ -146,7 +176,7 @@ func (l *claim) follow(f *fanout, may uint64, answered []bool) {
 	}
 	kept := l.extending[:0]
 	for _, k := range l.extending {
-		if k.poll(); k.waits() {
+		if l.holds |= k.poll(); k.waits() {
 			kept = append(kept, k)
 		}
 	}

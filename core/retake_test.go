@@ -78,3 +78,49 @@ func TestExtendTakesNodesThatNeverHeld(t *testing.T) {
 		require.ErrorIs(t, err, core.ErrNotHeld, "nodes that took the lock after the validity counted")
 	})
 }
+
+// TestExtendCountsALateGrant: a node whose grant came after the acquisition returned (a
+// straggler's) holds the lock for its owner once that reply is read, as a node that granted
+// in time does: when the lock is lost there and on another node, Extend says so (ErrNotHeld)
+// rather than take the free key again on the straggler.
+func TestExtendCountsALateGrant(t *testing.T) {
+	bubble(t, func(t *testing.T) {
+		servers := simServers(t, 3)
+		nodes := make([]core.Node, len(servers))
+		for i, s := range servers {
+			nodes[i] = nodeFor(t, s)
+		}
+		slow := nodeFor(t, servers[2])
+		nodes[2] = slowAcquire{Node: slow, Subscriber: slow, delay: 10 * time.Millisecond}
+		c, err := core.NewCluster(nodes)
+		require.NoError(t, err)
+		ctx := context.Background()
+		first, err := c.Acquire(ctx, lock("first")) // identifies the nodes: it hears them all
+		require.NoError(t, err)
+		require.NoError(t, c.Release(ctx, first))
+
+		l := lock("late")
+		h, err := c.Acquire(ctx, l)
+		require.NoError(t, err)
+		synctest.Wait()
+		exists := func(s server) any {
+			v, err := s.do("EXISTS", l.Keys.Lock)
+			require.NoError(t, err)
+			return v
+		}
+		require.Equal(t, int64(0), exists(servers[2]), "the test needs the third node's grant to come after the acquisition returned")
+		advance(10 * time.Millisecond)
+		v, err := servers[2].do("GET", l.Keys.Lock)
+		require.NoError(t, err)
+		require.Equal(t, h.Token(), v, "the third node did not grant late")
+
+		for _, s := range servers[1:] { // lost on two nodes, one of them the straggler
+			_, err := s.do("DEL", l.Keys.Lock)
+			require.NoError(t, err)
+		}
+		_, err = c.Extend(ctx, h)
+		require.ErrorIs(t, err, core.ErrNotHeld, "a node that granted late was taken again as one that never held the lock")
+		synctest.Wait()
+		assert.Equal(t, int64(0), exists(servers[2]), "the extension took the lost lock again on the straggler")
+	})
+}
