@@ -21,8 +21,9 @@ var ErrNoLeader = errors.New("redlock: election has no leader")
 // Leadership is the lock called name: Campaign waits for it as Client.Acquire does (the
 // candidates take turns in the order they began), and the leader's Lease extends itself
 // and fences the leader's writes with its token. The leader's value is recorded on the
-// nodes where it holds the lock (the key "<prefix>{<name>}:leader"), and Leader returns it
-// only while its holder holds the lock on a quorum.
+// nodes where it holds the lock (the key "<prefix>{<name>}:leader"), again after each
+// extension and after a record that missed a node, so that it stands wherever the lock
+// does; Leader returns it only while its holder holds the lock on a quorum.
 type Election struct {
 	client *Client
 	name   string
@@ -71,7 +72,9 @@ func (e *Election) Campaign(ctx context.Context, value string) (*Lease, error) {
 	if len(value) > core.MaxValueLen {
 		return nil, &lockError{"campaign", e.name, fmt.Errorf("%w: a value of %d bytes: at most %d", ErrInvalid, len(value), core.MaxValueLen)}
 	}
-	l, err := e.client.acquireLease(ctx, e.client.leaseOf(e.name, KindLease, e.keys, e.set), true)
+	l := e.client.leaseOf(e.name, KindLease, e.keys, e.set)
+	l.extensions = make(chan struct{}, 1)
+	l, err := e.client.acquireLease(ctx, l, true)
 	if err != nil {
 		return nil, err
 	}
@@ -106,17 +109,30 @@ func (e *Election) proclaim(ctx context.Context, l *Lease, value string) error {
 	}
 }
 
-// keepRecord proclaims value again before the record's time runs out, while l leads,
-// trying again after a failure that a retry can fix, as Campaign does (see proclaim).
+// keepRecord records value again while l leads, so that the record stands on every node
+// where the lock does: at once (Campaign's record returned at a quorum, maybe before a node
+// that missed it answered), and after each extension of l (a node the extension took, a
+// record's time). It hears every node out, and after a record that missed a node (a
+// failure, a timeout) it tries again, backing off as Acquire does, up to a third of the
+// lease's validity.
 func (e *Election) keepRecord(l *Lease, value string) {
-	t := time.NewTicker(core.FenceIdle / 2)
-	defer t.Stop()
-	for {
+	b := core.Backoff{Min: e.set.retryMin, Max: max(e.set.retryMin, (l.lock.TTL-l.lock.Drift())/3)}
+	again := time.NewTimer(0)
+	defer again.Stop()
+	for attempt := 0; ; {
+		again.Stop()
+		missed, err := e.client.cluster.ProclaimEverywhere(context.Background(), l.held, value)
+		if missed > 0 && !core.Permanent(err) {
+			again.Reset(b.Delay(attempt, 0))
+			attempt++
+		} else {
+			attempt = 0
+		}
 		select {
 		case <-l.Done():
 			return
-		case <-t.C:
-			_ = e.proclaim(context.Background(), l, value)
+		case <-l.extensions:
+		case <-again.C:
 		}
 	}
 }

@@ -3,12 +3,15 @@ package redlock_test
 import (
 	"context"
 	"errors"
+	"sync"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/go-redlock/redlock"
 	"github.com/go-redlock/redlock/core"
+	"github.com/go-redlock/redlock/internal/simnet"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -77,10 +80,9 @@ func TestCampaignResignsWhenItsContextEnds(t *testing.T) {
 	})
 }
 
-// TestLeaderKeepsItsRecordThroughFailures: a leader's refresh of its record that fails on
-// too many nodes (a passing fault) is tried again, as Campaign's first record is, so the
-// record does not lapse while it leads (its records last core.FenceIdle, refreshed every
-// half of that).
+// TestLeaderKeepsItsRecordThroughFailures: a leader's records of its value that fail on
+// too many nodes (a passing fault) are tried again, so the record does not lapse while it
+// leads (a record lasts core.FenceIdle).
 func TestLeaderKeepsItsRecordThroughFailures(t *testing.T) {
 	bubble(t, func(t *testing.T) {
 		nodes, _ := simNodes(t, 3)
@@ -91,12 +93,133 @@ func TestLeaderKeepsItsRecordThroughFailures(t *testing.T) {
 		e := c.NewElection("kept")
 		l, err := e.Campaign(t.Context(), "leader")
 		require.NoError(t, err)
-		fails.Store(4) // both wrapped nodes, at two refreshes in a row were they not tried again
+		fails.Store(4) // both wrapped nodes, at two records in a row
 		time.Sleep(core.FenceIdle + time.Minute)
 		v, err := e.Leader(t.Context())
 		require.NoError(t, err, "the leader's record lapsed while it led")
 		assert.Equal(t, "leader", v)
 		assert.LessOrEqual(t, fails.Load(), int32(0), "the refreshes met the failures")
+		require.NoError(t, l.Release(t.Context()))
+	})
+}
+
+// TestLeaderRecordStandsWhereTheLockStands: a leader whose first record missed a node (a
+// passing fault) and then lost another node to a restart still holds its lock on a quorum,
+// and Leader names it while it does: its record stands wherever its lock does (the leader
+// records it again on the node that missed it), not only where it stood after Campaign.
+func TestLeaderRecordStandsWhereTheLockStands(t *testing.T) {
+	bubble(t, func(t *testing.T) {
+		nodes, servers := simNodes(t, 3)
+		var fails atomic.Int32
+		fails.Store(2) // Campaign's record and the next fail on node 0 only: Campaign returns at a quorum
+		wrapped := []redlock.Node{failingProclaims{nodes[0], &fails}, nodes[1], nodes[2]}
+		c := newClient(t, wrapped)
+		defer c.Close()
+		e := c.NewElection("standing")
+		l, err := e.Campaign(t.Context(), "leader")
+		require.NoError(t, err)
+		servers[1].Crash()
+		servers[1].Restart()         // node 1 loses the lock and the record; node 0 holds the lock alone beside node 2
+		_, _ = e.Leader(t.Context()) // meets the connection the crash closed, which the pool then drops
+		start := time.Now()
+		for _, at := range []time.Duration{5 * time.Second, time.Minute, 10 * time.Minute} {
+			time.Sleep(time.Until(start.Add(at)))
+			require.NoError(t, l.Err(), "%v after the restart: the lease ended", at)
+			v, err := e.Leader(t.Context())
+			require.NoError(t, err, "%v after the restart: Leader while the leader holds its lock on a quorum", at)
+			assert.Equal(t, "leader", v)
+		}
+		require.NoError(t, l.Release(t.Context()))
+	})
+}
+
+// TestLeaderRecordFollowsTheLockToATakenNode: a node that was down when the leader took
+// its lock and recorded its value, and that an extension took later, gets the record
+// too, so that the leader is named while its lock stands on that node and one other.
+func TestLeaderRecordFollowsTheLockToATakenNode(t *testing.T) {
+	bubble(t, func(t *testing.T) {
+		nodes, servers := simNodes(t, 3)
+		c := newClient(t, nodes)
+		defer c.Close()
+		servers[0].Crash()
+		e := c.NewElection("taken")
+		l, err := e.Campaign(t.Context(), "leader")
+		require.NoError(t, err)
+		time.Sleep(time.Second)
+		servers[0].Restart() // empty: the next extension takes the lock there
+		lock := core.NewKeys("redlock:", "taken").Lock
+		until(t, 10*time.Second, "an extension that takes node 0", func() bool { return servers[0].Miniredis().Exists(lock) })
+		time.Sleep(time.Second)
+		servers[1].Crash()
+		servers[1].Restart()         // the lock stands on nodes 0 and 2
+		_, _ = e.Leader(t.Context()) // meets the connection the crash closed, which the pool then drops
+		start := time.Now()
+		for _, at := range []time.Duration{5 * time.Second, time.Minute, 10 * time.Minute} {
+			time.Sleep(time.Until(start.Add(at)))
+			require.NoError(t, l.Err(), "%v after the restart: the lease ended", at)
+			v, err := e.Leader(t.Context())
+			require.NoError(t, err, "%v after the restart: Leader while the leader holds its lock on a quorum", at)
+			assert.Equal(t, "leader", v)
+		}
+		require.NoError(t, l.Release(t.Context()))
+	})
+}
+
+// scriptCounter counts the calls of each script run through it.
+type scriptCounter struct {
+	redlock.Node
+	mu    *sync.Mutex
+	calls map[string]int
+}
+
+func (n scriptCounter) Eval(ctx context.Context, s *core.Script, keys []string, args ...string) ([]int64, error) {
+	n.mu.Lock()
+	n.calls[s.Name()]++
+	n.mu.Unlock()
+	return n.Node.Eval(ctx, s, keys, args...)
+}
+
+// TestLeaderRecordCost: what keeping the record where the lock stands costs a leader over
+// healthy nodes: one proclaim per node per extension (and one more as it begins, which
+// hears out the nodes that Campaign's record did not wait for), and one publish per node
+// in all (a record kept again is no news to Observe).
+func TestLeaderRecordCost(t *testing.T) {
+	bubble(t, func(t *testing.T) {
+		nodes, servers := simNodes(t, 3)
+		var mu sync.Mutex
+		counted := make([]scriptCounter, len(nodes))
+		wrapped := make([]redlock.Node, len(nodes))
+		for i, n := range nodes {
+			counted[i] = scriptCounter{n, &mu, map[string]int{}}
+			wrapped[i] = counted[i]
+		}
+		keys := core.NewKeys("redlock:", "cost")
+		heard := make([]atomic.Int32, len(servers))
+		for i, s := range servers {
+			sub := simnet.Client(t, s).Subscribe(t.Context(), keys.LeaderChannel())
+			_, err := sub.Receive(t.Context()) // the subscription is active
+			require.NoError(t, err)
+			go func() {
+				for range sub.Channel() {
+					heard[i].Add(1)
+				}
+			}()
+			t.Cleanup(func() { _ = sub.Close() })
+		}
+		c := newClient(t, wrapped)
+		defer c.Close()
+		l, err := c.NewElection("cost").Campaign(t.Context(), "leader")
+		require.NoError(t, err)
+		time.Sleep(time.Minute)
+		synctest.Wait()
+		mu.Lock()
+		for i, n := range counted {
+			t.Logf("node %d: %d extensions, %d proclaims", i, n.calls["extend"], n.calls["proclaim"])
+			assert.GreaterOrEqual(t, n.calls["extend"], 8, "node %d: the lease extended when a third of its validity was left", i)
+			assert.Equal(t, n.calls["extend"]+2, n.calls["proclaim"], "node %d: proclaims beside extensions", i)
+			assert.Equal(t, int32(1), heard[i].Load(), "node %d: publishes of the record", i)
+		}
+		mu.Unlock()
 		require.NoError(t, l.Release(t.Context()))
 	})
 }

@@ -53,6 +53,10 @@ type Lease struct {
 	// network release, or when the lease ends otherwise.
 	leaveQueue func()
 	leaveOnce  sync.Once
+
+	// extensions, made by an Election for its leader's Lease (nil for any other), is ready
+	// after each extension that succeeded: the Election then records its value again.
+	extensions chan struct{}
 }
 
 // start makes l the holder of g and, once its Client has it among its holdings, starts its
@@ -208,6 +212,12 @@ func (l *Lease) extend(ctx context.Context, auto bool) error {
 	}
 	until, cerr := l.extendNodes(ctx)
 	err := l.extended(until, cerr)
+	if err == nil && l.extensions != nil {
+		select {
+		case l.extensions <- struct{}{}:
+		default: // the last is not taken yet: one record covers both
+		}
+	}
 	if l.opts.observer != nil {
 		l.observeExtend(ctx, start, auto, until, err)
 	}

@@ -14,25 +14,50 @@ const MaxValueLen = 4096
 func (k Keys) LeaderChannel() string { return k.Channel + ":leader" }
 
 // Proclaim records value as the value of h's holder (an election's leader), where h holds
-// the lock, for FenceIdle, and publishes "<token> <value>" on LeaderChannel. It needs a
-// quorum, and returns as Release does.
+// the lock, for FenceIdle, and publishes "<token> <value>" on LeaderChannel where the node
+// held another record or none. It needs a quorum, and returns as Release does.
 //
 // Errors: one that matches ErrInvalid for a value over MaxValueLen; ErrNotHeld (too few
 // nodes still hold h); a *QuorumError (too few nodes answered).
 func (c *Cluster) Proclaim(ctx context.Context, h *Held, value string) error {
+	_, err := c.proclaim(ctx, h, value, false)
+	return err
+}
+
+// ProclaimEverywhere is Proclaim heard out: it waits for every node (each within h's node
+// timeout), and also returns how many failed or did not answer, each of which may hold h
+// without its record. It suits a leader that records its value again, after an extension
+// say, where no caller waits. Errors: Proclaim's.
+func (c *Cluster) ProclaimEverywhere(ctx context.Context, h *Held, value string) (missed int, err error) {
+	return c.proclaim(ctx, h, value, true)
+}
+
+// proclaim is Proclaim, or with everywhere ProclaimEverywhere.
+func (c *Cluster) proclaim(ctx context.Context, h *Held, value string, everywhere bool) (int, error) {
 	l := &h.claim
 	if len(value) > MaxValueLen {
-		return opError("proclaim", l.Keys.named(), fmt.Errorf("%w: a value of %d bytes: at most %d", ErrInvalid, len(value), MaxValueLen))
+		return 0, opError("proclaim", l.Keys.named(), fmt.Errorf("%w: a value of %d bytes: at most %d", ErrInvalid, len(value), MaxValueLen))
 	}
 	ctx = context.WithoutCancel(ctx)
 	start := time.Now()
 	f := c.fan(ctx, l.NodeTimeout, request{s: proclaimScript, keys: []string{l.Keys.Lock, l.Keys.Leader},
 		args: []string{l.token, l.Keys.LeaderChannel(), "PUBLISH", value, millis(FenceIdle)}}, 0)
-	t := tally{c: c, op: "proclaim", key: l.Keys.named()}
-	if err := c.settle(ctx, f, &t, start); err != nil && !t.won() {
-		return err
+	t := tally{c: c, op: "proclaim", key: l.Keys.named(), all: everywhere}
+	if !everywhere {
+		if err := c.settle(ctx, f, &t, start); err != nil && !t.won() {
+			return 0, err
+		}
+		return 0, nil
 	}
-	return nil
+	c.collect(ctx, f, &t, make([]bool, len(c.nodes)), nil)
+	missed := len(c.nodes) - t.yes - t.no
+	switch {
+	case t.won():
+		return missed, nil
+	case t.refused():
+		return missed, opError(t.op, t.key, ErrNotHeld)
+	}
+	return missed, t.err()
 }
 
 // WatchLeader subscribes to k.LeaderChannel on every node that is a Subscriber, each within
