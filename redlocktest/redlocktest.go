@@ -18,8 +18,9 @@
 // the go-redis backend (backends/goredis), over in-memory connections, with
 // ContextTimeoutEnabled set as the README recommends; the servers' addresses
 // (10.0.0.1:6379, 10.0.0.2:6379, ...) are labels, which errors name, and are never dialled.
-// go-redis logs each refused dial to standard error, for the whole process (see
-// backends/goredis to silence it).
+// go-redis, which logs each failed dial to standard error, logs none of its faults: a dial
+// to a failed or partitioned server gives go-redis a connection that fails its first write
+// with the dial's error, which the call then returns.
 //
 // Its Clients are real ones: what a test sees of a lock through them (waits, hand-overs,
 // extensions, errors) is what the library does over Redis, in time as well; only the
@@ -250,7 +251,16 @@ func (c *Cluster) Client(opts ...redlock.Option) *redlock.Client {
 			l.Cut()
 		}
 		o := simnet.Options(s.s)
-		o.Dialer = func(ctx context.Context, _, _ string) (net.Conn, error) { return s.s.DialVia(ctx, l) }
+		o.Dialer = func(ctx context.Context, _, _ string) (net.Conn, error) {
+			conn, err := s.s.DialVia(ctx, l)
+			if err != nil {
+				// go-redis logs every failed dial, for the whole process: a connection
+				// that fails its first write with the dial's error fails the call alike,
+				// in silence.
+				return failedConn{err}, nil
+			}
+			return conn, nil
+		}
 		o.ContextTimeoutEnabled = true
 		// A refused dial fails the call at once, as the server is down: no dial retries
 		// spent on it. simnet.Options's pool is large enough that go-redis never reaches
@@ -273,6 +283,25 @@ func (c *Cluster) Client(opts ...redlock.Option) *redlock.Client {
 	c.clients = append(c.clients, co)
 	return client
 }
+
+// failedConn is a connection whose dial failed with err: it reads and writes nothing,
+// failing with err.
+type failedConn struct{ err error }
+
+func (c failedConn) Read([]byte) (int, error)       { return 0, c.err }
+func (c failedConn) Write([]byte) (int, error)      { return 0, c.err }
+func (failedConn) Close() error                     { return nil }
+func (failedConn) LocalAddr() net.Addr              { return failedAddr{} }
+func (failedConn) RemoteAddr() net.Addr             { return failedAddr{} }
+func (failedConn) SetDeadline(time.Time) error      { return nil }
+func (failedConn) SetReadDeadline(time.Time) error  { return nil }
+func (failedConn) SetWriteDeadline(time.Time) error { return nil }
+
+// failedAddr is a failedConn's address.
+type failedAddr struct{}
+
+func (failedAddr) Network() string { return "tcp" }
+func (failedAddr) String() string  { return "failed dial" }
 
 // close closes co's Client, if any, and then its go-redis clients.
 func (co *clientOf) close() {

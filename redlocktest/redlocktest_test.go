@@ -4,23 +4,43 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log"
 	"runtime"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
 
 	"github.com/go-redlock/redlock"
 	"github.com/go-redlock/redlock/redlocktest"
+	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 )
 
 // TestMain checks that no test leaves a goroutine behind: the Clusters' cleanups close
-// everything they started.
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+// everything they started. It gives go-redis a logger that counts its lines (see
+// TestGoRedisLogsNothing), before any client is used: redis.SetLogger is not safe while
+// clients dial.
+func TestMain(m *testing.M) {
+	redis.SetLogger(&goredisLog)
+	goleak.VerifyTestMain(m)
+}
+
+// lineCounter is a go-redis logger that counts the lines go-redis logs, and passes them on
+// to the standard logger.
+type lineCounter struct{ lines atomic.Int64 }
+
+func (l *lineCounter) Printf(_ context.Context, format string, args ...any) {
+	l.lines.Add(1)
+	log.Printf(format, args...)
+}
+
+// goredisLog is the go-redis logger of this package's tests (see TestMain).
+var goredisLog lineCounter
 
 var ctx = context.Background()
 
@@ -486,4 +506,31 @@ func TestCloseEarly(t *testing.T) {
 	s.Resume()
 	s.Heal()
 	assert.Equal(t, "10.0.0.1:6379", s.String())
+}
+
+// TestGoRedisLogsNothing: the faults of a Cluster make go-redis log no line (it logs every
+// failed dial, for the whole process): calls to a failed, paused, partitioned and
+// restarted server, inside a bubble and out, leave the test's output to the test.
+func TestGoRedisLogsNothing(t *testing.T) {
+	faults := func(t *testing.T) {
+		cluster := redlocktest.New(t, redlocktest.WithServers(5))
+		client := cluster.Client(redlock.WithRestartGuard(0), redlock.WithNodeTimeout(200*time.Millisecond))
+		cluster.Server(0).Fail()
+		cluster.Server(1).Pause()
+		cluster.Server(2).Partition(client)
+		for i := range 5 {
+			_, err := client.TryAcquire(ctx, fmt.Sprint("name", i))
+			assert.Error(t, err, "two of five up")
+		}
+		cluster.Server(0).Restart()
+		cluster.Server(3).Fail()
+		for i := range 5 {
+			_, err := client.TryAcquire(ctx, fmt.Sprint("name", i))
+			assert.Error(t, err, "two of five up")
+		}
+	}
+	before := goredisLog.lines.Load()
+	t.Run("bubble", func(t *testing.T) { synctest.Test(t, faults) })
+	t.Run("real time", faults)
+	assert.Zero(t, goredisLog.lines.Load()-before, "lines go-redis logged")
 }
