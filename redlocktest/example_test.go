@@ -80,14 +80,15 @@ func Example() {
 }
 
 // A lock that expires under its holder: Cluster.Expire ends it on every server, and the
-// holder finds out at its next extension (a short TTL keeps that short in real time).
+// holder finds out at its next extension (a short TTL keeps that short in real time: here
+// 2 s, when a third of its validity is left).
 func ExampleCluster_Expire() {
 	t := new(exampleT)
 	defer t.end()
 	ctx := context.Background()
 
 	cluster := redlocktest.New(t)
-	client := cluster.Client(redlock.WithTTL(300 * time.Millisecond))
+	client := cluster.Client(redlock.WithTTL(3 * time.Second))
 	err := client.Do(ctx, "report", func(ctx context.Context) error {
 		cluster.Expire("report")
 		<-ctx.Done() // the code under test must stop here: the lock is gone

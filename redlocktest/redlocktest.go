@@ -36,6 +36,30 @@
 // bubble (or all outside any bubble): a Cluster cannot be shared between bubbles, nor
 // between a bubble and the outside.
 //
+// To make a test deterministic, run it in a bubble:
+//
+//	func TestReport(t *testing.T) {
+//		synctest.Test(t, func(t *testing.T) {
+//			cluster := redlocktest.New(t)
+//			...
+//		})
+//	}
+//
+// There no call is slow, however loaded the machine: a call takes no virtual time unless
+// it waits on a timer (a node timeout, a retry delay, a TTL), which then fires exactly on
+// time, so the test may assert durations, and each run takes the same path. Start its
+// goroutines from the bubble, and order them by what they do (channels, synctest.Wait,
+// which returns once every other goroutine waits), not by sleeps. Its Clients keep
+// redlock's defaults (a 100 ms node timeout).
+//
+// On the real clock a call to an in-process server still takes the time the machine gives
+// it, which a loaded CI runner stretches: a Client made outside a bubble gets a node
+// timeout of RealTimeNodeTimeout (1 s) unless its options say otherwise, so that load does
+// not fail a call, and a test there should assert outcomes, not durations. A TTL must then
+// be above that node timeout (redlock.New refuses one that is not, and so does a call given
+// a shorter TTL): give a shorter node timeout with the TTL (redlock.WithNodeTimeout) where
+// a test needs a TTL of a second or less.
+//
 // # Faults
 //
 // Server(i) returns a Server, whose methods fail it as a production server fails:
@@ -46,10 +70,10 @@
 //     without persistence. The restart guard then makes its node abstain (redlock's
 //     ErrRestarted) for the guard, 30 s by default: in a bubble, let the clock run past
 //     it (time.Sleep(31 * time.Second)); in an ordinary test, give the Client a shorter one
-//     (cluster.Client(redlock.WithRestartGuard(time.Second), redlock.WithTTL(time.Second))),
+//     (cluster.Client(redlock.WithRestartGuard(2*time.Second), redlock.WithTTL(2*time.Second))),
 //     or turn it off (redlock.WithRestartGuard(0)) to see the double grant it prevents.
 //   - Pause and Resume: the process stops answering (as under SIGSTOP), keeping its data;
-//     calls time out (the node timeout, 100 ms by default). Resume serves what was held.
+//     calls time out (after the node timeout: see Time, above). Resume serves what was held.
 //   - Partition and Heal: the network between the server and some Clients (or all) lets
 //     nothing through, either way, as a network that drops packets; the server runs on,
 //     and other Clients still reach it. Calls time out. Heal delivers what was held back,
@@ -85,6 +109,13 @@ import (
 // DefaultServers is the number of servers a Cluster has unless WithServers says otherwise:
 // the smallest N that keeps working with one server failed.
 const DefaultServers = 3
+
+// RealTimeNodeTimeout is the node timeout of a Client of a Cluster made outside a
+// testing/synctest bubble, unless its options say otherwise: a call in the test's process
+// that a loaded machine (a busy CI runner, the race detector) makes slower than redlock's
+// default 100 ms, the kit's servers being in-process, is no fault of the code under test.
+// Inside a bubble a Client keeps redlock's default (see the package doc, Time).
+const RealTimeNodeTimeout = time.Second
 
 // MaxServers is the most servers a Cluster can have.
 const MaxServers = 254
@@ -136,6 +167,7 @@ type Cluster struct {
 	t       TB
 	prefix  string
 	servers []*Server
+	virtual bool // made inside a synctest bubble: its clock is the bubble's
 
 	mu      sync.Mutex
 	clients []*clientOf // in the order made
@@ -178,7 +210,7 @@ func New(t TB, opts ...Option) *Cluster {
 			return nil
 		}
 	}
-	c := &Cluster{t: t, prefix: cfg.prefix}
+	c := &Cluster{t: t, prefix: cfg.prefix, virtual: inBubble()}
 	t.Cleanup(c.cleanup)
 	for i := range cfg.servers {
 		s, err := simnet.Start(fmt.Sprintf("10.0.0.%d:6379", i+1))
@@ -193,16 +225,19 @@ func New(t TB, opts ...Option) *Cluster {
 }
 
 // checkPrefix returns redlock's error for a Client with prefix p, if any.
-func checkPrefix(p string) error {
+func checkPrefix(p string) error { return checkOptions([]redlock.Option{redlock.WithPrefix(p)}) }
+
+// checkOptions returns redlock's error for a Client with opts, if any.
+func checkOptions(opts []redlock.Option) error {
 	// A node that is never called: redlock.New checks the options without calling it.
-	c, err := redlock.New([]redlock.Node{idle{}}, redlock.WithPrefix(p))
+	c, err := redlock.New([]redlock.Node{idle{}}, opts...)
 	if err != nil {
 		return err
 	}
 	return c.Close()
 }
 
-// idle is a Node for checkPrefix, never called.
+// idle is a Node for checkOptions, never called.
 type idle struct{}
 
 func (idle) Eval(context.Context, *core.Script, []string, ...string) ([]int64, error) {
@@ -229,12 +264,14 @@ func (c *Cluster) Server(i int) *Server {
 
 // Client returns a new redlock.Client over every server of the Cluster, one Node each
 // (the go-redis backend), with opts as redlock.New's options after the Cluster's prefix
-// (see WithPrefix): redlock's defaults otherwise (a 10 s TTL, a 100 ms node timeout, a
-// 30 s restart guard...). Each Client has connections of its own, so a partition can cut
-// some Clients off a server and not others: several Clients of one Cluster act as several
-// processes. The Client is closed when the test ends; closing it earlier is fine. Options
-// that redlock.New refuses fail the test (t.Fatalf) with its error, as does a call after
-// the test ended.
+// (see WithPrefix) and, outside a synctest bubble, after a node timeout of
+// RealTimeNodeTimeout (1 s; see the package doc, Time): redlock's defaults otherwise (a
+// 10 s TTL, a 100 ms node timeout in a bubble, a 30 s restart guard...). Each Client has
+// connections of its own, so a partition can cut some Clients off a server and not others:
+// several Clients of one Cluster act as several processes. The Client is closed when the
+// test ends; closing it earlier is fine. Options that redlock.New refuses fail the test
+// (t.Fatalf) with its error (and, for a TTL at or below the kit's node timeout, a word on
+// it), as does a call after the test ended.
 func (c *Cluster) Client(opts ...redlock.Option) *redlock.Client {
 	c.t.Helper()
 	c.mu.Lock()
@@ -273,10 +310,15 @@ func (c *Cluster) Client(opts ...redlock.Option) *redlock.Client {
 		co.links = append(co.links, l)
 		nodes[i] = goredis.New(rdb)
 	}
-	client, err := redlock.New(nodes, append([]redlock.Option{redlock.WithPrefix(c.prefix)}, opts...)...)
+	given := append([]redlock.Option{redlock.WithPrefix(c.prefix)}, opts...)
+	kit := []redlock.Option{redlock.WithPrefix(c.prefix)}
+	if !c.virtual {
+		kit = append(kit, redlock.WithNodeTimeout(RealTimeNodeTimeout))
+	}
+	client, err := redlock.New(nodes, append(kit, opts...)...)
 	if err != nil {
 		co.close()
-		c.t.Fatalf("redlocktest: Client: %v", err)
+		c.t.Fatalf("redlocktest: Client: %v%s", err, c.timeoutHint(given))
 		return nil
 	}
 	co.client = client
@@ -302,6 +344,16 @@ type failedAddr struct{}
 
 func (failedAddr) Network() string { return "tcp" }
 func (failedAddr) String() string  { return "failed dial" }
+
+// timeoutHint returns what to add to redlock.New's error when the options given, without
+// the kit's node timeout, would have been accepted: a TTL at or below RealTimeNodeTimeout.
+func (c *Cluster) timeoutHint(given []redlock.Option) string {
+	if c.virtual || checkOptions(given) != nil {
+		return ""
+	}
+	return fmt.Sprintf(" (outside a synctest bubble a Client's node timeout is %v, redlocktest.RealTimeNodeTimeout: "+
+		"give a longer TTL, or a shorter node timeout with redlock.WithNodeTimeout)", RealTimeNodeTimeout)
+}
 
 // close closes co's Client, if any, and then its go-redis clients.
 func (co *clientOf) close() {
@@ -347,7 +399,7 @@ func (c *Cluster) cleanup() {
 	for _, s := range c.servers {
 		s.s.Crash()
 	}
-	if inBubble() {
+	if c.virtual {
 		// Calls of the Clients may still run in the background, each until its node
 		// timeout or go-redis's own (seconds): a bubble ends only once its goroutines have,
 		// and its clock stands still once the test's function has returned.
@@ -382,7 +434,7 @@ func inBubble() (in bool) {
 // ErrLost; a Lease that does not extend itself ends at its Until, as always, and its
 // Extend and Release report ErrNotHeld. In a bubble the next extension comes when a third
 // of the validity is left; in an ordinary test, that is real time (6.6 s into a 10 s
-// TTL), so give the Client a short TTL (redlock.WithTTL) there.
+// TTL), so give the Client a short TTL (redlock.WithTTL, above the node timeout) there.
 //
 // An empty name, or one longer than redlock.MaxNameLen, fails the test (t.Fatalf). Expiring
 // a lock that nobody holds does nothing.

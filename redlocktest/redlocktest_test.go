@@ -476,6 +476,8 @@ func TestBadInputFailsTheTest(t *testing.T) {
 		{"server out of range", func(t *fakeT) { redlocktest.New(t).Server(3) }, "Server(3): the Cluster has servers 0 to 2"},
 		{"negative server", func(t *fakeT) { redlocktest.New(t).Server(-1) }, "Server(-1)"},
 		{"bad option", func(t *fakeT) { redlocktest.New(t).Client(redlock.WithTTL(0)) }, "TTL must be at least 1ms"},
+		{"TTL under the kit's node timeout", func(t *fakeT) { redlocktest.New(t).Client(redlock.WithTTL(time.Second)) },
+			"outside a synctest bubble a Client's node timeout is 1s, redlocktest.RealTimeNodeTimeout"},
 		{"empty name", func(t *fakeT) { redlocktest.New(t).Expire("") }, "Expire: empty lock name"},
 		{"long name", func(t *fakeT) { redlocktest.New(t).Expire(strings.Repeat("x", redlock.MaxNameLen+1)) }, "lock name of 1025 bytes"},
 		{"stranger", func(t *fakeT) { redlocktest.New(t).Server(0).Partition(stranger) }, "Partition: client 1 of 1"},
@@ -533,4 +535,43 @@ func TestGoRedisLogsNothing(t *testing.T) {
 	t.Run("bubble", func(t *testing.T) { synctest.Test(t, faults) })
 	t.Run("real time", faults)
 	assert.Zero(t, goredisLog.lines.Load()-before, "lines go-redis logged")
+}
+
+// TestNodeTimeoutOutsideABubble: outside a bubble a Client waits for a node as long as a
+// loaded machine can make an in-process call take (RealTimeNodeTimeout), not redlock's
+// 100 ms: here every server is paused, and the call reports that timeout. Inside a
+// bubble, where a call takes no virtual time, it keeps redlock's default.
+func TestNodeTimeoutOutsideABubble(t *testing.T) {
+	paused := func(t *testing.T) (time.Duration, error) {
+		cluster := redlocktest.New(t)
+		client := cluster.Client()
+		for i := range cluster.Len() {
+			cluster.Server(i).Pause()
+		}
+		start := time.Now()
+		_, err := client.TryAcquire(ctx, "name")
+		return time.Since(start), err
+	}
+	t.Run("real time", func(t *testing.T) {
+		took, err := paused(t)
+		require.ErrorIs(t, err, redlock.ErrNodeTimeout)
+		assert.Equal(t, time.Second, redlocktest.RealTimeNodeTimeout)
+		assert.ErrorContains(t, err, "node timed out after 1s")
+		assert.GreaterOrEqual(t, took, time.Second)
+	})
+	t.Run("bubble", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			client := redlocktest.New(t).Client(redlock.WithTTL(500 * time.Millisecond))
+			start := time.Now()
+			lease, err := client.TryAcquire(ctx, "name")
+			require.NoError(t, err, "a TTL under a second, with redlock's node timeout")
+			require.NoError(t, lease.Release(ctx))
+			assert.Zero(t, time.Since(start), "a call takes no virtual time")
+
+			took, err := paused(t)
+			require.ErrorIs(t, err, redlock.ErrNodeTimeout)
+			assert.ErrorContains(t, err, "node timed out after 100ms")
+			assert.Less(t, took, time.Second)
+		})
+	})
 }
