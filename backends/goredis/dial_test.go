@@ -131,3 +131,7 @@ func TestStartsWithAServerDown(t *testing.T) {
 		return node
 	})
 }
+
+// TestDial: a Client made by redlock.Dial over goredis.Dial locks, and its Close closes the
+// go-redis clients Dial made; a URL's password is used; a bad address is refused.
+func TestDial(t *testing.T) { backendtest.Dial(t, goredis.Dial) }

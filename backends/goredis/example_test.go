@@ -47,3 +47,33 @@ func ExampleNew() {
 	// second attempt refused: true
 	// released
 }
+
+// A Client from the addresses of three Redis masters, one call: Dial makes each master's
+// client, with the options redlock needs, and the Client closes them. Here three in-process
+// servers (miniredis) stand in for the masters.
+func ExampleDial() {
+	var addrs []string
+	for range 3 {
+		server, err := miniredis.Run()
+		if err != nil {
+			panic(err)
+		}
+		defer server.Close()
+		addrs = append(addrs, server.Addr())
+	}
+
+	client, err := redlock.Dial(addrs, goredis.Dial)
+	if err != nil {
+		panic(err)
+	}
+	defer client.Close() // releases its locks and closes the clients Dial made
+
+	mu := client.NewMutex("reports")
+	mu.Lock()
+	fmt.Println("locked")
+	mu.Unlock()
+	fmt.Println("unlocked")
+	// Output:
+	// locked
+	// unlocked
+}

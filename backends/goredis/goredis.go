@@ -34,7 +34,8 @@ import (
 )
 
 // Node is one Redis master (or one Redis Cluster) reached through a go-redis client. It is
-// safe for concurrent use; it does not own the client and never closes it.
+// safe for concurrent use. A Node made by New does not own the client and never closes it;
+// one made by Dial owns the client it made, and its Close closes it.
 type Node struct {
 	client   redis.UniversalClient
 	refused  error // why every call fails: the client cannot be a Node (see New)
@@ -45,6 +46,8 @@ type Node struct {
 	ps       *pubsub       // Subscribe's state; see subscribe.go
 	shas     sync.Map      // *core.Script → its SHA1 as an any, boxed once (see command)
 	warming  atomic.Bool   // a connection is being made in the background (see warm)
+	owned    bool          // the client is the Node's (see Dial): Close closes it
+	shut     sync.Once     // closes an owned client once
 
 	warmMu     sync.Mutex      // orders warm's start of a connection before Close's wait
 	warmStop   context.Context // ended by Close: no connection is made in the background after

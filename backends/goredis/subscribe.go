@@ -48,17 +48,23 @@ func (n *Node) ShardedPubSub() bool { return n.ps.cluster != nil }
 // Close stops the Node's pub/sub machinery: it ends every subscription (no callback starts
 // after Close returns), closes the pub/sub connections, stops a connection being made in
 // the background (see Eval), and waits for the Node's goroutines to exit. Eval keeps
-// working; Subscribe fails afterwards. Close never closes the go-redis client, which
-// belongs to the caller. It is idempotent, and must not be called from a
-// Subscribe callback. Against a server that does not answer, it may wait for the client's
-// dial and read timeouts (unless Options.ContextTimeoutEnabled).
+// working; Subscribe fails afterwards. Close never closes a client given to New, which
+// belongs to the caller; a Node made by Dial closes its own client last, and every call
+// fails with an error that matches core.ErrClosed afterwards. It is idempotent, and must
+// not be called from a Subscribe callback. Against a server that does not answer, it may
+// wait for the client's dial and read timeouts (unless Options.ContextTimeoutEnabled). It
+// returns the error of closing an owned client, the first time, and nil otherwise.
 func (n *Node) Close() error {
 	n.ps.close()
 	n.warmMu.Lock()
 	n.warmCancel()
 	n.warmMu.Unlock()
 	n.warmGroup.Wait()
-	return nil
+	var err error
+	if n.owned {
+		n.shut.Do(func() { err = n.client.Close() })
+	}
+	return err
 }
 
 // pubsub is the go-redis side of a subs.Registry (its subs.Conn). Its own lock guards only

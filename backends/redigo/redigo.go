@@ -37,12 +37,14 @@ type Pool interface {
 	GetContext(ctx context.Context) (redis.Conn, error)
 }
 
-// Node is one Redis master reached through a redigo pool. It is safe for concurrent use;
-// it does not own the pool and never closes it.
+// Node is one Redis master reached through a redigo pool. It is safe for concurrent use. A
+// Node made by New does not own the pool and never closes it; one made by Dial owns the
+// pool it made, and its Close closes it.
 type Node struct {
-	pool Pool
-	name string
-	ps   *pubsub // Subscribe's state; see subscribe.go
+	pool  Pool
+	name  string
+	ps    *pubsub     // Subscribe's state; see subscribe.go
+	owned *redis.Pool // the pool Dial made, which Close closes; nil for New's
 }
 
 var (

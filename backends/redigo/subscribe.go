@@ -35,10 +35,15 @@ func (n *Node) Subscribe(ctx context.Context, channel string, onMessage func(pay
 
 // Close stops the Node's pub/sub machinery: it ends every subscription (no callback starts
 // after Close returns), drops the pub/sub connection and waits for the Node's goroutines to
-// exit. Eval keeps working; Subscribe fails afterwards. Close never closes the pool, which
-// belongs to the caller. It is idempotent, and must not be called from a Subscribe callback.
+// exit. Eval keeps working; Subscribe fails afterwards. Close never closes a pool given to
+// New, which belongs to the caller; a Node made by Dial closes its own pool last, and every
+// call fails with an error that matches core.ErrClosed afterwards. It returns the error of
+// closing that pool. It is idempotent, and must not be called from a Subscribe callback.
 func (n *Node) Close() error {
 	n.ps.close()
+	if n.owned != nil {
+		return n.owned.Close()
+	}
 	return nil
 }
 

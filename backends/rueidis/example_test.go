@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 
 	"github.com/alicebob/miniredis/v2"
 	"github.com/go-redlock/redlock"
@@ -57,4 +58,30 @@ func ExampleNew() {
 	// acquired reports
 	// second attempt refused: true
 	// released
+}
+
+// A Client from the addresses of three masters, one call: Dial makes a Lazy for each, whose
+// client has the options redlock needs and is made on first use, so that the Client can be
+// made while the servers are down (here, addresses where nothing listens); Client.Close
+// closes them.
+func ExampleDial() {
+	var addrs []string
+	for range 3 {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			panic(err)
+		}
+		addrs = append(addrs, ln.Addr().String())
+		ln.Close() // nothing listens there now
+	}
+
+	client, err := redlock.Dial(addrs, rlrueidis.Dial)
+	if err != nil {
+		panic(err)
+	}
+	defer client.Close() // releases its locks and closes the clients Dial's nodes made
+
+	_, err = client.TryAcquire(context.Background(), "reports")
+	fmt.Println("no quorum while the servers are down:", errors.Is(err, redlock.ErrNoQuorum))
+	// Output: no quorum while the servers are down: true
 }

@@ -26,7 +26,6 @@ import (
 	"github.com/go-redlock/redlock"
 	"github.com/go-redlock/redlock/backends/goredis"
 	"github.com/go-redlock/redlock/examples/internal/exampleservers"
-	"github.com/redis/go-redis/v9"
 )
 
 func main() {
@@ -55,14 +54,6 @@ func run(out, logs io.Writer) error {
 		fmt.Fprintln(out, "REDIS_ADDRS is not set: started 5 embedded Redis servers (miniredis)")
 	}
 
-	// One go-redis client per master, each wrapped as a redlock Node.
-	var nodes []redlock.Node
-	for _, addr := range addrs {
-		rdb := redis.NewClient(&redis.Options{Addr: addr, ContextTimeoutEnabled: true})
-		defer rdb.Close()
-		nodes = append(nodes, goredis.New(rdb))
-	}
-
 	// Two clients stand for two processes competing for one lock. The logger says why a
 	// lock is slow to come, if it is (servers down, or under the restart guard). The node
 	// timeout is generous, for a demo that may run on a busy machine (a node slower than
@@ -74,12 +65,13 @@ func run(out, logs io.Writer) error {
 		// embedded server's data goes with the process anyway.
 		opts = append(opts, redlock.WithRestartGuard(0))
 	}
-	a, err := redlock.New(nodes, opts...)
+	// Each Client makes a go-redis client per master (goredis.Dial), and closes them.
+	a, err := redlock.Dial(addrs, goredis.Dial, opts...)
 	if err != nil {
 		return err
 	}
-	defer a.Close() // closes the nodes' subscriptions too
-	b, err := redlock.New(nodes, opts...)
+	defer a.Close()
+	b, err := redlock.Dial(addrs, goredis.Dial, opts...)
 	if err != nil {
 		return err
 	}
