@@ -1,4 +1,5 @@
-# Targets: test (default), lint, bench, example, chaos, sim. CI runs .ci/run, which calls lint, test and chaos-smoke.
+# Targets: test (default), test-valkey, lint, bench, example, chaos, sim. CI runs .ci/run, which calls lint, test,
+# chaos-smoke and test-valkey.
 
 GO ?= go
 
@@ -14,7 +15,7 @@ GOCYCLO := $(GOBIN_DIR)/gocyclo
 CYCLO_FILES := $(filter-out %_test.go,$(wildcard *.go core/*.go))
 
 .DEFAULT_GOAL := test
-.PHONY: test lint bench bench-compare example staticcheck-install gocyclo-install chaos chaos-smoke sim
+.PHONY: test test-valkey lint bench bench-compare example staticcheck-install gocyclo-install chaos chaos-smoke sim
 
 # The adapters under contrib/ are modules of their own, so that their dependencies never
 # enter go.mod: test and lint run in each too.
@@ -39,6 +40,17 @@ test:
 		echo "cd $$m && $(RACE_TEST) $(GO) ./..."; \
 		(cd $$m && $(RACE_TEST) $(GO) ./...) || exit 1; \
 	done
+
+# The real-server suites again on Valkey: the backends' tests, the conformance suite and
+# the chaos smoke, with every server, cluster node and sentinel a valkey-server process
+# (REDLOCK_TEST_SERVER, which internal/redistest and bench/chaos read). .ci/run installs
+# valkey-server; here it must be on PATH.
+VALKEY_TEST_PACKAGES := ./backends/... ./conformance/...
+test-valkey:
+	@command -v valkey-server >/dev/null 2>&1 || { echo "make test-valkey: valkey-server is not on PATH (.ci/run installs it)"; exit 1; }
+	@valkey-server --version
+	REDLOCK_TEST_SERVER=valkey-server $(RACE_TEST) $(GO) -p $(TEST_PACKAGES_AT_ONCE) $(VALKEY_TEST_PACKAGES)
+	REDLOCK_TEST_SERVER=valkey-server $(MAKE) --no-print-directory chaos-smoke
 
 lint: staticcheck-install gocyclo-install
 	@unformatted="$$(gofmt -l .)"; \

@@ -8,11 +8,9 @@
 //
 //	import rlvalkey "github.com/go-redlock/redlock/backends/valkey"
 //
-// Servers: the backend passes the conformance suite against miniredis, redis-server and a
-// real 3-master Redis Cluster. No Valkey server was packaged on the machine where it was
-// written, so it has not been run against valkey-server itself. Valkey, a fork of Redis
-// 7.2, has every command the backend and core's scripts use (EVALSHA and EVAL, SET NX PX,
-// PUBLISH and SPUBLISH, SUBSCRIBE and SSUBSCRIBE), but that is a reading, not a test.
+// Servers: the backend's tests and the conformance suite pass against miniredis, and
+// against valkey-server 8.0.1 and redis-server 7.0.15, each standalone, as a real 3-master
+// cluster and behind a Sentinel (make test-valkey runs them on Valkey).
 package valkey
 
 import (

@@ -8,6 +8,8 @@
 //	cd bench && go run ./chaos                          # every nemesis, 20 s each, go-redis
 //	go run ./chaos -nemesis partition,sigstop -duration 5s -backend rueidis
 //
+// REDLOCK_TEST_SERVER=valkey-server runs valkey-server processes instead of redis-server.
+//
 // It prints a table per nemesis and ends with one line "chaos: N nemeses, V violations";
 // the exit status is 1 if V > 0. Everything is local and bounded: servers and proxies
 // listen on 127.0.0.1 only, every loop is bounded in count and time, and a watchdog kills
@@ -102,7 +104,7 @@ func run() int {
 	defer watchdog.Stop()
 
 	header(os.Stdout, os.Args[1:], *seed)
-	fmt.Fprintf(stderr, "chaos: starting %d redis-server processes\n", nodes)
+	fmt.Fprintf(stderr, "chaos: starting %d %s processes\n", nodes, serverBinary())
 	servers, err := startServers(nodes)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "chaos:", err)

@@ -21,7 +21,7 @@ func header(w io.Writer, args []string, seed uint64) {
 	fmt.Fprintf(w, "# chaos run %s\n\n", time.Now().UTC().Format("2006-01-02 15:04 UTC"))
 	fmt.Fprintf(w, "command: chaos %s (seed %d)\n", strings.Join(args, " "), seed)
 	fmt.Fprintf(w, "machine: nproc %d, kernel %s, %s, %s, %s/%s\n\n", runtime.NumCPU(), cmdLine("uname", "-r"),
-		cmdLine("redis-server", "--version"), runtime.Version(), runtime.GOOS, runtime.GOARCH)
+		cmdLine(serverBinary(), "--version"), runtime.Version(), runtime.GOOS, runtime.GOARCH)
 }
 
 func cmdLine(name string, args ...string) string {

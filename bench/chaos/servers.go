@@ -16,6 +16,16 @@ import (
 	"time"
 )
 
+// serverBinary returns the server binary to run: the environment variable
+// REDLOCK_TEST_SERVER if set (valkey-server, say), as for the main module's tests
+// (internal/redistest), and redis-server otherwise.
+func serverBinary() string {
+	if b := os.Getenv("REDLOCK_TEST_SERVER"); b != "" {
+		return b
+	}
+	return "redis-server"
+}
+
 // server is one redis-server process on 127.0.0.1 without persistence, started by this
 // program and signalled only by its PID (never by name). Unlike bench/servers.go, from
 // which it is adapted, a server can be killed and started again on the same port (empty,
@@ -93,7 +103,7 @@ func (s *server) start() error {
 		return err
 	}
 	defer log.Close()
-	cmd := exec.Command("redis-server",
+	cmd := exec.Command(serverBinary(),
 		"--port", strconv.Itoa(s.port), "--bind", "127.0.0.1", "--dir", s.dir,
 		"--save", "", "--appendonly", "no", "--daemonize", "no")
 	cmd.Dir, cmd.Stdout, cmd.Stderr = s.dir, log, log
@@ -106,12 +116,12 @@ func (s *server) start() error {
 	}
 	s.mu.Unlock()
 	if err != nil {
-		return fmt.Errorf("start redis-server: %w", err)
+		return fmt.Errorf("start %s: %w", serverBinary(), err)
 	}
 	go func() { _ = cmd.Wait(); close(exited) }()
 	if err := s.awaitReady(cmd.Process.Pid, exited, 10*time.Second); err != nil {
 		s.kill()
-		return fmt.Errorf("redis-server on port %d: %w", s.port, err)
+		return fmt.Errorf("%s on port %d: %w", serverBinary(), s.port, err)
 	}
 	return nil
 }

@@ -44,10 +44,10 @@ func StartCluster(t testing.TB, masters int, extraArgs ...string) *Cluster {
 		t.Fatalf("redistest: StartCluster(%d): want at least 1 master", masters)
 	}
 	if !Available() {
-		t.Skip("redistest: redis-server not found on PATH; " + installHint)
+		t.Skip(missing())
 	}
 	if !version7() {
-		t.Skip("redistest: StartCluster needs redis-server 7 or later (CLUSTER ADDSLOTSRANGE, --cluster-port)")
+		t.Skip("redistest: StartCluster needs redis-server 7 or later (CLUSTER ADDSLOTSRANGE, --cluster-port), or valkey-server; " + Binary() + " is older")
 	}
 	c := &Cluster{servers: startN(t, masters, true, extraArgs)}
 	if err := c.form(); err != nil {

@@ -3,6 +3,10 @@
 // Servers run without persistence, are stopped by PID when the test
 // finishes, and can be killed, restarted, paused and resumed to simulate
 // failures.
+//
+// The environment variable REDLOCK_TEST_SERVER names the server binary to run instead of
+// redis-server: REDLOCK_TEST_SERVER=valkey-server runs every server, cluster node and
+// sentinel of the tests on Valkey (see Binary).
 package redistest
 
 import (
@@ -21,17 +25,33 @@ import (
 )
 
 const (
-	serverBinary  = "redis-server"
-	startTimeout  = 10 * time.Second // to answer PING after a launch
-	rebindTimeout = 3 * time.Second  // for Restart to re-bind its port
-	startAttempts = 5                // fresh ports tried by Start
-	logTailBytes  = 2048             // log excerpt in failure messages
-	installHint   = "install it with `apt-get install -y redis-server` (or run `make test` / .ci/run, which installs it)"
+	defaultBinary = "redis-server"
+	binaryEnv     = "REDLOCK_TEST_SERVER" // names another server binary (see Binary)
+	startTimeout  = 10 * time.Second      // to answer PING after a launch
+	rebindTimeout = 3 * time.Second       // for Restart to re-bind its port
+	startAttempts = 5                     // fresh ports tried by Start
+	logTailBytes  = 2048                  // log excerpt in failure messages
+	installHint   = "install it with `apt-get install -y redis-server` (or run `make test` / .ci/run, which installs it; valkey-server: `make test-valkey`)"
 )
 
-// errExited reports that redis-server exited before answering, typically
+// errExited reports that the server exited before answering, typically
 // because its port was taken.
-var errExited = errors.New("redis-server exited during startup")
+var errExited = errors.New("the server exited during startup")
+
+// Binary returns the server binary the package runs: the value of the environment variable
+// REDLOCK_TEST_SERVER if it is set and not empty (valkey-server, say: a name on PATH or a
+// path), and redis-server otherwise. Every Server, Cluster node and sentinel runs it.
+func Binary() string {
+	if b := os.Getenv(binaryEnv); b != "" {
+		return b
+	}
+	return defaultBinary
+}
+
+// missing is the message of a test skipped because Binary is not installed.
+func missing() string {
+	return "redistest: " + Binary() + " not found on PATH; " + installHint
+}
 
 // Server is one redis-server process listening on 127.0.0.1.
 // Its methods are safe for concurrent use.
@@ -50,9 +70,9 @@ type Server struct {
 	exited chan struct{} // closed once cmd has exited and been reaped
 }
 
-// Available reports whether redis-server is on PATH.
+// Available reports whether the server binary (see Binary) is installed.
 func Available() bool {
-	_, err := exec.LookPath(serverBinary)
+	_, err := exec.LookPath(Binary())
 	return err == nil
 }
 
@@ -60,8 +80,8 @@ func Available() bool {
 // `--save "" --appendonly no` (plus extraArgs appended), waits until it
 // answers PING (at most 10 s), and registers t.Cleanup to kill it by PID and
 // remove its temporary directory. A failed start tries up to 5 fresh ports
-// before calling t.Fatalf with the tail of the server log. If redis-server
-// is not on PATH, Start calls t.Skip with installation instructions.
+// before calling t.Fatalf with the tail of the server log. If the server binary
+// (see Binary) is not installed, Start calls t.Skip with installation instructions.
 func Start(t testing.TB, extraArgs ...string) *Server {
 	t.Helper()
 	return StartN(t, 1, extraArgs...)[0]
@@ -80,7 +100,7 @@ func StartN(t testing.TB, n int, extraArgs ...string) []*Server {
 func startN(t testing.TB, n int, cluster bool, extraArgs []string) []*Server {
 	t.Helper()
 	if !Available() {
-		t.Skip("redistest: redis-server not found on PATH; " + installHint)
+		t.Skip(missing())
 	}
 	servers := make([]*Server, n)
 	errs := make([]error, n)
@@ -99,7 +119,7 @@ func startN(t testing.TB, n int, cluster bool, extraArgs []string) []*Server {
 		}
 	}
 	if err := errors.Join(errs...); err != nil {
-		t.Fatalf("redistest: start redis-server: %v", err)
+		t.Fatalf("redistest: start %s: %v", Binary(), err)
 	}
 	return servers
 }
@@ -184,7 +204,7 @@ func (s *Server) Restart() {
 			return
 		}
 		if !errors.Is(err, errExited) || time.Now().After(rebind) {
-			s.t.Fatalf("redistest: restart redis-server on %s: %v", s.Addr(), err)
+			s.t.Fatalf("redistest: restart %s on %s: %v", Binary(), s.Addr(), err)
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
@@ -243,7 +263,7 @@ func (s *Server) launch(deadline time.Time) error {
 		return err
 	}
 	defer logFile.Close() // the child keeps its own descriptor
-	cmd := exec.Command(serverBinary, s.args()...)
+	cmd := exec.Command(Binary(), s.args()...)
 	cmd.Dir = s.dir
 	cmd.Stdout, cmd.Stderr = logFile, logFile
 	// It dies with the test process where the OS allows (Linux; strictly, with the thread
@@ -281,10 +301,10 @@ func (s *Server) args() []string {
 	return append(args, s.extra...)
 }
 
-// version7 reports whether redis-server is version 7 or later, and so accepts
-// --enable-debug-command, --cluster-port and CLUSTER ADDSLOTSRANGE.
-var version7 = sync.OnceValue(func() bool {
-	out, err := exec.Command(serverBinary, "--version").Output()
+// version7 reports whether the server binary is version 7 or later (any valkey-server is),
+// and so accepts --enable-debug-command, --cluster-port and CLUSTER ADDSLOTSRANGE.
+func version7() bool {
+	out, err := exec.Command(Binary(), "--version").Output()
 	if err != nil {
 		return false
 	}
@@ -292,7 +312,7 @@ var version7 = sync.OnceValue(func() bool {
 	major, _, _ := strings.Cut(version, ".")
 	n, err := strconv.Atoi(major)
 	return err == nil && n >= 7
-})
+}
 
 // awaitReady polls until the server started by launch answers PING and
 // INFO reports its PID, which rules out another process on the same port.
@@ -312,7 +332,7 @@ func (s *Server) awaitReady(deadline time.Time) error {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	return fmt.Errorf("redis-server did not answer PING within %v", startTimeout)
+	return fmt.Errorf("%s did not answer PING within %v", Binary(), startTimeout)
 }
 
 // kill sends SIGKILL and reaps the process. The caller holds s.mu.

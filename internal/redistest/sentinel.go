@@ -10,14 +10,14 @@ import (
 	"time"
 )
 
-// StartSentinel starts a redis-server in sentinel mode on a free 127.0.0.1 port, watching
+// StartSentinel starts the server binary (see Binary) in sentinel mode on a free 127.0.0.1 port, watching
 // the master at master (host:port) under the name "mymaster" with a quorum of 1, and
 // returns its address once it names that master. It stops the sentinel by PID when the
-// test ends, and skips the test if redis-server is not installed.
+// test ends, and skips the test if the server binary is not installed.
 func StartSentinel(t testing.TB, master string) string {
 	t.Helper()
 	if !Available() {
-		t.Skip("redis-server is not installed (apt-get install -y redis-server)")
+		t.Skip(missing())
 	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -41,7 +41,7 @@ func StartSentinel(t testing.TB, master string) string {
 		t.Fatalf("redistest: sentinel log: %v", err)
 	}
 	defer logFile.Close()
-	cmd := exec.Command(serverBinary, conf, "--sentinel")
+	cmd := exec.Command(Binary(), conf, "--sentinel")
 	cmd.Stdout, cmd.Stderr = logFile, logFile
 	cmd.SysProcAttr = childAttr()
 	if err := cmd.Start(); err != nil {
