@@ -1,8 +1,18 @@
 // Package redlock is a distributed mutex over Redis: the Redlock algorithm over N
 // independent Redis masters (N = 1 is the plain single-instance lock), with fencing tokens.
 //
-// New builds a Client from Nodes, one per Redis master, each from a driver backend such as
-// github.com/go-redlock/redlock/backends/goredis. A Client hands out a lock in three forms:
+// Dial builds a Client from the addresses of the Redis masters, with a driver backend's
+// Dial, such as that of github.com/go-redlock/redlock/backends/goredis:
+//
+//	client, err := redlock.Dial([]string{"10.0.0.1:6379", "10.0.0.2:6379", "10.0.0.3:6379"}, goredis.Dial)
+//	if err != nil { ... }
+//	defer client.Close()
+//	mu := client.NewMutex("jobs:nightly")
+//	mu.Lock()
+//	defer mu.Unlock()
+//
+// New builds one from Nodes, one per Redis master, each a backend's wrapper of a driver
+// client of your own. A Client hands out a lock in three forms:
 //
 //   - Client.NewMutex returns a Mutex, a sync.Locker shared by every process that uses the
 //     same name over the same nodes. Lock waits as long as it takes, LockContext until its
