@@ -92,9 +92,13 @@ func (t target) keys(prefix string) core.Keys {
 // under a WithPrefix with a hash tag, "app{locks}:"). Where a node is a cluster client
 // (core.ShardedPubSub) and the names fall in several slots, AcquireAll takes them slot by
 // slot, in slot order, the names of each slot at once, as a lock over those names: it
-// keeps the slots it holds extended while it waits for the next, and lets go of them all
-// if it cannot have one. The Lease then holds every name, its token is raised on every
-// name to the largest of the slots' tokens, and it is lost if any slot's names are. Waiting
+// keeps the slots it holds extended while it waits for the next (as WithAutoExtend would:
+// a failed extension is tried again a node timeout later), and lets go of them all if it
+// cannot have one, or if a held slot is lost or its validity runs out meanwhile (then it
+// starts again, if it waits). It returns only with more than a third of every slot's
+// validity left, extending first a slot that has less. The Lease then holds every name,
+// its token is raised on every name to the largest of the slots' tokens, and it is lost if
+// any slot's names are. Waiting
 // stays deadlock-free (every such lock takes the slots in one order), but the lock holds
 // its first slots' names while it waits for the others, which the waiters for those names
 // wait for meanwhile, and it is fair slot by slot only.

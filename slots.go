@@ -22,9 +22,10 @@ import (
 // "waits for", the slot waited for never goes down, and within one slot the queue's order
 // (ticket, waiter id) goes down.
 
-// errPartLost ends an acquisition slot by slot whose held group was lost (its keys gone)
-// while it waited for another: it lets go of them all and starts again.
-var errPartLost = errors.New("redlock: a slot's names were lost while the lock waited for another slot's")
+// errPartLost ends an acquisition slot by slot whose held group was lost (its keys gone, or
+// its validity run out without an extension) while it waited for another: it lets go of
+// them all and starts again.
+var errPartLost = errors.New("redlock: a slot's names were lost, or their validity ran out, while the lock waited for another slot's")
 
 // slotGroups returns the groups of keys, a set's, in slot order, if one of c's nodes is a
 // Redis Cluster client and the names fall in several slots; nil otherwise (one script takes
@@ -96,9 +97,12 @@ func hashSlot(key string) uint16 {
 // acquireGroups takes l's groups (see slotGroups), waiting as AcquireWait does if wait,
 // else with one attempt each, and returns one grant for them all, whose parts l keeps: its
 // Until is the earliest of theirs, and its token, if l is fenced, the largest, to which
-// every group's counters are raised. If it cannot have a group it lets go of those it
-// holds. If it waits, and a held group is lost meanwhile, or the raise fails for a reason
-// a retry may fix, it lets go of them all and starts again.
+// every group's counters are raised. The grant is returned only with more than a third of
+// every part's validity left (a part with less is extended first), as its keeper keeps
+// them while it waits. If it cannot have a group it lets go of those it holds. If it
+// waits, and a held group is lost meanwhile (its keys gone, or its validity run out while
+// its extensions failed), or the last extension or the raise fails for a reason a retry
+// may fix, it lets go of them all and starts again.
 func (c *Client) acquireGroups(ctx context.Context, l *Lease, wait bool, b core.Backoff) (*core.Held, error) {
 	for pass := 0; ; pass++ {
 		g, err := c.acquireGroupsOnce(ctx, l, wait, b)
@@ -119,7 +123,7 @@ func (c *Client) acquireGroups(ctx context.Context, l *Lease, wait bool, b core.
 func (c *Client) acquireGroupsOnce(ctx context.Context, l *Lease, wait bool, b core.Backoff) (*core.Held, error) {
 	kctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
-	k := c.keep(kctx, cancel, l.lock.TTL-l.lock.Drift())
+	k := c.keep(kctx, cancel, l.lock.TTL-l.lock.Drift(), l.lock.NodeTimeout)
 	for _, keys := range l.groups {
 		lk := l.lock
 		lk.Keys = keys
@@ -147,6 +151,10 @@ func (c *Client) acquireGroupsOnce(ctx context.Context, l *Lease, wait bool, b c
 			return nil, &lockError{"acquire", l.name, fmt.Errorf("%w; last attempt: %w", err, cause)}
 		}
 		return nil, &lockError{"acquire", l.name, cause}
+	}
+	if err := k.refresh(ctx, parts); err != nil {
+		c.releaseParts(parts)
+		return nil, &lockError{"acquire", l.name, err}
 	}
 	grant := core.Grant{Start: parts[0].Start, Until: parts[0].Until, Attempts: parts[len(parts)-1].Attempts}
 	for _, p := range parts {
@@ -177,39 +185,43 @@ func (c *Client) releaseParts(parts []*core.Held) {
 }
 
 // keeper extends the groups that an acquisition slot by slot holds while it waits for the
-// next, every third of the validity; if one is lost it ends the acquisition's context
-// with errPartLost.
+// next, as a Lease extends itself: each when a third of its validity is left, and again a
+// node timeout after a failed extension, each call bounded by the group's validity. If one
+// is lost (an extension finds it no longer held, or its validity runs out first), it ends
+// the acquisition's context with errPartLost.
 type keeper struct {
-	mu    sync.Mutex
-	parts []*core.Held
-	quit  chan struct{}
-	done  chan struct{}
+	c        *Client
+	validity time.Duration // of each group's grant and extension
+	retry    time.Duration // the wait after a failed extension: the node timeout
+	mu       sync.Mutex
+	parts    []*core.Held
+	due      []time.Time   // per part: when its next extension is due
+	added    chan struct{} // wakes the keeper for a part added
+	quit     chan struct{}
+	done     chan struct{}
 }
 
 // keep starts a keeper for an acquisition whose context is ctx (cancel ends it), of
-// groups whose validity is validity.
-func (c *Client) keep(ctx context.Context, cancel context.CancelCauseFunc, validity time.Duration) *keeper {
-	k := &keeper{quit: make(chan struct{}), done: make(chan struct{})}
+// groups whose validity is validity, over nodes whose timeout is retry.
+func (c *Client) keep(ctx context.Context, cancel context.CancelCauseFunc, validity, retry time.Duration) *keeper {
+	k := &keeper{c: c, validity: validity, retry: retry, added: make(chan struct{}, 1), quit: make(chan struct{}), done: make(chan struct{})}
 	go func() {
 		defer close(k.done)
-		t := time.NewTicker(max(validity/3, time.Millisecond))
-		defer t.Stop()
+		timer := time.NewTimer(validity)
+		defer timer.Stop()
 		for {
+			if err := k.extendDue(ctx); err != nil {
+				cancel(err)
+				return
+			}
+			timer.Reset(time.Until(k.next()))
 			select {
 			case <-k.quit:
 				return
 			case <-ctx.Done():
 				return
-			case <-t.C:
-			}
-			k.mu.Lock()
-			parts := slices.Clone(k.parts)
-			k.mu.Unlock()
-			for _, p := range parts {
-				if _, err := c.cluster.Extend(ctx, p); errors.Is(err, ErrNotHeld) {
-					cancel(errPartLost)
-					return
-				}
+			case <-k.added:
+			case <-timer.C:
 			}
 		}
 	}()
@@ -220,7 +232,88 @@ func (c *Client) keep(ctx context.Context, cancel context.CancelCauseFunc, valid
 func (k *keeper) add(p *core.Held) {
 	k.mu.Lock()
 	k.parts = append(k.parts, p)
+	k.due = append(k.due, p.Until.Add(-k.validity/3))
 	k.mu.Unlock()
+	select {
+	case k.added <- struct{}{}:
+	default:
+	}
+}
+
+// next is when k's next extension is due, or the earliest validity ends (the run after it
+// finds that part lost); a validity from now if k keeps nothing yet.
+func (k *keeper) next() time.Time {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	next := time.Now().Add(k.validity)
+	for i, p := range k.parts {
+		next = minTime(next, minTime(k.due[i], p.Until))
+	}
+	return next
+}
+
+// extendDue extends each part whose extension is due, and returns errPartLost if one is
+// lost. After a failure that a retry may fix, the part's next extension is due a node
+// timeout later.
+func (k *keeper) extendDue(ctx context.Context) error {
+	k.mu.Lock()
+	parts, due := slices.Clone(k.parts), slices.Clone(k.due)
+	k.mu.Unlock()
+	for i, p := range parts {
+		now := time.Now()
+		switch {
+		case !now.Before(p.Until):
+			return errPartLost
+		case now.Before(due[i]):
+			continue
+		}
+		err := k.extend(ctx, p)
+		switch {
+		case ctx.Err() != nil:
+			return nil // the acquisition ended: it says why
+		case errors.Is(err, ErrNotHeld) || errors.Is(err, ErrExpired):
+			return errPartLost
+		case err != nil:
+			due[i] = time.Now().Add(k.retry)
+		default:
+			due[i] = p.Until.Add(-k.validity / 3)
+		}
+		k.mu.Lock()
+		k.due[i] = due[i]
+		k.mu.Unlock()
+	}
+	return nil
+}
+
+// extend extends p once, within its validity.
+func (k *keeper) extend(ctx context.Context, p *core.Held) error {
+	ctx, cancel := context.WithDeadline(ctx, p.Until)
+	defer cancel()
+	_, err := k.c.cluster.Extend(ctx, p)
+	return err
+}
+
+// refresh extends each of parts, once k stopped, that has no more than a third of its
+// validity left, as k would have, so that a grant over parts is returned only with more
+// than that left of every part's validity. It returns errPartLost if an extension finds a
+// part no longer held, and otherwise an error matching ErrExpired (and the extension's
+// error, if one failed) if a part is left with no more.
+func (k *keeper) refresh(ctx context.Context, parts []*core.Held) error {
+	for _, p := range parts {
+		if time.Until(p.Until) > k.validity/3 {
+			continue
+		}
+		switch err := k.extend(ctx, p); {
+		case errors.Is(err, ErrNotHeld):
+			return errPartLost
+		case err != nil:
+			return fmt.Errorf("%w: the extension of a slot's names before the grant failed: %w", ErrExpired, err)
+		}
+		if time.Until(p.Until) <= k.validity/3 {
+			return fmt.Errorf("%w: a slot's names have a third of their validity left or less", ErrExpired)
+		}
+	}
+	return nil
 }
 
 // stop stops k, once its extension under way (if any) returned, and returns its groups.

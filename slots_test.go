@@ -2,14 +2,18 @@ package redlock_test
 
 import (
 	"context"
+	"errors"
 	"slices"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
 
 	"github.com/go-redlock/redlock"
 	"github.com/go-redlock/redlock/core"
+	"github.com/go-redlock/redlock/internal/simnet"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -76,4 +80,176 @@ func TestAcquireAllSlotBySlotPartLost(t *testing.T) {
 			}
 		}
 	})
+}
+
+// failingExtends is a Node whose extensions of the lock key key fail with a node error while
+// fail is set; it records the time of each extension of key it sees.
+type failingExtends struct {
+	redlock.Node
+	key   string
+	fail  *atomic.Bool
+	mu    *sync.Mutex
+	times *[]time.Duration // since start
+	start time.Time
+}
+
+func (n failingExtends) Eval(ctx context.Context, s *core.Script, keys []string, args ...string) ([]int64, error) {
+	if s.Name() == "extend" && len(keys) > 0 && keys[0] == n.key {
+		n.mu.Lock()
+		*n.times = append(*n.times, time.Since(n.start))
+		n.mu.Unlock()
+		if n.fail.Load() {
+			return nil, errors.New("ERR injected: the extension failed")
+		}
+	}
+	return n.Node.Eval(ctx, s, keys, args...)
+}
+
+// TestAcquireAllSlotBySlotNeverPastAPartsValidity: a Mutex over names in two slots ("b"
+// first, then "a"), at a TTL of 1 s, takes "b" and waits for "a", which another Client
+// holds; every extension of "b" fails with a node error. Its keeper tries again a node
+// timeout after each failure (as a Lease does), and once "b"'s validity ran out the
+// acquisition lets go of everything and starts over: when a third Client has taken "b" (at
+// 1.2 s) and "a" is free (at 1.5 s), the Mutex is not locked while that Client holds "b";
+// it is, once "b" is released. In a bubble, over simulated servers.
+func TestAcquireAllSlotBySlotNeverPastAPartsValidity(t *testing.T) {
+	bubble(t, func(t *testing.T) {
+		start := time.Now()
+		sims, servers := simNodes(t, 3)
+		var fail atomic.Bool
+		fail.Store(true)
+		var mu sync.Mutex
+		var times []time.Duration
+		nodes := make([]redlock.Node, len(sims))
+		for i, n := range sims {
+			fe := failingExtends{Node: n, key: lockKey("b"), fail: &fail, mu: &mu, times: &times, start: start}
+			if i > 0 {
+				fe.times = new([]time.Duration) // node 0's are recorded
+			}
+			nodes[i] = clusterNode{Node: fe}
+		}
+		ctx := context.Background()
+		holder := closingClient(t, simnet.Nodes(t, servers))
+		taker := closingClient(t, simnet.Nodes(t, servers))
+		a, err := holder.TryAcquire(ctx, "a", redlock.WithTTL(time.Minute))
+		require.NoError(t, err)
+
+		// Its retry backoff (2.5 to 5 s) keeps it from taking "b" again before the third Client.
+		m := closingClient(t, nodes, redlock.WithTTL(time.Second), redlock.WithRetry(5*time.Second, 5*time.Second)).
+			NewMutexAll([]string{"a", "b"})
+		locked := make(chan error, 1)
+		go func() { locked <- m.LockContext(ctx) }()
+		synctest.Wait()
+		for i, s := range servers {
+			require.True(t, s.Miniredis().Exists(lockKey("b")), "node %d: the set does not hold b", i)
+		}
+
+		time.Sleep(time.Until(start.Add(1200 * time.Millisecond)))
+		b, err := taker.TryAcquire(ctx, "b", redlock.WithTTL(time.Minute))
+		require.NoError(t, err, "b was not free after its validity ran out")
+		// The set's nodes give it no pub/sub: its waiter calls again every 250 ms (its refresh
+		// interval), and finds "a" free at 1.5 s.
+		time.Sleep(time.Until(start.Add(1400 * time.Millisecond)))
+		require.NoError(t, a.Release(ctx))
+		time.Sleep(time.Until(start.Add(1500 * time.Millisecond)))
+		synctest.Wait()
+		select {
+		case err := <-locked:
+			t.Fatalf("the Mutex was locked (error %v) at %v, while another Client holds b until %v", err, time.Since(start), b.Until().Sub(start))
+		default:
+		}
+		mu.Lock()
+		assert.Len(t, times, 4, "extension attempts of b before its validity ran out: %v", times)
+		for i := 1; i < len(times); i++ {
+			assert.Equal(t, 100*time.Millisecond, times[i]-times[i-1], "the keeper did not try again a node timeout after a failure: %v", times)
+		}
+		mu.Unlock()
+
+		fail.Store(false)
+		require.NoError(t, b.Release(ctx))
+		require.NoError(t, <-locked)
+		synctest.Wait() // it returned at a quorum: the third node follows
+		for i, s := range servers {
+			for _, name := range []string{"a", "b"} {
+				assert.True(t, s.Miniredis().Exists(lockKey(name)), "node %d: the Mutex does not hold %s", i, name)
+			}
+		}
+		require.NoError(t, m.UnlockContext(ctx))
+	})
+}
+
+// TestAcquireAllSlotBySlotExtendsADuePartFirst: a Mutex over names in two slots ("b", then
+// "a"), at a TTL of 1 s, holds "b" while it waits for "a"; the keeper's extension of "b" at
+// a third of its validity left (0.66 s) fails. When the Mutex takes "a" (at 0.75 s, before
+// the keeper tries again), it extends "b" before it is locked: with more than a third of
+// the validity left on every name; if that extension fails too, it lets go of both and
+// starts over. (A Mutex takes no token: no raise extends "b" on the way.) In a bubble, over
+// simulated servers (the Mutex's nodes give it no pub/sub: its waiter calls again every
+// 250 ms, its refresh interval).
+func TestAcquireAllSlotBySlotExtendsADuePartFirst(t *testing.T) {
+	for _, recovers := range []bool{true, false} {
+		t.Run(map[bool]string{true: "extended", false: "starts over"}[recovers], func(t *testing.T) {
+			bubble(t, func(t *testing.T) {
+				start := time.Now()
+				sims, servers := simNodes(t, 3)
+				var fail atomic.Bool
+				fail.Store(true)
+				var mu sync.Mutex
+				nodes := make([]redlock.Node, len(sims))
+				for i, n := range sims {
+					nodes[i] = clusterNode{Node: failingExtends{Node: n, key: lockKey("b"), fail: &fail, mu: &mu, times: new([]time.Duration), start: start}}
+				}
+				ctx := context.Background()
+				holder := closingClient(t, simnet.Nodes(t, servers))
+				a, err := holder.TryAcquire(ctx, "a", redlock.WithTTL(time.Minute))
+				require.NoError(t, err)
+				m := closingClient(t, nodes, redlock.WithTTL(time.Second), redlock.WithRetry(5*time.Second, 5*time.Second)).
+					NewMutexAll([]string{"a", "b"})
+				locked := make(chan error, 1)
+				go func() { locked <- m.LockContext(ctx) }()
+
+				time.Sleep(time.Until(start.Add(700 * time.Millisecond)))
+				fail.Store(!recovers)
+				require.NoError(t, a.Release(ctx))
+				time.Sleep(time.Until(start.Add(750 * time.Millisecond)))
+				synctest.Wait()
+				ttls := func(name string) (ttls []time.Duration) {
+					for _, s := range servers {
+						ttls = append(ttls, s.Miniredis().TTL(lockKey(name)))
+					}
+					return ttls
+				}
+				if recovers {
+					select {
+					case err := <-locked:
+						require.NoError(t, err)
+					default:
+						t.Fatal("the Mutex was not locked once both names were free")
+					}
+					for _, name := range []string{"a", "b"} {
+						for i, ttl := range ttls(name) {
+							assert.Equal(t, time.Second, ttl, "node %d: %s was not extended before the Mutex was locked", i, name)
+						}
+					}
+					require.NoError(t, m.UnlockContext(ctx))
+					return
+				}
+				select {
+				case err := <-locked:
+					t.Fatalf("the Mutex was locked (error %v) though b's last extension failed, with %v left of b", err, ttls("b"))
+				default:
+				}
+				for i, s := range servers {
+					for _, name := range []string{"a", "b"} {
+						assert.False(t, s.Miniredis().Exists(lockKey(name)), "node %d: %s is held after the Mutex started over", i, name)
+					}
+				}
+				fail.Store(false)
+				require.NoError(t, <-locked) // after the backoff
+				took := time.Since(start)    // the backoff is jittered in its upper half
+				assert.True(t, took >= 3250*time.Millisecond && took <= 5750*time.Millisecond, "the Mutex did not start over after its backoff: %v", took)
+				require.NoError(t, m.UnlockContext(ctx))
+			})
+		})
+	}
 }
