@@ -27,8 +27,11 @@ const MaxPermits = 1024
 // Mutex's release does.
 //
 // Every holder must count the same K: the nodes record it (under the name's lock key
-// followed by ":permits", kept for an hour after the last acquisition), and an acquisition
-// that counts another number fails with an error that matches ErrInvalid.
+// followed by ":permits"), and an acquisition that counts another number fails with an
+// error that matches ErrInvalid while the record is in use: while a node has a permit of
+// its count held, or a waiter waiting. Once none has (every holder of the old count let
+// go, or its permits' TTLs ran out), a Semaphore of a new K takes over: a rolling deploy
+// that changes K succeeds once the processes of the old count hold and wait no more.
 type Semaphore struct {
 	client  *Client
 	name    string

@@ -250,6 +250,45 @@ func semaphorePermitsMustAgree(t *testing.T) {
 	require.NoError(t, l.Release(ctx))
 }
 
+// TestSemaphoreCountChangesOnceNoPermitIsHeld: a Semaphore of another number of permits is
+// refused while a permit of the recorded number is held, and takes over once none is (a
+// rolling deploy that changes the number): it is not kept out for the record's lifetime.
+func TestSemaphoreCountChangesOnceNoPermitIsHeld(t *testing.T) {
+	for _, s := range rwSetups[:3] { // simulated, and redis-server at N = 1 and 3
+		s.run(t, func(t *testing.T, nodes func() []redlock.Node) {
+			c := closingClient(t, nodes(), rwOptions...)
+			ctx := ctxT(t, time.Minute)
+			// takes returns sem's Lease once no node keeps a permit of the last holder's
+			// (a release leaves the nodes past its quorum to the background).
+			takes := func(sem *redlock.Semaphore, what string) *redlock.Lease {
+				t.Helper()
+				var l *redlock.Lease
+				var err error
+				try := func() bool { l, err = sem.TryAcquire(ctx); return err == nil }
+				if s.sim {
+					synctest.Wait()
+					require.True(t, try(), "%s: %v", what, err)
+				} else {
+					require.Eventually(t, try, generous, 10*time.Millisecond, "%s", what)
+				}
+				return l
+			}
+			three, two := c.NewSemaphore("resize", 3), c.NewSemaphore("resize", 2)
+			l := takes(three, "a free Semaphore of 3 was refused")
+			_, err := two.TryAcquire(ctx)
+			require.ErrorIs(t, err, redlock.ErrInvalid, "a count of 2 while a holder counts 3")
+			assert.ErrorContains(t, err, "has 3 permits on node")
+			require.NoError(t, l.Release(ctx))
+
+			l = takes(two, "a count of 2 was refused once no permit of 3 was held")
+			_, err = three.TryAcquire(ctx)
+			require.ErrorIs(t, err, redlock.ErrInvalid, "a count of 3 while a holder counts 2")
+			require.NoError(t, l.Release(ctx))
+			require.NoError(t, takes(three, "a count of 3 was refused once no permit of 2 was held").Release(ctx))
+		})
+	}
+}
+
 // TestSemaphorePermitsMustAgreeInOneClient: Semaphores of one name and Client that count
 // different numbers of permits do not wait for each other locally: the one that counts
 // another number than the nodes record gets ErrInvalid at once, from TryAcquire and Acquire,

@@ -128,10 +128,12 @@ func semaphoreScriptCases() []scriptCase {
 		{"acquire/semaphore-count-mismatch", func(t *testing.T, n core.Node, addr string, _ core.Keys) {
 			k := semaphoreKeys(t, 3)
 			admin(t, addr, "SET", k.Readers, "2", "PX", "5000")
+			holdPermits(t, addr, k, theirs, "5000", 0) // a record that stands: a permit of it is held
 			got := mustEval(t, n, script(t, "acquire"), semAcquireKeys(k), semAcquireArgs(k, acquireArgs(ours, ttl), -1)...)
-			assert.Equal(t, []int64{-2, 2}, got, "acquire of a semaphore of 3 permits whose record says 2 replied %s, want {-2, 2}: the Node must keep the sign of integer replies", format(got))
+			assert.Equal(t, []int64{-2, 2}, got, "acquire of a semaphore of 3 permits whose record says 2, with permit 0 held, replied %s, want {-2, 2}: the Node must keep the sign of integer replies", format(got))
 			assert.Equal(t, "2", admin(t, addr, "GET", k.Readers), "acquire must not overwrite a record of another number of permits")
-			for i := range 3 {
+			assert.Equal(t, theirs, admin(t, addr, "GET", k.Permits[0]), "acquire refused for its number of permits must leave another owner's permit alone")
+			for i := 1; i < 3; i++ {
 				assert.Equal(t, int64(0), admin(t, addr, "EXISTS", k.Permits[i]), "acquire refused for its number of permits must take none, not permit %d", i)
 			}
 		}},

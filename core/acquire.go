@@ -191,7 +191,7 @@ func (b *ballot) see(r reply) {
 			b.permit[r.node] = permitOf(r.vals)
 		}
 	case r.vals[0] == -2:
-		b.dissent = fmt.Errorf("%w: the semaphore has %d permits on node %s, not %d: every holder must count the same",
+		b.dissent = fmt.Errorf("%w: the semaphore has %d permits on node %s, not %d: every holder must count the same (another count takes over once no permit of it is held and no one waits)",
 			ErrInvalid, r.vals[1], b.f.c.nodes[r.node], len(b.free))
 	case len(r.vals) > 1: // refused (0) or abstained (-1)
 		b.wait = max(b.wait, r.vals[1])

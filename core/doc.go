@@ -156,7 +156,12 @@
 //
 //	state       event                                   effect                                  reply / message
 //	----------  --------------------------------------  --------------------------------------  -----------------------
-//	any         acquire, the record says n != K          -                                       {-2, n}
+//	any         acquire, the record says n != K, and a  -                                       {-2, n}
+//	            permit of n or K is held or a waiter's
+//	            place is live (a scan that runs out
+//	            reads as one)
+//	any         acquire, the record says n != K, and    the record says K; then as below        as below
+//	            neither
 //	W holds p   acquire (a resend, a later attempt)     renew p                                 {1, fence, u, free, p}
 //	any         acquire, f permits free, fewer than f   SET the hinted permit if free, else     {1, fence, u, free, p}
 //	            live waiters ahead of W                 the first free one, p; W leaves the

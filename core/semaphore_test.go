@@ -2,6 +2,7 @@ package core_test
 
 import (
 	"context"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -139,5 +140,51 @@ func TestSemaphoreFreeIncludesEveryFreePermit(t *testing.T) {
 		again, err := node.Eval(ctx, script(t, "acquire"), keys, args("w.2")...)
 		require.NoError(t, err)
 		assert.Equal(t, []int64{1, 0, 0, 0b111, 0}, again, "w.2 keeps w's permit 0, and 1 and 2 are free to it")
+	})
+}
+
+// TestSemaphoreRecordGivesWayWhenUnused: a node's record of a semaphore's number of permits
+// refuses another number ({-2, n}, nothing changed) while a permit of either number is held
+// there, or a live waiter queues there; once neither is, the other number takes over.
+func TestSemaphoreRecordGivesWayWhenUnused(t *testing.T) {
+	onOneOfEach(t, func(t *testing.T, s server) {
+		node := nodeFor(t, s)
+		ctx := context.Background()
+		acquire := func(k core.Keys) []int64 {
+			t.Helper()
+			args := append(acquireArgs("c.1", "0", "", 1), "0", strconv.Itoa(len(k.Permits)), "-1")
+			r, err := node.Eval(ctx, script(t, "acquire"), append(k.ScriptKeys(), k.Permits...), args...)
+			require.NoError(t, err)
+			return r
+		}
+		do := func(args ...string) {
+			t.Helper()
+			_, err := s.do(args...)
+			require.NoError(t, err)
+		}
+		two, three := core.NewSemaphoreKeys("rec:", "s", 2), core.NewSemaphoreKeys("rec:", "s", 3)
+		record := func() any { v, _ := s.do("GET", two.Readers); return v }
+
+		do("SET", two.Readers, "3", "PX", "60000")
+		do("SET", three.Permits[2], "other", "PX", "60000")
+		assert.Equal(t, []int64{-2, 3}, acquire(two), "a count of 2 while permit 2 of 3 is held")
+		do("DEL", three.Permits[2])
+		do("ZADD", two.Queue, "1", "w")
+		do("ZADD", two.Alive, "99999999999999", "w")
+		assert.Equal(t, []int64{-2, 3}, acquire(two), "a count of 2 while a waiter queues")
+		assert.Equal(t, "3", record())
+		do("ZADD", two.Alive, "1", "w") // its place lapsed
+		r := acquire(two)
+		assert.Equal(t, int64(1), r[0], "a count of 2 was refused where nothing of the count of 3 is left: %v", r)
+		assert.Equal(t, "2", record())
+		assert.Equal(t, "c.1", get(t, s, two.Permits[0]))
+
+		// The count that took over is held (permit 0): a count of 3 is refused; and where
+		// only a permit past the record's count, but of the caller's, is held, too.
+		assert.Equal(t, []int64{-2, 2}, acquire(three), "a count of 3 while permit 0 of 2 is held")
+		do("DEL", two.Permits[0])
+		do("SET", three.Permits[2], "other", "PX", "60000")
+		assert.Equal(t, []int64{-2, 2}, acquire(three), "a count of 3 while its permit 2 is held")
+		assert.Equal(t, "2", record())
 	})
 }

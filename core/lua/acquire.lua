@@ -33,8 +33,34 @@ if abstain then
   return vote(-1, abstain)
 end
 local token, waiter, k = ARGV[1], ARGV[5], tonumber(ARGV[9])
+-- in_use reports whether a semaphore's record of n permits (nil: not a count) stands: a
+-- permit of n or of the caller's K is held here, or a waiter's place is live (a scan that
+-- runs out reads as one). It changes nothing, and reads no more keys than the acquisitions
+-- that recorded n passed.
+local function in_use(n)
+  if not n then
+    return true
+  end
+  local base, keys = string.match(KEYS[7], '^(.*/)0$'), {}
+  for i = 0, math.max(n, k) - 1 do
+    keys[#keys + 1] = base .. i
+    if #keys == 256 or i == math.max(n, k) - 1 then -- a bounded unpack
+      if redis.call('EXISTS', unpack(keys)) > 0 then
+        return true
+      end
+      keys = {}
+    end
+  end
+  local queued, now = redis.call('ZRANGE', KEYS[3], 0, first_scan - 1), now_ms()
+  for _, id in ipairs(queued) do
+    if tonumber(redis.call('ZSCORE', KEYS[4], id) or 0) > now then
+      return true
+    end
+  end
+  return #queued == first_scan
+end
 local recorded = k and redis.call('GET', KEYS[6])
-if recorded and recorded ~= ARGV[9] then
+if recorded and recorded ~= ARGV[9] and in_use(string.match(recorded, '^%d+$') and tonumber(recorded)) then
   return {-2, tonumber(recorded) or -1}
 elseif k then
   redis.call('SET', KEYS[6], ARGV[9], 'PX', fence_idle)
