@@ -105,12 +105,17 @@ func (c *Cluster) decide(ctx context.Context, l *claim, b *ballot) (Grant, error
 	case !b.t.won():
 		return Grant{}, b.t.err()
 	}
+	w := -1
 	if b.permit != nil {
-		c.holdPermit(l, b.permit, slices.Index(b.t.grants, b.t.most), b.answered)
+		w = slices.Index(b.t.grants, b.t.most)
+		c.holdPermit(l, b.permit, w)
 	} else {
 		l.holds = b.t.yesNodes
 	}
 	g, err := c.grant(ctx, l, b.start, b.fence, 0)
+	if err == nil && w >= 0 {
+		c.leaveOthers(l, b.permit, w, b.answered)
+	}
 	// A raise takes the lock where it is free, on any node: the undoing then calls every one.
 	b.raised = err != nil && c.mustRaise(l, b.fence)
 	return g, err
@@ -474,16 +479,25 @@ func (t *trail) wait(i int, timeout <-chan struct{}) {
 }
 
 // holdPermit makes l the holder of permit w, which a quorum granted or handed over, permits
-// being each node's permit (-1: none). On every other node that answered (each node, if
-// answered is nil) it sends release "leave" in the background, for another permit and a
-// waiter's place there.
-func (c *Cluster) holdPermit(l *claim, permits []int, w int, answered []bool) {
+// being each node's permit (-1: none), on the nodes that gave it.
+func (c *Cluster) holdPermit(l *claim, permits []int, w int) {
 	l.Keys, l.holds = l.Keys.permit(w), 0
+	for i, p := range permits {
+		if p == w {
+			l.holds |= bit(i)
+		}
+	}
+}
+
+// leaveOthers, once l's grant of permit w is final (a grant that then fails keeps the
+// waiter's places for its next attempt), sends release "leave" in the background to every
+// other node that answered (each node, if answered is nil), for another permit and a
+// waiter's place there.
+func (c *Cluster) leaveOthers(l *claim, permits []int, w int, answered []bool) {
 	timeout := l.NodeTimeout
 	for i, p := range permits {
 		switch {
 		case p == w:
-			l.holds |= bit(i)
 		case (answered == nil || answered[i]) && (p >= 0 || l.waiter != ""):
 			pk, req := l.Keys.permit(max(p, 0)), l.releaseRequest("leave")
 			req.s, req.keys = releaseScript, pk.callKeys(true)

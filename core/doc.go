@@ -175,9 +175,11 @@
 // free is the set of permits free to W (a bit each; none where live waiters go first), its
 // own included. So a node grants a caller one permit at most. Across the nodes a caller
 // hears every node that is not suspected (a grant it did not see would sit unused), wins
-// the permit that a quorum granted, or handed over, to that same attempt, and on every
-// other node lets go at once of the permit it was given there and, a waiter, leaves the
-// queue (marked left: no later release hands it a permit it would not use). With none, if
+// the permit that a quorum granted, or handed over, to that same attempt, and once that
+// grant is final (not ErrExpired, nor a failed raise: those keep the places for the next
+// attempt) on every other node lets go at once of the permit it was given there and, a
+// waiter, leaves the queue (marked left: no later release hands it a permit it would not
+// use). With none, if
 // a permit was free on a quorum, it calls again at once asking for it (a split vote); if
 // not, it waits as for a held lock.
 //

@@ -6,9 +6,11 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/go-redlock/redlock/core"
+	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -186,5 +188,35 @@ func TestSemaphoreRecordGivesWayWhenUnused(t *testing.T) {
 		do("SET", three.Permits[2], "other", "PX", "60000")
 		assert.Equal(t, []int64{-2, 2}, acquire(three), "a count of 3 while its permit 2 is held")
 		assert.Equal(t, "2", record())
+	})
+}
+
+// TestSemaphoreFailedGrantKeepsTheWaiterQueued: a waiter's attempt that a quorum granted a
+// permit but that fails all the same (ErrExpired: a slow node's answer, which a semaphore's
+// attempt waits for, came after the TTL) leaves no node's queue: the node that refused it
+// keeps its place (it is not marked left), so that its next attempt is not refused there
+// for the 10 s a leave is remembered.
+func TestSemaphoreFailedGrantKeepsTheWaiterQueued(t *testing.T) {
+	inBubble(t, 3, func(t *testing.T, servers []server) {
+		l := semLock("late-grant", 2)
+		l.TTL = time.Second
+		for _, p := range l.Keys.Permits { // the third node refuses: its permits are held
+			_, err := servers[2].do("SET", p, "other", "PX", "60000")
+			require.NoError(t, err)
+		}
+		slow, _ := slowThird(t, servers, 1500*time.Millisecond)
+		_, err := slow.AcquireAs(context.Background(), l, "w.1", "w", 1)
+		require.ErrorIs(t, err, core.ErrExpired)
+		synctest.Wait() // the calls in the background
+		_, err = servers[2].do("ZSCORE", l.Keys.Queue, "w")
+		assert.NoError(t, err, "the node that refused no longer queues the waiter")
+		_, err = servers[2].do("ZSCORE", l.Keys.Alive, "!w")
+		assert.ErrorIs(t, err, redis.Nil, "the node that refused marked the waiter left")
+		for i, s := range servers[:2] {
+			for _, p := range l.Keys.Permits {
+				_, err := s.do("GET", p)
+				assert.ErrorIs(t, err, redis.Nil, "node %d keeps a permit of the failed attempt", i)
+			}
+		}
 	})
 }

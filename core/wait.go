@@ -201,9 +201,12 @@ func (c *Cluster) handedOver(ctx context.Context, l *claim, o outcome, hs *hando
 		}
 	}
 	if permit >= 0 {
-		c.holdPermit(l, permits, permit, nil)
+		c.holdPermit(l, permits, permit)
 	}
 	g, err := c.grant(ctx, l, o.start, fence, l.TTL/2)
+	if err == nil && permit >= 0 {
+		c.leaveOthers(l, permits, permit, nil)
+	}
 	return g, err == nil
 }
 
