@@ -51,10 +51,16 @@ func (c *Cluster) Extend(ctx context.Context, h *Held) (time.Time, error) {
 
 // Raise sets the fence counter of every name of h to at least fence on a quorum of the
 // nodes that hold h, then makes fence h's token (h.Fence, which a later Extend gives a node
-// that takes h again): for a caller that gives one token to several holdings. Errors: one
-// that matches ErrInvalid for a fence over 2^52 (the scripts count in Lua's numbers, exact
-// to 2^53, and later tokens must stay exact), a *QuorumError (too few nodes raised it),
-// ErrExpired (h's validity ran out first), or ctx's error.
+// that takes h again): for a caller that gives one token to several holdings. Raise only to
+// a token that a counter gave (another holding's Fence): later tokens then exceed it across
+// a counter's expiry and a node's restart, as tokens do (see docs/design.md, Across
+// restarts). A fence past the servers' clocks (microseconds since 1970) by more than 2 s
+// stands only while the counter lives: once it lapses, FenceIdle after its last write, or
+// a node restarts without it, the counter starts again from the server's clock, and later
+// tokens fall below fence. Errors: one that matches ErrInvalid for a fence over 2^52 (the
+// scripts count in Lua's numbers, exact to 2^53, and later tokens must stay exact), a
+// *QuorumError (too few nodes raised it), ErrExpired (h's validity ran out first), or
+// ctx's error.
 func (c *Cluster) Raise(ctx context.Context, h *Held, fence uint64) error {
 	if fence > maxFence {
 		return opError("raise", h.Keys.named(), fmt.Errorf("%w: fence %d is over 2^52", ErrInvalid, fence))
