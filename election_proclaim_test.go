@@ -105,19 +105,32 @@ func TestLeaderKeepsItsRecordThroughFailures(t *testing.T) {
 
 // TestLeaderRecordStandsWhereTheLockStands: a leader whose first record missed a node (a
 // passing fault) and then lost another node to a restart still holds its lock on a quorum,
-// and Leader names it while it does: its record stands wherever its lock does (the leader
-// records it again on the node that missed it), not only where it stood after Campaign.
+// and Leader names it while it does, and Observe sends no other value: its record stands
+// wherever its lock does (the leader records it again on the node that missed it), not
+// only where it stood after Campaign.
 func TestLeaderRecordStandsWhereTheLockStands(t *testing.T) {
 	bubble(t, func(t *testing.T) {
 		nodes, servers := simNodes(t, 3)
 		var fails atomic.Int32
 		fails.Store(2) // Campaign's record and the next fail on node 0 only: Campaign returns at a quorum
 		wrapped := []redlock.Node{failingProclaims{nodes[0], &fails}, nodes[1], nodes[2]}
-		c := newClient(t, wrapped)
+		c := newClient(t, wrapped, redlock.WithNodeTimeout(time.Second)) // Observe checks every 2.5 s
 		defer c.Close()
 		e := c.NewElection("standing")
 		l, err := e.Campaign(t.Context(), "leader")
 		require.NoError(t, err)
+		octx, stop := context.WithCancel(t.Context())
+		seen := e.Observe(octx)
+		require.Equal(t, "leader", <-seen)
+		var observed []string
+		watched := make(chan struct{})
+		go func() {
+			defer close(watched)
+			for v := range seen {
+				observed = append(observed, v)
+			}
+		}()
+		time.Sleep(time.Second) // the second fault comes later: a restart
 		servers[1].Crash()
 		servers[1].Restart()         // node 1 loses the lock and the record; node 0 holds the lock alone beside node 2
 		_, _ = e.Leader(t.Context()) // meets the connection the crash closed, which the pool then drops
@@ -129,6 +142,9 @@ func TestLeaderRecordStandsWhereTheLockStands(t *testing.T) {
 			require.NoError(t, err, "%v after the restart: Leader while the leader holds its lock on a quorum", at)
 			assert.Equal(t, "leader", v)
 		}
+		stop()
+		<-watched
+		assert.Empty(t, observed, "Observe said the leader changed while it led")
 		require.NoError(t, l.Release(t.Context()))
 	})
 }
