@@ -205,15 +205,26 @@ func (f *fanout) heard(i int, err error) error {
 	switch {
 	case f.ctx.Err() != nil:
 		return f.ctx.Err()
-	case err != nil && (f.dctx.Err() != nil || inTransit(err)):
+	case err != nil && (f.pastDeadline() || inTransit(err)):
 		f.c.down[i].Store(true)
-		if f.dctx.Err() != nil {
+		if f.pastDeadline() {
 			return timeoutError(f.timeout, err)
 		}
 		return err
 	}
 	f.c.down[i].Store(false)
 	return err
+}
+
+// pastDeadline reports whether the calls' deadline has passed: by the clock, not only once
+// the deadline context's timer ran, as a driver that set its connection's deadline to the
+// call's (go-redis with ContextTimeoutEnabled) may fail the call with its own timeout first.
+func (f *fanout) pastDeadline() bool {
+	if f.dctx.Err() != nil {
+		return true
+	}
+	deadline, ok := f.dctx.Deadline()
+	return ok && !time.Now().Before(deadline)
 }
 
 // inTransit reports whether err is a failure to reach the node, not the server's reply.
