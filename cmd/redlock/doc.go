@@ -20,8 +20,8 @@
 // makes a single-instance lock; several make a Redlock over independent masters, a majority
 // of which must grant it. It connects to every node at once and goes on as soon as a
 // majority has connected, or every node has connected or failed, giving each at most 2s. It
-// waits up to -wait (30s; 0 waits as long as it takes) while another owner holds the lock,
-// or makes one attempt with -nonblock: -wait bounds everything before COMMAND starts,
+// waits while another owner holds the lock as long as it takes (as flock(1) does), or up to
+// -wait, or makes one attempt with -nonblock: -wait bounds everything before COMMAND starts,
 // connecting included, and with -nonblock connecting takes up to 2s before the attempt
 // while no majority of the nodes answers. Then it runs COMMAND with its standard input,
 // output and error, and the lock's fencing token in the environment variable REDLOCK_TOKEN
@@ -50,9 +50,8 @@
 // in the order they began to campaign. NAME comes first, and must not begin with '-'. The
 // leader records -value (default "HOST:PID": this machine's host name and redlock's process
 // ID, at most 4096 bytes) on the nodes, where `redlock status` and Election.Leader read it.
-// Its flags are run's but -name and -nonblock, plus -value; -wait defaults to 0 (wait as
-// long as it takes), and its exit statuses and signals are run's (below), about leadership
-// instead of the lock. `redlock elect -h` describes each flag, with an example.
+// Its flags are run's but -name and -nonblock, plus -value, and its exit statuses and
+// signals are run's (below), about leadership instead of the lock. `redlock elect -h` describes each flag, with an example.
 //
 // `redlock status NAME` reads every key that a lock, RWMutex, Election or Semaphore called
 // NAME has on each node of -addrs (under -prefix): a Semaphore's record of its number of
@@ -129,7 +128,9 @@
 // A node whose server has been up for less than -restart-guard (default 30s, and at least
 // -ttl) abstains, with one address as with several, because a restart without persistence
 // makes a server forget the locks it granted. So the first lock on freshly started servers
-// waits for them to be up that long (and fails with status 69 if -wait is shorter). Turn
+// waits for them to be up that long (and fails with status 69 if -wait is shorter), and
+// redlock says so on standard error at once: the first time each node abstains, with the
+// time it has left. Turn
 // the guard off (-restart-guard 0) only if every node persists each write before it
 // answers (appendonly yes, appendfsync always). See the library's WithRestartGuard.
 package main

@@ -88,9 +88,11 @@ the lock over every NAME, and it is held elsewhere when any one of them is.
 
 Before its first attempt redlock connects to every node at once, and goes on as soon
 as a majority of them has connected, or every one has connected or failed; it gives
-each node at most 2s to connect. -wait bounds all of this, connecting included: the
+each node at most 2s to connect. It waits for the lock as long as it takes (as
+flock(1) does) unless given -wait, which bounds all of this, connecting included: the
 time before COMMAND starts. With -nonblock, connecting comes before the one attempt:
-up to 2s while no majority of the nodes answers.
+up to 2s while no majority of the nodes answers. A node up for less than
+-restart-guard abstains: redlock says so at once, with the time it has left.
 
 Example, a crontab that runs a job on one machine at a time and skips a run, silently,
 while another machine still runs it:
@@ -202,8 +204,8 @@ func commandFlags(sub string, c *runConfig) *flag.FlagSet {
 	} else {
 		fs.BoolVar(&c.nonblock, "nonblock", false, "make one attempt: do not wait for the lock (connecting first takes up to 2s\n"+
 			"while no majority of the nodes answers)")
-		fs.DurationVar(&c.wait, "wait", 30*time.Second, "how long to wait for the lock, connecting to the nodes included: the most\n"+
-			"time before COMMAND starts; 0 waits as long as it takes")
+		fs.DurationVar(&c.wait, "wait", 0, "how long to wait for the lock, connecting to the nodes included: the most\n"+
+			"time before COMMAND starts; 0 waits as long as it takes, as flock(1) does")
 		fs.IntVar(&c.conflictCode, "conflict-exit-code", exitConflictDefault, "exit `status` when the lock is held elsewhere (0-255)")
 		fs.BoolVar(&c.quiet, "quiet", false, "say nothing when the lock is held elsewhere: the exit status says it")
 		fs.DurationVar(&c.timeout, "timeout", 0, "stop COMMAND (SIGTERM, then SIGKILL after -grace) if it still runs this long\nafter the lock was taken; exit status 124; 0: no limit")
@@ -427,8 +429,8 @@ func (c *runConfig) checkLibrary() error {
 }
 
 // options returns the library's options for c, with logger for what the library reports
-// but cannot return (a wait that keeps failing).
-func (c *runConfig) options(logger *slog.Logger) []redlock.Option {
+// but cannot return (a wait that keeps failing), and obs for its events (see abstentions).
+func (c *runConfig) options(logger *slog.Logger, obs redlock.Observer) []redlock.Option {
 	return []redlock.Option{
 		redlock.WithTTL(c.ttl),
 		redlock.WithNodeTimeout(c.nodeTimeout),
@@ -438,5 +440,6 @@ func (c *runConfig) options(logger *slog.Logger) []redlock.Option {
 		redlock.WithRestartGuard(c.guard),
 		redlock.WithAutoExtend(true),
 		redlock.WithLogger(logger),
+		redlock.WithObserver(obs),
 	}
 }

@@ -81,7 +81,7 @@ func (r *runner) run() int {
 
 	r.nodes = newNodes(r.addrs)
 	defer r.nodes.close()
-	client, err := redlock.New(r.nodes.nodes, r.options(warnLogger(r.stderr, r.cause))...)
+	client, err := redlock.New(r.nodes.nodes, r.options(warnLogger(r.stderr, r.cause), &abstentions{guard: r.guard, waiting: !r.nonblock, say: r.say})...)
 	if err != nil { // every error of New is about its input; parseRun checked most of it
 		r.usage(err)
 		return exitUsage

@@ -375,3 +375,26 @@ func TestReleaseTriedUntilExpired(t *testing.T) {
 	proxy.Stop()
 	wantCode(t, tl.wait(t), tl.stderr.String(), 0, `could not release lock "expired" before it expired`)
 }
+
+// TestFreshServerWaitsAndSaysSo: on a freshly started server, which abstains under the
+// restart guard, redlock run waits by default until the guard has passed (its default
+// -wait is no limit, as flock's), rather than giving up as the guard ends, and says at
+// once, while it waits, which node abstains and for how long. The guard here, 35s, is
+// above the 30s that -wait had by default, and the default guard.
+func TestFreshServerWaitsAndSaysSo(t *testing.T) {
+	s := newSetup(t, 1)
+	dir := t.TempDir()
+	tl := startTool(t, nil, "", append([]string{"run", "-addrs", s.addrs, "-node-timeout", testNodeTimeout, "-restart-guard", "35s", "-name", "fresh"}, sh(ranScript, dir)...)...)
+	said := "node " + s.addrs + " abstains for another "
+	tl.await(t, "a line that the node abstains", func() bool { return strings.Contains(tl.stderr.String(), said) })
+	if exists(filepath.Join(dir, "ran")) {
+		t.Fatal("the command ran while the node abstained")
+	}
+	wantCode(t, tl.wait(t), tl.stderr.String(), 0, "under the restart guard", "-restart-guard 35s", "waiting for it")
+	if !exists(filepath.Join(dir, "ran")) {
+		t.Error("the command did not run once the guard had passed")
+	}
+	if n := strings.Count(tl.stderr.String(), said); n != 1 {
+		t.Errorf("the abstention is said %d times, want once:\n%s", n, tl.stderr.String())
+	}
+}
