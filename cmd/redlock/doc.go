@@ -117,8 +117,16 @@
 //
 // redlock ignores SIGTSTP (Ctrl-Z): a stopped redlock could not extend the lock while
 // COMMAND runs on. If redlock is stopped anyway (SIGSTOP) past the lock's validity, it finds
-// the lock expired when it resumes and stops COMMAND (status 75). If redlock is killed with
-// SIGKILL, COMMAND runs on, and the lock expires after -ttl. Otherwise redlock never exits
+// the lock expired when it resumes and stops COMMAND (status 75). If redlock is killed
+// (SIGKILL, the OOM killer), on Linux COMMAND gets SIGKILL too (a parent-death signal,
+// PR_SET_PDEATHSIG), and a small sentinel process that redlock starts beside it (a copy of
+// redlock, in a process group of its own) kills COMMAND's whole process group with
+// SIGKILL and says so; the lock expires after -ttl. What can still outlive a killed
+// redlock: a process that left COMMAND's group (setsid, or a shell's job control), a
+// setuid COMMAND (the kernel drops its parent-death signal), everything if the sentinel is
+// killed with redlock (a kill of every process of the machine's user, say, or of the
+// cgroup, which kills the command's group too), and, outside Linux, COMMAND and its group:
+// there they run on after a SIGKILL of redlock. Otherwise redlock never exits
 // with the lock held: it releases it on every path once it was taken, trying a release that
 // too few nodes answered again for up to 5s (pausing between tries as between attempts to
 // take the lock), and saying so if it could not: the lock then expires after -ttl.

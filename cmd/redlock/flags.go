@@ -171,7 +171,10 @@ background), which it stops whenever it stops COMMAND (a loss, -timeout), and th
 exits with COMMAND's status. COMMAND is not the terminal's foreground job: if it
 reads from the terminal it is stopped, so give it its input from a file or a pipe.
 redlock ignores SIGTSTP (Ctrl-Z): stopped, it could not extend %[2]s. If
-redlock is killed with SIGKILL, COMMAND runs on and %[2]s expires after -ttl.
+redlock is killed (SIGKILL), on Linux COMMAND's process group is killed with it
+(SIGKILL, by a parent-death signal and a sentinel process): only a process that left
+the group (setsid) runs on; elsewhere COMMAND runs on. Either way %[2]s expires
+after -ttl.
 `
 )
 

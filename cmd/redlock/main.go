@@ -28,6 +28,9 @@ Run 'redlock help COMMAND' for a command's flags and exit statuses.
 `
 
 func main() {
+	if len(os.Args) > 1 && sentinelCmd != "" && os.Args[1] == sentinelCmd {
+		os.Exit(sentinelMain(os.Args[2:]))
+	}
 	os.Exit(redlockMain(os.Args[1:], os.Getenv, os.Stdout, os.Stderr))
 }
 

@@ -59,7 +59,8 @@ type process struct {
 	exited  chan struct{}    // closed once it has exited and been reaped
 	err     error            // exec.Cmd.Wait's error; set before exited closes
 	orphans <-chan os.Signal // SIGCHLD: an orphan redlock adopted may have exited (see reapOrphans)
-	stop    func()           // ends the signals to orphans
+	sentry  *sentinel        // kills the group if redlock dies first; nil: none
+	unwatch func()           // ends the signals to orphans
 }
 
 // newCommand returns the command for argv with redlock's standard input, output and error,
@@ -75,21 +76,40 @@ func newCommand(argv []string) (*exec.Cmd, error) {
 }
 
 // start starts cmd in a process group of its own, with the fencing token in its
-// environment.
+// environment. On Linux the command gets SIGKILL if redlock dies (a parent-death signal),
+// and redlock's sentinel kills the rest of its group then (see startSentinel): neither
+// runs on without the lock. Call stop once the command's group has exited.
 func start(cmd *exec.Cmd, token uint64) (*process, error) {
-	orphans, stop := adoptOrphans()
+	orphans, unwatch := adoptOrphans()
+	sentry := startSentinel(os.Stderr)
 	cmd.Env = append(os.Environ(), tokenEnv+"="+strconv.FormatUint(token, 10))
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	if err := cmd.Start(); err != nil {
-		stop()
-		return nil, err
-	}
-	p := &process{cmd: cmd, exited: make(chan struct{}), orphans: orphans, stop: stop}
-	go func() {
+	cmd.SysProcAttr = commandAttr()
+	p := &process{cmd: cmd, exited: make(chan struct{}), orphans: orphans, sentry: sentry, unwatch: unwatch}
+	err := startThread(cmd.Start, func() {
 		p.err = cmd.Wait()
 		close(p.exited)
-	}()
+	})
+	if err != nil {
+		sentry.dismiss()
+		unwatch()
+		return nil, err
+	}
+	sentry.watch(cmd.Process.Pid)
 	return p, nil
+}
+
+// stop ends what start set up around the command once its group has exited: the signals
+// of exited orphans, and the sentinel. If the group still runs (redlock is on its way out
+// after a panic, say), the sentinel stays, and kills the group once redlock has exited.
+func (p *process) stop() {
+	p.unwatch()
+	select {
+	case <-p.exited:
+		if !p.groupRuns() {
+			p.sentry.dismiss()
+		}
+	default:
+	}
 }
 
 // signal sends sig to the command's process group, unless every process of it has
