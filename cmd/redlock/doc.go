@@ -16,7 +16,14 @@
 //	redlock help [run|elect|status]
 //
 // `redlock run` takes the lock NAME over the Redis masters of -addrs (default:
-// $REDIS_ADDRS, comma-separated host:port, or redis:// and rediss:// URLs). One address
+// $REDIS_ADDRS, comma-separated host:port, or redis://, rediss://, valkey:// and valkeys://
+// URLs, the last two read as the first two are). For secured servers every command takes
+// -tls (TLS to host:port addresses), -cacert FILE (the CA the servers' certificates must
+// chain to), -cert FILE and -key FILE (a client certificate and its key), -user NAME (an
+// ACL user) and -password-file FILE (its password, the file's first line), each also from
+// the environment when its flag is not given: $REDIS_CACERT, $REDIS_CERT, $REDIS_KEY,
+// $REDIS_USER and $REDIS_PASSWORD (the password itself); a URL's own user and password
+// come first. One address
 // makes a single-instance lock; several make a Redlock over independent masters, a majority
 // of which must grant it. It connects to every node at once and goes on as soon as a
 // majority has connected, or every node has connected or failed, giving each at most 2s. It

@@ -30,7 +30,8 @@ type runConfig struct {
 	name     string           // the election's, or the lock's (see lockName)
 	names    []string         // run: the lock's names, each once, in the order of -name
 	value    string           // elect: the value the leader proclaims
-	addrs    []*redis.Options // one per Redis master
+	conn     access           // how to reach the Redis masters
+	addrs    []*redis.Options // one per Redis master, from conn
 	command  []string         // the command and its arguments
 	nonblock bool             // one attempt (TryAcquire) instead of a wait
 	wait     time.Duration    // how long to wait for the lock; 0: no limit
@@ -193,7 +194,7 @@ func commandFlags(sub string, c *runConfig) *flag.FlagSet {
 			return nil
 		})
 	}
-	addrsFlag(fs, &c.addrs)
+	accessFlags(fs, &c.conn)
 	if elect {
 		fs.StringVar(&c.value, "value", "", "the `value` this candidate records as the leader's, for 'redlock status' and\n"+
 			"Election.Leader to show; at most 4096 bytes (default HOST:PID, this machine's host\nname and redlock's process ID)")
@@ -226,15 +227,6 @@ func commandFlags(sub string, c *runConfig) *flag.FlagSet {
 	return fs
 }
 
-// addrsFlag defines -addrs, which fills addrs.
-func addrsFlag(fs *flag.FlagSet, addrs *[]*redis.Options) {
-	fs.Func("addrs", "the Redis masters, comma-separated `host:port,...`, or redis:// or rediss:// URLs\n"+
-		"(for a password, a database or TLS) (default $REDIS_ADDRS)", func(s string) (err error) {
-		*addrs, err = parseAddrs(s)
-		return err
-	})
-}
-
 // prefixFlag defines -prefix, which fills prefix.
 func prefixFlag(fs *flag.FlagSet, prefix *string) {
 	fs.StringVar(prefix, "prefix", "redlock:", "prefix of the Redis keys the lock uses")
@@ -251,6 +243,7 @@ func commandUsage(sub string) string {
 	fs := commandFlags(sub, &runConfig{})
 	fs.SetOutput(&b)
 	fs.PrintDefaults()
+	b.WriteString(accessUsage)
 	b.WriteString(tail)
 	fmt.Fprintf(&b, signalsUsage, after, kept)
 	return b.String()
@@ -305,12 +298,8 @@ func parseCommand(sub string, args []string, getenv func(string) string) (*runCo
 		c.names = fold(c.names)
 		c.name = lockName(c.names)
 	}
-	if !set["addrs"] {
-		addrs, err := parseAddrs(getenv("REDIS_ADDRS"))
-		if err != nil {
-			return nil, usagef("$REDIS_ADDRS: %v", err)
-		}
-		c.addrs = addrs
+	if c.addrs, err = c.conn.nodes(set, getenv); err != nil {
+		return nil, err
 	}
 	if sub == cmdElect && !set["value"] {
 		c.value = defaultValue()

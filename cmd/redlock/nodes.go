@@ -20,11 +20,26 @@ import (
 // -wait, when shorter, bounds it too. The usage text, doc.go and the README say 2s.
 const connectTimeout = 2 * time.Second
 
-// parseAddrs parses a comma-separated list of Redis masters: host:port, or redis:// and
-// rediss:// URLs. Empty entries are skipped; the same address twice is an error (one server
-// must not count as two votes), as are an address without a host or a port and a bad URL.
+// parseAddrs parses a comma-separated list of Redis masters: host:port, or redis://,
+// rediss://, valkey:// and valkeys:// URLs (see parseAddrList).
 func parseAddrs(list string) ([]*redis.Options, error) {
-	var opts []*redis.Options
+	opts, _, err := parseAddrList(list)
+	return opts, err
+}
+
+// valkeySchemes are the URL schemes of Valkey, and the Redis schemes they stand for.
+var valkeySchemes = map[string]string{"valkey://": "redis://", "valkeys://": "rediss://"}
+
+// parseAddrList parses a comma-separated list of Redis masters: host:port, or redis:// and
+// rediss:// URLs, or valkey:// and valkeys:// URLs, which are read as redis:// and
+// rediss:// are. It returns each address's options, and whether it was a URL. Empty
+// entries are skipped; the same address twice is an error (one server must not count as
+// two votes), as are an address without a host or a port and a bad URL.
+func parseAddrList(list string) ([]*redis.Options, []bool, error) {
+	var (
+		opts []*redis.Options
+		urls []bool
+	)
 	seen := map[string]bool{}
 	for _, addr := range strings.Split(list, ",") {
 		addr = strings.TrimSpace(addr)
@@ -32,24 +47,31 @@ func parseAddrs(list string) ([]*redis.Options, error) {
 			continue
 		}
 		o := &redis.Options{Addr: addr}
-		if strings.Contains(addr, "://") {
+		url := strings.Contains(addr, "://")
+		if url {
+			parsed := addr
+			for valkey, redisScheme := range valkeySchemes {
+				if len(addr) >= len(valkey) && strings.EqualFold(addr[:len(valkey)], valkey) {
+					parsed = redisScheme + addr[len(valkey):]
+				}
+			}
 			var err error
-			if o, err = redis.ParseURL(addr); err != nil {
-				return nil, fmt.Errorf("bad Redis URL %q: %v", addr, err)
+			if o, err = redis.ParseURL(parsed); err != nil {
+				return nil, nil, fmt.Errorf("bad Redis URL %q: %v", addr, strings.ReplaceAll(err.Error(), parsed, addr))
 			}
 		} else if host, port, err := net.SplitHostPort(addr); err != nil || host == "" || port == "" {
-			return nil, fmt.Errorf("bad address %q: want host:port, or a redis:// or rediss:// URL", addr)
+			return nil, nil, fmt.Errorf("bad address %q: want host:port, or a redis://, rediss://, valkey:// or valkeys:// URL", addr)
 		}
 		if seen[o.Addr] {
-			return nil, fmt.Errorf("address %s is given twice: each must be a different Redis master", o.Addr)
+			return nil, nil, fmt.Errorf("address %s is given twice: each must be a different Redis master", o.Addr)
 		}
 		seen[o.Addr] = true
 		// A call whose context ends must not keep its connection busy until go-redis's own
 		// read timeout (see backends/goredis).
 		o.ContextTimeoutEnabled = true
-		opts = append(opts, o)
+		opts, urls = append(opts, o), append(urls, url)
 	}
-	return opts, nil
+	return opts, urls, nil
 }
 
 // nodeSet is the redlock Nodes of a run, each over a go-redis client of its own, and the

@@ -106,7 +106,8 @@ Exit status:
 // statusConfig is what `redlock status` was asked to show, parsed and checked.
 type statusConfig struct {
 	name    string
-	addrs   []*redis.Options
+	conn    access           // how to reach the Redis masters
+	addrs   []*redis.Options // one per Redis master, from conn
 	prefix  string
 	json    bool
 	timeout time.Duration // each node's answer, connecting included
@@ -117,7 +118,7 @@ func statusFlags(c *statusConfig) *flag.FlagSet {
 	fs := flag.NewFlagSet("redlock status", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	fs.Usage = func() {}
-	addrsFlag(fs, &c.addrs)
+	accessFlags(fs, &c.conn)
 	prefixFlag(fs, &c.prefix)
 	fs.BoolVar(&c.json, "json", false, "print one JSON object, whose fields the end of this text describes")
 	fs.DurationVar(&c.timeout, "node-timeout", 2*time.Second, "bound on each node's answer, connecting included; a slower node is shown as\nnot answering")
@@ -131,6 +132,7 @@ func statusUsage() string {
 	fs := statusFlags(&statusConfig{})
 	fs.SetOutput(&b)
 	fs.PrintDefaults()
+	b.WriteString(accessUsage)
 	b.WriteString(statusUsageTail)
 	return b.String()
 }
@@ -149,10 +151,8 @@ func parseStatus(args []string, getenv func(string) string) (*statusConfig, erro
 	}
 	set := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
-	if !set["addrs"] {
-		if c.addrs, err = parseAddrs(getenv("REDIS_ADDRS")); err != nil {
-			return nil, usagef("$REDIS_ADDRS: %v", err)
-		}
+	if c.addrs, err = c.conn.nodes(set, getenv); err != nil {
+		return nil, err
 	}
 	switch {
 	case len(names) == 0 || names[0] == "":
