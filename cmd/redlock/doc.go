@@ -9,7 +9,7 @@
 //
 // Usage:
 //
-//	redlock run -name NAME [-name NAME...] [flags] [--] COMMAND [ARG...]
+//	redlock run NAME [-name NAME...] [flags] [--] COMMAND [ARG...]
 //	redlock elect NAME [flags] [--] COMMAND [ARG...]
 //	redlock status [flags] [--] NAME
 //	redlock version
@@ -39,7 +39,9 @@
 // -prefix, -retry-min, -retry-max) and what happens around COMMAND (-timeout, -grace,
 // -conflict-exit-code, -quiet); `redlock run -h` describes each, with an example.
 //
-// -name given more than once takes one lock over every NAME at once (the library's
+// NAME comes first in every command; without "--", COMMAND begins at the next argument that
+// is not a flag. run's older form, -name NAME given before COMMAND's first argument, still
+// works; -name NAME after NAME, once per NAME, takes one lock over every NAME at once (the library's
 // Client.AcquireAll, or TryAcquireAll with -nonblock): all of them or none, never one after
 // another, so two runs that share names cannot deadlock whatever their order. Each NAME is
 // held as its own lock would be, so the names' holders exclude it, and its token is above

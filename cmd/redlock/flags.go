@@ -69,16 +69,19 @@ func usagef(format string, args ...any) error { return usageError{fmt.Sprintf(fo
 // electUsageTail in `redlock elect -h`, each tail followed by signalsUsage. doc.go says
 // the same.
 const (
-	runUsageHead = `Usage: redlock run -name NAME [-name NAME...] [flags] [--] COMMAND [ARG...]
+	runUsageHead = `Usage: redlock run NAME [-name NAME...] [flags] [--] COMMAND [ARG...]
 
 Run COMMAND while holding the lock NAME over the Redis masters of -addrs, and exit
-with COMMAND's status. One address makes a single-instance lock; several make a
+with COMMAND's status. NAME comes first, as in 'redlock elect' and 'redlock status'
+(commands run under one NAME, -addrs and -prefix take turns); without "--", COMMAND
+begins at the next argument that is not a flag. -name NAME, the older form, still
+works: then COMMAND begins at the first argument that is not a flag. One address makes a single-instance lock; several make a
 Redlock over independent masters (not replicas of one another), a majority of which
 must grant it. The lock is extended while COMMAND runs and released when it exits.
 COMMAND gets the lock's fencing token in $REDLOCK_TOKEN: a decimal number that grows
 from one holder of NAME to the next, for storage that should refuse late writers.
 
--name given more than once takes one lock over every NAME at once (the library's
+-name NAME after NAME, once per NAME, takes one lock over every NAME at once (the library's
 AcquireAll, or TryAcquireAll with -nonblock): all of them or none, never one after
 another, so two runs that share names cannot deadlock whatever their order. Each NAME
 is held as its own lock would be, so the names' holders exclude it, and its token is
@@ -99,7 +102,7 @@ Example, a crontab that runs a job on one machine at a time and skips a run, sil
 while another machine still runs it:
 
   REDIS_ADDRS=10.0.0.1:6379,10.0.0.2:6379,10.0.0.3:6379
-  */5 * * * * redlock run -name report -nonblock -quiet -conflict-exit-code 0 -- /usr/local/bin/report --daily
+  */5 * * * * redlock run report -nonblock -quiet -conflict-exit-code 0 -- /usr/local/bin/report --daily
 
 Flags:
 `
@@ -188,8 +191,9 @@ func commandFlags(sub string, c *runConfig) *flag.FlagSet {
 	fs.Usage = func() {}
 	elect := sub == cmdElect
 	if !elect {
-		fs.Func("name", "the lock's `NAME` (required): commands run under one NAME, -addrs and -prefix take turns.\n"+
-			"Give -name once per NAME to hold several at once, all or none (a comma is part of a NAME)", func(s string) error {
+		fs.Func("name", "another `NAME` to hold with the first, all or none (once per NAME; a comma is\n"+
+			"part of a NAME); the older form of NAME: -name NAME given before COMMAND's first\n"+
+			"argument stands for NAME", func(s string) error {
 			c.names = append(c.names, s)
 			return nil
 		})
@@ -250,11 +254,11 @@ func commandUsage(sub string) string {
 }
 
 // parseArgs parses args with fs, and takes the arguments that are not flags, up to the
-// first after "--", as names: at most most of them, which may come before, between and
-// after the flags. It returns the names and the arguments after them (those after "--",
-// or from the first argument past the names that is not a flag). It returns flag.ErrHelp
-// for -h, or a usageError.
-func parseArgs(fs *flag.FlagSet, args []string, most int) (names, rest []string, err error) {
+// first after "--", as names: at most most() of them (asked again after each flag parsed),
+// which may come before, between and after the flags. It returns the names and the
+// arguments after them (those after "--", or from the first argument past the names that
+// is not a flag). It returns flag.ErrHelp for -h, or a usageError.
+func parseArgs(fs *flag.FlagSet, args []string, most func() int) (names, rest []string, err error) {
 	for {
 		if err := fs.Parse(args); err != nil {
 			if errors.Is(err, flag.ErrHelp) {
@@ -264,7 +268,7 @@ func parseArgs(fs *flag.FlagSet, args []string, most int) (names, rest []string,
 		}
 		rest = fs.Args()
 		ended := len(rest) < len(args) && args[len(args)-len(rest)-1] == "--"
-		if ended || len(rest) == 0 || len(names) == most {
+		if ended || len(rest) == 0 || len(names) >= most() {
 			return names, rest, nil
 		}
 		names = append(names, rest[0])
@@ -277,9 +281,13 @@ func parseArgs(fs *flag.FlagSet, args []string, most int) (names, rest []string,
 func parseCommand(sub string, args []string, getenv func(string) string) (*runConfig, error) {
 	c := &runConfig{sub: sub}
 	fs := commandFlags(sub, c)
-	most := 0 // run takes its name from -name
-	if sub == cmdElect {
-		most = 1
+	// NAME comes first, but for run's older form, -name NAME: given before any other
+	// argument that is not a flag, that one begins COMMAND.
+	most := func() int {
+		if sub == cmdRun && len(c.names) > 0 {
+			return 0
+		}
+		return 1
 	}
 	names, command, err := parseArgs(fs, args, most)
 	if err != nil {
@@ -292,8 +300,9 @@ func parseCommand(sub string, args []string, getenv func(string) string) (*runCo
 		c.name = names[0]
 	}
 	if sub == cmdRun {
+		c.names = append(names, c.names...)
 		if slices.Contains(c.names, "") {
-			return nil, usagef("an empty -name: every lock name must have at least one byte")
+			return nil, usagef("an empty NAME: every lock name must have at least one byte")
 		}
 		c.names = fold(c.names)
 		c.name = lockName(c.names)
@@ -308,7 +317,7 @@ func parseCommand(sub string, args []string, getenv func(string) string) (*runCo
 	case c.name == "" && sub == cmdElect:
 		return nil, usagef("no election name: give it first, as in redlock elect NAME -- COMMAND [ARG...]")
 	case c.name == "":
-		return nil, usagef("no lock name: give one with -name")
+		return nil, usagef("no lock name: give it first, as in redlock run NAME -- COMMAND [ARG...]")
 	case len(c.command) == 0 && sub == cmdElect:
 		return nil, usagef("no command to run: give it after the flags, as in redlock elect %s -- COMMAND [ARG...]", c.name)
 	case len(c.command) == 0:
@@ -360,14 +369,15 @@ func lockName(names []string) string {
 	return fmt.Sprint(names)
 }
 
-// nameFlags returns the -name flags that give names, for a message.
+// nameFlags returns the arguments that give names, for a message: the first, then a -name
+// flag for each other.
 func nameFlags(names []string) string {
 	var b strings.Builder
 	for i, name := range names {
 		if i > 0 {
-			b.WriteByte(' ')
+			b.WriteString(" -name ")
 		}
-		b.WriteString("-name " + name)
+		b.WriteString(name)
 	}
 	return b.String()
 }

@@ -14,15 +14,15 @@ across machines, over Redis (the Redlock algorithm over one or several masters).
 also runs a command while leading an election, and shows who holds a lock.
 
 Usage:
-  redlock run -name NAME [flags] [--] COMMAND [ARG...]   run COMMAND holding lock NAME
-                                                         (-name again: every NAME at once)
+  redlock run NAME [flags] [--] COMMAND [ARG...]         run COMMAND holding lock NAME
+                                                         (-name NAME: every NAME at once)
   redlock elect NAME [flags] [--] COMMAND [ARG...]       run COMMAND while leading election NAME
   redlock status [flags] NAME                            show who holds NAME, and who waits
   redlock version                                        print redlock's version
   redlock help [run|elect|status]                        print this, or a command's usage
 
 Example:
-  REDIS_ADDRS=10.0.0.1:6379,10.0.0.2:6379,10.0.0.3:6379 redlock run -name backup -- ./backup.sh
+  REDIS_ADDRS=10.0.0.1:6379,10.0.0.2:6379,10.0.0.3:6379 redlock run backup -- ./backup.sh
 
 Run 'redlock help COMMAND' for a command's flags and exit statuses.
 `

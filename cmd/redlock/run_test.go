@@ -398,3 +398,24 @@ func TestFreshServerWaitsAndSaysSo(t *testing.T) {
 		t.Errorf("the abstention is said %d times, want once:\n%s", n, tl.stderr.String())
 	}
 }
+
+// TestRunNameFirst: redlock run takes NAME first, as elect and status do, with or without
+// "--" before COMMAND, flags before and after it; it is the lock that -name NAME, the older
+// form, takes: while one holds it, the other is refused.
+func TestRunNameFirst(t *testing.T) {
+	s := newSetup(t, 1)
+	holder, other := t.TempDir(), t.TempDir()
+	hold := startTool(t, nil, "", append(append([]string{"run", "first"}, s.flags...), "sh", "-c", holdScript, "sh", holder)...)
+	hold.awaitFile(t, filepath.Join(holder, "started"))
+	code, _, stderr := runTool(t, nil, s.args("first", append([]string{"-nonblock"}, sh(ranScript, other)...)...)...)
+	wantCode(t, code, stderr, exitConflictDefault, `lock "first" is held elsewhere`)
+	touch(t, filepath.Join(holder, "release"))
+	wantCode(t, hold.wait(t), hold.stderr.String(), 0)
+
+	code, _, stderr = runTool(t, nil, append(append([]string{"run", "-nonblock", "first"}, s.flags...), sh(ranScript, other)...)...)
+	wantCode(t, code, stderr, 0)
+	if token := readToken(t, filepath.Join(other, "token")); token <= readToken(t, filepath.Join(holder, "token")) {
+		t.Errorf("the second holder's token %d is not above the first's", token)
+	}
+	s.assertReleased(t, "first")
+}

@@ -142,7 +142,7 @@ func statusUsage() string {
 func parseStatus(args []string, getenv func(string) string) (*statusConfig, error) {
 	c := &statusConfig{}
 	fs := statusFlags(c)
-	names, rest, err := parseArgs(fs, args, 1)
+	names, rest, err := parseArgs(fs, args, func() int { return 1 })
 	if err != nil {
 		return nil, err
 	}

@@ -22,6 +22,9 @@ func TestUsageErrors(t *testing.T) {
 		{"unknown subcommand", nil, []string{"lock", "x"}, "unknown command or arguments: lock x"},
 		{"version with arguments", nil, []string{"version", "x"}, "unknown command or arguments"},
 		{"no -name", nil, []string{"run", addrs, "--", "echo", "ran"}, "no lock name"},
+		{"empty NAME", nil, []string{"run", addrs, "", "echo", "ran"}, "an empty NAME"},
+		{"NAME, no command", nil, []string{"run", "x", addrs}, "no command to run: give it after the flags, as in redlock run x --"},
+		{"NAME and -name, no command", nil, []string{"run", "x", addrs, "-name", "y"}, "as in redlock run x -name y -- COMMAND"},
 		{"no command", nil, []string{"run", addrs, "-name", "x"}, "no command to run"},
 		{"bad -ttl", nil, []string{"run", addrs, "-name", "x", "-ttl", "ten", "echo", "ran"}, `invalid value "ten" for flag -ttl`},
 		{"zero -ttl", nil, []string{"run", addrs, "-name", "x", "-ttl", "0", "echo", "ran"}, "-ttl must be at least 1ms, got 0s"},
@@ -58,8 +61,8 @@ func TestUsageErrors(t *testing.T) {
 		{"bad prefix", nil, []string{"run", addrs, "-name", "x", "-prefix", "a{}", "echo", "ran"}, "-prefix: key prefix"},
 		{"name too long", nil, []string{"run", addrs, "-name", strings.Repeat("n", 2000), "-nonblock", "echo", "ran"}, "-name of 2000 bytes: at most 1024"},
 		{"second name too long", nil, []string{"run", addrs, "-name", "x", "-name", strings.Repeat("n", 2000), "-nonblock", "echo", "ran"}, "-name of 2000 bytes: at most 1024"},
-		{"empty second name", nil, []string{"run", addrs, "-name", "x", "-name", "", "echo", "ran"}, "an empty -name"},
-		{"two names, no command", nil, []string{"run", addrs, "-name", "x", "-name", "y"}, "as in redlock run -name x -name y -- COMMAND"},
+		{"empty second name", nil, []string{"run", addrs, "-name", "x", "-name", "", "echo", "ran"}, "an empty NAME"},
+		{"two names, no command", nil, []string{"run", addrs, "-name", "x", "-name", "y"}, "as in redlock run x -name y -- COMMAND"},
 		{"elect without a name", nil, []string{"elect", addrs, "--", "echo", "ran"}, "no election name"},
 		{"elect without a command", nil, []string{"elect", "x", addrs}, "no command to run: give it after the flags, as in redlock elect x --"},
 		{"elect -nonblock", nil, []string{"elect", "x", addrs, "-nonblock", "echo", "ran"}, "flag provided but not defined: -nonblock"},
@@ -93,7 +96,7 @@ var goName = regexp.MustCompile(`With[A-Z]`)
 func TestHelp(t *testing.T) {
 	for _, args := range [][]string{{"-h"}, {"--help"}, {"help"}} {
 		code, stdout, stderr := runTool(t, nil, args...)
-		if code != 0 || !strings.Contains(stdout, "redlock run -name NAME") || stderr != "" {
+		if code != 0 || !strings.Contains(stdout, "redlock run NAME") || stderr != "" {
 			t.Errorf("redlock %q: exit %d, stdout %q, stderr %q", args, code, stdout, stderr)
 		}
 	}
@@ -107,7 +110,7 @@ func TestHelp(t *testing.T) {
 			"-restart-guard", "-node-timeout", "-drift-factor", "-prefix", "-retry-min", "-retry-max", "-conflict-exit-code", "-quiet",
 			"REDLOCK_TOKEN", "Exit status", "\n  1 ", "\n  2 ", "\n  69 ", "\n  75 ", "\n  124 ", "\n  126, 127 ", "\n  128+N ",
 			"process group", "SIGTSTP", "connects to every node", "at most 2s", "connecting to the nodes included",
-			"[-name NAME...]", "-name given more than once", "all of them or none", "counts once", "a comma is part of a NAME",
+			"[-name NAME...]", "-name NAME after NAME", "all of them or none", "counts once", "a comma is part of a NAME",
 		} {
 			if !strings.Contains(stdout, want) {
 				t.Errorf("redlock %q: the usage lacks %q", args, want)
