@@ -11,6 +11,7 @@
 //
 //	redlock run NAME [-name NAME...] [flags] [--] COMMAND [ARG...]
 //	redlock elect NAME [flags] [--] COMMAND [ARG...]
+//	redlock elect -observe NAME [flags]
 //	redlock status [flags] [--] NAME
 //	redlock version
 //	redlock help [run|elect|status]
@@ -60,7 +61,12 @@
 // leader records -value (default "HOST:PID": this machine's host name and redlock's process
 // ID, at most 4096 bytes) on the nodes, where `redlock status` and Election.Leader read it.
 // Its flags are run's but -name and -nonblock, plus -value, and its exit statuses and
-// signals are run's (below), about leadership instead of the lock. `redlock elect -h` describes each flag, with an example.
+// signals are run's (below), about leadership instead of the lock. `redlock elect -observe
+// NAME` campaigns for nothing and runs no COMMAND (as etcdctl elect -l): it prints the
+// value of NAME's leader, then that of each new leader as it changes (a new leader's
+// too when its value is the last one's), one line each, and an empty line whenever no
+// candidate leads, until SIGINT, SIGTERM or SIGHUP (exit status 0); 69 if reading the
+// leader fails for good (Election.Observe). `redlock elect -h` describes each flag, with an example.
 //
 // `redlock status NAME` reads every key that a lock, RWMutex, Election or Semaphore called
 // NAME has on each node of -addrs (under -prefix): a Semaphore's record of its number of

@@ -2,6 +2,8 @@ package main
 
 import (
 	"path/filepath"
+	"slices"
+	"strings"
 	"syscall"
 	"testing"
 )
@@ -97,4 +99,40 @@ func TestElectWaitAndSignals(t *testing.T) {
 		t.Error("the leader's command did not get SIGTERM")
 	}
 	s.assertReleased(t, "signals")
+}
+
+// TestElectObserve: redlock elect -observe NAME prints the election's leader as it is
+// (an empty line: none), then each new leader's value as candidates lead in turn, and an
+// empty line once none leads; SIGINT ends it with status 0.
+func TestElectObserve(t *testing.T) {
+	s := newSetup(t, 1)
+	obs := startTool(t, nil, "", append([]string{"elect", "-observe", "observed"}, s.flags...)...)
+	lines := func() []string { return strings.SplitAfter(obs.stdout.String(), "\n") }
+	obs.await(t, "the first line: no leader", func() bool { return obs.stdout.String() != "" })
+	if got := obs.stdout.String(); got != "\n" {
+		t.Fatalf("first output %q, want an empty line (no leader)", got)
+	}
+	first, second := t.TempDir(), t.TempDir()
+	a := startTool(t, nil, "", s.electArgs("observed", holdScript, first, "-value", "first")...)
+	a.awaitFile(t, filepath.Join(first, "started"))
+	obs.await(t, "the first leader", func() bool { return slices.Contains(lines(), "first\n") })
+	b := startTool(t, nil, "", s.electArgs("observed", holdScript, second, "-value", "second")...)
+	b.await(t, "second candidate queued in Redis", func() bool { return s.hasKey(t, keys("observed").Queue) })
+	touch(t, filepath.Join(first, "release"))
+	wantCode(t, a.wait(t), a.stderr.String(), 0)
+	obs.await(t, "the second leader", func() bool { return slices.Contains(lines(), "second\n") })
+	touch(t, filepath.Join(second, "release"))
+	wantCode(t, b.wait(t), b.stderr.String(), 0)
+	obs.await(t, "no leader after the second", func() bool { return strings.HasSuffix(obs.stdout.String(), "second\n\n") })
+	obs.signal(t, syscall.SIGINT)
+	wantCode(t, obs.wait(t), obs.stderr.String(), 0)
+	var leaders []string
+	for _, line := range lines() {
+		if line != "\n" && line != "" {
+			leaders = append(leaders, line)
+		}
+	}
+	if !slices.Equal(leaders, []string{"first\n", "second\n"}) {
+		t.Errorf("leaders printed %q, want first then second; output:\n%s", leaders, obs.stdout.String())
+	}
 }

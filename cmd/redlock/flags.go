@@ -30,6 +30,7 @@ type runConfig struct {
 	name     string           // the election's, or the lock's (see lockName)
 	names    []string         // run: the lock's names, each once, in the order of -name
 	value    string           // elect: the value the leader proclaims
+	observe  bool             // elect: print each new leader instead of campaigning
 	conn     access           // how to reach the Redis masters
 	addrs    []*redis.Options // one per Redis master, from conn
 	command  []string         // the command and its arguments
@@ -122,6 +123,7 @@ Exit status:
   128+N             signal N interrupted the wait for the lock; COMMAND did not run
 `
 	electUsageHead = `Usage: redlock elect NAME [flags] [--] COMMAND [ARG...]
+       redlock elect -observe NAME [flags]
 
 Campaign to lead the election NAME over the Redis masters of -addrs, run COMMAND once
 this process leads, and exit with COMMAND's status. One candidate leads at a time, and
@@ -134,6 +136,12 @@ SIGKILL after -grace, and redlock exits 75. When COMMAND exits, redlock resigns 
 the next candidate leads. COMMAND gets the leader's fencing token in $REDLOCK_TOKEN: a
 decimal number that grows from one leader of NAME to the next (a term number), for
 storage that should refuse a former leader's late writes. NAME must not begin with '-'.
+
+With -observe, redlock campaigns for nothing and runs no COMMAND (as etcdctl elect
+-l): it prints the value of NAME's leader, then that of each new leader as it
+changes (a new leader's too when its value is the last one's), one line each, and
+an empty line whenever no candidate leads, until SIGINT, SIGTERM or SIGHUP (exit
+status 0); 69 if reading the leader fails for good.
 
 A candidate waits as long as it takes to lead (-wait 0, the default). Before its
 first attempt it connects to every node at once, as 'redlock run' does, giving each
@@ -200,6 +208,8 @@ func commandFlags(sub string, c *runConfig) *flag.FlagSet {
 	}
 	accessFlags(fs, &c.conn)
 	if elect {
+		fs.BoolVar(&c.observe, "observe", false, "campaign for nothing and run no COMMAND: print the value of each new leader\n"+
+			"of NAME, one line each (an empty line: no leader), until SIGINT or SIGTERM")
 		fs.StringVar(&c.value, "value", "", "the `value` this candidate records as the leader's, for 'redlock status' and\n"+
 			"Election.Leader to show; at most 4096 bytes (default HOST:PID, this machine's host\nname and redlock's process ID)")
 		fs.DurationVar(&c.wait, "wait", 0, "how long to campaign, connecting to the nodes included: the most time before\n"+
@@ -318,9 +328,13 @@ func parseCommand(sub string, args []string, getenv func(string) string) (*runCo
 		return nil, usagef("no election name: give it first, as in redlock elect NAME -- COMMAND [ARG...]")
 	case c.name == "":
 		return nil, usagef("no lock name: give it first, as in redlock run NAME -- COMMAND [ARG...]")
-	case len(c.command) == 0 && sub == cmdElect:
+	case c.observe && len(c.command) > 0:
+		return nil, usagef("-observe runs no command: unexpected %q", strings.Join(c.command, " "))
+	case c.observe && slices.ContainsFunc(notObserving, func(f string) bool { return set[f] }):
+		return nil, usagef("-observe campaigns for nothing: -%s does not apply", notObserving[slices.IndexFunc(notObserving, func(f string) bool { return set[f] })])
+	case len(c.command) == 0 && sub == cmdElect && !c.observe:
 		return nil, usagef("no command to run: give it after the flags, as in redlock elect %s -- COMMAND [ARG...]", c.name)
-	case len(c.command) == 0:
+	case len(c.command) == 0 && !c.observe:
 		return nil, usagef("no command to run: give it after the flags, as in redlock run %s -- COMMAND [ARG...]", nameFlags(c.names))
 	case len(c.addrs) == 0:
 		return nil, usagef("no Redis address: give -addrs host:port[,host:port...] or set $REDIS_ADDRS")

@@ -17,6 +17,7 @@ Usage:
   redlock run NAME [flags] [--] COMMAND [ARG...]         run COMMAND holding lock NAME
                                                          (-name NAME: every NAME at once)
   redlock elect NAME [flags] [--] COMMAND [ARG...]       run COMMAND while leading election NAME
+  redlock elect -observe NAME [flags]                    print each new leader of election NAME
   redlock status [flags] NAME                            show who holds NAME, and who waits
   redlock version                                        print redlock's version
   redlock help [run|elect|status]                        print this, or a command's usage

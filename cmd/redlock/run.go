@@ -51,6 +51,9 @@ func commandMain(sub string, args []string, getenv func(string) string, stdout, 
 		return exitUsage
 	}
 	r := &runner{runConfig: c, stderr: stderr, start: time.Now()}
+	if c.observe {
+		return r.observe(stdout)
+	}
 	return r.run()
 }
 

@@ -67,6 +67,8 @@ func TestUsageErrors(t *testing.T) {
 		{"elect without a command", nil, []string{"elect", "x", addrs}, "no command to run: give it after the flags, as in redlock elect x --"},
 		{"elect -nonblock", nil, []string{"elect", "x", addrs, "-nonblock", "echo", "ran"}, "flag provided but not defined: -nonblock"},
 		{"elect -value too long", nil, []string{"elect", "x", addrs, "-value", strings.Repeat("v", 5000), "echo", "ran"}, "-value of 5000 bytes: at most 4096"},
+		{"elect -observe with a command", nil, []string{"elect", "-observe", "x", addrs, "--", "echo", "ran"}, `-observe runs no command: unexpected "echo ran"`},
+		{"elect -observe -value", nil, []string{"elect", "-observe", "x", addrs, "-value", "v"}, "-observe campaigns for nothing: -value does not apply"},
 		{"elect name too long", nil, []string{"elect", strings.Repeat("n", 2000), addrs, "echo", "ran"}, "NAME of 2000 bytes: at most 1024"},
 		{"status without a name", nil, []string{"status", addrs}, "no name"},
 		{"status with two names", nil, []string{"status", addrs, "x", "y"}, `one name only: unexpected "y"`},
