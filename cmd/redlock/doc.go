@@ -51,6 +51,13 @@
 // statuses, extension, loss and signals) is as for one name: "the lock" is the lock over
 // every NAME, and it is held elsewhere when any one of them is.
 //
+// -shared holds the lock's read side, as flock -s does (the library's RWMutex, RLock and
+// RLockContext, or TryRLock with -nonblock; NewRWMutexAll over several names): any number
+// of -shared runs hold it together, and a run without -shared excludes them all, each
+// waiting for the other in turn (a reader does not go past a writer that waits). A reader
+// has no fencing token: COMMAND gets no REDLOCK_TOKEN. A reader's release is tried once:
+// one that too few nodes answered expires after -ttl.
+//
 // `redlock elect` campaigns to lead the election NAME (the library's Client.NewElection,
 // whose leader holds the lock NAME) and runs COMMAND once this process leads, as `redlock
 // run` runs it holding a lock: the leader's fencing token in REDLOCK_TOKEN (a number that

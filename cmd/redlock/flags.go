@@ -35,6 +35,7 @@ type runConfig struct {
 	addrs    []*redis.Options // one per Redis master, from conn
 	command  []string         // the command and its arguments
 	nonblock bool             // one attempt (TryAcquire) instead of a wait
+	shared   bool             // run: the read side of the lock (an RWMutex's RLock)
 	wait     time.Duration    // how long to wait for the lock; 0: no limit
 	quiet    bool             // no message when the lock is held elsewhere
 	grace    time.Duration    // from SIGTERM to SIGKILL when the command must stop
@@ -90,6 +91,11 @@ above every token the names had; losing any one name loses the lock. A NAME give
 twice counts once; a comma is part of a NAME, not a separator. Everything else (the
 flags, exit statuses, extension, loss and signals) is as for one name: "the lock" is
 the lock over every NAME, and it is held elsewhere when any one of them is.
+
+-shared holds the lock's read side, as flock -s does (the library's RWMutex readers):
+any number of -shared runs hold it together, and a run without -shared excludes
+them all, each waiting for the other in turn. A reader has no fencing token: COMMAND
+gets no $REDLOCK_TOKEN.
 
 Before its first attempt redlock connects to every node at once, and goes on as soon
 as a majority of them has connected, or every one has connected or failed; it gives
@@ -220,6 +226,9 @@ func commandFlags(sub string, c *runConfig) *flag.FlagSet {
 		fs.DurationVar(&c.grace, "grace", 5*time.Second, "time from SIGTERM to SIGKILL when COMMAND must stop (lost leadership, -timeout)")
 		fs.DurationVar(&c.ttl, "ttl", 10*time.Second, "the leader's lock's lifetime on each node, renewed while COMMAND runs: how\nlong leadership outlives a redlock that was killed or cut off from Redis")
 	} else {
+		fs.BoolVar(&c.shared, "shared", false, "hold the lock's read side, with other -shared runs (an RWMutex's readers, as\n"+
+			"flock -s): a run without -shared waits for them all, and they for it; no\n"+
+			"$REDLOCK_TOKEN (readers have no fencing token)")
 		fs.BoolVar(&c.nonblock, "nonblock", false, "make one attempt: do not wait for the lock (connecting first takes up to 2s\n"+
 			"while no majority of the nodes answers)")
 		fs.DurationVar(&c.wait, "wait", 0, "how long to wait for the lock, connecting to the nodes included: the most\n"+

@@ -5,7 +5,9 @@ import (
 	"os"
 	"os/exec"
 	"os/signal"
+	"slices"
 	"strconv"
+	"strings"
 	"syscall"
 )
 
@@ -76,13 +78,17 @@ func newCommand(argv []string) (*exec.Cmd, error) {
 }
 
 // start starts cmd in a process group of its own, with the fencing token in its
-// environment. On Linux the command gets SIGKILL if redlock dies (a parent-death signal),
+// environment (none for token 0, a reader's: a REDLOCK_TOKEN that redlock inherited is
+// left out). On Linux the command gets SIGKILL if redlock dies (a parent-death signal),
 // and redlock's sentinel kills the rest of its group then (see startSentinel): neither
 // runs on without the lock. Call stop once the command's group has exited.
 func start(cmd *exec.Cmd, token uint64) (*process, error) {
 	orphans, unwatch := adoptOrphans()
 	sentry := startSentinel(os.Stderr)
-	cmd.Env = append(os.Environ(), tokenEnv+"="+strconv.FormatUint(token, 10))
+	cmd.Env = slices.DeleteFunc(os.Environ(), func(kv string) bool { return strings.HasPrefix(kv, tokenEnv+"=") })
+	if token != 0 { // 0: a reader's, which has none
+		cmd.Env = append(cmd.Env, tokenEnv+"="+strconv.FormatUint(token, 10))
+	}
 	cmd.SysProcAttr = commandAttr()
 	p := &process{cmd: cmd, exited: make(chan struct{}), orphans: orphans, sentry: sentry, unwatch: unwatch}
 	err := startThread(cmd.Start, func() {

@@ -60,13 +60,14 @@ func commandMain(sub string, args []string, getenv func(string) string, stdout, 
 // runner carries out one `redlock run` or `redlock elect` (runConfig.sub).
 type runner struct {
 	*runConfig
-	stderr io.Writer        // redlock's messages
-	start  time.Time        // when the run began: -wait counts from there
-	sigs   <-chan os.Signal // the signals redlock catches (see notifySignals)
-	nodes  *nodeSet         // the nodes of -addrs
-	client *redlock.Client  // over them
-	lease  *redlock.Lease   // the lock (run) or the leadership (elect), once taken
-	cmd    *exec.Cmd        // the command, before it starts
+	stderr  io.Writer        // redlock's messages
+	start   time.Time        // when the run began: -wait counts from there
+	sigs    <-chan os.Signal // the signals redlock catches (see notifySignals)
+	nodes   *nodeSet         // the nodes of -addrs
+	client  *redlock.Client  // over them
+	lease   holding          // the lock (run), its read side (-shared) or the leadership (elect), once taken
+	abstain *abstentions     // says that a node abstains
+	cmd     *exec.Cmd        // the command, before it starts
 }
 
 // run takes the lock (or leadership), runs the command, releases the lock (resigns) and
@@ -84,7 +85,8 @@ func (r *runner) run() int {
 
 	r.nodes = newNodes(r.addrs)
 	defer r.nodes.close()
-	client, err := redlock.New(r.nodes.nodes, r.options(warnLogger(r.stderr, r.cause), &abstentions{guard: r.guard, waiting: !r.nonblock, say: r.say})...)
+	r.abstain = &abstentions{guard: r.guard, waiting: !r.nonblock, say: r.say}
+	client, err := redlock.New(r.nodes.nodes, r.options(warnLogger(r.stderr, r.cause), r.abstain)...)
 	if err != nil { // every error of New is about its input; parseRun checked most of it
 		r.usage(err)
 		return exitUsage
@@ -189,15 +191,20 @@ func (r *runner) usage(err error) {
 }
 
 // subject names what r takes in its messages: `lock "NAME"`, `lock ["NAME" "OTHER"]` over
-// several names, or `leadership of election "NAME"`.
+// several names, either with "shared " before it for -shared, or `leadership of election
+// "NAME"`.
 func (r *runner) subject() string {
+	shared := ""
+	if r.shared {
+		shared = "shared "
+	}
 	switch {
 	case r.sub == cmdElect:
 		return "leadership of election " + strconv.Quote(r.name)
 	case r.several():
-		return fmt.Sprintf("lock %q", r.names)
+		return fmt.Sprintf("%slock %q", shared, r.names)
 	}
-	return "lock " + strconv.Quote(r.name)
+	return shared + "lock " + strconv.Quote(r.name)
 }
 
 // several reports whether r takes one lock over several names.
@@ -206,8 +213,10 @@ func (r *runner) several() bool { return len(r.names) > 1 }
 // take makes the attempt that acquire asks for: the lock, in one attempt (-nonblock) or
 // waiting until ctx ends, or the election's leadership, campaigning until ctx ends. Over
 // several names it takes them all at once, or none.
-func (r *runner) take(ctx context.Context) (*redlock.Lease, error) {
+func (r *runner) take(ctx context.Context) (holding, error) {
 	switch {
+	case r.shared:
+		return r.takeShared(ctx)
 	case r.sub == cmdElect:
 		return r.client.NewElection(r.name).Campaign(ctx, r.value)
 	case r.several() && r.nonblock:
@@ -268,8 +277,10 @@ func (r *runner) acquire() (int, bool) {
 	if r.nonblock {
 		attempt = ctx
 	}
-	var err error
-	r.lease, err = r.take(attempt)
+	lease, err := r.take(attempt)
+	if err == nil { // a nil *Lease in the interface would not be nil
+		r.lease = lease
+	}
 	close(quit)
 	<-done
 
@@ -465,7 +476,7 @@ func (r *runner) release(code int) int {
 	err := r.lease.Release(ctx)
 	b := core.Backoff{Min: r.retryMin, Max: r.retryMax}
 	expired := false // while tried again: not lost while the command ran
-	for attempt := 0; errors.Is(err, redlock.ErrNoQuorum) && !core.Permanent(err) && pause(ctx, b.Delay(attempt, 0)); attempt++ {
+	for attempt := 0; errors.Is(err, redlock.ErrNoQuorum) && !core.Permanent(err) && !r.shared && pause(ctx, b.Delay(attempt, 0)); attempt++ {
 		again := r.lease.Release(ctx)
 		if expired = errors.Is(again, redlock.ErrNotHeld); expired {
 			break
