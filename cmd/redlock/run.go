@@ -127,8 +127,11 @@ func (r *runner) closeClient() {
 // warnLogger returns the logger for what the library reports but cannot return, such as a
 // wait for the lock that keeps failing: warnings, to w, without a time (cron and journald
 // add their own), with each error written as cause gives it.
+//
+// It drops the library's own line about a node that abstains under the restart guard:
+// redlock says that itself, naming its flag (see abstentions).
 func warnLogger(w io.Writer, cause func(error) string) *slog.Logger {
-	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{
+	return slog.New(dropAbstentions{slog.NewTextHandler(w, &slog.HandlerOptions{
 		Level: slog.LevelWarn,
 		ReplaceAttr: func(groups []string, a slog.Attr) slog.Attr {
 			if len(groups) == 0 && a.Key == slog.TimeKey {
@@ -139,7 +142,37 @@ func warnLogger(w io.Writer, cause func(error) string) *slog.Logger {
 			}
 			return a
 		},
-	}))
+	})})
+}
+
+// dropAbstentions is a slog.Handler that drops the library's records about a node that
+// abstains under the restart guard (a message about the guard, with a "node" attribute),
+// and passes on every other record to its Handler.
+type dropAbstentions struct{ slog.Handler }
+
+// Handle passes r on unless it is about an abstention.
+func (d dropAbstentions) Handle(ctx context.Context, r slog.Record) error {
+	if strings.Contains(r.Message, "abstains") && strings.Contains(r.Message, "restart guard") {
+		node := false
+		r.Attrs(func(a slog.Attr) bool {
+			node = a.Key == "node"
+			return !node
+		})
+		if node {
+			return nil
+		}
+	}
+	return d.Handler.Handle(ctx, r)
+}
+
+// WithAttrs keeps the records of the new Handler filtered.
+func (d dropAbstentions) WithAttrs(attrs []slog.Attr) slog.Handler {
+	return dropAbstentions{d.Handler.WithAttrs(attrs)}
+}
+
+// WithGroup keeps the records of the new Handler filtered.
+func (d dropAbstentions) WithGroup(name string) slog.Handler {
+	return dropAbstentions{d.Handler.WithGroup(name)}
 }
 
 // trim returns err's message without the library's "redlock: " prefix, which redlock's own
