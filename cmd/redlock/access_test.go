@@ -173,6 +173,8 @@ func TestSecuredServer(t *testing.T) {
 		wantCode(t, code, stderr, exitUnavailable, "certificate")
 		code, stderr = run(creds, "-nonblock", "-addrs", tlsAddr, "-cacert", p.ca)
 		wantCode(t, code, stderr, exitUnavailable)
+		code, stderr = run(creds, "-nonblock", "-addrs", tlsAddr, "-tls") // the system's CAs: not the test's
+		wantCode(t, code, stderr, exitUnavailable, "certificate signed by unknown authority")
 		code, stderr = run([]string{"REDIS_USER=locker", "REDIS_PASSWORD=wrong"}, append([]string{"-nonblock", "-addrs", tlsAddr}, tlsFlags...)...)
 		wantCode(t, code, stderr, exitUnavailable, "WRONGPASS")
 		code, stderr = run(nil, "-nonblock", "-addrs", srv.Addr())

@@ -9,7 +9,8 @@ import (
 // TestRunShared: runs with -shared hold the lock's read side together, without a fencing
 // token; a run without -shared is refused while they hold it, waits for them all, and
 // then holds it alone: a -shared run is refused behind it, as a reader is behind a
-// waiting writer, and while it holds.
+// waiting writer, and while it holds. Over several names, -shared holds the read side of
+// each; a reader whose share vanishes is stopped (75).
 func TestRunShared(t *testing.T) {
 	forEachN(t, func(t *testing.T, s *lockSetup) {
 		reader, other, writer := t.TempDir(), t.TempDir(), t.TempDir()
@@ -43,6 +44,23 @@ func TestRunShared(t *testing.T) {
 		if s.hasKey(t, keys("shared").Readers) {
 			t.Error("a reader's share is left on a server")
 		}
+
+		// Over several names, -shared holds the read side of each.
+		both, writer2, reader2 := t.TempDir(), t.TempDir(), t.TempDir()
+		w = startTool(t, nil, "", s.args("shared-b", sh(holdScript, writer2)...)...)
+		w.awaitFile(t, filepath.Join(writer2, "started"))
+		code, _, stderr = runTool(t, nil, s.args("shared-a", append([]string{"-name", "shared-b", "-shared", "-nonblock"}, sh(ranScript, both)...)...)...)
+		wantCode(t, code, stderr, exitConflictDefault, `shared lock ["shared-a" "shared-b"] is held elsewhere`)
+		touch(t, filepath.Join(writer2, "release"))
+		wantCode(t, w.wait(t), w.stderr.String(), 0)
+		r = startTool(t, nil, "", s.args("shared-a", append([]string{"-name", "shared-b", "-shared"}, sh(holdScript, reader2)...)...)...)
+		r.awaitFile(t, filepath.Join(reader2, "started"))
+		code, _, stderr = runTool(t, nil, s.args("shared-b", append([]string{"-shared", "-nonblock"}, sh(ranScript, both)...)...)...)
+		wantCode(t, code, stderr, 0)
+		code, _, stderr = runTool(t, nil, s.args("shared-a", append([]string{"-nonblock"}, sh(ranScript, both)...)...)...)
+		wantCode(t, code, stderr, exitConflictDefault, `lock "shared-a" is held elsewhere`)
+		touch(t, filepath.Join(reader2, "release"))
+		wantCode(t, r.wait(t), r.stderr.String(), 0)
 
 		// A reader whose share vanishes from the nodes has lost it: its command is stopped.
 		lost := t.TempDir()
