@@ -56,12 +56,16 @@ type sentinel struct {
 
 // startSentinel starts the sentinel (see sentinelCmd) in a process group of its own, so
 // that a signal to redlock's group (a shell's kill -9 %1) does not reach it, with stderr
-// for what it says. It returns nil if it could not: the command then still dies with
-// redlock (commandAttr), but not the rest of its group.
+// for what it says. If it cannot, it says so on stderr and returns nil: the command then
+// still dies with redlock (commandAttr), but not the rest of its group.
 func startSentinel(stderr *os.File) *sentinel {
+	failed := func(err error) *sentinel {
+		fmt.Fprintf(stderr, "redlock: could not start the sentinel that kills the command's process group if redlock is killed (%v): only the command itself would die with redlock\n", err)
+		return nil
+	}
 	r, w, err := os.Pipe()
 	if err != nil {
-		return nil
+		return failed(err)
 	}
 	defer r.Close()
 	cmd := exec.Command("/proc/self/exe", sentinelCmd, strconv.Itoa(os.Getpid()))
@@ -69,7 +73,7 @@ func startSentinel(stderr *os.File) *sentinel {
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if err := cmd.Start(); err != nil {
 		w.Close()
-		return nil
+		return failed(err)
 	}
 	go func() { _ = cmd.Wait() }() // or reapOrphans reaps it: either way it is reaped
 	return &sentinel{cmd: cmd, pipe: w}
