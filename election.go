@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/go-redlock/redlock/core"
@@ -74,6 +75,7 @@ func (e *Election) Campaign(ctx context.Context, value string) (*Lease, error) {
 	}
 	l := e.client.leaseOf(e.name, KindLease, e.keys, e.set)
 	l.extensions = make(chan struct{}, 1)
+	l.record = &leaderRecord{value: value}
 	l, err := e.client.acquireLease(ctx, l, true)
 	if err != nil {
 		return nil, err
@@ -82,8 +84,49 @@ func (e *Election) Campaign(ctx context.Context, value string) (*Lease, error) {
 		_ = l.Release(context.WithoutCancel(ctx))
 		return nil, &lockError{"campaign", e.name, err}
 	}
-	go e.keepRecord(l, value)
+	go e.keepRecord(l)
 	return l, nil
+}
+
+// leaderRecord is a leader's value, and the lock that keeps the writes of its record in
+// order: Proclaim's of a new value, and keepRecord's of the one it finds.
+type leaderRecord struct {
+	mu    sync.Mutex // held while the record is written
+	value string
+}
+
+// Proclaim makes value the value of leader, the Lease that Campaign returned, without a new
+// election (etcd's Proclaim): the record on the nodes, which Leader returns and Observe
+// sends, changes to value; the token stays. It records value on a quorum, trying again as
+// Campaign does, and the leader records it again after each extension: the last value
+// proclaimed, also by a call that failed when ctx ended (it may stand on some nodes
+// already), so that the record converges to it while the leader leads. Proclaim calls on
+// one leader run one at a time.
+//
+// Errors: one that matches ErrInvalid for a value over core.MaxValueLen bytes or a leader
+// that is not this Election's; one that matches ErrNotHeld if leadership was lost (or
+// resigned); ctx's error (and the last failure's) if ctx ends first.
+func (e *Election) Proclaim(ctx context.Context, leader *Lease, value string) error {
+	if err := e.usable("proclaim"); err != nil {
+		return err
+	}
+	switch {
+	case leader == nil || leader.record == nil || leader.cluster != e.client.cluster || leader.lock.Keys.Lock != e.keys.Lock:
+		return &lockError{"proclaim", e.name, fmt.Errorf("%w: not a leader of this Election (use the Lease that Campaign returned)", ErrInvalid)}
+	case len(value) > core.MaxValueLen:
+		return &lockError{"proclaim", e.name, fmt.Errorf("%w: a value of %d bytes: at most %d", ErrInvalid, len(value), core.MaxValueLen)}
+	}
+	if err := leader.Err(); err != nil {
+		return leader.notHeld(err)
+	}
+	r := leader.record
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.value = value
+	if err := e.proclaim(ctx, leader, value); err != nil {
+		return &lockError{"proclaim", e.name, err}
+	}
+	return nil
 }
 
 // proclaim records value as the value of l's holder, trying again after a failure that a
@@ -109,19 +152,21 @@ func (e *Election) proclaim(ctx context.Context, l *Lease, value string) error {
 	}
 }
 
-// keepRecord records value again while l leads, so that the record stands on every node
+// keepRecord records l's value (l.record) again while l leads, so that the record stands on every node
 // where the lock does: at once (Campaign's record returned at a quorum, maybe before a node
 // that missed it answered), and after each extension of l (a node the extension took, a
 // record's time). It hears every node out, and after a record that missed a node (a
 // failure, a timeout) it tries again, backing off as Acquire does, up to a third of the
 // lease's validity.
-func (e *Election) keepRecord(l *Lease, value string) {
+func (e *Election) keepRecord(l *Lease) {
 	b := core.Backoff{Min: e.set.retryMin, Max: max(e.set.retryMin, (l.lock.TTL-l.lock.Drift())/3)}
 	again := time.NewTimer(0)
 	defer again.Stop()
 	for attempt := 0; ; {
 		again.Stop()
-		missed, err := e.client.cluster.ProclaimEverywhere(context.Background(), l.held, value)
+		l.record.mu.Lock()
+		missed, err := e.client.cluster.ProclaimEverywhere(context.Background(), l.held, l.record.value)
+		l.record.mu.Unlock()
 		if missed > 0 && !core.Permanent(err) {
 			again.Reset(b.Delay(attempt, 0))
 			attempt++
@@ -162,7 +207,8 @@ func (e *Election) leader(ctx context.Context) (token, value string, err error) 
 }
 
 // Observe returns a channel on which it sends the leader's value each time the leader
-// changes (a new leader's value also when it is the last one's), starting with the current
+// changes (a new leader's value also when it is the last one's) or proclaims a new value
+// (Proclaim), starting with the current
 // one ("" if none), and "" when the election is left without a leader; it is closed when
 // ctx ends, the Client is closed, or reading the leader fails with an error no retry can
 // fix (see core.Permanent: the nodes' driver clients were closed, say). It learns of a new
@@ -192,15 +238,15 @@ func (e *Election) Observe(ctx context.Context) <-chan string {
 func (e *Election) observe(ctx context.Context, out chan<- string, wake <-chan struct{}) {
 	tick := time.NewTicker(max(50*time.Millisecond, e.set.nodeTimeout*5/2))
 	defer tick.Stop()
-	// last is the leader last sent, by its token ("" for none): a new leader is sent even
-	// if its value is the last one's.
-	last, first := "", true
+	// last is the leader last sent, by its token ("" for none), and its value: a new leader
+	// is sent even if its value is the last one's, and a leader's new value (Proclaim).
+	last, lastValue, first := "", "", true
 	for {
 		token, value, err := e.leader(ctx)
 		if ctx.Err() != nil || core.Permanent(err) {
 			return
 		}
-		if (err == nil || errors.Is(err, ErrNoLeader)) && (token != last || first) {
+		if (err == nil || errors.Is(err, ErrNoLeader)) && (token != last || value != lastValue || first) {
 			select {
 			case out <- value:
 			case <-ctx.Done():
@@ -208,7 +254,7 @@ func (e *Election) observe(ctx context.Context, out chan<- string, wake <-chan s
 			case <-e.client.closed:
 				return
 			}
-			last, first = token, false
+			last, lastValue, first = token, value, false
 		}
 		select {
 		case <-ctx.Done():

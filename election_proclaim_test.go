@@ -3,6 +3,7 @@ package redlock_test
 import (
 	"context"
 	"errors"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -237,5 +238,53 @@ func TestLeaderRecordCost(t *testing.T) {
 		}
 		mu.Unlock()
 		require.NoError(t, l.Release(t.Context()))
+	})
+}
+
+// TestElectionProclaim: a leader changes its value without a new election: Leader returns
+// the new value, Observe sends it (the same token), and the leader's records after its
+// extensions keep the new value, not Campaign's. A value too long, a Lease that is not this
+// Election's leader, and a leader that resigned are refused.
+func TestElectionProclaim(t *testing.T) {
+	bubble(t, func(t *testing.T) {
+		nodes, _ := simNodes(t, 3)
+		c := closingClient(t, nodes, redlock.WithTTL(time.Second))
+		e := c.NewElection("office")
+		ctx, stop := context.WithCancel(t.Context())
+		defer stop()
+		l, err := e.Campaign(ctx, "first")
+		require.NoError(t, err)
+		seen := e.Observe(ctx)
+		require.Equal(t, "first", <-seen)
+		token := l.Token()
+
+		require.NoError(t, e.Proclaim(ctx, l, "second"))
+		v, err := e.Leader(ctx)
+		require.NoError(t, err)
+		assert.Equal(t, "second", v)
+		assert.Equal(t, "second", <-seen, "Observe sends a leader's new value")
+		assert.Equal(t, token, l.Token(), "the same leader")
+
+		time.Sleep(5 * time.Second) // several extensions, each followed by a record
+		synctest.Wait()
+		v, err = e.Leader(ctx)
+		require.NoError(t, err)
+		assert.Equal(t, "second", v, "the records after the extensions put back Campaign's value")
+		select {
+		case v := <-seen:
+			t.Fatalf("Observe sent %q while the leader and its value stayed", v)
+		default:
+		}
+
+		assert.ErrorIs(t, e.Proclaim(ctx, l, strings.Repeat("x", core.MaxValueLen+1)), redlock.ErrInvalid)
+		other, err := c.Acquire(ctx, "office-lock")
+		require.NoError(t, err)
+		assert.ErrorIs(t, e.Proclaim(ctx, other, "x"), redlock.ErrInvalid, "a Lease of Acquire")
+		assert.ErrorIs(t, c.NewElection("elsewhere").Proclaim(ctx, l, "x"), redlock.ErrInvalid, "another Election's leader")
+		assert.ErrorIs(t, e.Proclaim(ctx, nil, "x"), redlock.ErrInvalid, "no leader")
+		require.NoError(t, l.Release(ctx))
+		err = e.Proclaim(ctx, l, "third")
+		assert.ErrorIs(t, err, redlock.ErrNotHeld, "a leader that resigned")
+		assert.ErrorContains(t, err, `"office"`)
 	})
 }

@@ -57,6 +57,8 @@ type Lease struct {
 	// extensions, made by an Election for its leader's Lease (nil for any other), is ready
 	// after each extension that succeeded: the Election then records its value again.
 	extensions chan struct{}
+	// record is an Election leader's value, which Proclaim changes (nil for any other).
+	record *leaderRecord
 }
 
 // start makes l the holder of g and, once its Client has it among its holdings, starts its
