@@ -66,7 +66,9 @@
 // and resignation when COMMAND exits, which lets the next candidate lead. Candidates lead
 // in the order they began to campaign. NAME comes first, and must not begin with '-'. The
 // leader records -value (default "HOST:PID": this machine's host name and redlock's process
-// ID, at most 4096 bytes) on the nodes, where `redlock status` and Election.Leader read it.
+// ID, at most 4096 bytes) on the nodes, where `redlock status` and Election.Leader read it;
+// each line COMMAND writes on the file descriptor REDLOCK_PROCLAIM_FD names becomes the
+// value (Election.Proclaim), without a new election.
 // Its flags are run's but -name and -nonblock, plus -value, and its exit statuses and
 // signals are run's (below), about leadership instead of the lock. `redlock elect -observe
 // NAME` campaigns for nothing and runs no COMMAND (as etcdctl elect -l): it prints the

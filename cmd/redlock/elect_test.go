@@ -1,6 +1,7 @@
 package main
 
 import (
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -134,5 +135,43 @@ func TestElectObserve(t *testing.T) {
 	}
 	if !slices.Equal(leaders, []string{"first\n", "second\n"}) {
 		t.Errorf("leaders printed %q, want first then second; output:\n%s", leaders, obs.stdout.String())
+	}
+}
+
+// TestElectProclaim: each line the elected command writes on $REDLOCK_PROCLAIM_FD becomes
+// the leader's value, with the same token: status shows it and -observe prints it; a
+// REDLOCK_PROCLAIM_FD that redlock inherited does not reach a command that is not elected.
+func TestElectProclaim(t *testing.T) {
+	s := newSetup(t, 1)
+	obs := startTool(t, nil, "", append([]string{"elect", "-observe", "proclaimed"}, s.flags...)...)
+	obs.await(t, "the first line: no leader", func() bool { return obs.stdout.String() != "" })
+	dir := t.TempDir()
+	script := `echo "$REDLOCK_TOKEN" > "$1/token"; echo second >&"$REDLOCK_PROCLAIM_FD"; : > "$1/started"
+i=0; while [ ! -e "$1/release" ] && [ $i -lt 600 ]; do sleep 0.1; i=$((i+1)); done`
+	a := startTool(t, nil, "", s.electArgs("proclaimed", script, dir, "-value", "first")...)
+	a.awaitFile(t, filepath.Join(dir, "started"))
+	obs.await(t, "the proclaimed value", func() bool { return strings.Contains(obs.stdout.String(), "second\n") })
+	rep := statusOf(t, s.addrs, "proclaimed", 0)
+	if rep.Leader == nil || rep.Leader.Value != "second" || rep.Holder == nil || rep.Holder.Token != readToken(t, filepath.Join(dir, "token")) {
+		t.Fatalf("leader %+v, holder %+v; want the value proclaimed, with the leader's token", rep.Leader, rep.Holder)
+	}
+	touch(t, filepath.Join(dir, "release"))
+	wantCode(t, a.wait(t), a.stderr.String(), 0)
+	obs.signal(t, syscall.SIGINT)
+	wantCode(t, obs.wait(t), obs.stderr.String(), 0)
+	if !strings.Contains(obs.stdout.String(), "first\nsecond\n") {
+		t.Errorf("-observe printed %q, want first then second", obs.stdout.String())
+	}
+
+	ran := t.TempDir()
+	b := startTool(t, []string{proclaimEnv + "=9"}, "", append(append([]string{"run", "inherited"}, s.flags...),
+		sh(`echo "${REDLOCK_PROCLAIM_FD-unset}" > "$1/fd"`, ran)...)...)
+	wantCode(t, b.wait(t), b.stderr.String(), 0)
+	fd, err := os.ReadFile(filepath.Join(ran, "fd"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.TrimSpace(string(fd)); got != "unset" {
+		t.Errorf("run's command got REDLOCK_PROCLAIM_FD=%s", got)
 	}
 }

@@ -141,11 +141,15 @@ Leadership is extended while COMMAND runs; if it is lost, COMMAND gets SIGTERM, 
 SIGKILL after -grace, and redlock exits 75. When COMMAND exits, redlock resigns and
 the next candidate leads. COMMAND gets the leader's fencing token in $REDLOCK_TOKEN: a
 decimal number that grows from one leader of NAME to the next (a term number), for
-storage that should refuse a former leader's late writes. NAME must not begin with '-'.
+storage that should refuse a former leader's late writes. Each line COMMAND writes on
+the file descriptor that $REDLOCK_PROCLAIM_FD names becomes the leader's value, without
+a new election (as etcdctl's proclaim): echo ready >&"$REDLOCK_PROCLAIM_FD". NAME must
+not begin with '-'.
 
 With -observe, redlock campaigns for nothing and runs no COMMAND (as etcdctl elect
 -l): it prints the value of NAME's leader, then that of each new leader as it
-changes (a new leader's too when its value is the last one's), one line each, and
+changes (a new leader's too when its value is the last one's) or proclaims a new
+value, one line each, and
 an empty line whenever no candidate leads, until SIGINT, SIGTERM or SIGHUP (exit
 status 0); 69 if reading the leader fails for good.
 

@@ -79,13 +79,17 @@ func newCommand(argv []string) (*exec.Cmd, error) {
 
 // start starts cmd in a process group of its own, with the fencing token in its
 // environment (none for token 0, a reader's: a REDLOCK_TOKEN that redlock inherited is
-// left out). On Linux the command gets SIGKILL if redlock dies (a parent-death signal),
+// left out, as a REDLOCK_PROCLAIM_FD is), after what cmd.Env holds already. On Linux the command gets SIGKILL if redlock dies (a parent-death signal),
 // and redlock's sentinel kills the rest of its group then (see startSentinel): neither
 // runs on without the lock. Call stop once the command's group has exited.
 func start(cmd *exec.Cmd, token uint64) (*process, error) {
 	orphans, unwatch := adoptOrphans()
 	sentry := startSentinel(os.Stderr)
-	cmd.Env = slices.DeleteFunc(os.Environ(), func(kv string) bool { return strings.HasPrefix(kv, tokenEnv+"=") })
+	extra := cmd.Env // the command's own, such as REDLOCK_PROCLAIM_FD
+	cmd.Env = slices.DeleteFunc(os.Environ(), func(kv string) bool {
+		return strings.HasPrefix(kv, tokenEnv+"=") || strings.HasPrefix(kv, proclaimEnv+"=")
+	})
+	cmd.Env = append(cmd.Env, extra...)
 	if token != 0 { // 0: a reader's, which has none
 		cmd.Env = append(cmd.Env, tokenEnv+"="+strconv.FormatUint(token, 10))
 	}

@@ -60,14 +60,15 @@ func commandMain(sub string, args []string, getenv func(string) string, stdout, 
 // runner carries out one `redlock run` or `redlock elect` (runConfig.sub).
 type runner struct {
 	*runConfig
-	stderr  io.Writer        // redlock's messages
-	start   time.Time        // when the run began: -wait counts from there
-	sigs    <-chan os.Signal // the signals redlock catches (see notifySignals)
-	nodes   *nodeSet         // the nodes of -addrs
-	client  *redlock.Client  // over them
-	lease   holding          // the lock (run), its read side (-shared) or the leadership (elect), once taken
-	abstain *abstentions     // says that a node abstains
-	cmd     *exec.Cmd        // the command, before it starts
+	stderr  io.Writer         // redlock's messages
+	start   time.Time         // when the run began: -wait counts from there
+	sigs    <-chan os.Signal  // the signals redlock catches (see notifySignals)
+	nodes   *nodeSet          // the nodes of -addrs
+	client  *redlock.Client   // over them
+	lease   holding           // the lock (run), its read side (-shared) or the leadership (elect), once taken
+	elected *redlock.Election // the election (elect), once campaigning
+	abstain *abstentions      // says that a node abstains
+	cmd     *exec.Cmd         // the command, before it starts
 }
 
 // run takes the lock (or leadership), runs the command, releases the lock (resigns) and
@@ -97,7 +98,17 @@ func (r *runner) run() int {
 	if code, ok := r.acquire(); !ok {
 		return code
 	}
+	var proclaims *proclaimer
+	if leader, ok := r.lease.(*redlock.Lease); ok && r.elected != nil {
+		if proclaims, err = r.proclaimPipe(r.elected, leader); err != nil {
+			r.say("%v", err)
+			return r.release(exitCannotRun)
+		}
+	}
 	p, err := start(r.cmd, r.lease.Token())
+	if proclaims != nil {
+		proclaims.started()
+	}
 	if err != nil {
 		r.say("%v", err)
 		return r.release(startStatus(err))
@@ -251,7 +262,8 @@ func (r *runner) take(ctx context.Context) (holding, error) {
 	case r.shared:
 		return r.takeShared(ctx)
 	case r.sub == cmdElect:
-		return r.client.NewElection(r.name).Campaign(ctx, r.value)
+		r.elected = r.client.NewElection(r.name)
+		return r.elected.Campaign(ctx, r.value)
 	case r.several() && r.nonblock:
 		return r.client.TryAcquireAll(ctx, r.names)
 	case r.several():
