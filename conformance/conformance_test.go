@@ -400,6 +400,18 @@ var faults = []fault{
 		message: "the Node (or its driver) sent SET NX again and the second found the first's key",
 	},
 	{
+		name: "sub-millisecond-ttl", newNode: newSubMillisecondTTL,
+		servers: []conformance.Server{conformance.Miniredis},
+		failing: []string{"miniredis/setnx/sub-millisecond-ttl"},
+		message: "a TTL under 1ms is, not only 0",
+	},
+	{
+		name: "setnx-then-pexpire", newNode: newSetNXThenPExpire,
+		servers: []conformance.Server{conformance.RedisServer},
+		failing: []string{"redis-server/setnx/one-command"},
+		message: "SetNX must set the key with its TTL in one command",
+	},
+	{
 		name: "integer-as-array", newNode: newIntegerAsArray,
 		servers: []conformance.Server{conformance.Miniredis},
 		failing: []string{"miniredis/errors/bad-reply/integer", "miniredis/errors/bad-reply/zero"},

@@ -137,7 +137,9 @@
 //     the release script run through the Node publishes (SPUBLISH for a sharded Node),
 //     reaches the Node's own subscription to the waiter's channel as "<token> <fence> #1".
 //   - setnx, for a Node that implements core.Setter: SET NX PX with the TTL in
-//     milliseconds, false (and no error) for a key that exists, an error for a TTL of 0, ctx
+//     milliseconds, in one command (INFO commandstats on redis-server: no SETNX, PEXPIRE or
+//     MULTI), false (and no error) for a key that exists, an error for a TTL of 0 and for
+//     one under 1 ms (1 ns, 500 µs, 999.999 µs; none rounded up to 1 ms), ctx
 //     honoured as Eval honours it, and true for a free key whose reply came 1.2 s late (a
 //     backend that sent SET NX again would find its own key); when the server ran it but
 //     the connection closed before the reply, an error or true, never false for a key that

@@ -2,6 +2,8 @@ package conformance
 
 import (
 	"context"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -10,9 +12,9 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// setNXChecks check the optional core.Setter: SET key value NX PX ttl, with the TTL in
-// milliseconds, false (and no error) for a key that exists, and ctx honoured as Eval
-// honours it.
+// setNXChecks check the optional core.Setter: SET key value NX PX ttl, in one command,
+// with the TTL in milliseconds, false (and no error) for a key that exists, an error for a
+// TTL under 1 ms, and ctx honoured as Eval honours it.
 func setNXChecks() []check {
 	checks := []check{
 		{"free", func(t *testing.T, e *env) {
@@ -41,6 +43,36 @@ func setNXChecks() []check {
 			assert.Error(t, err, "SetNX with a TTL of 0 must be an error (core never sends one), not a key without expiry")
 			assert.False(t, set, "SetNX with a TTL of 0 reported true")
 			assert.Equal(t, int64(0), admin(t, addr, "EXISTS", k.Lock), "SetNX with a TTL of 0 set the key")
+		}},
+		{"sub-millisecond-ttl", func(t *testing.T, e *env) {
+			addr, s := setterOn(t, e)
+			for i, ttl := range []time.Duration{time.Nanosecond, 500 * time.Microsecond, time.Millisecond - time.Nanosecond} {
+				k := core.NewKeys(prefix(t), "setnx-"+strconv.Itoa(i))
+				set, err := setNX(s, k.Lock, ours, ttl)
+				assert.Error(t, err, "SetNX with a TTL of %v must be an error (a TTL under 1ms is, not only 0), not a key set with a TTL the Node rounded (up to 1 ms, or down to none)", ttl)
+				assert.False(t, set, "SetNX with a TTL of %v reported true", ttl)
+				assert.Equal(t, int64(0), admin(t, addr, "EXISTS", k.Lock), "SetNX with a TTL of %v set the key", ttl)
+			}
+		}},
+		{"one-command", func(t *testing.T, e *env) {
+			if e.kind == Miniredis {
+				t.Skip("conformance: miniredis has no INFO commandstats: checked on redis-server")
+			}
+			addr, s := setterOn(t, e)
+			k := core.NewKeys(prefix(t), "setnx")
+			adminAll(t, addr, "CONFIG", "RESETSTAT")
+			set, err := setNX(s, k.Lock, ours, ttlMS*time.Millisecond)
+			require.NoError(t, err, "SetNX of a free key on a healthy server")
+			require.True(t, set, "SetNX of a free key reported false, want true")
+			set, err = setNX(s, k.Lock, theirs, ttlMS*time.Millisecond)
+			require.NoError(t, err, "SetNX of a key that exists")
+			require.False(t, set, "SetNX of a key that exists reported true")
+			for _, other := range []string{"setnx", "pexpire", "expire", "pexpireat", "expireat", "psetex", "setex", "multi"} {
+				if n := commandCalls(t, addr, other); n > 0 {
+					t.Errorf("two SetNX calls sent %s %d times: SetNX must set the key with its TTL in one command, SET key value NX PX ttl (a SETNX and then a PEXPIRE leave a key without expiry if the client dies between them)", strings.ToUpper(other), n)
+				}
+			}
+			assert.Equal(t, int64(2), commandCalls(t, addr, "set"), "two SetNX calls must send SET (NX PX) once each")
 		}},
 		{"milliseconds", func(t *testing.T, e *env) {
 			addr, s := setterOn(t, e)
