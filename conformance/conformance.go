@@ -66,7 +66,8 @@ const (
 	// --cluster-enabled), reached through Harness.NewClusterNode. Its checks share one
 	// cluster, started for the Run, and take turns on it; each uses keys of its own. The
 	// checks that need a server of their own behind a proxy (context, subscribe deadlines,
-	// ready-means-confirmed) or several independent servers skip there, saying so. Without
+	// ready-means-confirmed) or several independent servers skip there, saying so (but
+	// string/distinct, which starts a second cluster, of one master, to compare). Without
 	// redis-server it skips, or fails with Harness.RequireRedisServer, as RedisServer does.
 	RedisCluster Server = "redis-cluster"
 )
@@ -233,15 +234,21 @@ func (e *env) server(t *testing.T) string {
 func (e *env) node(t *testing.T, addr string) core.Node {
 	t.Helper()
 	if e.kind == RedisCluster {
-		n := e.h.NewClusterNode(t, e.cluster.Addrs())
-		if n == nil || isNilNode(n) {
-			t.Fatalf("conformance: Harness.NewClusterNode(%q) returned a nil Node", e.cluster.Addrs())
-		}
-		return n
+		return e.clusterNode(t, e.cluster.Addrs())
 	}
 	n := e.h.NewNode(t, addr)
 	if n == nil || isNilNode(n) {
 		t.Fatalf("conformance: Harness.NewNode(%q) returned a nil Node", addr)
+	}
+	return n
+}
+
+// clusterNode returns a Node from the harness over the cluster whose masters are at addrs.
+func (e *env) clusterNode(t *testing.T, addrs []string) core.Node {
+	t.Helper()
+	n := e.h.NewClusterNode(t, addrs)
+	if n == nil || isNilNode(n) {
+		t.Fatalf("conformance: Harness.NewClusterNode(%q) returned a nil Node", addrs)
 	}
 	return n
 }

@@ -192,6 +192,12 @@ var faults = []fault{
 		message: "it must tell nodes apart in errors",
 	},
 	{
+		name: "same-name-cluster", newClusterNode: newClusterSameName,
+		servers: []conformance.Server{conformance.RedisCluster},
+		failing: []string{"redis-cluster/string/distinct"},
+		message: "the Nodes of two separate clusters",
+	},
+	{
 		name: "drops-empty-args", newNode: newDropsEmptyArgs,
 		servers: []conformance.Server{conformance.Miniredis},
 		failing: []string{"miniredis/arguments/empty"},

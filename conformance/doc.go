@@ -107,7 +107,8 @@
 //     by a proxy on the connection, which stays open; on a cluster, CLIENT PAUSE WRITE, where
 //     the server drops a paused command whose connection closed, so a backend that resends
 //     on a new connection is caught on the other servers only).
-//   - string: String() is non-empty, and differs for Nodes of different servers.
+//   - string: String() is non-empty, and differs for Nodes of different servers (on a
+//     cluster, for the Nodes of two separate clusters: the shared one and one of one master).
 //   - context: against a server that accepts and never replies, Eval returns within 1 s of
 //     a 50 ms deadline with an error, within 1 s of a cancellation with an error matching
 //     context.Canceled, and as soon for an already cancelled context; on a connection

@@ -522,6 +522,12 @@ func newSameName(t testing.TB, addr string) core.Node { return sameName{eval{goo
 
 func (sameName) String() string { return "redis" }
 
+// newClusterSameName is sameName over a cluster client: a backend that names a Node of a
+// cluster by the kind of its client, not by the cluster's masters.
+func newClusterSameName(t testing.TB, addrs []string) core.Node {
+	return sameName{eval{goodClusterNode(t, addrs)}}
+}
+
 // eval hides every method of a Node but Eval, EvalStrings and String.
 type eval struct{ n core.Node }
 
