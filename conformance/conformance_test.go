@@ -90,6 +90,7 @@ var faults = []fault{
 			"miniredis/replies/long",
 			"miniredis/strings/bytes", "miniredis/strings/integers", "miniredis/strings/mixed", "miniredis/strings/empty",
 			"miniredis/strings/long", "miniredis/strings/error-reply", "miniredis/strings/runs-once", "miniredis/strings/own-memory",
+			"miniredis/strings/concurrency/overlapping", "miniredis/strings/concurrency/distinct", "miniredis/strings/error-runs-once",
 		},
 		message: "the Node must fall back to EVAL",
 	},
@@ -102,7 +103,7 @@ var faults = []fault{
 			// The script's error after its write, and go-redis's redis.Nil, read as {0}.
 			"miniredis/evalsha/error-runs-once",
 			"miniredis/replies/nil",
-			"miniredis/strings/error-reply", "miniredis/strings/not-an-array",
+			"miniredis/strings/error-reply", "miniredis/strings/not-an-array", "miniredis/strings/error-runs-once",
 		},
 		message: "never as a reply",
 	},
@@ -153,7 +154,7 @@ var faults = []fault{
 	{
 		name: "eval-every-call", newNode: newEvalEveryCall,
 		servers: []conformance.Server{conformance.RedisServer},
-		failing: []string{"redis-server/evalsha/steady-state"},
+		failing: []string{"redis-server/evalsha/steady-state", "redis-server/strings/steady-state"},
 		message: "the Node must send EVALSHA with Script.SHA1()",
 	},
 	{
@@ -416,6 +417,26 @@ var faults = []fault{
 		servers: []conformance.Server{conformance.RedisServer},
 		failing: []string{"redis-server/setnx/one-command"},
 		message: "SetNX must set the key with its TTL in one command",
+	},
+	{
+		name: "strings-eval-every-call", newNode: newStringsEvalEveryCall,
+		servers: []conformance.Server{conformance.RedisServer},
+		failing: []string{"redis-server/strings/steady-state"},
+		message: "EvalStrings must send EVALSHA with Script.SHA1(), as Eval does",
+	},
+	{
+		name: "strings-retries-errors", newNode: newStringsRetriesErrors,
+		servers: []conformance.Server{conformance.Miniredis},
+		failing: []string{"miniredis/strings/error-runs-once"},
+		message: "must not send a script that failed again",
+	},
+	{
+		name: "strings-pool-of-one", newNode: newStringsPoolOfOne,
+		servers: []conformance.Server{conformance.Miniredis},
+		failing: []string{"miniredis/strings/concurrency/overlapping"},
+		// 100 calls at once overlap, as the machine's timing decides.
+		mayFail: []string{"miniredis/strings/concurrency/distinct"},
+		message: "a Node must be safe for concurrent use",
 	},
 	{
 		name: "integer-as-array", newNode: newIntegerAsArray,

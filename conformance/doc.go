@@ -95,8 +95,12 @@
 //     64 KiB), integers in decimal with their sign, mixed arrays, a nil element (Lua false)
 //     as "", an empty array, 1000 elements whole; a nil reply, a string or integer alone, a
 //     nested array and an error reply are errors with no reply (the error keeps the server's
-//     message); each call runs the script once; a reply is the caller's own; and it honours
-//     ctx as the context checks below ask of Eval.
+//     message); each call runs the script once, and once the server has the script sends
+//     EVALSHA only (INFO commandstats, redis-server); a script that wrote and then replied
+//     with an error ran once; a reply is the caller's own; 100 goroutines at once each get
+//     their own reply, and a call made while another waits for its reply (held back by a
+//     proxy) gets its own reply, not an error; and it honours ctx as the context checks
+//     below ask of Eval.
 //   - arguments: every argument arrives, empty ones included, in order; every key arrives,
 //     in order (all six of acquire's and release's, and the 46 of a semaphore of 40 permits); the caller's keys and args slices are
 //     unchanged after later calls on the same Node (the Node keeps nothing of them).

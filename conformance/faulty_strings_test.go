@@ -3,8 +3,12 @@ package conformance_test
 import (
 	"context"
 	"errors"
+	"testing"
 
+	"github.com/go-redlock/redlock/backends/goredis"
+	"github.com/go-redlock/redlock/backends/redigo"
 	"github.com/go-redlock/redlock/core"
+	redigoredis "github.com/gomodule/redigo/redis"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -98,4 +102,71 @@ func stringsOf(s *core.Script, c *redis.Cmd) ([]string, error) {
 		return nil, closedErr(err)
 	}
 	return core.Strings(s, v)
+}
+
+// The faults of EvalStrings alone, each breaking one clause of Eval's contract that
+// EvalStrings keeps too; their Eval is the go-redis backend's.
+
+// stringsEvalEveryCall sends EVAL for every EvalStrings, as a backend that thought the
+// leader script too rare to cache would: the server compiles the script at every call.
+type stringsEvalEveryCall struct {
+	*goredis.Node
+	rdb *redis.Client
+}
+
+func newStringsEvalEveryCall(t testing.TB, addr string) core.Node {
+	rdb := newClient(t, addr)
+	n := goredis.New(rdb)
+	t.Cleanup(func() { _ = n.Close() })
+	return stringsEvalEveryCall{n, rdb}
+}
+
+func (n stringsEvalEveryCall) EvalStrings(ctx context.Context, s *core.Script, keys []string, args ...string) ([]string, error) {
+	return honourCtx(ctx, func() ([]string, error) {
+		return stringsOf(s, n.rdb.Eval(ctx, s.Source(), keys, boxed(args)...))
+	})
+}
+
+// stringsRetriesErrors sends an EvalStrings once more after any error: a script that wrote
+// and then failed runs twice.
+type stringsRetriesErrors struct{ *goredis.Node }
+
+func newStringsRetriesErrors(t testing.TB, addr string) core.Node {
+	return stringsRetriesErrors{goodGoredis(t, addr)}
+}
+
+func (n stringsRetriesErrors) EvalStrings(ctx context.Context, s *core.Script, keys []string, args ...string) ([]string, error) {
+	v, err := n.Node.EvalStrings(ctx, s, keys, args...)
+	if err != nil {
+		v, err = n.Node.EvalStrings(ctx, s, keys, args...)
+	}
+	return v, err
+}
+
+// stringsPoolOfOne sends EvalStrings through a redigo pool of one connection of its own
+// (MaxActive 1) that does not wait for it (Wait false), as a backend that thought one
+// connection enough for the rare leader reads would: a call made while another is under
+// way fails with "connection pool exhausted". The redigo backend does the rest (EVALSHA,
+// NOSCRIPT, ctx, a closed pool).
+type stringsPoolOfOne struct {
+	*goredis.Node
+	strs *redigo.Node
+}
+
+func newStringsPoolOfOne(t testing.TB, addr string) core.Node {
+	pool := &redigoredis.Pool{
+		MaxIdle: 1, MaxActive: 1, Wait: false,
+		DialContext: func(ctx context.Context) (redigoredis.Conn, error) {
+			return redigoredis.DialContext(ctx, "tcp", addr)
+		},
+	}
+	t.Cleanup(func() { _ = pool.Close() })
+	onCloseClients(t, func() { _ = pool.Close() })
+	strs := redigo.New(pool, addr)
+	t.Cleanup(func() { _ = strs.Close() })
+	return stringsPoolOfOne{goodGoredis(t, addr), strs}
+}
+
+func (n stringsPoolOfOne) EvalStrings(ctx context.Context, s *core.Script, keys []string, args ...string) ([]string, error) {
+	return n.strs.EvalStrings(ctx, s, keys, args...)
 }

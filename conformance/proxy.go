@@ -3,6 +3,8 @@ package conformance
 import (
 	"bytes"
 	"net"
+	"slices"
+	"strconv"
 	"sync"
 	"testing"
 )
@@ -15,7 +17,8 @@ import (
 // hold holds back what the server sends until release, while clients' commands still reach
 // it; holdFromSubscribe does the same from the first SUBSCRIBE or SSUBSCRIBE a client sends
 // on (the replies to a new connection's handshake pass, the confirmation does not).
-// subscribers counts the connections on which a client sent SUBSCRIBE or SSUBSCRIBE.
+// subscribers counts the connections on which a client sent SUBSCRIBE or SSUBSCRIBE; watch
+// tells when a client sent a given text.
 type proxy struct {
 	ln     net.Listener
 	target string
@@ -28,6 +31,17 @@ type proxy struct {
 	closed   bool
 	conns    map[net.Conn]struct{}
 	subConns map[net.Conn]bool // client connections that sent a SUBSCRIBE or SSUBSCRIBE
+	marks    []mark            // what watch waits for
+	heldConn map[net.Conn]bool // client connections whose replies are held until release
+	holdAll  bool              // held holds every connection's replies, not heldConn's only
+}
+
+// mark is a byte string watch waits for clients to send, and the channel it closes then.
+// hold: from then on, the server's replies on that client's connection are held.
+type mark struct {
+	text []byte
+	seen chan struct{}
+	hold bool
 }
 
 // startProxy starts a proxy to target; t.Cleanup closes it and waits for its goroutines.
@@ -37,7 +51,7 @@ func startProxy(t testing.TB, target string) *proxy {
 	if err != nil {
 		t.Fatalf("conformance: proxy listener: %v", err)
 	}
-	p := &proxy{ln: ln, target: target, conns: map[net.Conn]struct{}{}, subConns: map[net.Conn]bool{}}
+	p := &proxy{ln: ln, target: target, conns: map[net.Conn]struct{}{}, subConns: map[net.Conn]bool{}, heldConn: map[net.Conn]bool{}}
 	p.wg.Add(1)
 	go p.serve()
 	t.Cleanup(p.close)
@@ -75,18 +89,19 @@ func (p *proxy) serve() {
 // is the server (what it sends waits while held).
 func (p *proxy) pipe(src, dst, client net.Conn) {
 	buf := make([]byte, 32<<10)
-	var tail []byte // the end of the previous read, for a command name split across reads
+	var tail []byte // the end of the previous read, for a text split across reads
 	for {
 		n, err := src.Read(buf)
 		if n > 0 && client != nil {
 			seen := append(tail, buf[:n]...)
-			if bytes.Contains(bytes.ToUpper(seen), []byte("SUBSCRIBE")) {
+			if bytes.Contains(bytes.ToUpper(seen[max(0, len(tail)-len("SSUBSCRIBE")):]), []byte("SUBSCRIBE")) {
 				p.sawSubscribe(client)
 			}
-			tail = append(tail[:0], seen[max(0, len(seen)-len("SSUBSCRIBE")):]...)
+			p.sawMarks(client, seen)
+			tail = append(tail[:0], seen[max(0, len(seen)-maxMark):]...)
 		}
 		if n > 0 && client == nil {
-			p.waitRelease()
+			p.waitRelease(dst)
 		}
 		if n > 0 && dst != nil && !p.isFrozen() {
 			if _, werr := dst.Write(buf[:n]); werr != nil {
@@ -128,10 +143,56 @@ func (p *proxy) sawSubscribe(client net.Conn) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.subConns[client] = true
-	if p.armed && p.held == nil {
-		p.held = make(chan struct{})
+	if p.armed {
+		p.holdAll = true
+		if p.held == nil {
+			p.held = make(chan struct{})
+		}
 	}
 	p.armed = false
+}
+
+// maxMark is the longest text watch may wait for: the end of a read the proxy keeps, to find
+// a text split across two reads.
+const maxMark = 128
+
+// watch returns a channel that is closed once a client sends text (at most maxMark bytes)
+// through the proxy, frozen or not.
+func (p *proxy) watch(text string) <-chan struct{} { return p.addMark(text, false) }
+
+// holdWhere is watch that also holds back, until release or close, what the server sends on
+// the connection of the client that sent text, from before the server has it.
+func (p *proxy) holdWhere(text string) <-chan struct{} { return p.addMark(text, true) }
+
+func (p *proxy) addMark(text string, hold bool) <-chan struct{} {
+	if len(text) > maxMark || len(text) < len("SSUBSCRIBE") {
+		panic("conformance: proxy.watch of a text of " + strconv.Itoa(len(text)) + " bytes")
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	m := mark{text: []byte(text), seen: make(chan struct{}), hold: hold}
+	p.marks = append(p.marks, m)
+	return m.seen
+}
+
+// sawMarks closes the channel of every watched text that seen, sent by client, holds. It
+// runs before seen is forwarded.
+func (p *proxy) sawMarks(client net.Conn, seen []byte) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.marks = slices.DeleteFunc(p.marks, func(m mark) bool {
+		if !bytes.Contains(seen, m.text) {
+			return false
+		}
+		if m.hold {
+			p.heldConn[client] = true
+			if p.held == nil {
+				p.held = make(chan struct{})
+			}
+		}
+		close(m.seen)
+		return true
+	})
 }
 
 // subscribers returns how many connections through the proxy have sent a SUBSCRIBE or
@@ -146,6 +207,7 @@ func (p *proxy) subscribers() int {
 func (p *proxy) hold() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	p.holdAll = true
 	if p.held == nil {
 		p.held = make(chan struct{})
 	}
@@ -164,21 +226,31 @@ func (p *proxy) release() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.armed = false
+	p.holdAll = false
+	clear(p.heldConn)
 	if p.held != nil {
 		close(p.held)
 		p.held = nil
 	}
 }
 
-// waitRelease waits while the proxy holds the server's replies.
-func (p *proxy) waitRelease() {
+// waitRelease waits while the proxy holds the server's replies to client: all of them
+// (hold), or client's (holdWhere).
+func (p *proxy) waitRelease(client net.Conn) {
 	p.mu.Lock()
 	held := p.held
+	if p.holdsConns() && !p.heldConn[client] {
+		held = nil
+	}
 	p.mu.Unlock()
 	if held != nil {
 		<-held
 	}
 }
+
+// holdsConns reports whether the proxy holds the replies on some connections only
+// (holdWhere) rather than on all (hold). p.mu is held.
+func (p *proxy) holdsConns() bool { return len(p.heldConn) > 0 && !p.holdAll }
 
 func (p *proxy) isFrozen() bool {
 	p.mu.Lock()

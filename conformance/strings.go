@@ -104,6 +104,7 @@ func stringsChecks() []check {
 			assert.Equal(t, kept, first, "a reply changed from %q to %q when the Node made a later call: each reply must be a slice of its caller's own, never a buffer the Node reuses", kept, first)
 		}},
 	}
+	checks = append(checks, stringsRuleChecks()...)
 	k := core.NewKeys("conformance:", "strings")
 	for _, c := range ctxChecks("EvalStrings", func(t *testing.T, n core.Node) call {
 		s := script(t, "leader")
