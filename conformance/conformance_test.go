@@ -54,6 +54,7 @@ var faults = []fault{
 			"miniredis/context/cancel/open-connection",
 			"miniredis/context/cancel/new-connection",
 			"miniredis/context/cancelled-before",
+			"miniredis/context/deadline/behind-others",
 			"miniredis/setnx/context/deadline/open-connection",
 			"miniredis/setnx/context/deadline/new-connection",
 			"miniredis/setnx/context/cancel/open-connection",
@@ -437,6 +438,12 @@ var faults = []fault{
 		// 100 calls at once overlap, as the machine's timing decides.
 		mayFail: []string{"miniredis/strings/concurrency/distinct"},
 		message: "a Node must be safe for concurrent use",
+	},
+	{
+		name: "serialises-calls", newNode: newSerialisesCalls,
+		servers: []conformance.Server{conformance.Miniredis},
+		failing: []string{"miniredis/context/deadline/behind-others"},
+		message: "a call waiting behind others in the Node",
 	},
 	{
 		name: "integer-as-array", newNode: newIntegerAsArray,

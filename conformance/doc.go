@@ -116,7 +116,9 @@
 //   - context: against a server that accepts and never replies, Eval returns within 1 s of
 //     a 50 ms deadline with an error, within 1 s of a cancellation with an error matching
 //     context.Canceled, and as soon for an already cancelled context; on a connection
-//     opened before the server stopped answering and on a new one. On a cluster the masters
+//     opened before the server stopped answering and on a new one; and an Eval made while
+//     100 others wait for that server (more than a pool of connections holds) returns
+//     within 1 s of its own 50 ms deadline (not on a cluster: the proxy sees them arrive). On a cluster the masters
 //     stop answering by CLIENT PAUSE WRITE, which lets a new connection's handshake through.
 //   - names: binary-safe lock names (spaces, unicode, braces, control bytes, invalid UTF-8,
 //     1 KiB) through acquire, extend and release over core.Cluster.

@@ -23,6 +23,9 @@ func TestConformance(t *testing.T) {
 		NewNode: func(t testing.TB, addr string) core.Node {
 			pool := &redis.Pool{
 				MaxIdle: 10,
+				// A bounded pool that waits: context/deadline/behind-others checks that a call
+				// waiting for a connection still ends at its context's deadline.
+				MaxActive: 20, Wait: true,
 				DialContext: func(ctx context.Context) (redis.Conn, error) {
 					return redis.DialContext(ctx, "tcp", addr)
 				},
