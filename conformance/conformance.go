@@ -183,7 +183,7 @@ var groups = []group{
 	{name: "arguments", checks: argumentChecks()},
 	{name: "evalsha", checks: append(evalshaChecks(), resendChecks()...)},
 	{name: "string", checks: stringChecks()},
-	{name: "context", checks: append(contextChecks(), behindChecks()...)},
+	{name: "context", checks: append(append(contextChecks(), behindChecks()...), lateReplyChecks()...)},
 	{name: "names", checks: nameChecks()},
 	{name: "concurrency", checks: concurrencyChecks()},
 	{name: "setnx", checks: append(setNXChecks(), setNXResendChecks()...), skip: skipUnlessSetter},

@@ -55,6 +55,7 @@ var faults = []fault{
 			"miniredis/context/cancel/new-connection",
 			"miniredis/context/cancelled-before",
 			"miniredis/context/deadline/behind-others",
+			"miniredis/context/late-reply",
 			"miniredis/setnx/context/deadline/open-connection",
 			"miniredis/setnx/context/deadline/new-connection",
 			"miniredis/setnx/context/cancel/open-connection",
@@ -92,6 +93,7 @@ var faults = []fault{
 			"miniredis/strings/bytes", "miniredis/strings/integers", "miniredis/strings/mixed", "miniredis/strings/empty",
 			"miniredis/strings/long", "miniredis/strings/error-reply", "miniredis/strings/runs-once", "miniredis/strings/own-memory",
 			"miniredis/strings/concurrency/overlapping", "miniredis/strings/concurrency/distinct", "miniredis/strings/error-runs-once",
+			"miniredis/context/late-reply",
 		},
 		message: "the Node must fall back to EVAL",
 	},
@@ -444,6 +446,12 @@ var faults = []fault{
 		servers: []conformance.Server{conformance.Miniredis},
 		failing: []string{"miniredis/context/deadline/behind-others"},
 		message: "a call waiting behind others in the Node",
+	},
+	{
+		name: "drops-waiter", newNode: newDropsWaiter,
+		servers: []conformance.Server{conformance.Miniredis},
+		failing: []string{"miniredis/context/late-reply"},
+		message: "the late reply of that earlier call",
 	},
 	{
 		name: "integer-as-array", newNode: newIntegerAsArray,

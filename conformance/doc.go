@@ -118,7 +118,10 @@
 //     context.Canceled, and as soon for an already cancelled context; on a connection
 //     opened before the server stopped answering and on a new one; and an Eval made while
 //     100 others wait for that server (more than a pool of connections holds) returns
-//     within 1 s of its own 50 ms deadline (not on a cluster: the proxy sees them arrive). On a cluster the masters
+//     within 1 s of its own 50 ms deadline. late-reply: an Eval whose context ended while a
+//     proxy held back its reply, and then a second Eval, on whatever connection the Node
+//     chooses, before the held reply is let through: the second gets its own reply, never
+//     the first's late one. Those two need a proxy, so not on a cluster, whose masters
 //     stop answering by CLIENT PAUSE WRITE, which lets a new connection's handshake through.
 //   - names: binary-safe lock names (spaces, unicode, braces, control bytes, invalid UTF-8,
 //     1 KiB) through acquire, extend and release over core.Cluster.
