@@ -187,7 +187,7 @@ var groups = []group{
 	{name: "names", checks: nameChecks()},
 	{name: "concurrency", checks: concurrencyChecks()},
 	{name: "setnx", checks: append(setNXChecks(), setNXResendChecks()...), skip: skipUnlessSetter},
-	{name: "pubsub", checks: append(pubsubChecks(), pubsubRecoveryChecks()...), skip: skipUnlessSubscriber},
+	{name: "pubsub", checks: append(append(pubsubChecks(), pubsubRecoveryChecks()...), pubsubContractChecks()...), skip: skipUnlessSubscriber},
 	{name: "independent-nodes", checks: independentNodesChecks()},
 }
 

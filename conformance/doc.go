@@ -146,6 +146,13 @@
 //     of one lock (one hash tag) get their own messages only; a semaphore's hand-over, which
 //     the release script run through the Node publishes (SPUBLISH for a sharded Node),
 //     reaches the Node's own subscription to the waiter's channel as "<token> <fence> #1".
+//     And: of two subscriptions to one channel, the first unsubscribed twice leaves the
+//     second delivering (and counted by the server); a second Subscribe to a channel whose
+//     first Subscribe's confirmation a proxy holds back returns only once it comes; after
+//     the server was unreachable for 3 s (a proxy closes every connection, new ones too),
+//     the backend re-subscribes by itself, calls onMessage and delivers again; and with 200
+//     messages published at once (one script) and onMessage's first call held up until
+//     unsubscribe returned, no call starts after it returned.
 //   - setnx, for a Node that implements core.Setter: SET NX PX with the TTL in
 //     milliseconds, in one command (INFO commandstats on redis-server: no SETNX, PEXPIRE or
 //     MULTI), false (and no error) for a key that exists, an error for a TTL of 0 and for
@@ -158,8 +165,10 @@
 //     core.Cluster, with fencing tokens that increase from one holder to the next.
 //
 // On the Redis Cluster, the checks that put a proxy in front of a server (subscribe
-// deadlines and cancellation, ready means confirmed) or need several independent servers
-// skip, saying so: a cluster client dials the addresses the cluster announces.
+// deadlines and cancellation, ready means confirmed, a second Subscribe while the first is
+// confirmed, an outage, a call behind others, a late reply, overlapping EvalStrings) or need
+// several independent servers skip, saying so: a cluster client dials the addresses the
+// cluster announces.
 //
 // A failure message names the part of the core.Node or core.Subscriber contract that was
 // broken. The whole suite takes a few seconds per server.

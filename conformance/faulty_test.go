@@ -252,21 +252,30 @@ func (n errorAsReply) String() string { return n.inner.String() }
 // drops, but forgetful ignores the repeated confirmations: it never tells its subscribers
 // that messages may have been lost, so a release during the outage goes unnoticed. Its mode
 // makes it tell some of them: the subscribers of the first channel it subscribed only, or
-// every subscriber but at the read error, before it has subscribed again.
+// every subscriber but at the read error, before it has subscribed again; or, with wakesAll,
+// every subscriber of each channel once re-subscribed, as it must. Its fault (with wakesAll)
+// breaks one other clause of the Subscriber contract.
 type forgetful struct {
 	core.Node
-	rdb  *redis.Client
-	mode recoveryFault
+	rdb   *redis.Client
+	mode  recoveryFault
+	fault subscriberFault
 
 	mu       sync.Mutex
 	ps       *redis.PubSub
 	subs     map[string]map[*subscriber]struct{}
+	refs     map[string]int             // subscriptions per channel, as unsubscribe counts them
+	leaving  map[string]bool            // unsubscribesAtConfirm: UNSUBSCRIBE sent, callbacks kept
 	confirms map[string][]chan struct{} // Subscribe calls awaiting the server's confirmation
 	first    string                     // the first channel subscribed
+	failures int                        // read errors in a row
 	wg       sync.WaitGroup
 }
 
-type subscriber struct{ fn func(string) }
+type subscriber struct {
+	fn  func(string)
+	off bool // unsubscribed; guarded by forgetful.mu
+}
 
 // recoveryFault is what a forgetful tells its subscribers after a reconnect.
 type recoveryFault int
@@ -275,19 +284,47 @@ const (
 	wakesNone      recoveryFault = iota // nothing
 	wakesFirstOnly                      // the first channel's subscribers, once re-subscribed
 	wakesOnError                        // every subscriber, at the read error
+	wakesAll                            // every subscriber, once re-subscribed: right
+)
+
+// subscriberFault is the clause of the Subscriber contract a forgetful with wakesAll breaks.
+type subscriberFault int
+
+const (
+	// noFault: none.
+	noFault subscriberFault = iota
+	// countsUnsubscribes: unsubscribe counts the channel down at every call, not once, and
+	// unsubscribes the channel (every callback of it) when the count reaches 0.
+	countsUnsubscribes
+	// joinsPending: a Subscribe to a channel it already has callbacks for returns at once,
+	// though the first Subscribe's confirmation has not come yet.
+	joinsPending
+	// givesUp: after 10 read errors in a row, 100 ms apart, it stops reading: an outage of
+	// more than a second ends its subscriptions for good.
+	givesUp
+	// unsubscribesAtConfirm: unsubscribe of a channel's last callback sends UNSUBSCRIBE and
+	// returns, and the callbacks are dropped when the server confirms it; messages are
+	// handed out without the lock, from a snapshot of the callbacks: those read before the
+	// confirmation still reach the callback after unsubscribe returned.
+	unsubscribesAtConfirm
 )
 
 var _ core.Subscriber = (*forgetful)(nil)
 
-func newForgetful(t testing.TB, addr string) core.Node { return newForgetfulOf(t, addr, wakesNone) }
+func newForgetful(t testing.TB, addr string) core.Node {
+	return newForgetfulOf(t, addr, wakesNone, noFault)
+}
 
-func newForgetfulOf(t testing.TB, addr string, mode recoveryFault) *forgetful {
+func newForgetfulOf(t testing.TB, addr string, mode recoveryFault, fault subscriberFault) *forgetful {
 	rdb := newClient(t, addr)
 	f := &forgetful{
 		Node:     goredis.New(rdb),
 		rdb:      rdb,
 		mode:     mode,
+		fault:    fault,
 		subs:     map[string]map[*subscriber]struct{}{},
+		refs:     map[string]int{},
+		leaving:  map[string]bool{},
 		confirms: map[string][]chan struct{}{},
 	}
 	t.Cleanup(f.close)
@@ -297,13 +334,13 @@ func newForgetfulOf(t testing.TB, addr string, mode recoveryFault) *forgetful {
 // newWakesFirstOnly tells only the subscribers of the first channel it subscribed that
 // messages may have been lost, once re-subscribed.
 func newWakesFirstOnly(t testing.TB, addr string) core.Node {
-	return newForgetfulOf(t, addr, wakesFirstOnly)
+	return newForgetfulOf(t, addr, wakesFirstOnly, noFault)
 }
 
 // newWakesOnError tells every subscriber that messages may have been lost as soon as its
 // read fails, before go-redis has subscribed again.
 func newWakesOnError(t testing.TB, addr string) core.Node {
-	return newForgetfulOf(t, addr, wakesOnError)
+	return newForgetfulOf(t, addr, wakesOnError, noFault)
 }
 
 func (f *forgetful) Subscribe(ctx context.Context, channel string, onMessage func(string)) (func(), error) {
@@ -319,19 +356,35 @@ func (f *forgetful) Subscribe(ctx context.Context, channel string, onMessage fun
 	if f.first == "" {
 		f.first = channel
 	}
+	listening := len(f.subs[channel]) > 0
 	if f.subs[channel] == nil {
 		f.subs[channel] = map[*subscriber]struct{}{}
 	}
 	f.subs[channel][s] = struct{}{}
+	f.refs[channel]++
+	delete(f.leaving, channel)
 	f.confirms[channel] = append(f.confirms[channel], confirmed)
 	f.mu.Unlock()
 
-	unsubscribe := sync.OnceFunc(func() {
+	unsubscribe := func() {
 		f.mu.Lock()
-		delete(f.subs[channel], s)
-		last := len(f.subs[channel]) == 0
+		if s.off && f.fault != countsUnsubscribes {
+			f.mu.Unlock()
+			return
+		}
+		s.off = true
+		f.refs[channel]--
+		last := f.refs[channel] <= 0
+		switch {
+		case last && f.fault == unsubscribesAtConfirm:
+			f.leaving[channel] = true // the fault: s stays until the server confirms
+		case last:
+			delete(f.subs, channel) // with countsUnsubscribes, maybe others' callbacks too
+		default:
+			delete(f.subs[channel], s)
+		}
 		if last {
-			delete(f.subs, channel)
+			delete(f.refs, channel)
 		}
 		f.mu.Unlock()
 		if last { // not waited for: ps is busy while a Subscribe to a silent server is under way
@@ -341,7 +394,10 @@ func (f *forgetful) Subscribe(ctx context.Context, channel string, onMessage fun
 				_ = ps.Unsubscribe(ctx, channel)
 			}()
 		}
-	})
+	}
+	if listening && f.fault == joinsPending {
+		return unsubscribe, nil // the fault: the channel may not be confirmed yet
+	}
 	sent := make(chan error, 1)
 	go func() { sent <- ps.Subscribe(ctx, channel) }()
 	for {
@@ -370,36 +426,62 @@ func (f *forgetful) read(ps *redis.PubSub) {
 			return
 		}
 		if err != nil {
+			f.mu.Lock()
 			if f.mode == wakesOnError {
 				// The fault: every subscriber is told at once, before go-redis has
 				// subscribed again (a waiter that calls now misses a release's PUBLISH).
-				f.mu.Lock()
 				for _, subs := range f.subs {
 					for s := range subs {
 						s.fn("")
 					}
 				}
-				f.mu.Unlock()
+			}
+			f.failures++
+			failures := f.failures
+			f.mu.Unlock()
+			if f.fault == givesUp {
+				if failures >= 10 {
+					return // the fault: the subscriptions end for good
+				}
+				time.Sleep(100 * time.Millisecond)
+				continue
 			}
 			time.Sleep(10 * time.Millisecond) // go-redis reconnects on the next Receive
 			continue
 		}
 		f.mu.Lock()
+		f.failures = 0
 		switch m := msg.(type) {
 		case *redis.Subscription:
-			// The fault: a confirmation that nobody waits for (go-redis re-subscribed after a
-			// reconnect) should make every subscriber of the channel re-check. It is ignored
-			// (but for the first channel's, with wakesFirstOnly).
-			if m.Kind == "subscribe" && len(f.confirms[m.Channel]) == 0 && f.mode == wakesFirstOnly && m.Channel == f.first {
+			// A confirmation that nobody waits for (go-redis re-subscribed after a reconnect)
+			// should make every subscriber of the channel re-check. Only wakesAll does so
+			// (and wakesFirstOnly for the first channel's).
+			if m.Kind == "subscribe" && len(f.confirms[m.Channel]) == 0 &&
+				(f.mode == wakesAll || f.mode == wakesFirstOnly && m.Channel == f.first) {
 				for s := range f.subs[m.Channel] {
 					s.fn("")
 				}
+			}
+			if m.Kind == "unsubscribe" && f.leaving[m.Channel] {
+				delete(f.subs, m.Channel)
+				delete(f.leaving, m.Channel)
 			}
 			for _, c := range f.confirms[m.Channel] {
 				close(c)
 			}
 			delete(f.confirms, m.Channel)
 		case *redis.Message:
+			if f.fault == unsubscribesAtConfirm {
+				var subs []*subscriber
+				for s := range f.subs[m.Channel] {
+					subs = append(subs, s)
+				}
+				f.mu.Unlock()
+				for _, s := range subs {
+					s.fn(m.Payload)
+				}
+				continue
+			}
 			for s := range f.subs[m.Channel] {
 				s.fn(m.Payload) // under the lock, so that no call starts after unsubscribe returns
 			}
@@ -850,4 +932,22 @@ func boxed(args []string) []any {
 		argv[i] = a
 	}
 	return argv
+}
+
+// newCountsUnsubscribes, newJoinsPending, newGivesUp and newUnsubscribesAtConfirm are
+// forgetful with wakesAll and one fault each (see subscriberFault).
+func newCountsUnsubscribes(t testing.TB, addr string) core.Node {
+	return newForgetfulOf(t, addr, wakesAll, countsUnsubscribes)
+}
+
+func newJoinsPending(t testing.TB, addr string) core.Node {
+	return newForgetfulOf(t, addr, wakesAll, joinsPending)
+}
+
+func newGivesUp(t testing.TB, addr string) core.Node {
+	return newForgetfulOf(t, addr, wakesAll, givesUp)
+}
+
+func newUnsubscribesAtConfirm(t testing.TB, addr string) core.Node {
+	return newForgetfulOf(t, addr, wakesAll, unsubscribesAtConfirm)
 }

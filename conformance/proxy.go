@@ -13,7 +13,8 @@ import (
 // until freeze; from then on it accepts connections and reads what clients send, but
 // forwards nothing either way and never closes a connection: the node sees a server that
 // accepts and never replies, whether its connection was open before or is dialled after.
-// cut closes every connection open through it, as a server that drops its clients would.
+// cut closes every connection open through it, as a server that drops its clients would;
+// goDown does so and refuses new ones until goUp.
 // hold holds back what the server sends until release, while clients' commands still reach
 // it; holdFromSubscribe does the same from the first SUBSCRIBE or SSUBSCRIBE a client sends
 // on (the replies to a new connection's handshake pass, the confirmation does not).
@@ -34,6 +35,7 @@ type proxy struct {
 	marks    []mark            // what watch waits for
 	heldConn map[net.Conn]bool // client connections whose replies are held until release
 	holdAll  bool              // held holds every connection's replies, not heldConn's only
+	down     bool              // goDown: every connection is closed as soon as accepted
 }
 
 // mark is a byte string watch waits for clients to send, and the channel it closes then.
@@ -67,6 +69,10 @@ func (p *proxy) serve() {
 		client, err := p.ln.Accept()
 		if err != nil {
 			return
+		}
+		if p.isDown() {
+			client.Close() // a server that is gone: the client's dial is answered by a close
+			continue
 		}
 		var server net.Conn
 		if !p.isFrozen() {
@@ -263,6 +269,28 @@ func (p *proxy) freeze() {
 	p.mu.Lock()
 	p.frozen = true
 	p.mu.Unlock()
+}
+
+// goDown cuts every connection and closes each new one as soon as it is accepted, until
+// goUp: a server that is gone for a while.
+func (p *proxy) goDown() {
+	p.mu.Lock()
+	p.down = true
+	p.mu.Unlock()
+	p.cut()
+}
+
+// goUp ends goDown: new connections are forwarded again.
+func (p *proxy) goUp() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.down = false
+}
+
+func (p *proxy) isDown() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.down
 }
 
 // cut closes every connection open through the proxy; new ones are still accepted.
