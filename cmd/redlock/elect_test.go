@@ -146,10 +146,14 @@ func TestElectProclaim(t *testing.T) {
 	obs := startTool(t, nil, "", append([]string{"elect", "-observe", "proclaimed"}, s.flags...)...)
 	obs.await(t, "the first line: no leader", func() bool { return obs.stdout.String() != "" })
 	dir := t.TempDir()
-	script := `echo "$REDLOCK_TOKEN" > "$1/token"; echo second >&"$REDLOCK_PROCLAIM_FD"; : > "$1/started"
+	script := `echo "$REDLOCK_TOKEN" > "$1/token"; : > "$1/started"
+i=0; while [ ! -e "$1/proclaim" ] && [ $i -lt 600 ]; do sleep 0.1; i=$((i+1)); done
+echo second >&"$REDLOCK_PROCLAIM_FD"
 i=0; while [ ! -e "$1/release" ] && [ $i -lt 600 ]; do sleep 0.1; i=$((i+1)); done`
 	a := startTool(t, nil, "", s.electArgs("proclaimed", script, dir, "-value", "first")...)
 	a.awaitFile(t, filepath.Join(dir, "started"))
+	obs.await(t, "the leader's first value", func() bool { return strings.Contains(obs.stdout.String(), "first\n") })
+	touch(t, filepath.Join(dir, "proclaim"))
 	obs.await(t, "the proclaimed value", func() bool { return strings.Contains(obs.stdout.String(), "second\n") })
 	rep := statusOf(t, s.addrs, "proclaimed", 0)
 	if rep.Leader == nil || rep.Leader.Value != "second" || rep.Holder == nil || rep.Holder.Token != readToken(t, filepath.Join(dir, "token")) {
