@@ -81,6 +81,7 @@ var faults = []fault{
 			"miniredis/noscript/runlock",
 			"miniredis/noscript/proclaim",
 			"miniredis/noscript/leader",
+			"miniredis/noscript/status",
 			// Its scripts that are not core's were never loaded: NOSCRIPT hides the
 			// script's own error message.
 			"miniredis/errors/server-error/error-reply",

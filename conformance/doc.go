@@ -25,9 +25,9 @@
 // The checks, each a subtest named "<server>/<group>/<check>":
 //
 //   - scripts: every core script (core.Scripts: acquire, extend, release, raise, the
-//     read-write lock's rlock, rextend, runlock, and the election's proclaim and leader)
-//     through Node.Eval (leader, whose reply holds the record as a bulk
-//     string, through Node.EvalStrings, as core reads it), with the reply and the
+//     read-write lock's rlock, rextend, runlock, the election's proclaim and leader, and
+//     status) through Node.Eval (leader and status, whose replies hold bulk strings,
+//     through Node.EvalStrings, as core reads them), with the reply and the
 //     effect on the server checked: acquire of a free lock, of a held one, of one readers
 //     hold, retried with our own token, and the fence counter advancing exactly past 2^32;
 //     extend of our lock, another's, a missing one; release of ours (deleted, and published
@@ -49,7 +49,9 @@
 //     and asked to identify the server (the run_id, then the permit last); release of our
 //     permit to the first of two waiters (told "<token> <fence> #<permit>" on its channel,
 //     the second not), of our permit found among 40 when KEYS[1] names another's, of
-//     another's, and on an empty server.
+//     another's, and on an empty server. status reads a held lock's key, PTTL and fence
+//     counter, a queue with its scores, the waiters hash and a leader record's bytes, and
+//     writes nothing.
 //   - sets: a lock over three names (core.NewSetKeys, under a prefix with a hash tag) runs
 //     acquire and release with each name's six KEYS, name after name (18): acquire of free
 //     names (each lock key our token with the TTL; {1, fence} with the fence one past the
@@ -77,7 +79,7 @@
 //     one whose names are in different slots is an error that core.Permanent knows, never a
 //     panic, and takes nothing.
 //   - noscript: each script right after SCRIPT FLUSH, three times: Eval (EvalStrings for
-//     leader) falls back from EVALSHA to EVAL, and the script replies as it must on an empty
+//     leader and status) falls back from EVALSHA to EVAL, and the script replies as it must on an empty
 //     server.
 //   - errors: a server error (WRONGTYPE, redis.error_reply) is an error that keeps the
 //     server's message, with no reply, and WRONGTYPE is one that core.Permanent knows (a

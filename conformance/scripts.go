@@ -207,6 +207,7 @@ func scriptChecks() []check {
 	cases = append(cases, readerScriptCases()...)
 	cases = append(cases, semaphoreScriptCases()...)
 	cases = append(cases, electionScriptCases()...)
+	cases = append(cases, statusScriptCases()...)
 	checks := make([]check, len(cases))
 	for i, c := range cases {
 		checks[i] = check{c.name, func(t *testing.T, e *env) {

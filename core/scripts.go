@@ -25,6 +25,8 @@ var (
 	proclaimSource string
 	//go:embed lua/leader.lua
 	leaderSource string
+	//go:embed lua/status.lua
+	statusSource string
 
 	// A writer's and a reader's scripts: acquire and rlock, release and runlock, are one
 	// source each, with read false or true.
@@ -37,6 +39,8 @@ var (
 	// An election's record of its leader's value (see Proclaim and Leader).
 	proclaimScript = NewScript("proclaim", proclaimSource)
 	leaderScript   = NewScript("leader", leaderSource)
+	// A read of every key a name has (see Cluster.Status).
+	statusScript = NewScript("status", statusSource)
 )
 
 // preludeMark is the line of acquire.lua and release.lua that the rest of the prelude
@@ -70,9 +74,9 @@ var (
 )
 
 // Scripts returns the scripts core runs, in the order acquire, extend, release, rlock,
-// rextend, runlock, proclaim, leader: for a backend that preloads them (SCRIPT LOAD) and
-// for tests of a backend.
+// rextend, runlock, proclaim, leader, status: for a backend that preloads them (SCRIPT LOAD)
+// and for tests of a backend.
 func Scripts() []*Script {
 	return []*Script{acquireScript, extendScript, releaseScript, rlockScript, rextendScript, runlockScript,
-		proclaimScript, leaderScript}
+		proclaimScript, leaderScript, statusScript}
 }
