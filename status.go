@@ -35,17 +35,24 @@ const NoExpiry = core.NoExpiry
 // Every error names the lock.
 func (c *Client) Status(ctx context.Context, name string, opts ...Option) (*Status, error) {
 	c.made("Status")
+	st, _, err := c.status(ctx, "Status", name, opts)
+	return st, err
+}
+
+// status is Status for the call named call; it also returns the call's settings.
+func (c *Client) status(ctx context.Context, call, name string, opts []Option) (*Status, settings, error) {
 	if err := checkName(name); err != nil {
-		return nil, &lockError{"Status", name, err}
+		return nil, settings{}, &lockError{call, name, err}
 	}
-	s, err := c.opts.forCall("Status", optRetry|optLogger|optErrorHandler, opts)
+	s, err := c.opts.forCall(call, optRetry|optLogger|optErrorHandler, opts)
 	if err != nil {
-		return nil, &lockError{"Status", name, err}
+		return nil, s, &lockError{call, name, err}
 	}
 	select {
 	case <-c.closed:
-		return nil, &lockError{"Status", name, ErrClosed}
+		return nil, s, &lockError{call, name, ErrClosed}
 	default:
 	}
-	return c.cluster.Status(ctx, s.prefix, name, s.nodeTimeout)
+	st, err := c.cluster.Status(ctx, s.prefix, name, s.nodeTimeout)
+	return st, s, err
 }

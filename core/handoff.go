@@ -25,3 +25,25 @@ func Resume(l Lock, token string, fence uint64) (*Held, error) {
 	h.claim = claim{Lock: l, token: token, holds: ^uint64(0)}
 	return h, nil
 }
+
+// Claim returns the Held of the holding that token has of l on the nodes, for a caller that
+// ends another owner's holding (breaks it): as Resume's, but valid until until, its waiter
+// (if token is a waiter's, "<waiter id>.<attempt>") leaving the queue as it is released, and
+// also for a reader's share (l.Read) or a semaphore's permits (l.Keys.Permits: Release lets
+// go of every permit that token holds, on each node). Raise (a writer's only) and Release
+// it; its Fence is 0. Errors: one that matches ErrInvalid for an empty token or one with a
+// space.
+func Claim(l Lock, token string, until time.Time) (*Held, error) {
+	if token == "" || strings.ContainsAny(token, " \n") {
+		return nil, opError("claim", l.Keys.named(), fmt.Errorf("%w: bad token %q", ErrInvalid, token))
+	}
+	h := &Held{Grant: Grant{Start: time.Now(), Until: until, Attempts: 1}}
+	h.claim = claim{Lock: l, token: token, holds: ^uint64(0)}
+	if l.Keys.Permits != nil { // no permit is known held: the release looks at each
+		h.holds = 0
+	}
+	if id, ok := WaiterID(token); ok {
+		h.waiter = id
+	}
+	return h, nil
+}

@@ -1,0 +1,140 @@
+package redlock_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/go-redlock/redlock"
+	"github.com/go-redlock/redlock/fence"
+	"github.com/stretchr/testify/require"
+)
+
+// The holder, in a Client of its own, is "dead" to the operator's Client: it does not
+// extend its lock (WithAutoExtend(false)) and its TTL is long.
+func TestBreakHeldLease(t *testing.T) {
+	nodes, _ := realNodes(t, 3)
+	holder := newClient(t, nodes, redlock.WithTTL(time.Hour), redlock.WithAutoExtend(false), patient)
+	defer func() { _ = holder.Close() }()
+	l, err := holder.TryAcquire(ctxT(t, 30*time.Second), "job")
+	require.NoError(t, err)
+	before := statusOf(t, holder, "job").Holder
+	require.NotNil(t, before)
+
+	op := newClient(t, nodes, patient)
+	b, err := op.Break(ctxT(t, 30*time.Second), "job")
+	require.NoError(t, err)
+	require.Equal(t, []string{before.Owner}, b.Owners)
+	require.Greater(t, b.Fence, l.Token())
+
+	st := statusOf(t, op, "job")
+	require.Nil(t, st.Holder)
+	for _, n := range st.Nodes {
+		require.Nil(t, n.Lock, "free on every node")
+		require.GreaterOrEqual(t, n.Fence, b.Fence, "the fence raised on every node that answered")
+	}
+	next, err := op.TryAcquire(ctxT(t, 30*time.Second), "job")
+	require.NoError(t, err)
+	require.Greater(t, next.Token(), l.Token())
+	require.NoError(t, next.Release(ctxT(t, 30*time.Second)))
+	require.ErrorIs(t, l.Extend(ctxT(t, 30*time.Second)), redlock.ErrNotHeld, "the broken holder finds out at its next extension")
+}
+
+func TestBreakFencedStorageRefusesTheBrokenHolder(t *testing.T) {
+	nodes, _ := realNodes(t, 3)
+	store, err := fence.NewRedis(goredisNode(t, realServers(t, 1)[0].Addr()), time.Hour)
+	require.NoError(t, err)
+	holder := newClient(t, nodes, redlock.WithTTL(time.Hour), redlock.WithAutoExtend(false), patient)
+	defer func() { _ = holder.Close() }()
+	ctx := ctxT(t, 30*time.Second)
+	broken, err := holder.TryAcquire(ctx, "report")
+	require.NoError(t, err)
+	require.NoError(t, store.Write(ctx, "report", broken.Token(), "the broken holder's"))
+
+	op := newClient(t, nodes, patient)
+	_, err = op.Break(ctx, "report")
+	require.NoError(t, err)
+	next, err := op.TryAcquire(ctx, "report")
+	require.NoError(t, err)
+	defer func() { _ = next.Release(context.Background()) }()
+	require.NoError(t, store.Write(ctx, "report", next.Token(), "the next holder's"))
+	require.ErrorIs(t, store.Write(ctx, "report", broken.Token(), "a late write"), fence.ErrStale)
+}
+
+func TestBreakHandsTheLockToTheFirstWaiter(t *testing.T) {
+	nodes, _ := realNodes(t, 3)
+	holder := newClient(t, nodes, redlock.WithTTL(time.Hour), redlock.WithAutoExtend(false), patient)
+	defer func() { _ = holder.Close() }()
+	broken, err := holder.TryAcquire(ctxT(t, 30*time.Second), "queued")
+	require.NoError(t, err)
+
+	waiter := newClient(t, nodes, patient)
+	got := make(chan *redlock.Lease, 1)
+	go func() {
+		l, err := waiter.Acquire(ctxT(t, time.Minute), "queued")
+		if err != nil {
+			t.Error(err)
+		}
+		got <- l
+	}()
+	op := newClient(t, nodes, patient)
+	waitStatus(t, op, "queued", func(st *redlock.Status) bool { return len(st.Nodes[0].Queue) == 1 })
+	_, err = op.Break(ctxT(t, 30*time.Second), "queued")
+	require.NoError(t, err)
+	l := <-got
+	require.NotNil(t, l)
+	require.Greater(t, l.Token(), broken.Token())
+	require.NoError(t, l.Release(ctxT(t, 30*time.Second)))
+}
+
+func TestBreakReadersAndPermits(t *testing.T) {
+	nodes, _ := realNodes(t, 3)
+	holder := newClient(t, nodes, redlock.WithTTL(time.Hour), redlock.WithAutoExtend(false), patient)
+	defer func() { _ = holder.Close() }()
+	ctx := ctxT(t, 30*time.Second)
+	for range 2 {
+		require.NoError(t, holder.NewRWMutex("shared").RLockContext(ctx))
+	}
+	sem := holder.NewSemaphore("pool", 3)
+	for range 2 {
+		_, err := sem.TryAcquire(ctx)
+		require.NoError(t, err)
+	}
+	op := newClient(t, nodes, patient)
+
+	b, err := op.Break(ctx, "shared")
+	require.NoError(t, err)
+	require.Len(t, b.Readers, 2)
+	require.Zero(t, b.Fence)
+	st := statusOf(t, op, "shared")
+	require.Zero(t, st.Readers)
+	for _, n := range st.Nodes {
+		require.Nil(t, n.Lock)
+		require.Empty(t, n.Readers)
+	}
+	require.True(t, op.NewRWMutex("shared").TryLock(), "a writer takes it after the break")
+
+	b, err = op.Break(ctx, "pool")
+	require.NoError(t, err)
+	require.Len(t, b.Permits, 2)
+	st = statusOf(t, op, "pool")
+	require.NotNil(t, st.Semaphore)
+	require.Zero(t, st.Semaphore.InUse)
+	for _, n := range st.Nodes {
+		require.Empty(t, n.Semaphore.Held)
+	}
+}
+
+func TestBreakFreeAndBadInput(t *testing.T) {
+	nodes, _ := miniNodes(t, 3)
+	c := newClient(t, nodes, patient)
+	b, err := c.Break(ctxT(t, 30*time.Second), "free")
+	require.NoError(t, err)
+	require.Equal(t, &redlock.Broken{}, b)
+	_, err = c.Break(context.Background(), "x", redlock.WithRetry(time.Millisecond, time.Second))
+	require.ErrorIs(t, err, redlock.ErrInvalid)
+	require.ErrorContains(t, err, "Break")
+	require.NoError(t, c.Close())
+	_, err = c.Break(context.Background(), "x")
+	require.ErrorIs(t, err, redlock.ErrClosed)
+}
