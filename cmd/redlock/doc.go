@@ -13,8 +13,9 @@
 //	redlock elect NAME [flags] [--] COMMAND [ARG...]
 //	redlock elect -observe NAME [flags]
 //	redlock status [flags] [--] NAME
+//	redlock break [-force] [flags] [--] NAME
 //	redlock version
-//	redlock help [run|elect|status]
+//	redlock help [run|elect|status|break]
 //
 // `redlock run` takes the lock NAME over the Redis masters of -addrs (default:
 // $REDIS_ADDRS, comma-separated host:port, or redis://, rediss://, valkey:// and valkeys://
@@ -93,6 +94,13 @@
 // fields to; `redlock status -h` describes each field. It exits 0 when at least one node
 // answered (whatever NAME's state, free included), 69 when none did, and 2 after a usage
 // error, two addresses that reach one server (by its run_id) included.
+//
+// `redlock break NAME` ends whatever holds NAME, for a holder known to be dead: it shows
+// the holder, asks for confirmation on standard input unless -force, raises the lock's
+// fence counter above the holder's token on a majority and releases each holding under its
+// own token on every node (the library's Client.Break). A holder that still runs is not
+// stopped; only storage that checks fencing tokens refuses its late writes. `redlock break
+// -h` describes its flags and exit statuses.
 //
 // # Exit status
 //

@@ -19,8 +19,9 @@ Usage:
   redlock elect NAME [flags] [--] COMMAND [ARG...]       run COMMAND while leading election NAME
   redlock elect -observe NAME [flags]                    print each new leader of election NAME
   redlock status [flags] NAME                            show who holds NAME, and who waits
+  redlock break [-force] [flags] NAME                    end whatever holds NAME, asking first
   redlock version                                        print redlock's version
-  redlock help [run|elect|status]                        print this, or a command's usage
+  redlock help [run|elect|status|break]                  print this, or a command's usage
 
 Example:
   REDIS_ADDRS=10.0.0.1:6379,10.0.0.2:6379,10.0.0.3:6379 redlock run backup -- ./backup.sh
@@ -49,6 +50,8 @@ func redlockMain(args []string, getenv func(string) string, stdout, stderr io.Wr
 		return electMain(rest, getenv, stdout, stderr)
 	case cmd == cmdStatus:
 		return statusMain(rest, getenv, stdout, stderr)
+	case cmd == cmdBreak:
+		return breakMain(rest, getenv, os.Stdin, stdout, stderr)
 	case cmd == "version" && len(rest) == 0:
 		fmt.Fprintln(stdout, "redlock", version())
 		return 0
@@ -60,6 +63,9 @@ func redlockMain(args []string, getenv func(string) string, stdout, stderr io.Wr
 		return 0
 	case cmd == "help" && len(rest) == 1 && rest[0] == cmdStatus:
 		fmt.Fprint(stdout, statusUsage())
+		return 0
+	case cmd == "help" && len(rest) == 1 && rest[0] == cmdBreak:
+		fmt.Fprint(stdout, breakUsage())
 		return 0
 	}
 	fmt.Fprintf(stderr, "redlock: unknown command or arguments: %s\n\n%s", strings.Join(args, " "), usage)
