@@ -138,3 +138,25 @@ func TestBreakFreeAndBadInput(t *testing.T) {
 	_, err = c.Break(context.Background(), "x")
 	require.ErrorIs(t, err, redlock.ErrClosed)
 }
+
+// TestBreakOnRedisCluster: the raise and the releases run in the name's slot.
+func TestBreakOnRedisCluster(t *testing.T) {
+	nodes := clusterNodes(t)
+	holder := newClient(t, nodes, redlock.WithTTL(time.Hour), redlock.WithAutoExtend(false), patient)
+	defer func() { _ = holder.Close() }()
+	ctx := ctxT(t, time.Minute)
+	broken, err := holder.TryAcquire(ctx, "job")
+	require.NoError(t, err)
+	_, err = holder.NewSemaphore("pool", 2).TryAcquire(ctx)
+	require.NoError(t, err)
+
+	op := newClient(t, nodes, patient)
+	b, err := op.Break(ctx, "job")
+	require.NoError(t, err)
+	require.Greater(t, b.Fence, broken.Token())
+	require.Nil(t, statusOf(t, op, "job").Holder)
+	b, err = op.Break(ctx, "pool")
+	require.NoError(t, err)
+	require.Len(t, b.Permits, 1)
+	require.Zero(t, statusOf(t, op, "pool").Semaphore.InUse)
+}

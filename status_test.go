@@ -7,6 +7,9 @@ import (
 	"time"
 
 	"github.com/go-redlock/redlock"
+	"github.com/go-redlock/redlock/backends/goredis"
+	"github.com/go-redlock/redlock/internal/redistest"
+	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 )
 
@@ -295,4 +298,36 @@ func TestStatusOneServerTwice(t *testing.T) {
 	require.ErrorIs(t, err, redlock.ErrInvalid)
 	require.ErrorContains(t, err, "reach the same server")
 	require.Nil(t, st)
+}
+
+// clusterNodes starts a 3-master Redis Cluster and returns one Node over it, a go-redis
+// cluster client.
+func clusterNodes(t *testing.T) []redlock.Node {
+	c := redistest.StartCluster(t, 3)
+	rdb := redis.NewClusterClient(&redis.ClusterOptions{Addrs: c.Addrs(), ContextTimeoutEnabled: true})
+	t.Cleanup(func() { _ = rdb.Close() })
+	n := goredis.New(rdb)
+	t.Cleanup(func() { _ = n.Close() })
+	return []redlock.Node{n}
+}
+
+// TestStatusOnRedisCluster: every key the status script reads is in its name's slot, a
+// Semaphore's permits too.
+func TestStatusOnRedisCluster(t *testing.T) {
+	c := newClient(t, clusterNodes(t), patient)
+	ctx := ctxT(t, time.Minute)
+	l, err := c.TryAcquire(ctx, "job")
+	require.NoError(t, err)
+	defer func() { _ = l.Release(context.Background()) }()
+	p, err := c.NewSemaphore("pool", 2).TryAcquire(ctx)
+	require.NoError(t, err)
+	defer func() { _ = p.Release(context.Background()) }()
+
+	st := statusOf(t, c, "job")
+	require.NotNil(t, st.Holder)
+	require.Equal(t, l.Token(), st.Holder.Token)
+	st = statusOf(t, c, "pool")
+	require.NotNil(t, st.Semaphore)
+	require.Equal(t, 2, st.Semaphore.Permits)
+	require.Equal(t, 1, st.Semaphore.InUse)
 }
