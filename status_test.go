@@ -331,3 +331,16 @@ func TestStatusOnRedisCluster(t *testing.T) {
 	require.Equal(t, 2, st.Semaphore.Permits)
 	require.Equal(t, 1, st.Semaphore.InUse)
 }
+
+func TestStatusContextEnded(t *testing.T) {
+	nodes, _ := miniNodes(t, 3)
+	c := newClient(t, nodes, patient)
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	st, err := c.Status(ctx, "ended")
+	require.ErrorIs(t, err, context.Canceled)
+	require.NotErrorIs(t, err, redlock.ErrNoQuorum, "the caller's end, not the nodes' failure")
+	require.ErrorContains(t, err, `"ended"`)
+	require.NotNil(t, st)
+	require.False(t, st.Known())
+}

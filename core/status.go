@@ -139,7 +139,8 @@ type Permit struct {
 //
 // Errors: one that matches ErrInvalid if two nodes reported one server's run_id (then the
 // Status is nil: one server would count twice); a *QuorumError if fewer than a quorum
-// answered, with the Status (whose Known is false). It is safe for concurrent use.
+// answered, or ctx's error if ctx ended first, each with the Status (whose Known is false).
+// It is safe for concurrent use.
 func (c *Cluster) Status(ctx context.Context, prefix, name string, timeout time.Duration) (*Status, error) {
 	keys := NewKeys(prefix, name)
 	st := &Status{Name: name, Key: keys.Lock, Quorum: c.quorum, Found: []string{}, Nodes: make([]NodeStatus, len(c.nodes))}
@@ -169,8 +170,11 @@ func (c *Cluster) Status(ctx context.Context, prefix, name string, timeout time.
 		servers[n.server] = i
 	}
 	st.sum()
-	if st.Known() {
+	switch {
+	case st.Known():
 		return st, nil
+	case ctx.Err() != nil:
+		return st, ctxError(ctx, "status", name)
 	}
 	qe := &QuorumError{Op: "status", Key: name, Quorum: c.quorum, Nodes: len(c.nodes), OK: st.Answered}
 	for _, n := range st.Nodes {
