@@ -2,6 +2,7 @@ package redlock_test
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
@@ -159,4 +160,39 @@ func TestBreakOnRedisCluster(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, b.Permits, 1)
 	require.Zero(t, statusOf(t, op, "pool").Semaphore.InUse)
+}
+
+func ExampleClient_Break() {
+	nodes, stop := exampleNodes(3)
+	defer stop()
+	ctx := context.Background()
+
+	// A holder that died with its lock, whose TTL is an hour.
+	dead, _ := redlock.New(nodes, redlock.WithTTL(time.Hour), redlock.WithRestartGuard(2*time.Hour), redlock.WithAutoExtend(false))
+	defer dead.Close()
+	lease, err := dead.TryAcquire(ctx, "report")
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+
+	client, _ := redlock.New(nodes)
+	defer client.Close()
+	b, err := client.Break(ctx, "report")
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Println("broken:", len(b.Owners), "writer; fence above its token:", b.Fence > lease.Token())
+
+	next, err := client.TryAcquire(ctx, "report")
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer next.Release(ctx)
+	fmt.Println("the next token is above the broken one:", next.Token() > lease.Token())
+	// Output:
+	// broken: 1 writer; fence above its token: true
+	// the next token is above the broken one: true
 }

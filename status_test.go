@@ -3,6 +3,7 @@ package redlock_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
@@ -343,4 +344,29 @@ func TestStatusContextEnded(t *testing.T) {
 	require.ErrorContains(t, err, `"ended"`)
 	require.NotNil(t, st)
 	require.False(t, st.Known())
+}
+
+func ExampleClient_Status() {
+	nodes, stop := exampleNodes(3)
+	defer stop()
+	client, _ := redlock.New(nodes)
+	defer client.Close()
+	ctx := context.Background()
+
+	lease, err := client.TryAcquire(ctx, "report")
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer lease.Release(ctx)
+
+	st, err := client.Status(ctx, "report")
+	if err != nil { // ErrNoQuorum: fewer than a quorum answered, and st.Known() is false
+		fmt.Println(err)
+		return
+	}
+	if h := st.Holder; h != nil {
+		fmt.Println("held on", h.Nodes, "of", len(st.Nodes), "nodes; the lease's token:", h.Token == lease.Token())
+	}
+	// Output: held on 3 of 3 nodes; the lease's token: true
 }
