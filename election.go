@@ -238,15 +238,13 @@ func (e *Election) Observe(ctx context.Context) <-chan string {
 func (e *Election) observe(ctx context.Context, out chan<- string, wake <-chan struct{}) {
 	tick := time.NewTicker(max(50*time.Millisecond, e.set.nodeTimeout*5/2))
 	defer tick.Stop()
-	// last is the leader last sent, by its token ("" for none), and its value: a new leader
-	// is sent even if its value is the last one's, and a leader's new value (Proclaim).
-	last, lastValue, first := "", "", true
+	var last sent
 	for {
 		token, value, err := e.leader(ctx)
 		if ctx.Err() != nil || core.Permanent(err) {
 			return
 		}
-		if (err == nil || errors.Is(err, ErrNoLeader)) && (token != last || value != lastValue || first) {
+		if (err == nil || errors.Is(err, ErrNoLeader)) && last.news(token, value) {
 			select {
 			case out <- value:
 			case <-ctx.Done():
@@ -254,7 +252,7 @@ func (e *Election) observe(ctx context.Context, out chan<- string, wake <-chan s
 			case <-e.client.closed:
 				return
 			}
-			last, lastValue, first = token, value, false
+			last = sent{token, value, true}
 		}
 		select {
 		case <-ctx.Done():
@@ -265,6 +263,19 @@ func (e *Election) observe(ctx context.Context, out chan<- string, wake <-chan s
 		case <-tick.C:
 		}
 	}
+}
+
+// sent is the leader that Observe sent last, by its token ("" for none), and its value: a
+// new leader is news even if its value is the last one's, and so is a leader's new value
+// (Proclaim).
+type sent struct {
+	token, value string
+	any          bool // something was sent
+}
+
+// news reports whether the leader token, with value, is to be sent after s.
+func (s sent) news(token, value string) bool {
+	return !s.any || token != s.token || value != s.value
 }
 
 // usable returns the error that Campaign, Leader and Observe (op) report for a bad name or

@@ -311,14 +311,19 @@ func (l *Lease) finish(ctx context.Context, reason error) error {
 	}
 	// Too few nodes answered a Release of a held lease, for reasons a retry can fix: a
 	// later Release tries them again.
-	l.unanswered = ended == nil && reason == ErrReleased &&
-		errors.Is(err, ErrNoQuorum) && !errors.Is(err, ErrNotHeld) && !core.Permanent(err)
+	l.unanswered = ended == nil && reason == ErrReleased && retryable(err)
 	if l.opts.observer != nil { // before the next goroutine in the local queue goes on
 		// A holding ended by another reason than this Release (before, or in it: the
 		// maximum hold time, Close) had its Lost event.
 		l.observeRelease(ctx, start, ret, again, !again && (ended != nil || reason != ErrReleased))
 	}
 	return ret
+}
+
+// retryable reports whether err, a release's, is one of too few nodes answering for
+// reasons a retry can fix.
+func retryable(err error) bool {
+	return errors.Is(err, ErrNoQuorum) && !errors.Is(err, ErrNotHeld) && !core.Permanent(err)
 }
 
 // opLock is a lock that a goroutine waits for on a channel, which in a testing/synctest

@@ -991,7 +991,7 @@ func observerGauges(t *testing.T) {
 	rw.RUnlock()
 
 	m.Lock()
-	l, err = c.Acquire(ctx, "closed")
+	_, err = c.Acquire(ctx, "closed")
 	require.NoError(t, err)
 	require.NoError(t, c.Close())
 	state(redlock.KindMutex, 0, 0, "released by Close")

@@ -54,7 +54,8 @@ Exit status:
 // breakConfig is what `redlock break` was asked to do, parsed and checked.
 type breakConfig struct {
 	name    string
-	addrs   []*redis.Options
+	conn    access           // how to reach the Redis masters
+	addrs   []*redis.Options // one per Redis master, from conn
 	prefix  string
 	force   bool
 	timeout time.Duration // each node's answer
@@ -65,7 +66,7 @@ func breakFlags(c *breakConfig) *flag.FlagSet {
 	fs := flag.NewFlagSet("redlock break", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	fs.Usage = func() {}
-	addrsFlag(fs, &c.addrs)
+	accessFlags(fs, &c.conn)
 	prefixFlag(fs, &c.prefix)
 	fs.BoolVar(&c.force, "force", false, "break without asking for confirmation")
 	fs.DurationVar(&c.timeout, "node-timeout", 2*time.Second, "bound on each node's answer")
@@ -79,6 +80,7 @@ func breakUsage() string {
 	fs := breakFlags(&breakConfig{})
 	fs.SetOutput(&b)
 	fs.PrintDefaults()
+	b.WriteString(accessUsage)
 	b.WriteString(breakUsageTail)
 	return b.String()
 }
@@ -88,7 +90,7 @@ func breakUsage() string {
 func parseBreak(args []string, getenv func(string) string) (*breakConfig, error) {
 	c := &breakConfig{}
 	fs := breakFlags(c)
-	names, rest, err := parseArgs(fs, args, 1)
+	names, rest, err := parseArgs(fs, args, func() int { return 1 })
 	if err != nil {
 		return nil, err
 	}
@@ -97,10 +99,8 @@ func parseBreak(args []string, getenv func(string) string) (*breakConfig, error)
 	}
 	set := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
-	if !set["addrs"] {
-		if c.addrs, err = parseAddrs(getenv("REDIS_ADDRS")); err != nil {
-			return nil, usagef("$REDIS_ADDRS: %v", err)
-		}
+	if c.addrs, err = c.conn.nodes(set, getenv); err != nil {
+		return nil, err
 	}
 	switch {
 	case len(names) == 0 || names[0] == "":
