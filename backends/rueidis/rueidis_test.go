@@ -2,9 +2,6 @@ package rueidis_test
 
 import (
 	"context"
-	"errors"
-	"slices"
-	"sync"
 	"testing"
 
 	"github.com/go-redlock/redlock/backends/internal/backendtest"
@@ -26,19 +23,23 @@ func newClient(t *testing.T, addr string, mini bool) rueidis.Client {
 	return c
 }
 
-// newNode builds the Node over a fresh client, and closes both at the end of the test.
-func newNode(t *testing.T, s *backendtest.Server) core.Node {
-	node := rlrueidis.New(newClient(t, s.Addr, s.Kind == backendtest.Miniredis))
+// nodeOf builds the Node over c, closed at the end of the test (before c).
+func nodeOf(t *testing.T, c rueidis.Client) *rlrueidis.Node {
+	node := rlrueidis.New(c)
 	t.Cleanup(func() { _ = node.Close() })
 	return node
+}
+
+// newNode builds the Node over a fresh client, and closes both at the end of the test.
+func newNode(t *testing.T, s *backendtest.Server) core.Node {
+	return nodeOf(t, newClient(t, s.Addr, s.Kind == backendtest.Miniredis))
 }
 
 // pausedNode is a Node whose server stops answering (SIGSTOP) once the client connected:
 // rueidis.NewClient itself would not return on a server that never answers.
 func pausedNode(t *testing.T) core.Node {
 	s := redistest.Start(t)
-	node := rlrueidis.New(newClient(t, s.Addr(), false))
-	t.Cleanup(func() { _ = node.Close() })
+	node := nodeOf(t, newClient(t, s.Addr(), false))
 	s.Pause()
 	t.Cleanup(s.Resume) // runs first: the client closes against a live server
 	return node
@@ -53,6 +54,10 @@ func TestEval(t *testing.T) { backendtest.Eval(t, newNode) }
 // context.
 func TestEvalHonoursContext(t *testing.T) { backendtest.EvalHonoursContext(t, pausedNode) }
 
+// TestSetNXHonoursContext: a server that stopped answering holds SetNX no longer than its
+// context.
+func TestSetNXHonoursContext(t *testing.T) { backendtest.SetNXHonoursContext(t, pausedNode) }
+
 // TestSubscriber: the Subscriber contract on miniredis, redis-server and a one-node Redis
 // Cluster (SSUBSCRIBE), with a leak check.
 func TestSubscriber(t *testing.T) {
@@ -63,42 +68,16 @@ func TestSubscriber(t *testing.T) {
 // than its context.
 func TestSubscribeHonoursContext(t *testing.T) { backendtest.SubscribeHonoursContext(t, pausedNode) }
 
-// TestEvalServerErrorType: a server error reply is a *rueidis.RedisError: the extend script reads a
-// lock key that holds a hash, and the server answers WRONGTYPE (the script's own error,
-// not one about its arguments).
+// TestEvalServerErrorType: a server error reply is a *rueidis.RedisError.
 func TestEvalServerErrorType(t *testing.T) {
-	for _, kind := range []backendtest.Kind{backendtest.Miniredis, backendtest.Redis} {
-		s := backendtest.Start(t, kind)
-		require.NoError(t, s.Admin.HSet(context.Background(), "lock", "field", "value").Err())
-		_, err := newNode(t, s).Eval(context.Background(), backendtest.Script(t, "extend"), []string{"lock"}, "token", "10000")
-		var rerr *rueidis.RedisError
-		assert.True(t, errors.As(err, &rerr), "%T %v", err, err)
-		assert.ErrorContains(t, err, "WRONGTYPE")
-	}
+	backendtest.ServerErrorType[*rueidis.RedisError](t, newNode)
 }
 
-// TestNew: the name and the sharded pub/sub choice follow the client's mode.
+// TestNew: nil in, nil out; the name and the sharded pub/sub choice follow the client's
+// mode.
 func TestNew(t *testing.T) {
 	assert.Nil(t, rlrueidis.New(nil))
-	single := backendtest.Start(t, backendtest.Redis)
-	cluster := backendtest.Start(t, backendtest.Cluster)
-	cases := []struct {
-		name    string
-		client  rueidis.Client
-		want    string
-		sharded bool
-	}{
-		{"standalone", newClient(t, single.Addr, false), single.Addr, false},
-		{"cluster", newClient(t, cluster.Addr, false), "cluster(" + cluster.Addr + ")", true},
-	}
-	for _, c := range cases {
-		t.Run(c.name, func(t *testing.T) {
-			node := rlrueidis.New(c.client)
-			assert.Equal(t, c.want, node.String())
-			assert.Equal(t, c.sharded, node.ShardedPubSub())
-			require.NoError(t, node.Close())
-		})
-	}
+	backendtest.Names(t, func(t *testing.T, addr string) core.Node { return rlrueidis.New(newClient(t, addr, false)) })
 }
 
 // nameless is a client of the caller's own that names no server.
@@ -118,9 +97,7 @@ func TestNewNameless(t *testing.T) {
 // sent once more on the client's new connection.
 func TestEvalSurvivesAReset(t *testing.T) {
 	backendtest.EvalSurvivesAReset(t, func(t *testing.T, addr string) core.Node {
-		node := rlrueidis.New(newClient(t, addr, false))
-		t.Cleanup(func() { _ = node.Close() })
-		return node
+		return nodeOf(t, newClient(t, addr, false))
 	})
 }
 
@@ -130,80 +107,38 @@ func TestAlwaysPipeliningKeepsTheConnection(t *testing.T) {
 		c, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{addr}, AlwaysPipelining: true})
 		require.NoError(t, err)
 		t.Cleanup(c.Close)
-		node := rlrueidis.New(c)
-		t.Cleanup(func() { _ = node.Close() })
-		return node
+		return nodeOf(t, c)
 	})
 }
 
-// TestSubscribeOnClosedClient: once its rueidis client was closed, the Node's Subscribe fails
-// with an error that matches core.ErrClosed, as Eval does.
-func TestSubscribeOnClosedClient(t *testing.T) {
-	s := backendtest.Start(t, backendtest.Miniredis)
-	c, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{s.Addr}, AlwaysRESP2: true, DisableCache: true, ForceSingleClient: true})
-	require.NoError(t, err)
-	node := rlrueidis.New(c)
-	t.Cleanup(func() { _ = node.Close() })
-	c.Close()
-	_, err = node.Eval(context.Background(), backendtest.Script(t, "extend"), []string{"lock"}, "token", "1000")
-	assert.ErrorIs(t, err, core.ErrClosed, "Eval on a closed client")
-	_, err = node.Subscribe(context.Background(), "ch", func(string) {})
-	assert.ErrorIs(t, err, core.ErrClosed, "Subscribe on a closed client")
+// TestClosedClient: once its rueidis client was closed, the Node's calls fail with an error
+// that matches core.ErrClosed and keeps rueidis.ErrClosing (see backendtest.ClosedClient).
+func TestClosedClient(t *testing.T) {
+	backendtest.ClosedClient(t, rueidis.ErrClosing, func(t *testing.T, addr string, mini bool) (core.Node, func()) {
+		c := newClient(t, addr, mini)
+		return nodeOf(t, c), c.Close
+	})
 }
 
-// lateClient is a rueidis client whose first Do's command is built late: B() waits for
-// release, and each command is reported on built.
+// lateClient is a rueidis client whose first command is built late (see backendtest.Late).
 type lateClient struct {
 	rueidis.Client
-	entered chan struct{} // closed when B is first called
-	release chan struct{}
-	first   sync.Once
-	built   chan []string
+	late *backendtest.Late
 }
 
 func (c *lateClient) B() rueidis.Builder {
-	c.first.Do(func() {
-		close(c.entered)
-		<-c.release
-	})
+	c.late.Hold()
 	return c.Client.B()
 }
 
 func (c *lateClient) Do(ctx context.Context, cmd rueidis.Completed) rueidis.RedisResult {
-	c.built <- slices.Clone(cmd.Commands())
+	c.late.Built(cmd.Commands())
 	return c.Client.Do(ctx, cmd)
 }
 
-// TestEvalKeepsNoArgumentsAfterItReturns: under a context that can be cancelled and has no
-// deadline, Eval runs the call on a goroutine of its own and returns when the context ends.
-// That goroutine may build its command only afterwards (here it is held until then): it
-// must not read keys and args, which the caller owns again once Eval returned.
+// TestEvalKeepsNoArgumentsAfterItReturns: see backendtest.EvalKeepsNoArguments.
 func TestEvalKeepsNoArgumentsAfterItReturns(t *testing.T) {
-	for _, strs := range []bool{false, true} {
-		s := backendtest.Start(t, backendtest.Miniredis)
-		c := &lateClient{Client: newClient(t, s.Addr, true), entered: make(chan struct{}), release: make(chan struct{}), built: make(chan []string, 4)}
-		node := rlrueidis.New(c)
-		t.Cleanup(func() { _ = node.Close() })
-		ctx, cancel := context.WithCancel(context.Background())
-		keys, args := []string{"lock"}, []string{"token", "1000"}
-		returned := make(chan error, 1)
-		go func() {
-			var err error
-			if strs {
-				_, err = node.EvalStrings(ctx, backendtest.Script(t, "extend"), keys, args...)
-			} else {
-				_, err = node.Eval(ctx, backendtest.Script(t, "extend"), keys, args...)
-			}
-			returned <- err
-		}()
-		<-c.entered // the call's goroutine is about to build its command
-		cancel()
-		require.ErrorIs(t, <-returned, context.Canceled)
-		keys[0], args[0], args[1] = "other", "mine", "9" // the caller's again
-		close(c.release)
-		cmd := <-c.built
-		assert.Contains(t, cmd, "lock", "EvalStrings %v: %q", strs, cmd)
-		assert.Contains(t, cmd, "token", "EvalStrings %v: %q", strs, cmd)
-		assert.NotContains(t, cmd, "other", "EvalStrings %v: %q", strs, cmd)
-	}
+	backendtest.EvalKeepsNoArguments(t, func(t *testing.T, addr string, late *backendtest.Late) core.Node {
+		return nodeOf(t, &lateClient{Client: newClient(t, addr, true), late: late})
+	})
 }

@@ -220,21 +220,7 @@ func evalConcurrent(t *testing.T, newNode NewNode) {
 func EvalHonoursContext(t *testing.T, hung func(t *testing.T) core.Node) {
 	s := Script(t, "extend")
 	keys := []string{core.NewKeys("test:", "hung").Lock}
-	cases := []struct {
-		name   string
-		ctx    func() (context.Context, context.CancelFunc)
-		wantIs error
-	}{
-		{"deadline", func() (context.Context, context.CancelFunc) {
-			return context.WithTimeout(context.Background(), 50*time.Millisecond)
-		}, context.DeadlineExceeded},
-		{"cancelled while waiting", func() (context.Context, context.CancelFunc) {
-			ctx, cancel := context.WithCancel(context.Background())
-			time.AfterFunc(50*time.Millisecond, cancel)
-			return ctx, cancel
-		}, context.Canceled},
-	}
-	for _, c := range cases {
+	for _, c := range honourCases() {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
 			node := hung(t)
@@ -317,4 +303,20 @@ func TimeoutKeepsTheConnection(t *testing.T, node func(t *testing.T, addr string
 		require.NoError(t, call(5*time.Second))
 	}
 	assert.Subset(t, clients(), before, "a call that timed out closed its connection: the next one made a new one")
+}
+
+// ServerErrorType: a server error reply is an error that errors.As finds an E in, the
+// driver's error type. The extend script reads a lock key that holds a hash, and the server
+// answers WRONGTYPE: the script's own error, not one about its arguments.
+func ServerErrorType[E error](t *testing.T, newNode NewNode) {
+	for _, kind := range []Kind{Miniredis, Redis} {
+		t.Run(kind.String(), func(t *testing.T) {
+			s := Start(t, kind)
+			require.NoError(t, s.Admin.HSet(context.Background(), "lock", "field", "value").Err())
+			_, err := newNode(t, s).Eval(context.Background(), Script(t, "extend"), []string{"lock"}, "token", "10000")
+			var driverErr E
+			assert.True(t, errors.As(err, &driverErr), "%T %v", err, err)
+			assert.ErrorContains(t, err, "WRONGTYPE")
+		})
+	}
 }

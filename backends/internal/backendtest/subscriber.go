@@ -38,10 +38,14 @@ func waitCalls(t *testing.T, c *counter, want int64, what string) {
 // tests of the package (goleak), though its subtests run in parallel with each other.
 func Subscriber(t *testing.T, newNode NewNode, kinds ...Kind) {
 	ignore := goleak.IgnoreCurrent()
-	// rueidis retries a failed connection after a delay, in a goroutine that sleeps it out
-	// even after the client closed.
-	delayed := goleak.IgnoreAnyFunction("github.com/redis/rueidis.(*call).DelayDo.func1")
-	t.Cleanup(func() { goleak.VerifyNone(t, ignore, delayed) })
+	// rueidis and valkey-go retry a failed connection after a delay (a cluster client's
+	// topology refresh, up to a second), in a goroutine that sleeps it out even after the
+	// client closed.
+	delayed := []goleak.Option{
+		goleak.IgnoreAnyFunction("github.com/redis/rueidis.(*call).DelayDo.func1"),
+		goleak.IgnoreAnyFunction("github.com/valkey-io/valkey-go.(*call).DelayDo.func1"),
+	}
+	t.Cleanup(func() { goleak.VerifyNone(t, append(delayed, ignore)...) })
 
 	sub := func(t *testing.T, node core.Node) core.Subscriber {
 		s, ok := node.(core.Subscriber)
