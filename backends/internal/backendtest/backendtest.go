@@ -6,6 +6,7 @@ package backendtest
 
 import (
 	"context"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -59,11 +60,17 @@ func Start(t *testing.T, k Kind) *Server {
 	return startClusters(t, 1)[0]
 }
 
-// startClusters starts n one-node clusters at once: each waits 2 s after it starts before it
-// accepts writes (CLUSTER_WRITABLE_DELAY), so starting them together saves time.
+// startClusters starts n one-node clusters, then waits for them together: each waits 2 s
+// after it starts before it accepts writes (CLUSTER_WRITABLE_DELAY). Each node's cluster bus
+// port is reserved (redistest.ReservePort): the default, its port + 10000, lies in the
+// kernel's ephemeral range, where an outgoing connection may hold it.
 func startClusters(t *testing.T, n int) []*Server {
 	t.Helper()
-	reals := redistest.StartN(t, n, "--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf")
+	reals := make([]*redistest.Server, n)
+	for i := range reals {
+		bus := strconv.Itoa(redistest.ReservePort(t))
+		reals[i] = redistest.Start(t, "--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf", "--cluster-port", bus)
+	}
 	servers := make([]*Server, n)
 	for i, r := range reals {
 		_, err := r.Do("CLUSTER", "ADDSLOTSRANGE", "0", "16383")
