@@ -131,16 +131,28 @@ func (a *actor) use(ctx context.Context, i int, h *held, live func() bool) {
 	}
 }
 
-// useToEnd holds h, which has an Until and a key, to the last instant of its validity
+// useToEnd holds h, which has an Until and a key, to the last instants of its validity
 // without extending it, writing once, and checks then that a quorum of servers still hold
 // its key: the validity that the library grants must be shorter than the keys' life on
 // the servers' clocks (the drift allowance), which a holder that lets go sooner never shows.
+// The check is at an instant drawn within the last millisecond before Until (never at Until,
+// where the lease's own timer marks it lost, and the check would be skipped). Half the time
+// the holder first extends it once, so that an extension's validity is checked too (a grant
+// handed over by a release counts its validity from its attempt's start, long before the
+// key was set: only an uncontended grant's is as tight as an extension's).
 func (a *actor) useToEnd(ctx context.Context, i int, h *held) {
 	if h.h.fenced {
 		a.env.rec.write(i, h.h.token)
 	}
-	a.sleep(time.Until(h.until()))
-	if !a.alive(ctx) || a.lostNow(h) {
+	if h.extend != nil && a.rng.IntN(2) == 0 {
+		if err := h.extend(ctx); err != nil {
+			a.env.rec.note("c%d extend: %v", a.id, err)
+			return
+		}
+	}
+	before := time.Duration(1 + a.rng.Int64N(int64(time.Millisecond))) // in (0, 1 ms]
+	a.sleep(time.Until(h.until().Add(-before)))
+	if !a.alive(ctx) || a.lostNow(h) || !time.Now().Before(h.until()) {
 		return
 	}
 	a.env.checkValid(a.id, h.key, h.holders, h.until())

@@ -165,9 +165,9 @@ func leaseAcquirer(a *actor, c *redlock.Client, name string, twoAddrs bool) func
 		h := leaseHeld(a.id, writer, l)
 		if !auto {
 			h.extend = l.Extend
-			// Two thirds of the manual ones within the fault window hold to the end of their
+			// Three quarters of the manual ones within the fault window hold to the end of their
 			// validity (see actor.useToEnd).
-			if h.toEnd = !twoAddrs && a.env.plan.in(time.Now()) && a.rng.IntN(3) != 0; h.toEnd {
+			if h.toEnd = !twoAddrs && a.env.plan.in(time.Now()) && a.rng.IntN(4) != 0; h.toEnd {
 				h.key = core.NewKeys("redlock:", name).Lock
 				h.holders = a.env.holdersOf(h.key)
 			}
