@@ -102,12 +102,12 @@ func (a *actor) hold(ctx context.Context, h *held) {
 // (Do's function stops when its context ends).
 func (a *actor) use(ctx context.Context, i int, h *held, live func() bool) {
 	ttl := a.env.ttl
-	step := int64(90)
+	step := a.env.step
 	if a.env.plan.longHolds {
-		step = 390
+		step = max(step, 400*time.Millisecond)
 	}
 	for range 1 + a.rng.IntN(3) {
-		a.sleep(time.Duration(10+a.rng.Int64N(step)) * time.Millisecond)
+		a.sleep(10*time.Millisecond + time.Duration(a.rng.Int64N(int64(step-10*time.Millisecond))))
 		if !a.alive(ctx) || !live() || a.lostNow(h) || (h.until != nil && !time.Now().Before(h.until())) {
 			return
 		}

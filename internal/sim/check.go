@@ -8,31 +8,20 @@ import (
 	"time"
 )
 
-// defaultGuard1 is the restart guard that the library applies at N = 1 when it applies one
-// by default (its default at N > 1): a restarted single node abstains that long.
-const defaultGuard1 = 30 * time.Second
-
-// guardOf returns the restart guard of the run's Clients at n nodes.
-func guardOf(n int) time.Duration {
-	if n == 1 {
-		return defaultGuard1
-	}
-	return guardN
-}
-
 // livenessBound is how long after the faults healed (see scheduleNotes) a waiter that keeps
 // asking may wait at most: a TTL for a lock left by a holder that died or lost its
-// release, and for each client ahead of it a holding (at most 3 steps of 100 ms), the
-// gap before its next wait (50 ms) and two node timeouts for the hand-over or the lapse
-// of a place. (Over 168 seeds the longest such wait was 0.95 s, against 2.65 s.)
-func livenessBound(clients int) time.Duration {
-	return ttl + time.Duration(clients)*(350*time.Millisecond+2*nodeTimeout)
+// release, and for each client ahead of it a holding (at most 3 steps), the gap before its
+// next wait (50 ms) and two node timeouts for the hand-over or the lapse of a place. (Over
+// 168 seeds of 100 ms steps and a TTL of 1 s the longest such wait was 0.95 s, against
+// 2.65 s.)
+func livenessBound(t timing, clients int) time.Duration {
+	return t.ttl + time.Duration(clients)*(3*t.step+50*time.Millisecond+2*nodeTimeout)
 }
 
 // scheduleNotes adds the plan's scheduled faults to the trace, and returns when the last
 // of them healed: the fault window's end, the end of the last cut, or the time the last
 // restarted server's restart guard lets it vote again, or the end of the last pause.
-func scheduleNotes(rec *recorder, p *plan, to time.Time) time.Time {
+func scheduleNotes(rec *recorder, p *plan, guard time.Duration, to time.Time) time.Time {
 	healed := to
 	for _, c := range p.cuts {
 		dir := "both ways"
@@ -55,7 +44,7 @@ func scheduleNotes(rec *recorder, p *plan, to time.Time) time.Time {
 	for _, c := range p.crashes {
 		rec.noteAt(c.at, "crash s%d (data lost)", c.server)
 		rec.noteAt(c.at.Add(c.downFor), "restart s%d (empty, uptime 0, new run_id)", c.server)
-		healed = maxTime(healed, c.at.Add(c.downFor+guardOf(len(p.clocks))+time.Second))
+		healed = maxTime(healed, c.at.Add(c.downFor+guard+time.Second))
 	}
 	if p.pause > 0 {
 		healed = maxTime(healed, to.Add(p.pause))
@@ -87,7 +76,7 @@ func check(rec *recorder, e *env, hs []holding, healed, end time.Time, bound tim
 	defer rec.mu.Unlock()
 	var out []violation
 	if !e.stopOnInvalid { // twoaddrs grants nothing
-		out = append(out, idle(rec, e.plan, hs, e.permits)...)
+		out = append(out, idle(rec, e.plan, e.ttl, hs, e.permits)...)
 	}
 	out = append(out, exclusion(rec, hs)...)
 	out = append(out, permits(rec, hs)...)
@@ -241,21 +230,23 @@ func liveness(rec *recorder, p *plan, healed, end time.Time, bound time.Duration
 // and hold up nothing (clocks within the drift allowance; the longest such wait over 168
 // seeds was 4 ms), and 7 node timeouts where they hold messages up within the node
 // timeout (delays, and a script run again up to a node timeout later; the longest
-// over 84 seeds of each was 181 and 377 ms). A lock left behind by no holder stands for a
-// TTL (1 s).
-func idleBound(k Kind) (time.Duration, bool) {
+// over 84 seeds of each was 181 and 377 ms); each plus 4% of the TTL: a lease that ran out
+// unextended (a permit's, say) leaves its keys on the servers for the drift allowance and
+// what a slow clock adds (at a TTL of 2.3 s, 86 ms: seed 44). A lock left behind by no
+// holder stands for a TTL.
+func idleBound(k Kind, ttl time.Duration) (time.Duration, bool) {
 	switch k {
 	case None, Clock:
-		return 50 * time.Millisecond, true
+		return 50*time.Millisecond + ttl/25, true
 	case Delay, Twice:
-		return 7 * nodeTimeout, true
+		return 7*nodeTimeout + ttl/25, true
 	}
 	return 0, false
 }
 
 // idle: a wait that keeps asking never waits longer than idleBound while the lock is free.
-func idle(rec *recorder, p *plan, hs []holding, permits int) []violation {
-	bound, ok := idleBound(p.kind)
+func idle(rec *recorder, p *plan, ttl time.Duration, hs []holding, permits int) []violation {
+	bound, ok := idleBound(p.kind, ttl)
 	if !ok {
 		return nil
 	}

@@ -17,9 +17,9 @@ import (
 
 // env is what a run's actors share.
 type env struct {
-	plan    *plan
-	rec     *recorder
-	ttl     time.Duration
+	plan *plan
+	rec  *recorder
+	timing
 	nodes   int  // the number of Nodes of each Client
 	mixedK  bool // Semaphore: client 0 counts 3 permits, the others 2
 	permits int  // Semaphore: the permits its waiters count (2); else 0
@@ -130,14 +130,11 @@ func (e *env) client(seed uint64, i, n int, withCore bool) (*redlock.Client, *co
 			PoolSize:                 1024, // never waits for a connection: see simnet.PoolSize
 		})
 		rdbs = append(rdbs, rdb)
-		l := &link{client: i, server: s, srv: srv, plan: e.plan, rec: e.rec, execTimeout: time.Second,
+		l := &link{client: i, server: s, srv: srv, plan: e.plan, rec: e.rec, execTimeout: time.Second, bad: e.bad,
 			rng: rand.New(rand.NewPCG(seed, uint64(3000+100*i+j)))}
 		nodes = append(nodes, &node{inner: goredis.New(rdb), link: l})
 	}
-	opts := []redlock.Option{redlock.WithTTL(ttl), redlock.WithNodeTimeout(nodeTimeout)}
-	if n > 1 {
-		opts = append(opts, redlock.WithRestartGuard(guardN))
-	}
+	opts := []redlock.Option{redlock.WithTTL(e.ttl), redlock.WithNodeTimeout(nodeTimeout), redlock.WithRestartGuard(e.guard)}
 	c, err := redlock.New(nodes, opts...)
 	if err != nil {
 		panic(err) // the configuration is the simulation's own

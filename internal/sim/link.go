@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
+	"strconv"
 	"sync"
 	"time"
 
@@ -22,7 +23,8 @@ type link struct {
 	srv            *simServer
 	plan           *plan
 	rec            *recorder
-	execTimeout    time.Duration // how long the driver's call to the server may take
+	execTimeout    time.Duration    // how long the driver's call to the server may take
+	bad            chan<- violation // where the per-node rules checked here report a violation
 
 	mu  sync.Mutex
 	rng *rand.Rand // the link's per-call faults, guarded by mu
@@ -204,7 +206,11 @@ func (n *node) String() string { return n.inner.String() }
 
 func (n *node) Eval(ctx context.Context, s *core.Script, keys []string, args ...string) ([]int64, error) {
 	v, err := n.link.call(ctx, s.Name(), func(ctx context.Context) (any, error) {
-		return n.inner.Eval(ctx, s, keys, args...)
+		v, err := n.inner.Eval(ctx, s, keys, args...)
+		if err == nil {
+			n.checkGuard(s, args, v)
+		}
+		return v, err
 	})
 	if err != nil {
 		return nil, err
@@ -230,6 +236,28 @@ func (n *node) SetNX(ctx context.Context, key, value string, ttl time.Duration) 
 		return false, err
 	}
 	return v.(bool), nil
+}
+
+// checkGuard reports a violation if reply is a grant of script s (acquire, rlock) that asked
+// for the restart guard (args[2], in seconds) on a server whose uptime, in the whole seconds
+// that INFO reports, is at most the guard: such a node abstains (README, Restart safety). A
+// guard that abstains too briefly lets a second owner in only where a holder's key that the
+// crash lost would still stand, which few seeds arrange; the grant itself shows it at once.
+func (n *node) checkGuard(s *core.Script, args []string, reply []int64) {
+	if (s.Name() != "acquire" && s.Name() != "rlock") || len(args) < 3 || len(reply) == 0 || reply[0] != 1 {
+		return
+	}
+	guard, err := strconv.ParseInt(args[2], 10, 64)
+	if err != nil || guard <= 0 {
+		return
+	}
+	if up, ok := n.link.srv.uptime(); ok && up <= guard {
+		select {
+		case n.link.bad <- violation{time.Now(), fmt.Sprintf("%s granted c%d's %s at uptime %d s, within its restart guard of %d s",
+			n.link.srv.name, n.link.client, s.Name(), up, guard)}:
+		default:
+		}
+	}
 }
 
 // Subscribe subscribes through the link: a subscription cannot be made while the link is

@@ -15,9 +15,7 @@ import (
 
 // The run's timing, in virtual time.
 const (
-	ttl         = time.Second
 	nodeTimeout = 100 * time.Millisecond
-	guardN      = 2 * time.Second // the restart guard at N > 1 (at N = 1 the library's default)
 	warmUp      = 200 * time.Millisecond
 	window      = 3 * time.Second // the fault window, after the warm-up
 	settle      = 5 * time.Second // after the Clients closed, for what is under way to end
@@ -82,19 +80,21 @@ func Run(cfg Config) Result {
 		res.N, servers = 3, 2
 	}
 	from, to := start.Add(warmUp), start.Add(warmUp+window)
-	p := newPlan(cfg.Kind, rng, start, from, to, servers, res.Clients, ttl, nodeTimeout, cfg.SkewAcrossRestarts)
+	tm := drawTiming(rand.New(rand.NewPCG(cfg.Seed, 0x7171)))
+	p := newPlan(cfg.Kind, rng, start, from, to, servers, res.Clients, tm.ttl, nodeTimeout, cfg.SkewAcrossRestarts)
 	if cfg.Workload == wTwoAddrs { // the second server out of reach: the first must not count twice
 		p.cuts = append(p.cuts, cut{client: -1, server: 1, toServer: true, toClient: true, from: start, to: from.Add(window / 2)})
 	}
 	rec := newRecorder(start)
-	e := &env{plan: p, rec: rec, ttl: ttl, nodes: res.N, quorum: res.N/2 + 1, bad: make(chan violation, 1)}
+	e := &env{plan: p, rec: rec, timing: tm, nodes: res.N, quorum: res.N/2 + 1, bad: make(chan violation, 1)}
 	e.mixedK = cfg.Workload == wSemaphore && rng.IntN(2) == 0
 	e.stopOnInvalid = cfg.Workload == wTwoAddrs
 	if cfg.Workload == wSemaphore {
 		e.permits = 2
 	}
-	rec.noteAt(start, "seed %d: %s, N=%d, %d clients, %s%s", cfg.Seed, cfg.Workload, res.N, res.Clients, p, map[bool]string{true: ", client 0 counts K=3"}[e.mixedK])
-	healed := scheduleNotes(rec, p, to)
+	rec.noteAt(start, "seed %d: %s, N=%d, %d clients, TTL %v, guard %v, steps<=%v, %s%s", cfg.Seed, cfg.Workload, res.N, res.Clients, tm.ttl, tm.guard, tm.step,
+		p, map[bool]string{true: ", client 0 counts K=3"}[e.mixedK])
+	healed := scheduleNotes(rec, p, tm.guard, to)
 
 	for i := range servers {
 		e.servers = append(e.servers, newServer(fmt.Sprintf("s%d", i), p.clocks[i], rand.New(rand.NewPCG(cfg.Seed, uint64(1000+i)))))
@@ -109,7 +109,7 @@ func Run(cfg Config) Result {
 		})
 	}
 
-	bound := livenessBound(res.Clients)
+	bound := livenessBound(tm, res.Clients)
 	end := healed.Add(bound + 200*time.Millisecond)
 	res.Virtual = end.Sub(start)
 	ctx, cancel := context.WithDeadline(context.Background(), end)

@@ -74,6 +74,17 @@ func (s *simServer) boot(up time.Duration) {
 	})
 }
 
+// uptime returns the server's uptime in the whole seconds that INFO reports, and false if
+// it is down.
+func (s *simServer) uptime() (int64, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.m == nil {
+		return 0, false
+	}
+	return int64(s.clock.at(time.Now()).Sub(s.started) / time.Second), true
+}
+
 // dial returns a new connection to the server (see simnet.Pipe), or errDown.
 func (s *simServer) dial() (net.Conn, error) {
 	s.mu.Lock()

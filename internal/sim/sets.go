@@ -53,7 +53,7 @@ func setsAcquirer(a *actor, c *redlock.Client, cl *core.Cluster) func(ctx contex
 		if err != nil {
 			panic(err) // the names are the simulation's own
 		}
-		locks[i] = &core.Lock{Keys: keys, TTL: ttl, NodeTimeout: nodeTimeout, DriftFactor: 0.01, Fence: true, Guard: guardOf(a.env.nodes)}
+		locks[i] = &core.Lock{Keys: keys, TTL: a.env.ttl, NodeTimeout: nodeTimeout, DriftFactor: 0.01, Fence: true, Guard: a.env.guard}
 		if i%2 == 1 && len(a.env.plan.crashes) == 0 { // no restart to guard against: the scripts' unguarded, unfenced case too
 			locks[i].Fence, locks[i].Guard = false, 0
 		}
