@@ -23,6 +23,13 @@ type held struct {
 	toEnd   bool
 	key     string
 	holders map[int]string
+	// The hold workload's checks (hold.go): keeps, its holder must keep it while every node
+	// answers in time; auto, a Lease that extends itself; value, its lock key's value, which
+	// no server may hold once it is released (with key); since, when it was granted.
+	keeps bool
+	auto  bool
+	value string
+	since time.Time
 }
 
 // actor is one client's workload: it waits for the lock, holds it for a few steps,
@@ -39,7 +46,11 @@ type actor struct {
 // run is the actor's loop, until ctx ends or the actor dies.
 func (a *actor) run(ctx context.Context) {
 	for a.alive(ctx) {
-		a.sleep(time.Duration(a.rng.Int64N(int64(50 * time.Millisecond))))
+		gap := 50 * time.Millisecond
+		if a.env.spaced && a.rng.IntN(2) == 0 {
+			gap = 3 * a.env.ttl
+		}
+		a.sleep(time.Duration(a.rng.Int64N(int64(gap))))
 		if !a.alive(ctx) {
 			return
 		}
@@ -80,20 +91,25 @@ func (a *actor) sleep(d time.Duration) {
 // stops at once and never releases.
 func (a *actor) hold(ctx context.Context, h *held) {
 	i := a.env.rec.granted(h.h)
+	h.since = time.Now()
 	stop := make(chan struct{})
 	go a.watch(i, h, stop)
 	if h.toEnd {
 		a.useToEnd(ctx, i, h)
 	} else {
 		a.use(ctx, i, h, func() bool { return true })
+		a.releaseAtExtension(ctx, h)
 	}
 	if !a.alive(ctx) && ctx.Err() == nil { // died holding: no release, the watcher ends the record
 		return
 	}
+	a.checkKept(h)
 	a.env.rec.ended(i, a.validNow(h), "released")
 	close(stop)
 	if err := h.release(context.WithoutCancel(ctx)); err != nil {
 		a.env.rec.note("c%d release: %v", a.id, err)
+	} else {
+		a.checkReleased(h)
 	}
 }
 
@@ -111,6 +127,7 @@ func (a *actor) use(ctx context.Context, i int, h *held, live func() bool) {
 		if !a.alive(ctx) || !live() || a.lostNow(h) || (h.until != nil && !time.Now().Before(h.until())) {
 			return
 		}
+		a.checkExtended(h)
 		// The validity was checked: a pause here (a GC, say) may outlast it.
 		if p := a.env.plan.pause; p > 0 && a.env.plan.in(time.Now()) && a.rng.IntN(3) == 0 {
 			d := time.Duration(a.rng.Int64N(int64(p)))

@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"net"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/go-redlock/redlock"
@@ -20,6 +21,9 @@ type env struct {
 	plan *plan
 	rec  *recorder
 	timing
+	// spaced: half the gaps between an actor's holdings last up to 3 TTLs, not 50 ms (the hold
+	// workload: a release must often find no waiter, which would take the key it frees)
+	spaced  bool
 	nodes   int  // the number of Nodes of each Client
 	mixedK  bool // Semaphore: client 0 counts 3 permits, the others 2
 	permits int  // Semaphore: the permits its waiters count (2); else 0
@@ -28,7 +32,8 @@ type env struct {
 	stopOnInvalid bool
 	servers       []*simServer // twoaddrs: checkServers looks at them
 	quorum        int
-	bad           chan violation // violations found during the run (twoaddrs)
+	bad           chan violation // violations found during the run (twoaddrs, checkValid, checkGuard, hold.go)
+	checks        sync.WaitGroup // checks that run on their own (checkReleased)
 }
 
 // checkServers records a violation if fewer than a quorum of distinct servers hold the lock

@@ -20,11 +20,12 @@ const (
 	wDo        = "do"        // Client.Do
 	wTwoAddrs  = "twoaddrs"  // a Lease over three Nodes of which two reach one server
 	wSets      = "sets"      // locks over several names at once, mixed with single-name Leases and Mutexes (sets.go)
+	wHold      = "hold"      // holdings of several validities that extend themselves, checked for availability (hold.go)
 )
 
 // Workloads returns the workloads, in the order the seeds cycle through them.
 func Workloads() []string {
-	return []string{wMutex, wLease, wRWMutex, wSemaphore, wElection, wDo, wTwoAddrs, wSets}
+	return []string{wMutex, wLease, wRWMutex, wSemaphore, wElection, wDo, wTwoAddrs, wSets, wHold}
 }
 
 const lockName = "resource"
@@ -48,6 +49,8 @@ func acquirer(w string, a *actor, c *redlock.Client, cl *core.Cluster) func(ctx 
 		return leaseAcquirer(a, c, lockName, w == wTwoAddrs)
 	case wSets:
 		return setsAcquirer(a, c, cl)
+	case wHold:
+		return holdAcquirer(a, c)
 	case wRWMutex:
 		rw := c.NewRWMutex(lockName)
 		return func(ctx context.Context, keeps bool) (*held, error) {

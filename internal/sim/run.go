@@ -80,7 +80,13 @@ func Run(cfg Config) Result {
 		res.N, servers = 3, 2
 	}
 	from, to := start.Add(warmUp), start.Add(warmUp+window)
+	if cfg.Workload == wHold { // holdings of several TTLs: a window for a few dozen of them
+		to = from.Add(4 * window)
+	}
 	tm := drawTiming(rand.New(rand.NewPCG(cfg.Seed, 0x7171)))
+	if cfg.Workload == wHold { // holdings of several validities
+		tm.step = tm.ttl + time.Duration(rng.Int64N(int64(tm.ttl/2)))
+	}
 	p := newPlan(cfg.Kind, rng, start, from, to, servers, res.Clients, tm.ttl, nodeTimeout, cfg.SkewAcrossRestarts)
 	if cfg.Workload == wTwoAddrs { // the second server out of reach: the first must not count twice
 		p.cuts = append(p.cuts, cut{client: -1, server: 1, toServer: true, toClient: true, from: start, to: from.Add(window / 2)})
@@ -88,6 +94,7 @@ func Run(cfg Config) Result {
 	rec := newRecorder(start)
 	e := &env{plan: p, rec: rec, timing: tm, nodes: res.N, quorum: res.N/2 + 1, bad: make(chan violation, 1)}
 	e.mixedK = cfg.Workload == wSemaphore && rng.IntN(2) == 0
+	e.spaced = cfg.Workload == wHold
 	e.stopOnInvalid = cfg.Workload == wTwoAddrs
 	if cfg.Workload == wSemaphore {
 		e.permits = 2
@@ -135,6 +142,7 @@ func Run(cfg Config) Result {
 	}
 	actors.Wait()
 	crashes.Wait()
+	e.checks.Wait()
 	time.Sleep(2 * nodeTimeout) // releases still on their way to slower nodes land
 	var vs []violation
 	vs = append(vs, e.checkTTLs()...)
