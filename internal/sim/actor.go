@@ -199,6 +199,9 @@ func (a *actor) watch(i int, h *held, stop <-chan struct{}) {
 	select {
 	case <-h.lost:
 		a.env.rec.ended(i, a.validNow(h), "lost")
+		// Its keys, which no release deleted, may stand a TTL from its grant: a lock handed
+		// over counts its validity from its attempt's start, before the key was set.
+		a.env.rec.busy(i, h.since.Add(a.env.ttl))
 	case <-stop:
 	}
 }

@@ -83,6 +83,49 @@ func check(rec *recorder, e *env, hs []holding, healed, end time.Time, bound tim
 	out = append(out, fencing(rec, hs)...)
 	out = append(out, liveness(rec, e.plan, healed, end, bound, e.stopOnInvalid || e.mixedK)...)
 	out = append(out, observed(rec)...)
+	if e.fifo {
+		out = append(out, fifo(rec, e.plan)...)
+	}
+	return out
+}
+
+// fifoSlack is how long after a grant an earlier waiter may still wait without breaking the
+// order: readers handed the lock together, and a Semaphore's waiters handed permits at once,
+// hear of it each after its own delay, within the node timeout.
+const fifoSlack = 2 * nodeTimeout
+
+// fifo: waiters take turns in the order they started waiting, across processes (README,
+// Mutex and Semaphore): no wait is granted while another that began more than a node
+// timeout before it (its first attempt has landed, and it is queued) waits on for more than
+// fifoSlack. Checked where every node answers within the node timeout (plan.reliable): a
+// waiter cut off from a node, or a node that lost its queue, rightly loses its place there.
+// The one documented exception, a reader of a Client overtaking a second writer of that
+// Client (docs/design.md, Local queue), does not arise: each client has one actor, which
+// waits for one thing at a time.
+func fifo(rec *recorder, p *plan) []violation {
+	if !p.reliable() {
+		return nil
+	}
+	var out []violation
+	for _, late := range rec.waits {
+		if !late.got {
+			continue
+		}
+		for _, early := range rec.waits {
+			if early.client == late.client || !early.from.Add(nodeTimeout).Before(late.from) || !early.from.Before(late.to) {
+				continue
+			}
+			if early.to.IsZero() || early.to.After(late.to.Add(fifoSlack)) {
+				until := "the run's end"
+				if !early.to.IsZero() {
+					until = rec.since(early.to)
+				}
+				out = append(out, violation{late.to, fmt.Sprintf("c%d, waiting since %s, was granted at %s while c%d, waiting since %s, waited on until %s: waiters take turns in the order they started waiting",
+					late.client, rec.since(late.from), rec.since(late.to), early.client, rec.since(early.from), until)})
+				break
+			}
+		}
+	}
 	return out
 }
 

@@ -24,6 +24,7 @@ type env struct {
 	// spaced: half the gaps between an actor's holdings last up to 3 TTLs, not 50 ms (the hold
 	// workload: a release must often find no waiter, which would take the key it frees)
 	spaced  bool
+	fifo    bool // the waits are checked for their order (see fifo)
 	nodes   int  // the number of Nodes of each Client
 	mixedK  bool // Semaphore: client 0 counts 3 permits, the others 2
 	permits int  // Semaphore: the permits its waiters count (2); else 0

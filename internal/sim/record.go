@@ -190,6 +190,15 @@ func (r *recorder) returned(i int, t time.Time) {
 	r.ended(i, t, "returns")
 }
 
+// busy records that holding i's lock may stay taken until t (see busyTo).
+func (r *recorder) busy(i int, t time.Time) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if h := &r.holdings[i]; t.After(h.busyTo) {
+		h.busyTo = t
+	}
+}
+
 func (r *recorder) ended(i int, t time.Time, why string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()

@@ -95,6 +95,9 @@ func Run(cfg Config) Result {
 	e := &env{plan: p, rec: rec, timing: tm, nodes: res.N, quorum: res.N/2 + 1, bad: make(chan violation, 1)}
 	e.mixedK = cfg.Workload == wSemaphore && rng.IntN(2) == 0
 	e.spaced = cfg.Workload == wHold
+	// Every workload of one lock, with one K, waits in one queue (sets: names in common
+	// decide who waits for whom; twoaddrs grants nothing).
+	e.fifo = cfg.Workload != wSets && cfg.Workload != wTwoAddrs && !e.mixedK
 	e.stopOnInvalid = cfg.Workload == wTwoAddrs
 	if cfg.Workload == wSemaphore {
 		e.permits = 2
