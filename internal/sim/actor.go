@@ -128,6 +128,7 @@ func (a *actor) use(ctx context.Context, i int, h *held, live func() bool) {
 			return
 		}
 		a.checkExtended(h)
+		a.checkHeld(h)
 		// The validity was checked: a pause here (a GC, say) may outlast it.
 		if p := a.env.plan.pause; p > 0 && a.env.plan.in(time.Now()) && a.rng.IntN(3) == 0 {
 			d := time.Duration(a.rng.Int64N(int64(p)))

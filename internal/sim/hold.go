@@ -3,6 +3,7 @@ package sim
 import (
 	"context"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/go-redlock/redlock"
@@ -58,8 +59,8 @@ func holdAcquirer(a *actor, c *redlock.Client) func(ctx context.Context, keeps b
 		}
 		h.keeps = true
 		if h.h.role == writer {
-			h.key = key
-			for _, v := range a.env.holdersOf(key) {
+			h.key, h.holders = key, a.env.holdersOf(key)
+			for _, v := range h.holders {
 				h.value = v
 			}
 		}
@@ -101,6 +102,31 @@ func (a *actor) checkExtended(h *held) {
 	if left := time.Until(h.until()); left < validity/3-nodeTimeout {
 		a.env.report("c%d's lease, which extends itself, has %v of its validity left at %s, less than a third of it (%v) less a node timeout",
 			a.id, left, a.env.rec.since(time.Now()), validity/3)
+	}
+}
+
+// checkHeld records a violation if fewer than a quorum of the servers that held h's lock key
+// for it at its grant (h.holders) still do, while h is valid and every node answers within
+// the node timeout: only a script that takes another's key (an extension that ignores the
+// owner, say) can take it from a holder that extends in time.
+func (a *actor) checkHeld(h *held) {
+	if h.key == "" || h.value == "" || !a.env.plan.reliable() || a.lostNow(h) || (h.until != nil && !time.Now().Before(h.until())) {
+		return
+	}
+	held, lost := 0, []string{}
+	for i := range h.holders {
+		if m := a.env.servers[i].sync(); m != nil {
+			if v, err := m.Get(h.key); err == nil && v == h.value {
+				held++
+				continue
+			}
+		}
+		lost = append(lost, a.env.servers[i].name)
+	}
+	if held < a.env.quorum {
+		slices.Sort(lost)
+		a.env.report("c%d's %s, granted at %s, is held for it at %s on %d of the servers that held it then (a quorum is %d): gone from %v",
+			a.id, h.h.role, a.env.rec.since(h.since), a.env.rec.since(time.Now()), held, a.env.quorum, lost)
 	}
 }
 

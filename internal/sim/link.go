@@ -205,6 +205,7 @@ var (
 func (n *node) String() string { return n.inner.String() }
 
 func (n *node) Eval(ctx context.Context, s *core.Script, keys []string, args ...string) ([]int64, error) {
+	n.link.srv.scripts.note(s)
 	v, err := n.link.call(ctx, s.Name(), func(ctx context.Context) (any, error) {
 		v, err := n.inner.Eval(ctx, s, keys, args...)
 		if err == nil {
@@ -219,6 +220,7 @@ func (n *node) Eval(ctx context.Context, s *core.Script, keys []string, args ...
 }
 
 func (n *node) EvalStrings(ctx context.Context, s *core.Script, keys []string, args ...string) ([]string, error) {
+	n.link.srv.scripts.note(s)
 	v, err := n.link.call(ctx, s.Name(), func(ctx context.Context) (any, error) {
 		return n.inner.EvalStrings(ctx, s, keys, args...)
 	})

@@ -44,9 +44,11 @@ func clientsOf(w string) int {
 func acquirer(w string, a *actor, c *redlock.Client, cl *core.Cluster) func(ctx context.Context, keeps bool) (*held, error) {
 	switch w {
 	case wMutex:
-		return mutexAcquirer(a, c.NewMutex(lockName))
-	case wLease, wTwoAddrs:
-		return leaseAcquirer(a, c, lockName, w == wTwoAddrs)
+		return watched(a, mutexAcquirer(a, c.NewMutex(lockName)))
+	case wLease:
+		return watched(a, leaseAcquirer(a, c, lockName, false))
+	case wTwoAddrs:
+		return leaseAcquirer(a, c, lockName, true)
 	case wSets:
 		return setsAcquirer(a, c, cl)
 	case wHold:
@@ -109,6 +111,28 @@ func acquirer(w string, a *actor, c *redlock.Client, cl *core.Cluster) func(ctx 
 		}
 	}
 	panic("sim: unknown workload " + w)
+}
+
+// watched returns acquire, whose holdings of the run's lock have their lock key and its
+// value on the servers noted at the grant, so that a holder checks at each step that a
+// quorum of those servers still hold it for it (checkHeld), and, once released, that none
+// does (checkReleased).
+func watched(a *actor, acquire func(ctx context.Context, keeps bool) (*held, error)) func(ctx context.Context, keeps bool) (*held, error) {
+	key := core.NewKeys("redlock:", lockName).Lock
+	return func(ctx context.Context, keeps bool) (*held, error) {
+		h, err := acquire(ctx, keeps)
+		if err != nil {
+			return nil, err
+		}
+		h.key = key
+		if h.holders == nil {
+			h.holders = a.env.holdersOf(key)
+		}
+		for _, v := range h.holders {
+			h.value = v
+		}
+		return h, nil
+	}
 }
 
 // documented is an acquisition's error that its contract gives for a wait that keeps

@@ -107,7 +107,9 @@ func Run(cfg Config) Result {
 	healed := scheduleNotes(rec, p, tm.guard, to)
 
 	for i := range servers {
-		e.servers = append(e.servers, newServer(fmt.Sprintf("s%d", i), p.clocks[i], rand.New(rand.NewPCG(cfg.Seed, uint64(1000+i)))))
+		s := newServer(fmt.Sprintf("s%d", i), p.clocks[i], rand.New(rand.NewPCG(cfg.Seed, uint64(1000+i))))
+		s.scripts, s.report = &scriptNames{}, e.report
+		e.servers = append(e.servers, s)
 	}
 	var crashes sync.WaitGroup
 	for _, c := range p.crashes {

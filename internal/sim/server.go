@@ -37,6 +37,10 @@ type simServer struct {
 	name  string
 	clock clock
 
+	// scripts names the scripts run here, report records a violation (see checkSet)
+	scripts *scriptNames
+	report  func(format string, args ...any)
+
 	mu      sync.Mutex
 	rng     *rand.Rand           // the run_ids; guarded by mu
 	m       *miniredis.Miniredis // nil while down
@@ -65,6 +69,11 @@ func (s *simServer) boot(up time.Duration) {
 		_ = c.Close()
 	}
 	m.Server().SetPreHook(func(p *server.Peer, cmd string, args ...string) bool {
+		if cmd == "SET" && s.scripts != nil {
+			if sha := runningScript(p); sha != "" {
+				s.checkSet(m.Server(), p, s.scripts.name(sha), args)
+			}
+		}
 		if cmd != "INFO" {
 			return false
 		}
