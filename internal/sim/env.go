@@ -25,6 +25,7 @@ type env struct {
 	// workload: a release must often find no waiter, which would take the key it frees)
 	spaced  bool
 	fifo    bool // the waits are checked for their order (see fifo)
+	sharded bool // the nodes are cluster-shaped (see cluster.go)
 	nodes   int  // the number of Nodes of each Client
 	mixedK  bool // Semaphore: client 0 counts 3 permits, the others 2
 	permits int  // Semaphore: the permits its waiters count (2); else 0
@@ -138,7 +139,7 @@ func (e *env) client(seed uint64, i, n int, withCore bool) (*redlock.Client, *co
 		rdbs = append(rdbs, rdb)
 		l := &link{client: i, server: s, srv: srv, plan: e.plan, rec: e.rec, execTimeout: time.Second, bad: e.bad,
 			rng: rand.New(rand.NewPCG(seed, uint64(3000+100*i+j)))}
-		nodes = append(nodes, &node{inner: goredis.New(rdb), link: l})
+		nodes = append(nodes, &node{inner: goredis.New(rdb), link: l, sharded: e.sharded})
 	}
 	opts := []redlock.Option{redlock.WithTTL(e.ttl), redlock.WithNodeTimeout(nodeTimeout), redlock.WithRestartGuard(e.guard)}
 	c, err := redlock.New(nodes, opts...)

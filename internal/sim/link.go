@@ -194,7 +194,13 @@ type node struct {
 		io.Closer
 	}
 	link *link
+	// sharded: a Redis Cluster client (see cluster.go): ShardedPubSub reports true, a
+	// script's keys must fall in one slot, and Subscribe listens to the shard channel
+	sharded bool
 }
+
+// ShardedPubSub reports whether the node is cluster-shaped (see core.ShardedPubSub).
+func (n *node) ShardedPubSub() bool { return n.sharded }
 
 var (
 	_ core.Node       = (*node)(nil)
@@ -206,6 +212,11 @@ func (n *node) String() string { return n.inner.String() }
 
 func (n *node) Eval(ctx context.Context, s *core.Script, keys []string, args ...string) ([]int64, error) {
 	n.link.srv.scripts.note(s)
+	if n.sharded {
+		if err := n.crossSlot(s.Name(), keys); err != nil {
+			return nil, err
+		}
+	}
 	v, err := n.link.call(ctx, s.Name(), func(ctx context.Context) (any, error) {
 		v, err := n.inner.Eval(ctx, s, keys, args...)
 		if err == nil {
@@ -221,6 +232,11 @@ func (n *node) Eval(ctx context.Context, s *core.Script, keys []string, args ...
 
 func (n *node) EvalStrings(ctx context.Context, s *core.Script, keys []string, args ...string) ([]string, error) {
 	n.link.srv.scripts.note(s)
+	if n.sharded {
+		if err := n.crossSlot(s.Name(), keys); err != nil {
+			return nil, err
+		}
+	}
 	v, err := n.link.call(ctx, s.Name(), func(ctx context.Context) (any, error) {
 		return n.inner.EvalStrings(ctx, s, keys, args...)
 	})
@@ -254,11 +270,15 @@ func (n *node) checkGuard(s *core.Script, args []string, reply []int64) {
 		return
 	}
 	if up, ok := n.link.srv.uptime(); ok && up <= guard {
-		select {
-		case n.link.bad <- violation{time.Now(), fmt.Sprintf("%s granted c%d's %s at uptime %d s, within its restart guard of %d s",
-			n.link.srv.name, n.link.client, s.Name(), up, guard)}:
-		default:
-		}
+		n.link.report("%s granted c%d's %s at uptime %d s, within its restart guard of %d s", n.link.srv.name, n.link.client, s.Name(), up, guard)
+	}
+}
+
+// report records a violation of the run, found on the link.
+func (l *link) report(format string, args ...any) {
+	select {
+	case l.bad <- violation{time.Now(), fmt.Sprintf(format, args...)}:
+	default:
 	}
 }
 
@@ -269,6 +289,9 @@ func (n *node) Subscribe(ctx context.Context, channel string, onMessage func(str
 	if l.plan.cut(l.client, l.server, true, time.Now()) || l.plan.dead(l.client, time.Now()) {
 		<-ctx.Done()
 		return nil, ctx.Err()
+	}
+	if n.sharded {
+		channel = shardChannel(channel)
 	}
 	return n.inner.Subscribe(ctx, channel, func(payload string) {
 		if l.delivers(time.Now()) {

@@ -33,7 +33,7 @@ const lockName = "resource"
 // clientsOf returns the number of clients in workload w: 3, and 4 in the sets workload, so
 // that sets and single names meet on every name.
 func clientsOf(w string) int {
-	if w == wSets {
+	if w == wSets || w == wCluster {
 		return 4
 	}
 	return 3
@@ -53,6 +53,8 @@ func acquirer(w string, a *actor, c *redlock.Client, cl *core.Cluster) func(ctx 
 		return setsAcquirer(a, c, cl)
 	case wHold:
 		return holdAcquirer(a, c)
+	case wCluster:
+		return clusterAcquirer(a, c)
 	case wRWMutex:
 		rw := c.NewRWMutex(lockName)
 		return func(ctx context.Context, keeps bool) (*held, error) {
@@ -76,7 +78,7 @@ func acquirer(w string, a *actor, c *redlock.Client, cl *core.Cluster) func(ctx 
 			}
 			return &held{h: holding{client: a.id, role: reader}, lost: rw.Lost(), release: rw.RUnlockContext}, nil
 		}
-	case wSemaphore:
+	case wSemaphore, wCSemaphore:
 		k := 2
 		if a.env.mixedK && a.id == 0 {
 			k, a.keeps = 3, false

@@ -29,6 +29,9 @@ type Config struct {
 	Lines    int    // the most lines of trace to keep (the last ones); 0: 60
 	N        int    // the number of servers; 0: 1, 3, 3 or 5, drawn from the seed
 
+	// Extra adds ExtraWorkloads to the cycle of workloads that Seed picks from.
+	Extra bool
+
 	// SkewAcrossRestarts lets Mix combine crashes with clock offsets beyond what the
 	// restart guard covers: a mode expected to break the fencing tokens' order, outside
 	// the library's contract (WithRestartGuard: the guard must exceed 2 s plus the largest
@@ -61,6 +64,9 @@ type Result struct {
 // clock everything in it runs.
 func Run(cfg Config) Result {
 	kinds, works := Kinds(), Workloads()
+	if cfg.Extra {
+		works = append(works, ExtraWorkloads()...)
+	}
 	if cfg.Kind == "" {
 		cfg.Kind = kinds[cfg.Seed%uint64(len(kinds))]
 	}
@@ -93,17 +99,18 @@ func Run(cfg Config) Result {
 	}
 	rec := newRecorder(start)
 	e := &env{plan: p, rec: rec, timing: tm, nodes: res.N, quorum: res.N/2 + 1, bad: make(chan violation, 1)}
-	e.mixedK = cfg.Workload == wSemaphore && rng.IntN(2) == 0
+	e.mixedK = (cfg.Workload == wSemaphore || cfg.Workload == wCSemaphore) && rng.IntN(2) == 0
+	e.sharded = sharded(cfg.Workload)
 	e.spaced = cfg.Workload == wHold
 	// Every workload of one lock, with one K, waits in one queue (sets: names in common
 	// decide who waits for whom; twoaddrs grants nothing).
-	e.fifo = cfg.Workload != wSets && cfg.Workload != wTwoAddrs && !e.mixedK
+	e.fifo = cfg.Workload != wSets && cfg.Workload != wTwoAddrs && cfg.Workload != wCluster && !e.mixedK
 	e.stopOnInvalid = cfg.Workload == wTwoAddrs
-	if cfg.Workload == wSemaphore {
+	if cfg.Workload == wSemaphore || cfg.Workload == wCSemaphore {
 		e.permits = 2
 	}
-	rec.noteAt(start, "seed %d: %s, N=%d, %d clients, TTL %v, guard %v, steps<=%v, %s%s", cfg.Seed, cfg.Workload, res.N, res.Clients, tm.ttl, tm.guard, tm.step,
-		p, map[bool]string{true: ", client 0 counts K=3"}[e.mixedK])
+	rec.noteAt(start, "seed %d: %s, N=%d, %d clients, TTL %v, guard %v, steps<=%v, %s%s%s", cfg.Seed, cfg.Workload, res.N, res.Clients, tm.ttl, tm.guard, tm.step,
+		p, map[bool]string{true: ", client 0 counts K=3"}[e.mixedK], describe(cfg.Workload))
 	healed := scheduleNotes(rec, p, tm.guard, to)
 
 	for i := range servers {

@@ -74,6 +74,10 @@ func (s *simServer) boot(up time.Duration) {
 				s.checkSet(m.Server(), p, s.scripts.name(sha), args)
 			}
 		}
+		if cmd == "SPUBLISH" && len(args) == 2 { // a shard channel's subscribers only (see cluster.go)
+			m.Server().Dispatch(p, []string{"PUBLISH", shardChannel(args[0]), args[1]})
+			return true
+		}
 		if cmd != "INFO" {
 			return false
 		}

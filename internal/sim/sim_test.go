@@ -20,6 +20,7 @@ var (
 	workloadFlag = flag.String("workload", "", "run this workload only (see Workloads)")
 	linesFlag    = flag.Int("lines", 60, "the most lines of a trace to print")
 	nFlag        = flag.Int("servers", 0, "the number of servers (default: drawn from the seed)")
+	extraFlag    = flag.Bool("extra", false, "add the workloads that the default set leaves out (ExtraWorkloads: cluster-shaped nodes) to the cycle")
 	skewFlag     = flag.Bool("skew", false, "let mix combine crashes with clock offsets, which breaks the tokens' order (see Config.SkewAcrossRestarts)")
 )
 
@@ -69,7 +70,7 @@ func TestSim(t *testing.T) {
 					t.Parallel()
 					var res Result
 					synctest.Test(t, func(t *testing.T) {
-						res = Run(Config{Seed: seed, Kind: Kind(*kindFlag), Workload: *workloadFlag, Lines: *linesFlag, N: *nFlag, SkewAcrossRestarts: *skewFlag})
+						res = Run(Config{Seed: seed, Kind: Kind(*kindFlag), Workload: *workloadFlag, Lines: *linesFlag, N: *nFlag, SkewAcrossRestarts: *skewFlag, Extra: *extraFlag})
 					})
 					held.add(res)
 					report(t, res, *seedFlag >= 0)
@@ -112,6 +113,9 @@ func narrowed() string {
 	}
 	if *skewFlag {
 		s += " -skew"
+	}
+	if *extraFlag {
+		s += " -extra"
 	}
 	return s
 }
