@@ -2,10 +2,13 @@ package sim
 
 import (
 	"cmp"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/go-redlock/redlock"
 )
 
 // livenessBound is how long after the faults healed (see scheduleNotes) a waiter that keeps
@@ -83,6 +86,9 @@ func check(rec *recorder, e *env, hs []holding, healed, end time.Time, bound tim
 	out = append(out, fencing(rec, hs)...)
 	out = append(out, liveness(rec, e.plan, healed, end, bound, e.stopOnInvalid || e.mixedK)...)
 	out = append(out, observed(rec)...)
+	if e.leaders {
+		out = append(out, leaders(rec, hs)...)
+	}
 	if e.fifo {
 		out = append(out, fifo(rec, e.plan)...)
 	}
@@ -372,6 +378,45 @@ func observed(rec *recorder) []violation {
 			return e.text == fmt.Sprintf("c%s campaigns %s", clientOf(o.text), o.text) && !e.at.After(o.at)
 		}) {
 			out = append(out, violation{o.at, fmt.Sprintf("the observer saw %q, which no candidate had campaigned with", o.text)})
+		}
+	}
+	return out
+}
+
+// leaders: while a leader validly leads (its holding, less two node timeouts at each end
+// for the reads under way as it began or ended) and its lock stands on a quorum of the
+// servers (a crash at N = 1 takes the lock and the record at once; the leader learns of it
+// at its next extension), Leader returns its value, or an error
+// other than ErrNoLeader (too few nodes answered), and Observe never sends "" (README:
+// Leader returns the leader's value; design.md: the record stands where the lock stands).
+func leaders(rec *recorder, hs []holding) []violation {
+	var out []violation
+	during := func(from, to time.Time) *holding {
+		for i := range hs {
+			if h := &hs[i]; h.role == leader && !from.Before(h.from.Add(2*nodeTimeout)) && !to.After(h.to.Add(-2*nodeTimeout)) {
+				return h
+			}
+		}
+		return nil
+	}
+	for _, r := range rec.reads {
+		if !r.standing || (r.err != nil && !errors.Is(r.err, redlock.ErrNoLeader)) {
+			continue
+		}
+		if h := during(r.from, r.to); h != nil && (r.err != nil || r.value != h.value) {
+			said := fmt.Sprintf("%q", r.value)
+			if r.err != nil {
+				said = r.err.Error()
+			}
+			out = append(out, violation{r.to, fmt.Sprintf("Leader, called at %s, said %s at %s, while c%d led with %q (granted at %s)",
+				rec.since(r.from), said, rec.since(r.to), h.client, h.value, rec.since(h.from))})
+		}
+	}
+	for _, i := range rec.standing {
+		if o := rec.observed[i]; o.text == "" && during(o.at, o.at) != nil {
+			h := during(o.at, o.at)
+			out = append(out, violation{o.at, fmt.Sprintf("the observer saw no leader at %s, while c%d led with %q (granted at %s)",
+				rec.since(o.at), h.client, h.value, rec.since(h.from))})
 		}
 	}
 	return out

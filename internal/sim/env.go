@@ -26,6 +26,7 @@ type env struct {
 	spaced  bool
 	fifo    bool // the waits are checked for their order (see fifo)
 	sharded bool // the nodes are cluster-shaped (see cluster.go)
+	leaders bool // Election: the observer calls Leader too, and both are checked (see leaders)
 	nodes   int  // the number of Nodes of each Client
 	mixedK  bool // Semaphore: client 0 counts 3 permits, the others 2
 	permits int  // Semaphore: the permits its waiters count (2); else 0
@@ -76,6 +77,11 @@ func (e *env) holdersOf(key string) map[int]string {
 		}
 	}
 	return values
+}
+
+// standing reports whether a quorum of the servers hold the run's lock key for one owner.
+func (e *env) standing() bool {
+	return len(e.holdersOf(core.NewKeys("redlock:", lockName).Lock)) > 0
 }
 
 // checkValid records a violation if, at the end of the validity of the holding of client

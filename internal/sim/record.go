@@ -106,6 +106,8 @@ type recorder struct {
 	maxToken map[string]uint64 // per name
 	events   []event
 	observed []event        // Election: the leaders' values an observer saw
+	reads    []leaderRead   // Election: the observer's calls of Leader
+	standing []int          // Election: the observed values seen while a lock stood (see observe)
 	calls    map[string]int // calls sent, per script (or "setnx")
 }
 
@@ -228,11 +230,34 @@ func (r *recorder) write(i int, token uint64) {
 	}
 }
 
-// observe records that an observer saw value as the leader's.
-func (r *recorder) observe(value string) {
+// leaderRead is a call of Election.Leader: when it began and returned, and what it said.
+type leaderRead struct {
+	from, to time.Time
+	value    string
+	err      error
+	standing bool // a quorum of the servers held one owner's lock key as it returned
+}
+
+// read records a call of Leader, begun at from, that returned value and err now; standing
+// says whether a quorum of the servers held one owner's lock key then.
+func (r *recorder) read(from time.Time, value string, err error, standing bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.reads = append(r.reads, leaderRead{from, time.Now(), value, err, standing})
+	if err != nil {
+		r.events = append(r.events, event{time.Now(), fmt.Sprintf("Leader says %v", err)})
+	}
+}
+
+// observe records that an observer saw value as the leader's; standing, that a quorum of
+// the servers held one owner's lock key then (see read).
+func (r *recorder) observe(value string, standing bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.observed = append(r.observed, event{time.Now(), value})
+	if standing {
+		r.standing = append(r.standing, len(r.observed)-1)
+	}
 	r.events = append(r.events, event{time.Now(), "observer sees " + fmt.Sprintf("%q", value)})
 }
 

@@ -101,6 +101,7 @@ func Run(cfg Config) Result {
 	e := &env{plan: p, rec: rec, timing: tm, nodes: res.N, quorum: res.N/2 + 1, bad: make(chan violation, 1)}
 	e.mixedK = (cfg.Workload == wSemaphore || cfg.Workload == wCSemaphore) && rng.IntN(2) == 0
 	e.sharded = sharded(cfg.Workload)
+	e.leaders = cfg.Workload == wElection
 	e.spaced = cfg.Workload == wHold
 	// Every workload of one lock, with one K, waits in one queue (sets: names in common
 	// decide who waits for whom; twoaddrs grants nothing).
@@ -150,7 +151,7 @@ func Run(cfg Config) Result {
 	if cfg.Workload == wElection {
 		c, _, closeClient := e.client(cfg.Seed, res.Clients, res.N, false)
 		closers = append(closers, closeClient)
-		actors.Go(func() { observe(ctx, rec, c) })
+		actors.Go(func() { observe(ctx, e, c, rand.New(rand.NewPCG(cfg.Seed, 0x1ead))) })
 	}
 	actors.Wait()
 	crashes.Wait()
@@ -209,9 +210,33 @@ func (e *env) judge(res *Result, lines int, vs []violation, from, to, healed, en
 	res.Trace = rec.trace(until, cmp.Or(lines, 60))
 }
 
-// observe watches an Election's leader, recording each value seen, until ctx ends.
-func observe(ctx context.Context, rec *recorder, c *redlock.Client) {
-	for v := range c.NewElection(lockName).Observe(ctx) {
-		rec.observe(v)
+// observe watches an Election's leader, recording each value seen, until ctx ends; and,
+// with reads, calls Leader every 100 to 300 ms besides (rng draws the gaps), recording each
+// answer.
+func observe(ctx context.Context, env *env, c *redlock.Client, rng *rand.Rand) {
+	rec, reads := env.rec, env.leaders
+	e := c.NewElection(lockName)
+	var wg sync.WaitGroup
+	if reads {
+		wg.Go(func() {
+			for {
+				select {
+				case <-ctx.Done():
+					return
+				case <-time.After(100*time.Millisecond + time.Duration(rng.Int64N(int64(200*time.Millisecond)))):
+				}
+				rctx, cancel := context.WithTimeout(ctx, 3*nodeTimeout)
+				from := time.Now()
+				v, err := e.Leader(rctx)
+				cancel()
+				if ctx.Err() == nil {
+					rec.read(from, v, err, env.standing())
+				}
+			}
+		})
 	}
+	for v := range e.Observe(ctx) {
+		rec.observe(v, reads && env.standing())
+	}
+	wg.Wait()
 }
