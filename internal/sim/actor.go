@@ -39,12 +39,14 @@ type actor struct {
 	id      int
 	rng     *rand.Rand
 	env     *env
-	keeps   bool // its waits count for liveness (it is refused nothing for good)
+	keeps   bool          // its waits count for liveness (it is refused nothing for good)
+	after   time.Duration // when it starts, after the run's start (the crowd workload)
 	acquire func(ctx context.Context, keeps bool) (*held, error)
 }
 
 // run is the actor's loop, until ctx ends or the actor dies.
 func (a *actor) run(ctx context.Context) {
+	a.sleep(time.Until(a.env.rec.start.Add(a.after)))
 	for a.alive(ctx) {
 		gap := 50 * time.Millisecond
 		if a.env.spaced && a.rng.IntN(2) == 0 {

@@ -34,8 +34,9 @@ const (
 )
 
 // ExtraWorkloads returns the workloads that run only when asked for (-workload, or -extra,
-// which adds them to the cycle): the cluster-shaped ones.
-func ExtraWorkloads() []string { return []string{wCluster, wCSemaphore} }
+// which adds them to the cycle): the cluster-shaped ones, and the crowd of lapsed waiters
+// (crowd.go).
+func ExtraWorkloads() []string { return []string{wCluster, wCSemaphore, wCrowd} }
 
 // sharded reports whether workload w runs over cluster-shaped nodes.
 func sharded(w string) bool { return w == wCluster || w == wCSemaphore }

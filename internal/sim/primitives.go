@@ -45,6 +45,21 @@ func acquirer(w string, a *actor, c *redlock.Client, cl *core.Cluster) func(ctx 
 	switch w {
 	case wMutex:
 		return watched(a, mutexAcquirer(a, c.NewMutex(lockName)))
+	case wCrowd:
+		m, rw := mutexAcquirer(a, c.NewMutex(lockName)), c.NewRWMutex(lockName)
+		reader := readerAcquirer(a, rw)
+		return func(ctx context.Context, keeps bool) (*held, error) {
+			switch a.rng.IntN(3) {
+			case 0:
+				return m(ctx, keeps)
+			case 1:
+				if err := rw.LockContext(ctx); err != nil {
+					return nil, err
+				}
+				return &held{h: holding{client: a.id, role: writer, token: rw.Token(), fenced: true}, lost: rw.Lost(), release: rw.UnlockContext}, nil
+			}
+			return reader(ctx, keeps)
+		}
 	case wLease:
 		return watched(a, leaseAcquirer(a, c, lockName, false))
 	case wTwoAddrs:

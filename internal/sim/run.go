@@ -137,10 +137,20 @@ func Run(cfg Config) Result {
 
 	var closers []func()
 	var actors sync.WaitGroup
+	if cfg.Workload == wCrowd { // the crowd: the client after the actors (see crowd.go)
+		p.deaths[res.Clients] = start.Add(crowdDies)
+		c, _, closeClient := e.client(cfg.Seed, res.Clients, res.N, false)
+		closers = append(closers, closeClient)
+		a := &actor{id: res.Clients, rng: rand.New(rand.NewPCG(cfg.Seed, uint64(2000+res.Clients))), env: e}
+		actors.Go(func() { runCrowd(ctx, a, c) })
+	}
 	for i := range res.Clients {
 		c, cl, closeClient := e.client(cfg.Seed, i, res.N, cfg.Workload == wSets)
 		closers = append(closers, closeClient)
 		a := &actor{id: i, rng: rand.New(rand.NewPCG(cfg.Seed, uint64(2000+i))), env: e, keeps: true}
+		if cfg.Workload == wCrowd {
+			a.after = crowdDies + time.Duration(i)*crowdStagger
+		}
 		if cfg.Workload == wDo {
 			actors.Go(func() { a.runDo(ctx, c) })
 			continue
