@@ -11,8 +11,9 @@ import (
 )
 
 // The hold workload: holdings that last several validities and extend themselves (Mutexes,
-// Leases with WithAutoExtend, an RWMutex's writers and readers), each held for 1 to 3 steps
-// of one to one and a half TTLs, so that availability is checked, not only reported. Where
+// Leases with WithAutoExtend, an RWMutex's writers and readers; and a seventh of the
+// acquisitions as in the lease workload, which mostly find the lock free), each held for 1
+// to 3 steps of one to one and a half TTLs, so that availability is checked, not only reported. Where
 // every node answers within the node timeout (the faults of plan.reliable), the library
 // promises:
 //
@@ -30,10 +31,19 @@ func holdAcquirer(a *actor, c *redlock.Client) func(ctx context.Context, keeps b
 	rw := c.NewRWMutex(lockName)
 	reader := readerAcquirer(a, rw)
 	key := core.NewKeys("redlock:", lockName).Lock
+	lease := leaseAcquirer(a, c, lockName, false)
 	return func(ctx context.Context, keeps bool) (*held, error) {
 		var h *held
 		var err error
-		switch a.rng.IntN(6) {
+		switch a.rng.IntN(7) {
+		case 6: // as in the lease workload: many of these find the lock free, so that a grant's
+			// own validity, not one handed over, is checked at its end (useToEnd)
+			if h, err = lease(ctx, keeps); err != nil {
+				return nil, err
+			}
+			h.auto = h.extend == nil
+			h.keeps = h.auto
+			return h, nil
 		case 0, 1:
 			h, err = m(ctx, keeps)
 		case 2, 3:
