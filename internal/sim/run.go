@@ -101,6 +101,7 @@ func Run(cfg Config) Result {
 	e := &env{plan: p, rec: rec, timing: tm, nodes: res.N, quorum: res.N/2 + 1, bad: make(chan violation, 1)}
 	e.mixedK = (cfg.Workload == wSemaphore || cfg.Workload == wCSemaphore) && rng.IntN(2) == 0
 	e.sharded = sharded(cfg.Workload)
+	e.crowd = cfg.Workload == wCrowd
 	e.leaders = cfg.Workload == wElection
 	e.spaced = cfg.Workload == wHold
 	// Every workload of one lock, with one K, waits in one queue (sets: names in common
