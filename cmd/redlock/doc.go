@@ -79,21 +79,21 @@
 // leader fails for good (Election.Observe). `redlock elect -h` describes each flag, with an example.
 //
 // `redlock status NAME` reads every key that a lock, RWMutex, Election or Semaphore called
-// NAME has on each node of -addrs (under -prefix): a Semaphore's record of its number of
-// permits first, then the rest in one MULTI/EXEC per node (that many permits among them),
-// then the server's run_id (INFO server), and shows those that exist: the lock's holder
-// (its owner token, fencing token and time left), the waiters queued for it and the first
-// of them, an RWMutex's readers and their time left, an Election's leader record, and a
-// Semaphore's number of permits, its permits in use, its one fence counter and the waiters
-// queued for a permit; a node that does not answer within -node-timeout (2s, connecting
-// included) is shown with why. A summary first
-// says what a quorum of the nodes agree on: the holder, readers, leader and permits in use
-// (unknown while fewer than a quorum answer).
-// It only reads: it writes nothing, runs no script and takes no lock. -json prints one
-// JSON object instead of the text, version 1 of a format that later versions only add
-// fields to; `redlock status -h` describes each field. It exits 0 when at least one node
-// answered (whatever NAME's state, free included), 69 when none did, and 2 after a usage
-// error, two addresses that reach one server (by its run_id) included.
+// NAME has on each node of -addrs (under -prefix), as Client.Status does: in one read-only
+// script per node, which also reads the server's run_id (INFO server), and again with a
+// Semaphore's permits on a node that records their number; and shows those that exist:
+// the lock's holder (its owner token, fencing token and time left), the waiters queued
+// for it and the first of them, an RWMutex's readers and their time left, an Election's
+// leader record, and a Semaphore's number of permits, its permits in use, its one fence
+// counter and the waiters queued for a permit; a node that does not answer within
+// -node-timeout (2s, connecting included) is shown with why. A summary first says what a
+// quorum of the nodes agree on: the holder, readers, leader and permits in use (unknown
+// while fewer than a quorum answer). It only reads: it writes nothing and takes no lock.
+// -json prints one JSON object instead of the text, version 1 of a format that later
+// versions only add fields to; `redlock status -h` describes each field. It exits 0 when
+// at least one node answered (whatever NAME's state, free included), 69 when none did,
+// and 2 after a usage error, two addresses that reach one server (by its run_id)
+// included.
 //
 // `redlock break NAME` ends whatever holds NAME, for a holder known to be dead: it shows
 // the holder, asks for confirmation on standard input unless -force, raises the lock's

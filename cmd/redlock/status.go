@@ -11,7 +11,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"text/tabwriter"
 	"time"
 
@@ -40,10 +39,10 @@ the waiters queued for it, and the first of them; an RWMutex's readers and their
 time left; an Election's leader record; and a Semaphore's number of permits (as
 the nodes record it), its permits in use, its fence counter and the waiters queued
 for a permit. It reads every kind of key a name can have and shows those that
-exist: on each node, a Semaphore's record of its number of permits first, then
-the rest in one MULTI/EXEC (that many permits among them, if recorded), then
-the server's run_id (INFO server), which tells two addresses of one server. It only
-reads (it writes nothing and takes no lock), and needs no lock. A summary first
+exist, as the library's Client.Status does: on each node, in one read-only script
+that also reads the server's run_id (INFO server), which tells two addresses of
+one server, and again with a Semaphore's permits on a node that records their
+number. It only reads (it writes nothing and takes no lock). A summary first
 says what a majority of the nodes agree on, which is what holds: the holder,
 readers, leader and permits in use that a quorum of nodes have (unknown while
 fewer than a quorum answer). A NAME that begins with '-' follows "--": redlock
@@ -187,10 +186,15 @@ func statusMain(args []string, getenv func(string) string, stdout, stderr io.Wri
 		fmt.Fprintf(stderr, "redlock status: %v\nRun 'redlock status -h' for usage.\n", err)
 		return exitUsage
 	}
-	rep := readStatus(c)
-	if rep.twice != "" {
-		fmt.Fprintf(stderr, "redlock status: -addrs: %s\nRun 'redlock status -h' for usage.\n", rep.twice)
+	rep, err := readStatus(c)
+	var usage usageError
+	switch {
+	case errors.As(err, &usage):
+		fmt.Fprintf(stderr, "redlock status: %v\nRun 'redlock status -h' for usage.\n", err)
 		return exitUsage
+	case err != nil:
+		fmt.Fprintf(stderr, "redlock status: %s\n", trim(err))
+		return exitUnavailable
 	}
 	if c.json {
 		enc := json.NewEncoder(stdout)
@@ -219,8 +223,6 @@ type statusReport struct {
 	Leader    *leaderSummary   `json:"leader"`
 	Semaphore *semaphoreSumary `json:"semaphore"`
 	Nodes     []nodeStatus     `json:"nodes"`
-
-	twice string // two addresses that reach one server, said so; then the rest is not shown
 }
 
 // holderSummary is the writer that holds the lock on a quorum of the nodes.
@@ -255,8 +257,6 @@ type nodeStatus struct {
 	Readers   []readerState   `json:"readers"`
 	Leader    *leaderRecord   `json:"leader"`
 	Semaphore *semaphoreState `json:"semaphore"`
-
-	runID string // the server's run_id, or "" if it did not report one
 }
 
 // lockState is a node's lock key.
@@ -305,361 +305,129 @@ type permitState struct {
 	TTLms  int64  `json:"ttl_ms"`
 }
 
-// readersHold is the lock key's value while readers hold the lock (see core's doc).
-const readersHold = "(readers)"
-
-// readStatus reads c.name's keys on every node at once, each within c.timeout, and sums
-// them up.
-func readStatus(c *statusConfig) *statusReport {
-	keys := core.NewKeys(c.prefix, c.name)
-	rep := &statusReport{Schema: statusSchema, Name: c.name, Key: keys.Lock, Quorum: len(c.addrs)/2 + 1, Found: []string{}}
+// readStatus reads c.name's keys on every node at once, each within c.timeout, through a
+// redlock Client's Status. It returns a usageError for two addresses that reach one server,
+// or another error if it could read no node at all.
+func readStatus(c *statusConfig) (*statusReport, error) {
 	set := newNodes(c.addrs)
 	defer set.close()
-	rep.Nodes = make([]nodeStatus, len(set.clients))
-	var wg sync.WaitGroup
-	for i, cl := range set.clients {
-		wg.Go(func() {
-			ctx, cancel := context.WithTimeout(context.Background(), c.timeout)
-			defer cancel()
-			n, err := readNode(ctx, cl, c.prefix, keys)
-			if err != nil {
-				n = nodeStatus{Error: set.explain(i, err, c.timeout)}
-			}
-			n.Addr = cl.Options().Addr
-			rep.Nodes[i] = n
-		})
-	}
-	wg.Wait()
-	ids := map[string]int{} // run_id -> the first node that reported it
-	for i, n := range rep.Nodes {
-		if j, ok := ids[n.runID]; ok && n.runID != "" {
-			rep.twice = fmt.Sprintf("%s and %s reach the same server, which must count as one vote: give each server one address", rep.Nodes[j].Addr, n.Addr)
-			return rep
-		}
-		ids[n.runID] = i
-	}
-	rep.sum()
-	return rep
-}
-
-// readNode reads every key that a lock, RWMutex, Election or Semaphore called keys.Name
-// has under prefix. It first reads the Semaphore's record of its number of permits, K,
-// then every key in one transaction (MULTI/EXEC: a snapshot of the node), the K permits
-// among them; if the record changed in between, it reads again with the new K. Last it
-// reads the server's run_id (see runID).
-func readNode(ctx context.Context, c *redis.Client, prefix string, keys core.Keys) (nodeStatus, error) {
-	record := core.NewSemaphoreKeys(prefix, keys.Name, 1).Readers
-	v, err := c.Get(ctx, record).Result()
-	if err != nil && !errors.Is(err, redis.Nil) {
-		return nodeStatus{}, fmt.Errorf("get %s: %w", record, err)
-	}
-	k := recorded(v)
-	for try := 1; ; try++ {
-		n, now, err := snapshot(ctx, c, prefix, keys, record, k)
-		if err != nil || now == k || try == 3 {
-			if err == nil {
-				n.runID = runID(ctx, c)
-			}
-			return n, err
-		}
-		k = now
-	}
-}
-
-// runID returns the run_id that c's server reports in INFO server, which tells apart two
-// addresses of one server; "" if it reports none, or INFO fails (a user whose ACL refuses
-// it, say): such a node cannot be compared.
-func runID(ctx context.Context, c *redis.Client) string {
-	info, err := c.Info(ctx, "server").Result()
+	// Status takes no lock: the TTL only has to be above the node timeout, as New wants.
+	client, err := redlock.New(set.nodes, redlock.WithPrefix(c.prefix), redlock.WithRestartGuard(0),
+		redlock.WithTTL(max(10*time.Second, 4*c.timeout)), redlock.WithNodeTimeout(c.timeout))
 	if err != nil {
-		return ""
+		return nil, usagef("%s", trim(err))
 	}
-	for _, line := range strings.Split(info, "\n") {
-		if id, ok := strings.CutPrefix(strings.TrimSpace(line), "run_id:"); ok {
-			return id
-		}
+	defer func() { _ = client.Close() }()
+	st, err := client.Status(context.Background(), c.name)
+	switch {
+	case st != nil: // err, if any, says that fewer than a quorum answered: so does the report
+	case errors.Is(err, redlock.ErrInvalid):
+		return nil, invalidStatus(err, c.name, c.addrs)
+	default:
+		return nil, err
 	}
-	return ""
+	return newReport(st, c.addrs, func(i int, err error) string { return set.explain(i, err, c.timeout) }), nil
 }
 
-// recorded returns the number of permits of a Semaphore's record, v: 0 for none (or for
-// what is not a number).
-func recorded(v string) int {
-	k, err := strconv.Atoi(v)
-	if err != nil || k < 0 {
-		return 0
+// sameNodes matches the library's error for two nodes that reach one server, and gives
+// their indices.
+var sameNodes = regexp.MustCompile(`nodes ([0-9]+) \(.*\) and ([0-9]+) \(.*\) reach the same server`)
+
+// invalidStatus returns err, an error of Status about name that matches redlock.ErrInvalid,
+// as a usage error: for two nodes that reach one server, one about -addrs that names them
+// as -addrs gives them.
+func invalidStatus(err error, name string, addrs []*redis.Options) error {
+	msg := opLock(strconv.Quote(name)).ReplaceAllString(err.Error(), "")
+	msg = strings.TrimPrefix(strings.ReplaceAll(msg, "redlock: ", ""), "invalid argument: ")
+	if m := sameNodes.FindStringSubmatch(msg); m != nil {
+		i, _ := strconv.Atoi(m[1])
+		j, _ := strconv.Atoi(m[2])
+		if i < len(addrs) && j < len(addrs) {
+			return usagef("-addrs: %s and %s reach the same server, which must count as one vote: give each server one address", addrs[i].Addr, addrs[j].Addr)
+		}
 	}
-	return k
+	return usagef("%s", msg)
 }
 
-// snapshot is readNode's transaction, which reads k permits (at most MaxPermits) if k > 0.
-// It returns the node's state and the number of permits that record, the Semaphore's
-// record, holds in the snapshot: a snapshot whose record is not k is to be read again.
-func snapshot(ctx context.Context, c *redis.Client, prefix string, keys core.Keys, record string, k int) (nodeStatus, int, error) {
-	type lockCmds struct {
-		value *redis.StringCmd
-		pttl  *redis.Cmd
-	}
-	type queueCmds struct {
-		queue, alive *redis.ZSliceCmd
-		waiters      *redis.MapStringStringCmd
-	}
-	var (
-		now                     *redis.TimeCmd
-		lock                    lockCmds
-		fence, semFence, leader *redis.StringCmd
-		permits                 *redis.StringCmd
-		queue, semQueue         queueCmds
-		readers                 *redis.ZSliceCmd
-		leaderTTL               *redis.Cmd
-		slots                   []lockCmds
-		readLock                = func(p redis.Pipeliner, key string) lockCmds {
-			return lockCmds{p.Get(ctx, key), p.Do(ctx, "PTTL", key)}
-		}
-		readQueue = func(p redis.Pipeliner, k core.Keys) queueCmds {
-			return queueCmds{p.ZRangeWithScores(ctx, k.Queue, 0, -1), p.ZRangeWithScores(ctx, k.Alive, 0, -1), p.HGetAll(ctx, k.Waiters)}
-		}
-	)
-	var sem core.Keys
-	if k > 0 {
-		sem = core.NewSemaphoreKeys(prefix, keys.Name, min(k, redlock.MaxPermits))
-		slots = make([]lockCmds, len(sem.Permits))
-	}
-	cmds, err := c.TxPipelined(ctx, func(p redis.Pipeliner) error {
-		now = p.Time(ctx)
-		lock, fence, queue = readLock(p, keys.Lock), p.Get(ctx, keys.Fence), readQueue(p, keys)
-		readers = p.ZRangeWithScores(ctx, keys.Readers, 0, -1)
-		leader, leaderTTL = p.Get(ctx, keys.Leader), p.Do(ctx, "PTTL", keys.Leader)
-		permits = p.Get(ctx, record)
-		if k > 0 {
-			for i, key := range sem.Permits {
-				slots[i] = readLock(p, key)
-			}
-			semFence, semQueue = p.Get(ctx, sem.Fence), readQueue(p, sem)
-		}
-		return nil
-	})
-	if err != nil && !errors.Is(err, redis.Nil) {
-		return nodeStatus{}, 0, err
-	}
-	for _, cmd := range cmds {
-		if err := cmd.Err(); err != nil && !errors.Is(err, redis.Nil) {
-			return nodeStatus{}, 0, fmt.Errorf("%s: %w", strings.Join(strings.Fields(fmt.Sprint(cmd.Args()...)), " "), err)
-		}
-	}
-	ms := now.Val().UnixMilli()
-	left := func(deadline float64) int64 { return int64(deadline) - ms }
-
-	n := nodeStatus{Queue: []waiterState{}, Readers: []readerState{}}
-	var holder string // the lock's owner, if a writer
-	if v, err := lock.value.Result(); err == nil {
-		n.Lock = &lockState{Owner: v, Readers: v == readersHold, TTLms: pttl(lock.pttl)}
-		if v != readersHold {
-			holder = v
-		}
-	}
-	lockFence := counter(fence)
-	n.Fence = &lockFence
-	n.Queue = waiters(queue.queue.Val(), queue.alive.Val(), queue.waiters.Val(), holder, left)
-	for _, z := range readers.Val() {
-		if t := left(z.Score); t > 0 {
-			n.Readers = append(n.Readers, readerState{Token: fmt.Sprint(z.Member), TTLms: t})
-		}
-	}
-	if record, err := leader.Result(); err == nil {
-		token, value, _ := strings.Cut(record, " ")
-		n.Leader = &leaderRecord{Token: token, Value: value, Current: token != "" && token == holder, TTLms: pttl(leaderTTL)}
-	}
-
-	if k == 0 {
-		return n, recorded(permits.Val()), nil
-	}
-	// A Semaphore's holders are not in its queue: a waiter granted a permit leaves it.
-	s := &semaphoreState{Permits: recorded(permits.Val()), Fence: counter(semFence), Held: []permitState{},
-		Queue: waiters(semQueue.queue.Val(), semQueue.alive.Val(), semQueue.waiters.Val(), "", left)}
-	for i, slot := range slots {
-		if v, err := slot.value.Result(); err == nil {
-			s.Held = append(s.Held, permitState{Permit: i, Owner: v, Fence: s.Fence, TTLms: pttl(slot.pttl)})
-		}
-	}
-	s.InUse = len(s.Held)
-	if s.Permits > 0 { // else the record went between the reads: see readNode
-		n.Semaphore = s
-	}
-	return n, s.Permits, nil
-}
-
-// pttl returns the time left of a PTTL reply, in milliseconds: -1 for a key without an
-// expiry, 0 for one that expired as it was read.
-func pttl(cmd *redis.Cmd) int64 {
-	v, err := cmd.Int64()
-	if err != nil || v == -2 {
-		return 0
-	}
-	return v
-}
-
-// counter returns the fence counter of a GET reply, or 0 if there is none.
-func counter(cmd *redis.StringCmd) uint64 {
-	v, err := cmd.Result()
-	if err != nil {
-		return 0
-	}
-	n, _ := strconv.ParseUint(v, 10, 64)
-	return n
-}
-
-// attemptToken matches a waiter's token, "<waiter id>.<attempt>" (see core's doc).
-var attemptToken = regexp.MustCompile(`^(.+)\.([0-9]+)$`)
-
-// waiterID returns the waiter id of token, a waiter's token, and true; or token itself and
-// false if token is not a waiter's (an owner that took the lock at its first attempt).
-func waiterID(token string) (string, bool) {
-	if m := attemptToken.FindStringSubmatch(token); m != nil {
-		return m[1], true
-	}
-	return token, false
-}
-
-// readerAttempt matches a reader's recorded attempt, "<token> <ttl ms> <fence floor>
-// <guard s> r", which a reader of several names follows with the names' lock keys (see
-// core's doc).
-var readerAttempt = regexp.MustCompile(`^\S+ [0-9]+ [0-9]+ [0-9]+ r(?: |$)`)
-
-// waiters returns a queue's live waiters in turn order, from its keys (see core's doc):
-// queue (ids by ticket), alive (ids by the server time at which their place lapses, and
-// "!<id>" marks of those that left) and attempts (each id's latest attempt, which marks a
-// reader: see readerAttempt). It leaves out the waiter that holds the lock (holder is its
-// token) and those whose place has lapsed; left gives the time left until a deadline.
-func waiters(queue, alive []redis.Z, attempts map[string]string, holder string, left func(float64) int64) []waiterState {
-	deadline := make(map[string]float64, len(alive))
-	for _, z := range alive {
-		deadline[fmt.Sprint(z.Member)] = z.Score
-	}
-	holderID, _ := waiterID(holder)
-	out := []waiterState{}
-	for _, z := range queue {
-		id := fmt.Sprint(z.Member)
-		d, ok := deadline[id]
-		if !ok || left(d) <= 0 || (holder != "" && id == holderID) {
-			continue
-		}
-		out = append(out, waiterState{ID: id, Reader: readerAttempt.MatchString(attempts[id]), TTLms: left(d)})
-	}
-	return out
-}
-
-// explain returns why client i could not be read, with err: the cause of its last failed
-// dial if it never connected (go-redis hides it behind the context's error), or how long
-// it did not answer.
+// explain returns why client i could not be read, from err, its error in the Status: the
+// cause of its last failed dial if it has not connected since, or how long it did not
+// answer.
 func (s *nodeSet) explain(i int, err error, timeout time.Duration) string {
 	s.mu.Lock()
 	dialErr := s.conns[i].dialErr
 	s.mu.Unlock()
+	timedOut := isTimeout(err) || errors.Is(err, redlock.ErrNodeTimeout)
 	switch {
-	case !isTimeout(err):
-		return err.Error()
-	case dialErr != nil:
+	case dialErr != nil && (timedOut || errors.Is(err, dialErr)):
 		return "connecting: " + dialErr.Error()
+	case timedOut:
+		return fmt.Sprintf("no answer within -node-timeout %v", timeout)
 	}
-	return fmt.Sprintf("no answer within -node-timeout %v", timeout)
+	return trim(err)
 }
 
-// sum fills the report's summary from its nodes: what a quorum of them hold.
-func (rep *statusReport) sum() {
-	owners := map[string][]int64{} // per writer: the TTLs of the nodes where it holds the lock
-	tokens := map[string]uint64{}  // per writer: the largest fence counter of those nodes
-	readers := map[string]int{}
-	records := map[leaderSummary]int{}
-	permitsSeen := map[int]int{}
-	permitOwners := map[[2]string]int{} // per permit and owner: nodes
-	found := map[string]bool{}
-	for _, n := range rep.Nodes {
-		if n.Error != "" {
-			continue
-		}
-		rep.Answered++
-		if n.Lock != nil && !n.Lock.Readers {
-			owners[n.Lock.Owner] = append(owners[n.Lock.Owner], n.Lock.TTLms)
-			tokens[n.Lock.Owner] = max(tokens[n.Lock.Owner], *n.Fence)
-		}
-		if n.Lock != nil || *n.Fence != 0 || len(n.Queue) > 0 {
-			found["lock"] = true
-		}
-		for _, r := range n.Readers {
-			readers[r.Token]++
-		}
-		if len(n.Readers) > 0 || slices.ContainsFunc(n.Queue, func(w waiterState) bool { return w.Reader }) {
-			found["rwmutex"] = true
-		}
-		if n.Leader != nil {
-			found["election"] = true
-			if n.Leader.Current {
-				records[leaderSummary{Token: n.Leader.Token, Value: n.Leader.Value}]++
-			}
-		}
-		if s := n.Semaphore; s != nil {
-			found["semaphore"] = true
-			permitsSeen[s.Permits]++
-			for _, h := range s.Held {
-				permitOwners[[2]string{strconv.Itoa(h.Permit), h.Owner}]++
-			}
-		}
+// newReport returns the report of st, whose nodes have the addresses addrs; explain says
+// why node i could not be read, from its error.
+func newReport(st *redlock.Status, addrs []*redis.Options, explain func(i int, err error) string) *statusReport {
+	rep := &statusReport{Schema: statusSchema, Name: st.Name, Key: st.Key, Quorum: st.Quorum, Answered: st.Answered,
+		Found: append([]string{}, st.Found...), Readers: st.Readers, Nodes: make([]nodeStatus, len(st.Nodes))}
+	if h := st.Holder; h != nil {
+		rep.Holder = &holderSummary{Owner: h.Owner, Token: h.Token, Nodes: h.Nodes, TTLms: millis(h.TTL)}
 	}
-	for _, kind := range []string{"lock", "rwmutex", "election", "semaphore"} {
-		if found[kind] {
-			rep.Found = append(rep.Found, kind)
-		}
+	if l := st.Leader; l != nil {
+		rep.Leader = &leaderSummary{Token: l.Token, Value: l.Value, Nodes: l.Nodes}
 	}
-	for owner, ttls := range owners {
-		if len(ttls) >= rep.Quorum {
-			slices.SortFunc(ttls, func(a, b int64) int { return cmpTTL(b, a) })
-			rep.Holder = &holderSummary{Owner: owner, Token: tokens[owner], Nodes: len(ttls), TTLms: ttls[rep.Quorum-1]}
-		}
+	if s := st.Semaphore; s != nil {
+		rep.Semaphore = &semaphoreSumary{Permits: s.Permits, InUse: s.InUse}
 	}
-	for _, n := range readers {
-		if n >= rep.Quorum {
-			rep.Readers++
+	for i, n := range st.Nodes {
+		if n.Err != nil {
+			rep.Nodes[i] = nodeStatus{Error: explain(i, n.Err)}
+		} else {
+			rep.Nodes[i] = newNodeStatus(n)
 		}
+		rep.Nodes[i].Addr = addrs[i].Addr
 	}
-	for record, n := range records {
-		if n >= rep.Quorum {
-			record.Nodes = n
-			rep.Leader = &record
-		}
-	}
-	if found["semaphore"] {
-		s := &semaphoreSumary{}
-		most := 0
-		for k, n := range permitsSeen {
-			if n > most || (n == most && k > s.Permits) {
-				s.Permits, most = k, n
-			}
-		}
-		for _, n := range permitOwners {
-			if n >= rep.Quorum {
-				s.InUse++
-			}
-		}
-		rep.Semaphore = s
-	}
+	return rep
 }
 
-// cmpTTL orders times left, a key without an expiry (-1) being the longest.
-func cmpTTL(a, b int64) int {
-	if a < 0 {
-		a = 1<<63 - 1
+// newNodeStatus returns the report of n, a node that answered, without its address.
+func newNodeStatus(n redlock.NodeStatus) nodeStatus {
+	fence := n.Fence
+	out := nodeStatus{Fence: &fence, Queue: newWaiters(n.Queue), Readers: []readerState{}}
+	if l := n.Lock; l != nil {
+		out.Lock = &lockState{Owner: l.Owner, Readers: l.Readers, TTLms: millis(l.TTL)}
 	}
-	if b < 0 {
-		b = 1<<63 - 1
+	for _, r := range n.Readers {
+		out.Readers = append(out.Readers, readerState{Token: r.Token, TTLms: millis(r.TTL)})
 	}
-	switch {
-	case a < b:
+	if l := n.Leader; l != nil {
+		out.Leader = &leaderRecord{Token: l.Token, Value: l.Value, Current: l.Current, TTLms: millis(l.TTL)}
+	}
+	if s := n.Semaphore; s != nil {
+		out.Semaphore = &semaphoreState{Permits: s.Permits, InUse: s.InUse, Fence: s.Fence, Held: []permitState{}, Queue: newWaiters(s.Queue)}
+		for _, p := range s.Held {
+			out.Semaphore.Held = append(out.Semaphore.Held, permitState{Permit: p.Index, Owner: p.Owner, Fence: s.Fence, TTLms: millis(p.TTL)})
+		}
+	}
+	return out
+}
+
+// newWaiters returns the report of a queue's waiters.
+func newWaiters(ws []core.Waiter) []waiterState {
+	out := []waiterState{}
+	for _, w := range ws {
+		out = append(out, waiterState{ID: w.ID, Reader: w.Reader, TTLms: millis(w.TTL)})
+	}
+	return out
+}
+
+// millis returns a time left in milliseconds: -1 for redlock.NoExpiry.
+func millis(d time.Duration) int64 {
+	if d == redlock.NoExpiry {
 		return -1
-	case a > b:
-		return 1
 	}
-	return 0
+	return d.Milliseconds()
 }
 
 // ttl formats a time left in milliseconds for the table.

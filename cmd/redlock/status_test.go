@@ -478,3 +478,24 @@ func TestStatusSameServerTwice(t *testing.T) {
 		}
 	}
 }
+
+// TestStatusNodeErrors: each node that could not be read is shown with why, the others as
+// they are (exit 0): one that refused the connection with its last dial's error, one that
+// connected but does not answer (a paused server) as not answering within -node-timeout.
+func TestStatusNodeErrors(t *testing.T) {
+	const closed = "127.0.0.1:1" // see TestUnavailable
+	s := newSetup(t, 3)
+	hold(t, s, "run", "-name", "errors")
+	s.servers[2].Pause()
+	t.Cleanup(s.servers[2].Resume)
+	rep := statusOf(t, s.addrs+","+closed, "errors", 0)
+	if rep.Answered != 2 || rep.Nodes[0].Lock == nil || rep.Nodes[1].Lock == nil {
+		t.Errorf("answered %d, nodes %+v; want 2 answers, the lock held on both", rep.Answered, rep.Nodes)
+	}
+	if n := rep.Nodes[2]; n.Error != "no answer within -node-timeout 2s" || n.Lock != nil || n.Fence != nil {
+		t.Errorf("the paused node: %+v; want no answer within -node-timeout 2s, and nothing else", n)
+	}
+	if n := rep.Nodes[3]; !regexp.MustCompile(`^connecting: dial tcp .*connection refused$`).MatchString(n.Error) || n.Lock != nil || n.Fence != nil {
+		t.Errorf("the closed port's node: %+v; want its dial's error, and nothing else", n)
+	}
+}
