@@ -19,8 +19,7 @@ import (
 // later, nor a caller that does not wait (fifo, where every node answers in time), nor may
 // the lock stay free while a live one waits (idle).
 //
-// Not in the default set (see ExtraWorkloads): on main it fails through issue 44's defect
-// 5, a scan that runs out past 64 lapsed waiters reading as "no one ahead".
+// It catches a scan that runs out past 64 lapsed waiters and reads as "no one ahead".
 const wCrowd = "crowd"
 
 const (

@@ -25,7 +25,7 @@ const (
 
 // Workloads returns the workloads, in the order the seeds cycle through them.
 func Workloads() []string {
-	return []string{wMutex, wLease, wRWMutex, wSemaphore, wElection, wDo, wTwoAddrs, wSets, wHold}
+	return []string{wMutex, wLease, wRWMutex, wSemaphore, wElection, wDo, wTwoAddrs, wSets, wHold, wCluster, wCSemaphore, wCrowd}
 }
 
 const lockName = "resource"
