@@ -48,7 +48,8 @@ type Client struct {
 // one address, say) are found at their first acquisition, from the run_id the server
 // reports, and from then on every acquisition fails with an error that matches ErrInvalid
 // and names them: one server must never count as two votes. (A server that does not report
-// a run_id, such as miniredis, cannot be checked.)
+// a run_id, such as miniredis, cannot be checked; one whose user may not run INFO cannot
+// either, and the logger says so, once per node.)
 func New(nodes []Node, opts ...Option) (*Client, error) {
 	s := defaults().with(opts)
 	if !s.guardSet {
@@ -57,12 +58,7 @@ func New(nodes []Node, opts ...Option) (*Client, error) {
 	if err := s.validate(); err != nil {
 		return nil, err
 	}
-	logger := s.logger
-	cluster, err := core.NewCluster(nodes, core.OnUnguarded(func(node string) {
-		if logger != nil {
-			logger.Warn("redlock: node cannot report its uptime, so the restart guard is off for it", "node", node)
-		}
-	}))
+	cluster, err := core.NewCluster(nodes, notices(s.logger)...)
 	if err != nil {
 		return nil, err
 	}
@@ -183,9 +179,10 @@ func (c *Client) drop(l *Lease) {
 	c.hmu.Unlock()
 }
 
-// Unguarded returns the nodes that cannot apply the restart guard because they do not
-// report their uptime (miniredis does not, for one). They are found as locks are acquired
-// with the guard on, so the list starts empty. Such a node's vote counts without the guard.
+// Unguarded returns the nodes that cannot apply the restart guard because their servers
+// are known to have no uptime to give (miniredis). They are found as locks are acquired with
+// the guard on, so the list starts empty. Such a node's vote counts without the guard. (A
+// server that refuses INFO is not listed: under the guard, it fails every acquisition.)
 func (c *Client) Unguarded() []string {
 	c.made("Unguarded")
 	return c.cluster.Unguarded()

@@ -107,10 +107,13 @@ func WithPrefix(p string) Option { return func(s *settings) { s.prefix = p } }
 // clock by that much, and a node that lost its data starts its counter again from its own
 // clock, so the guard must outlast the lead (at the default, clocks up to 28 s apart).
 //
-// Default: 30s, at every N (a single node too). A node that cannot
-// report its uptime (miniredis, say) takes part unguarded; Client.Unguarded lists such
-// nodes, and WithLogger logs each once. Nodes abstaining under the guard fail with
-// ErrRestarted inside a QuorumError.
+// Default: 30s, at every N (a single node too). A node whose server has no uptime to give
+// (miniredis) takes part unguarded: Client.Unguarded lists such nodes, and the logger (see
+// WithLogger) says each once. A node whose server refuses INFO (an ACL user without it, such
+// as +@all -@dangerous) cannot apply the guard, and does not vote: it fails each acquisition
+// with an error that matches ErrInvalid, no retry fixes it, and it says how to grant the
+// command or turn the guard off. Nodes abstaining under the guard fail with ErrRestarted
+// inside a QuorumError.
 func WithRestartGuard(d time.Duration) Option {
 	return func(s *settings) { s.guard, s.guardSet = d, true }
 }
@@ -152,8 +155,11 @@ func WithMaxHold(d time.Duration) Option { return func(s *settings) { s.maxHold 
 // a wait for the lock (Lock, LockContext, Acquire, Do) that has failed for other reasons
 // than a holder for 5 s (nodes down or refusing, and with what, or the restart guard's
 // remaining time), then at most every 30 s while it goes on; a Mutex.Unlock whose release
-// failed, when no WithErrorHandler is set; and, given to New, a node that cannot apply the
-// restart guard (once per node). Default none.
+// failed, when no WithErrorHandler is set; and, given to New, what a node shows of itself, once
+// per node: that it cannot apply the restart guard (miniredis), that it cannot be checked
+// to reach a server of its own (its server refuses INFO), or that it fails with an error
+// that no retry can fix (a refused command, say, which the other nodes' quorum may hide).
+// Default none, but for New's notices, which then go to slog.Default().
 func WithLogger(l *slog.Logger) Option {
 	return func(s *settings) { s.logger, s.given = l, s.given|optLogger }
 }

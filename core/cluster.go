@@ -1,6 +1,7 @@
 package core
 
 import (
+	"errors"
 	"fmt"
 	"reflect"
 	"sync"
@@ -19,8 +20,11 @@ type Cluster struct {
 	down      []atomic.Bool  // per node: its last call failed in transit (see suspects)
 	calls     []atomic.Int32 // per node: calls under way (see request.spare)
 	warn      func(node string)
-	id        identity        // which server each node reaches
-	deadlines sharedDeadlines // for single-node calls
+	unknown   func(node string)            // see OnUnidentified
+	failing   func(node string, err error) // see OnFailedForGood
+	failed    []atomic.Bool                // per node: it was told to failing
+	id        identity                     // which server each node reaches
+	deadlines sharedDeadlines              // for single-node calls
 	closed    atomic.Bool
 	done      chan struct{} // closed by Close
 	closeOnce sync.Once
@@ -31,10 +35,27 @@ type Cluster struct {
 type ClusterOption func(*Cluster)
 
 // OnUnguarded sets the function called, once per node and Cluster, when a node was asked to
-// apply the restart guard and cannot, because it does not report its uptime (miniredis, or a
-// server that forbids INFO in scripts). Such a node takes part unguarded. f must not block.
+// apply the restart guard and cannot, because its server is known to have no uptime to give
+// (miniredis). Such a node takes part unguarded. A server that refuses INFO (an ACL without
+// it) does not: its acquisitions fail, with an error that matches ErrInvalid and says how to
+// grant it or turn the guard off. f must not block.
 func OnUnguarded(f func(node string)) ClusterOption {
 	return func(c *Cluster) { c.warn = f }
+}
+
+// OnUnidentified sets the function called, once per node and Cluster, when a node cannot
+// be told apart from the others (see the package doc, One server, one vote) because its
+// server refuses the INFO that says which server it is (an ACL without it). Such a node
+// takes part unchecked. f must not block.
+func OnUnidentified(f func(node string)) ClusterOption {
+	return func(c *Cluster) { c.unknown = f }
+}
+
+// OnFailedForGood sets the function called, once per node and Cluster, when a node first
+// fails with an error that no retry can fix (see Permanent; a closed client's aside): a
+// refused command, say, which a quorum of other nodes may hide. f must not block.
+func OnFailedForGood(f func(node string, err error)) ClusterOption {
+	return func(c *Cluster) { c.failing = f }
 }
 
 // ShardedPubSub is an optional capability of a Node: a Node whose ShardedPubSub returns true
@@ -57,6 +78,7 @@ func NewCluster(nodes []Node, opts ...ClusterOption) (*Cluster, error) {
 		sharded:   make([]bool, len(nodes)),
 		setters:   true,
 		unguarded: make([]atomic.Bool, len(nodes)),
+		failed:    make([]atomic.Bool, len(nodes)),
 		down:      make([]atomic.Bool, len(nodes)),
 		calls:     make([]atomic.Int32, len(nodes)),
 		done:      make(chan struct{}),
@@ -101,7 +123,7 @@ func isNil(n Node) bool {
 }
 
 // Unguarded returns the names of the nodes that were asked to apply the restart guard and
-// could not, because they do not report their uptime.
+// could not, because their servers are known to have no uptime to give (see OnUnguarded).
 func (c *Cluster) Unguarded() []string {
 	var names []string
 	for i := range c.unguarded {
@@ -110,6 +132,14 @@ func (c *Cluster) Unguarded() []string {
 		}
 	}
 	return names
+}
+
+// failedWith tells the OnFailedForGood function of node i's error err if no retry can fix it
+// and it is the node's first such error.
+func (c *Cluster) failedWith(i int, err error) {
+	if c.failing != nil && !errors.Is(err, ErrClosed) && permanentNode(err) && !c.failed[i].Swap(true) {
+		c.failing(c.nodes[i].String(), err)
+	}
 }
 
 func (c *Cluster) markUnguarded(i int) {
@@ -158,6 +188,10 @@ func (c *Cluster) identified(i int, vals []int64) error {
 			c.id.ids[id] = i
 		}
 		c.id.mu.Unlock()
+	case len(vals) == 3 && vals[2] == 2: // the server refuses INFO
+		if !c.id.known[i].Load() && c.unknown != nil {
+			c.unknown(c.nodes[i].String())
+		}
 	case len(vals) == 3: // the server reports no run_id
 	default:
 		return fmt.Errorf("redlock: acquire script replied %d values where the server was asked to identify itself: want 3 or 7", len(vals))

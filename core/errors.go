@@ -56,6 +56,25 @@ func Permanent(err error) bool {
 	return permanentNode(err)
 }
 
+// noUptime starts the acquire script's error where the restart guard is asked for and the
+// server refuses to report its uptime (see acquire.lua).
+const noUptime = "NOUPTIME "
+
+// explained returns a node's error err, made clear where its reply says why: a server that
+// refuses the restart guard its uptime gives an error that matches ErrInvalid, with the
+// server's reason and the ways out.
+func explained(err error) error {
+	if err == nil {
+		return nil
+	}
+	if why, ok := strings.CutPrefix(err.Error(), noUptime); ok {
+		return fmt.Errorf("%w: the restart guard needs the server's uptime from INFO, which the server refuses (%s): "+
+			"grant INFO (ACL SETUSER <user> +info), or turn the guard off with WithRestartGuard(0) (Lock.Guard 0), "+
+			"which lets a second owner in while the first holds after a server restarts without its data", ErrInvalid, why)
+	}
+	return err
+}
+
 // permanentReplies are the starts of server error replies that no retry changes.
 var permanentReplies = []string{
 	"CROSSSLOT", "NOPERM", "NOAUTH", "WRONGPASS", "WRONGTYPE",

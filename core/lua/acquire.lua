@@ -8,14 +8,20 @@
 -- Replies {status, value[, unguarded, run_id as four numbers of 10 hex digits][, free, permit]}:
 -- {1, fence} taken (a reader: a share of), every name of a set (fence 0 without one); {0,
 -- pttl} held (-1: no expiry); {0, 0} free, a waiter goes first; {-1, wait} the guard abstains
--- for wait ms; {-2, n} the record says n permits. unguarded (1: the guard was asked for, no
--- uptime reported) is there if 1, if ARGV[8] is "1" (then with the run_id), and in a
+-- for wait ms; {-2, n} the record says n permits; the error NOUPTIME <why> if the guard was
+-- asked for and the server refuses its uptime (see info_refused). unguarded (1: the guard was
+-- asked for, and the server is known to report no uptime; 2: ARGV[8] is "1", and the server
+-- refuses the INFO that says which it is) is there if not 0, if ARGV[8] is "1" (then with
+-- the run_id), and in a
 -- semaphore's {1, ...} and {0, ...}, which end with the permits free to the caller (ceil(K /
 -- 48) numbers, permit i bit i % 48 of number i / 48, from 0) and the permit taken (-1: none).
 -- The first case, before the rest of the prelude: no fence, semaphore or identity asked for,
 -- the restart guard (if any) passed, and every name free with no one queued or remembered as
 -- leaving there: all taken in one call.
-local abstain, unguarded = guarded(tonumber(ARGV[3]) or 0)
+local abstain, unguarded, refused = guarded(tonumber(ARGV[3]) or 0)
+if refused then -- the guard is asked for and the server will not say its uptime: no vote
+  return redis.error_reply('NOUPTIME ' .. refused)
+end
 if not read and not abstain and not unguarded and ARGV[4] == '0' and not ARGV[9] and ARGV[8] ~= '1' then
   local watched = {}
   for j = 1, #KEYS, 6 do

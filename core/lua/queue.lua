@@ -14,12 +14,26 @@ local function server_info(pattern)
   info = info or redis.pcall('INFO', 'server')
   return type(info) == 'string' and string.match(info, pattern)
 end
+-- info_refused returns why the server gives no uptime (its error for INFO server, an ACL's
+-- say), or nil if it gives one or is known to have none to give (miniredis: "section
+-- (server) is not supported").
+local function info_refused()
+  if server_info('uptime_in_seconds:(%d+)') then
+    return nil
+  elseif type(info) == 'table' then
+    local err = tostring(info.err or info)
+    return not string.find(err, '^section %(server%) is not supported') and err or nil
+  end
+  return 'INFO server replied without uptime_in_seconds'
+end
 -- guarded returns the ms to abstain for under a restart guard of guard s (0: off), else nil;
--- then whether the server reports no uptime.
+-- then whether the server reports no uptime and is known to have none; then, if it could
+-- and does not (info_refused), why: the guard then abstains (0, which Lua reads as true).
 local function guarded(guard)
   local uptime = guard > 0 and tonumber(server_info('uptime_in_seconds:(%d+)') or '')
   if not uptime then
-    return nil, guard > 0
+    local refused = guard > 0 and info_refused()
+    return refused and 0 or nil, guard > 0 and not refused, refused
   end
   return uptime <= guard and (guard - uptime + 1) * 1000 or nil, false -- only uptime > guard proves it
 end
@@ -167,10 +181,10 @@ end
 -- semaphore's with the permits free (a bit each, 48 to a number) and the permit index last.
 local function vote(status, value, unguarded, index, free)
   local r = {status, value}
-  if unguarded or index or ARGV[8] == '1' then
-    r[3] = unguarded and 1 or 0
-  end
   local id = ARGV[8] == '1' and server_info('run_id:(%x+)')
+  if unguarded or index or ARGV[8] == '1' then
+    r[3] = unguarded and 1 or ARGV[8] == '1' and not id and info_refused() and 2 or 0
+  end
   if id and #id == 40 then
     for i = 1, 40, 10 do
       r[#r + 1] = tonumber(string.sub(id, i, i + 9), 16)

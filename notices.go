@@ -1,0 +1,32 @@
+package redlock
+
+import (
+	"log/slog"
+
+	"github.com/go-redlock/redlock/core"
+)
+
+// notices returns the options that make a Client's Cluster say, on logger (slog.Default()
+// if nil, read when it says it), what its nodes show of themselves, once per node: a node
+// that cannot apply the restart guard, one that cannot be told apart from the others, and
+// one that fails with an error no retry can fix.
+func notices(logger *slog.Logger) []core.ClusterOption {
+	log := func() *slog.Logger {
+		if logger != nil {
+			return logger
+		}
+		return slog.Default()
+	}
+	return []core.ClusterOption{
+		core.OnUnguarded(func(node string) {
+			log().Warn("redlock: node cannot report its uptime, so the restart guard is off for it", "node", node)
+		}),
+		core.OnUnidentified(func(node string) {
+			log().Warn("redlock: node's server refuses INFO, so it cannot be checked to be a server of its own (one server, one vote): "+
+				"grant the command (ACL SETUSER <user> +info)", "node", node)
+		}),
+		core.OnFailedForGood(func(node string, err error) {
+			log().Warn("redlock: node fails with an error that no retry can fix", "node", node, "error", err)
+		}),
+	}
+}
