@@ -2,9 +2,12 @@ package redlock_test
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
+	"regexp"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -217,4 +220,65 @@ func TestTokensAcrossRestartsNeedTheGuardToCoverTheSkew(t *testing.T) {
 			})
 		})
 	}
+}
+
+// TestFirstAbstentionIsLogged: a lock over a freshly started redis-server waits for the
+// restart guard; the first abstention says so at once, on slog's default logger when no
+// logger was given (else on that one), naming the node, the seconds left and
+// WithRestartGuard; the next abstentions of that node say nothing until it has granted again.
+func TestFirstAbstentionIsLogged(t *testing.T) {
+	servers := realServers(t, 1)
+	addr := servers[0].Addr()
+	logs := defaultLog(t)
+	c, err := redlock.New(nodesFor(t, servers), patient) // the default guard, 30 s
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = c.Close() })
+	for range 2 {
+		_, err = c.TryAcquire(ctxT(t, time.Minute), "fresh")
+		require.ErrorIs(t, err, redlock.ErrRestarted, "a server up for less than 30 s abstains")
+	}
+	require.Equal(t, 1, strings.Count(logs.String(), "abstains"), "the first abstention is logged, once: %s", logs)
+	assert.Contains(t, logs.String(), addr)
+	assert.Contains(t, logs.String(), "WithRestartGuard")
+	m := regexp.MustCompile(`abstains for (\d+)s more`).FindStringSubmatch(logs.String())
+	require.NotNil(t, m, "the seconds left: %s", logs)
+	left, _ := strconv.Atoi(m[1])
+	assert.True(t, left >= 1 && left <= 31, "%d seconds left of a 30 s guard", left)
+
+	given, buf := logBuffer() // a logger given: the notice goes there
+	other, err := redlock.New(nodesFor(t, servers), patient, redlock.WithLogger(given))
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = other.Close() })
+	_, err = other.TryAcquire(ctxT(t, time.Minute), "fresh")
+	require.ErrorIs(t, err, redlock.ErrRestarted)
+	assert.Contains(t, buf.String(), "abstains")
+	assert.Contains(t, buf.String(), addr)
+	assert.Equal(t, 1, strings.Count(logs.String(), "abstains"), "nothing more on slog's default logger")
+}
+
+// TestAbstentionAfterAGrantIsLoggedAgain: a node that granted, then restarted, abstains
+// again, and that is logged again (once).
+func TestAbstentionAfterAGrantIsLoggedAgain(t *testing.T) {
+	bubble(t, func(t *testing.T) {
+		nodes, servers := simNodes(t, 1)
+		logger, logs := logBuffer()
+		c := closingClient(t, nodes, redlock.WithTTL(time.Second), redlock.WithRestartGuard(2*time.Second), redlock.WithLogger(logger))
+		ctx := t.Context()
+		abstentions := func() int { return strings.Count(logs.String(), "abstains") }
+		for round := 1; round <= 2; round++ {
+			servers[0].Crash()
+			servers[0].Restart()
+			abstained := 0
+			for i := 0; i < 10 && abstained < 2; i++ { // the first calls may meet the connection that the crash broke
+				if _, err := c.TryAcquire(ctx, "restarted"); errors.Is(err, redlock.ErrRestarted) {
+					abstained++
+				}
+			}
+			require.Equal(t, 2, abstained, "round %d: the restarted server abstains", round)
+			assert.Equal(t, round, abstentions(), "round %d: %s", round, logs)
+			l, err := c.Acquire(ctx, "restarted") // waits out the guard
+			require.NoError(t, err)
+			require.NoError(t, l.Release(ctx))
+		}
+	})
 }

@@ -113,7 +113,7 @@ func WithPrefix(p string) Option { return func(s *settings) { s.prefix = p } }
 // as +@all -@dangerous) cannot apply the guard, and does not vote: it fails each acquisition
 // with an error that matches ErrInvalid, no retry fixes it, and it says how to grant the
 // command or turn the guard off. Nodes abstaining under the guard fail with ErrRestarted
-// inside a QuorumError.
+// inside a QuorumError, and the logger says so at a node's first abstention (see WithLogger).
 func WithRestartGuard(d time.Duration) Option {
 	return func(s *settings) { s.guard, s.guardSet = d, true }
 }
@@ -157,8 +157,10 @@ func WithMaxHold(d time.Duration) Option { return func(s *settings) { s.maxHold 
 // remaining time), then at most every 30 s while it goes on; a Mutex.Unlock whose release
 // failed, when no WithErrorHandler is set; and, given to New, what a node shows of itself, once
 // per node: that it cannot apply the restart guard (miniredis), that it cannot be checked
-// to reach a server of its own (its server refuses INFO), or that it fails with an error
-// that no retry can fix (a refused command, say, which the other nodes' quorum may hide).
+// to reach a server of its own (its server refuses INFO), that it fails with an error that
+// no retry can fix (a refused command, say, which the other nodes' quorum may hide), and
+// that it abstains under the restart guard, with the seconds left (at its first abstention
+// since it last granted: a lock over a freshly started server waits that long).
 // Default none, but for New's notices, which then go to slog.Default().
 func WithLogger(l *slog.Logger) Option {
 	return func(s *settings) { s.logger, s.given = l, s.given|optLogger }

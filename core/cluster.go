@@ -20,9 +20,11 @@ type Cluster struct {
 	down      []atomic.Bool  // per node: its last call failed in transit (see suspects)
 	calls     []atomic.Int32 // per node: calls under way (see request.spare)
 	warn      func(node string)
-	unknown   func(node string)            // see OnUnidentified
+	unknown   func(node string) // see OnUnidentified
+	abstains  func(node string, left time.Duration)
 	failing   func(node string, err error) // see OnFailedForGood
 	failed    []atomic.Bool                // per node: it was told to failing
+	abstained []atomic.Bool                // per node: it abstained under the restart guard, and has not granted since
 	id        identity                     // which server each node reaches
 	deadlines sharedDeadlines              // for single-node calls
 	closed    atomic.Bool
@@ -49,6 +51,14 @@ func OnUnguarded(f func(node string)) ClusterOption {
 // takes part unchecked. f must not block.
 func OnUnidentified(f func(node string)) ClusterOption {
 	return func(c *Cluster) { c.unknown = f }
+}
+
+// OnAbstained sets the function called when a node abstains under the restart guard for the
+// first time since it was last seen to grant (a lock's first acquisition over a server that
+// started less than the guard ago, say), with how long it will go on abstaining. f must not
+// block.
+func OnAbstained(f func(node string, left time.Duration)) ClusterOption {
+	return func(c *Cluster) { c.abstains = f }
 }
 
 // OnFailedForGood sets the function called, once per node and Cluster, when a node first
@@ -78,6 +88,7 @@ func NewCluster(nodes []Node, opts ...ClusterOption) (*Cluster, error) {
 		sharded:   make([]bool, len(nodes)),
 		setters:   true,
 		unguarded: make([]atomic.Bool, len(nodes)),
+		abstained: make([]atomic.Bool, len(nodes)),
 		failed:    make([]atomic.Bool, len(nodes)),
 		down:      make([]atomic.Bool, len(nodes)),
 		calls:     make([]atomic.Int32, len(nodes)),
@@ -134,11 +145,31 @@ func (c *Cluster) Unguarded() []string {
 	return names
 }
 
+// voted notes node i's reply vals to an acquisition: an abstention is told to the OnAbstained
+// function if the node was last seen to grant (or never seen).
+func (c *Cluster) voted(i int, vals []int64) {
+	switch {
+	case vals[0] == -1 && len(vals) > 1:
+		if !c.abstained[i].Swap(true) && c.abstains != nil {
+			c.abstains(c.nodes[i].String(), time.Duration(vals[1])*time.Millisecond)
+		}
+	case vals[0] == 1:
+		c.granted(i)
+	}
+}
+
 // failedWith tells the OnFailedForGood function of node i's error err if no retry can fix it
 // and it is the node's first such error.
 func (c *Cluster) failedWith(i int, err error) {
 	if c.failing != nil && !errors.Is(err, ErrClosed) && permanentNode(err) && !c.failed[i].Swap(true) {
 		c.failing(c.nodes[i].String(), err)
+	}
+}
+
+// granted notes that node i granted a lock: its next abstention is told again.
+func (c *Cluster) granted(i int) {
+	if c.abstained[i].Load() {
+		c.abstained[i].Store(false)
 	}
 }
 

@@ -166,6 +166,9 @@ func (f *fanout) eval(i int) reply {
 	if r.yes() && len(r.vals) > 2 && r.vals[2] == 1 { // granted, unguarded
 		c.markUnguarded(i)
 	}
+	if req.vote && r.err == nil {
+		c.voted(i, r.vals)
+	}
 	if req.failed != nil && f.ctx.Err() == nil && !misconfigured {
 		if err := r.nodeErr(); err != nil {
 			req.failed(req.op, NodeError{Node: c.nodes[i].String(), Err: err})

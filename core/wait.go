@@ -181,6 +181,7 @@ func (c *Cluster) await(ctx context.Context, l *claim, w *watch, o outcome, dela
 		if h.unguarded {
 			c.markUnguarded(node)
 		}
+		c.granted(node)
 		if _, count, _ := hs.best(); count < c.quorum {
 			timer.Reset(min(c.restOfHandover(l, o), time.Until(deadline)))
 			continue
