@@ -36,9 +36,11 @@ var (
 // (ErrInvalid), a closed client (ErrClosed), or a *QuorumError in which so many nodes
 // failed for good that no quorum is possible. A node fails for good with ErrInvalid,
 // ErrClosed, or a server error that no retry changes: CROSSSLOT (keys in different
-// slots), NOPERM, NOAUTH or WRONGPASS (access), WRONGTYPE, a script that fails to compile
-// or run, or an unknown command. Timeouts, refused connections, LOADING, BUSY, READONLY,
-// TRYAGAIN, CLUSTERDOWN, MOVED and the like may pass, and are not permanent.
+// slots), NOPERM, NOAUTH, WRONGPASS or "unauthenticated" (access), WRONGTYPE, a script that
+// fails to compile or run, or an unknown command; and MOVED from a Node that is not a
+// cluster client (a Cluster gives it as ErrInvalid, saying to use one). Timeouts, refused
+// connections, LOADING, BUSY, READONLY, TRYAGAIN, CLUSTERDOWN, a cluster client's MOVED and
+// the like may pass, and are not permanent.
 func Permanent(err error) bool {
 	if err == nil {
 		return false
@@ -60,14 +62,25 @@ func Permanent(err error) bool {
 // server refuses to report its uptime (see acquire.lua).
 const noUptime = "NOUPTIME "
 
-// explained returns a node's error err, made clear where its reply says why: a server that
-// refuses the restart guard its uptime gives an error that matches ErrInvalid, with the
-// server's reason and the ways out.
-func explained(err error) error {
+// explained returns a node's error err, made clear where its reply says why, as an error
+// that matches ErrInvalid with the server's reply and the way out: a server that refuses
+// the restart guard its uptime, one that asks for a password the driver client did not
+// give, and a Redis Cluster node reached by a plain client (cluster false: the Node is not
+// a cluster client), which answers MOVED for the slots it does not serve.
+func explained(err error, cluster bool) error {
 	if err == nil {
 		return nil
 	}
-	if why, ok := strings.CutPrefix(err.Error(), noUptime); ok {
+	msg := err.Error()
+	switch {
+	case strings.HasPrefix(msg, "NOAUTH") || strings.HasPrefix(msg, "WRONGPASS") || strings.HasPrefix(msg, unauthenticated):
+		return fmt.Errorf("%w: the server asks for authentication (requirepass or an ACL user) and the driver client "+
+			"gave no password or a wrong one: set the password (and user) in its options (%v)", ErrInvalid, err)
+	case !cluster && strings.HasPrefix(msg, "MOVED "):
+		return fmt.Errorf("%w: the node is a Redis Cluster node reached by a plain client (%v): "+
+			"give the whole cluster as one Node, over a cluster client", ErrInvalid, err)
+	}
+	if why, ok := strings.CutPrefix(msg, noUptime); ok {
 		return fmt.Errorf("%w: the restart guard needs the server's uptime from INFO, which the server refuses (%s): "+
 			"grant INFO (ACL SETUSER <user> +info), or turn the guard off with WithRestartGuard(0) (Lock.Guard 0), "+
 			"which lets a second owner in while the first holds after a server restarts without its data", ErrInvalid, why)
@@ -75,11 +88,15 @@ func explained(err error) error {
 	return err
 }
 
+// unauthenticated starts a server's reply to a command too long for a client that has not
+// logged in (a server with requirepass closes the connection with it).
+const unauthenticated = "ERR Protocol error: unauthenticated"
+
 // permanentReplies are the starts of server error replies that no retry changes.
 var permanentReplies = []string{
 	"CROSSSLOT", "NOPERM", "NOAUTH", "WRONGPASS", "WRONGTYPE",
 	"ERR Error running script", "ERR Error compiling script", "ERR user_script",
-	"ERR unknown command", "ERR wrong number of arguments",
+	"ERR unknown command", "ERR wrong number of arguments", unauthenticated,
 }
 
 // permanentNode reports whether one node's error is one that no retry can fix.
