@@ -284,7 +284,7 @@ func (c *Client) do(ctx context.Context, call string, t target, fn func(ctx cont
 	go func() {
 		select {
 		case <-l.Done():
-			cancel(l.notHeld(l.Err()))
+			cancel(l.notHeld(l.reason()))
 		case <-fctx.Done():
 		}
 	}()
@@ -297,7 +297,7 @@ func (c *Client) do(ctx context.Context, call string, t target, fn func(ctx cont
 	}()
 	ferr := fn(fctx)
 	returned = true
-	ended := l.Err()
+	ended := l.reason()
 	cancel(nil)
 	rerr := l.Release(context.WithoutCancel(ctx))
 	switch {

@@ -144,7 +144,7 @@ func (e *Election) proclaim(ctx context.Context, l *Lease, value string) error {
 		case <-t.C:
 		case <-l.Done():
 			t.Stop()
-			return fmt.Errorf("%w (%w)", l.Err(), err)
+			return fmt.Errorf("%w (%w)", l.reason(), err)
 		case <-ctx.Done():
 			t.Stop()
 			return fmt.Errorf("%w (%w)", ctx.Err(), err)

@@ -169,16 +169,24 @@ func closedChan() <-chan struct{} {
 	return c
 }
 
-// Err returns nil while the lease is held, and after it ended the reason: ErrReleased,
-// ErrExpired (validity ran out without an extension), ErrLost (the nodes no longer hold the
-// lock for it), ErrMaxHold, ErrClosed (its Client was closed, which released it), or
-// ErrHandedOff (HandOff passed the lock on, held). The zero Lease reports ErrNotHeld. A
-// lease that ends otherwise than by Release or HandOff calls the WithLostHandler function,
-// if set.
+// Err returns nil while the lease is held, and after it ended an error that names the lock
+// and matches the reason: ErrReleased, ErrExpired (validity ran out without an extension),
+// ErrLost (the nodes no longer hold the lock for it), ErrMaxHold, ErrClosed (its Client
+// was closed, which released it), or ErrHandedOff (HandOff passed the lock on, held). The
+// zero Lease reports ErrNotHeld. A lease that ends otherwise than by Release or HandOff
+// calls the WithLostHandler function, if set.
 func (l *Lease) Err() error {
 	if l.cluster == nil {
 		return ErrNotHeld
 	}
+	if reason := l.reason(); reason != nil {
+		return &lockError{"lease of", l.name, reason}
+	}
+	return nil
+}
+
+// reason returns why the lease ended (ErrReleased...), or nil while it is held.
+func (l *Lease) reason() error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.expireIfDue() // its timer may not have run yet

@@ -529,3 +529,25 @@ func TestClosedAtTheGrantPastItsMaxHold(t *testing.T) {
 		require.Zero(t, handled.Load(), "lost handler calls for a lease never handed out")
 	}
 }
+
+// TestLeaseErrNamesTheLock: the reason a lease ended names its lock, and still matches the
+// reason's sentinel.
+func TestLeaseErrNamesTheLock(t *testing.T) {
+	bubble(t, func(t *testing.T) {
+		nodes, _ := simNodes(t, 3)
+		c := closingClient(t, nodes, redlock.WithTTL(time.Second))
+		ctx := t.Context()
+		l, err := c.Acquire(ctx, "reports:daily")
+		require.NoError(t, err)
+		<-l.Done() // no extension: its validity runs out
+		require.ErrorIs(t, l.Err(), redlock.ErrExpired)
+		assert.Contains(t, l.Err().Error(), `"reports:daily"`)
+		assert.Contains(t, l.Err().Error(), "validity ran out")
+
+		l, err = c.Acquire(ctx, "reports:weekly")
+		require.NoError(t, err)
+		require.NoError(t, l.Release(ctx))
+		require.ErrorIs(t, l.Err(), redlock.ErrReleased)
+		assert.Contains(t, l.Err().Error(), `"reports:weekly"`)
+	})
+}

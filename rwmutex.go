@@ -248,7 +248,7 @@ func (rw *RWMutex) closeLost() {
 
 // readerLost reports whether l, a read holding, ended otherwise than by its release.
 func readerLost(l *Lease) bool {
-	err := l.Err()
+	err := l.reason()
 	return err != nil && err != ErrReleased
 }
 
