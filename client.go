@@ -260,7 +260,8 @@ func (c *Client) acquireLease(ctx context.Context, l *Lease, wait bool) (*Lease,
 //
 // Do returns Acquire's error if the lock was never held; otherwise fn's error; if the lease
 // ended while fn ran, an error that matches ErrNotHeld and the reason (ErrLost, say), joined
-// with fn's; or else Release's error. WithErrorHandler and WithAutoExtend(false) do not
+// with fn's (fn's alone if it wraps that error, as context.Cause(ctx) is); or else Release's
+// error. WithErrorHandler and WithAutoExtend(false) do not
 // apply to Do (an error that matches ErrInvalid).
 func (c *Client) Do(ctx context.Context, name string, fn func(ctx context.Context) error, opts ...Option) error {
 	c.made("Do")
@@ -301,6 +302,8 @@ func (c *Client) do(ctx context.Context, call string, t target, fn func(ctx cont
 	cancel(nil)
 	rerr := l.Release(context.WithoutCancel(ctx))
 	switch {
+	case ended != nil && errors.Is(ferr, l.notHeld(ended)): // fn returned its context's cause, or wrapped it
+		return ferr
 	case ended != nil:
 		return errors.Join(l.notHeld(ended), ferr)
 	case ferr != nil:
