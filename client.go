@@ -40,7 +40,7 @@ type Client struct {
 
 // New returns a Client over nodes, one per independent Redis master. A lock needs a quorum
 // of N/2+1 of them. An odd N is the useful shape: an even N is allowed, but 4 nodes
-// tolerate one failure, as 3 do.
+// tolerate one failure, as 3 do, and New says so on the logger (see WithLogger).
 //
 // New fails with an error that matches ErrInvalid if nodes is empty, a node is nil, the
 // same Node is given twice, or an option is out of range; the options become the Client's
@@ -61,6 +61,10 @@ func New(nodes []Node, opts ...Option) (*Client, error) {
 	cluster, err := core.NewCluster(nodes, notices(s.logger)...)
 	if err != nil {
 		return nil, err
+	}
+	if n := len(nodes); n%2 == 0 {
+		noticeLogger(s.logger).Warn(fmt.Sprintf("redlock: an even number of nodes (%d) tolerates no more failed nodes than %d would, "+
+			"with one more vote to wait for: an odd number is the useful shape", n, n-1), "nodes", n)
 	}
 	return &Client{cluster: cluster, nodes: append([]Node(nil), nodes...), opts: s, closed: make(chan struct{}),
 		closing: make(chan struct{}, 1), shut: make(chan struct{}), holdings: make(map[*Lease]struct{})}, nil

@@ -14,12 +14,7 @@ import (
 // one that fails with an error no retry can fix; and a node that abstains under the guard,
 // at its first abstention since it last granted.
 func notices(logger *slog.Logger) []core.ClusterOption {
-	log := func() *slog.Logger {
-		if logger != nil {
-			return logger
-		}
-		return slog.Default()
-	}
+	log := func() *slog.Logger { return noticeLogger(logger) }
 	return []core.ClusterOption{
 		core.OnUnguarded(func(node string) {
 			log().Warn("redlock: node cannot report its uptime, so the restart guard is off for it", "node", node)
@@ -37,4 +32,12 @@ func notices(logger *slog.Logger) []core.ClusterOption {
 			log().Warn("redlock: node fails with an error that no retry can fix", "node", node, "error", err)
 		}),
 	}
+}
+
+// noticeLogger returns logger, or slog.Default() if it is nil.
+func noticeLogger(logger *slog.Logger) *slog.Logger {
+	if logger != nil {
+		return logger
+	}
+	return slog.Default()
 }

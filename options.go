@@ -160,7 +160,8 @@ func WithMaxHold(d time.Duration) Option { return func(s *settings) { s.maxHold 
 // to reach a server of its own (its server refuses INFO), that it fails with an error that
 // no retry can fix (a refused command, say, which the other nodes' quorum may hide), and
 // that it abstains under the restart guard, with the seconds left (at its first abstention
-// since it last granted: a lock over a freshly started server waits that long).
+// since it last granted: a lock over a freshly started server waits that long); and New
+// warns of an even number of nodes.
 // Default none, but for New's notices, which then go to slog.Default().
 func WithLogger(l *slog.Logger) Option {
 	return func(s *settings) { s.logger, s.given = l, s.given|optLogger }
