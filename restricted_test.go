@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
+	"os"
 	"strings"
 	"sync"
 	"testing"
@@ -108,7 +110,7 @@ func TestRestartGuardRefusedInfo(t *testing.T) {
 		assert.Equal(t, 1, strings.Count(guardLogs.String(), s.Addr()), "each node's failure is logged once: %s", guardLogs)
 	}
 	for _, s := range servers {
-		v, err := s.Do("EXISTS", "redlock:guarded")
+		v, err := s.Do("EXISTS", "redlock:{guarded}")
 		require.NoError(t, err)
 		assert.Equal(t, int64(0), v, "%s granted the lock", s.Addr())
 	}
@@ -125,4 +127,143 @@ func TestRestartGuardRefusedInfo(t *testing.T) {
 			"a node that cannot be told apart from the others is logged: %s", logs)
 	}
 	assert.Contains(t, logs.String(), "refuses INFO")
+}
+
+// restrictedRules are the ACL rules of the ready ACL SETUSER line of docs/restricted.md
+// (and of the README): exactly what the library needs, for the default prefix.
+var restrictedRules = func() []string {
+	doc, err := os.ReadFile("docs/restricted.md")
+	if err != nil {
+		panic(err)
+	}
+	const line = "ACL SETUSER locker on >password "
+	_, rules, ok := strings.Cut(string(doc), "\n"+line)
+	if !ok {
+		panic("docs/restricted.md has no line " + line)
+	}
+	rules, _, _ = strings.Cut(rules, "\n")
+	return strings.Fields(rules)
+}()
+
+// useEverything uses every feature through two Clients over the same nodes (two processes):
+// a Lease with its fencing token (the fence counter set ahead of the clock, so that the
+// next token comes from INCR), under the restart guard, another Client's wait for it in
+// Redis and its hand-over, a Mutex, a Semaphore and an Election. It returns the first error.
+func useEverything(ctx context.Context, t *testing.T, servers []*redistest.Server, a, b *redlock.Client) error {
+	for _, s := range servers {
+		if _, err := s.Do("SET", "redlock:{lease}:fence", "9000000000000000", "PX", "60000"); err != nil {
+			return err
+		}
+	}
+	l, err := a.Acquire(ctx, "lease")
+	if err != nil {
+		return err
+	}
+	if l.Token() <= 9000000000000000 {
+		return fmt.Errorf("token %d is not above the counter", l.Token())
+	}
+	waited := make(chan error, 1)
+	go func() {
+		l, err := b.Acquire(ctx, "lease") // waits in Redis: queued, then handed the lock
+		if err == nil {
+			err = l.Release(ctx)
+		}
+		waited <- err
+	}()
+	for queued := false; !queued; { // b has queued on the first server, or failed
+		select {
+		case err := <-waited:
+			_ = l.Release(ctx)
+			return fmt.Errorf("the wait ended before the release: %w", err)
+		case <-ctx.Done():
+			return ctx.Err()
+		default:
+		}
+		v, err := servers[0].Do("EXISTS", "redlock:{lease}:queue")
+		if err != nil {
+			return err
+		}
+		queued = v == int64(1)
+		time.Sleep(time.Millisecond)
+	}
+	if err := l.Release(ctx); err != nil {
+		return err
+	}
+	if err := <-waited; err != nil {
+		return err
+	}
+	mu := a.NewMutex("mutex")
+	if err := mu.LockContext(ctx); err != nil {
+		return err
+	}
+	if err := mu.UnlockContext(ctx); err != nil {
+		return err
+	}
+	p, err := a.NewSemaphore("permits", 2).Acquire(ctx)
+	if err != nil {
+		return err
+	}
+	if err := p.Release(ctx); err != nil {
+		return err
+	}
+	e := a.NewElection("leader")
+	lead, err := e.Campaign(ctx, "me")
+	if err != nil {
+		return err
+	}
+	if v, err := e.Leader(ctx); err != nil || v != "me" {
+		return fmt.Errorf("leader %q: %w", v, err)
+	}
+	return lead.Release(ctx)
+}
+
+// restrictedClients returns two Clients (two processes) over one real server whose user
+// has the ACL rules, with the restart guard on (1 s), and the buffer of their notices.
+func restrictedClients(t *testing.T, rules []string) ([]*redistest.Server, *redlock.Client, *redlock.Client, *logBuf) {
+	nodes, servers := aclServers(t, 1, rules...)
+	nodes2 := []redlock.Node{userNode(t, servers[0].Addr(), "app", "pw")}
+	logger, logs := logBuffer()
+	opts := []redlock.Option{redlock.WithTTL(time.Second), redlock.WithRestartGuard(time.Second), redlock.WithNodeTimeout(500 * time.Millisecond),
+		redlock.WithLogger(logger)}
+	a, err := redlock.New(nodes, opts...)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = a.Close() })
+	b, err := redlock.New(nodes2, opts...)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = b.Close() })
+	return servers, a, b, logs
+}
+
+// TestRestrictedUser: a user with exactly the README's ACL rules can use every feature; a
+// user without one of them gets an error that matches ErrInvalid and names what is refused,
+// at once (a retry would run to the deadline).
+func TestRestrictedUser(t *testing.T) {
+	readme, err := os.ReadFile("README.md")
+	require.NoError(t, err)
+	assert.Contains(t, string(readme), "\nACL SETUSER locker on >password "+strings.Join(restrictedRules, " ")+"\n",
+		"the README's line is docs/restricted.md's")
+	servers, a, b, logs := restrictedClients(t, restrictedRules)
+	require.NoError(t, useEverything(ctxT(t, time.Minute), t, servers, a, b), "with exactly the README's rules")
+	assert.NotContains(t, logs.String(), "no retry can fix")
+
+	for _, tc := range []struct{ drop, says string }{
+		{"+evalsha", "EVALSHA"}, {"+eval", "EVAL"}, {"+get", "GET"}, {"+set", "SET"}, {"+exists", "EXISTS"},
+		{"+time", "TIME"}, {"+info", "INFO"}, {"+incr", "INCR"}, {"+zadd", "ZADD"}, {"+hset", "HSET"},
+		{"+publish", "PUBLISH"}, {"~redlock:*", "keys"}, {"&redlock:*", "channel"},
+	} {
+		t.Run(tc.drop, func(t *testing.T) {
+			var rules []string
+			for _, r := range restrictedRules {
+				if r != tc.drop {
+					rules = append(rules, r)
+				}
+			}
+			servers, a, b, _ := restrictedClients(t, rules)
+			err := useEverything(ctxT(t, 30*time.Second), t, servers, a, b)
+			require.Error(t, err)
+			assert.False(t, errors.Is(err, context.DeadlineExceeded), "retried until the deadline: %v", err)
+			require.ErrorIs(t, err, redlock.ErrInvalid)
+			assert.Contains(t, strings.ToUpper(err.Error()), strings.ToUpper(tc.says))
+		})
+	}
 }

@@ -4,6 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"regexp"
+	"slices"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -37,8 +40,9 @@ var (
 // failed for good that no quorum is possible. A node fails for good with ErrInvalid,
 // ErrClosed, or a server error that no retry changes: CROSSSLOT (keys in different
 // slots), NOPERM, NOAUTH, WRONGPASS or "unauthenticated" (access), WRONGTYPE, a script that
-// fails to compile or run, or an unknown command; and MOVED from a Node that is not a
-// cluster client (a Cluster gives it as ErrInvalid, saying to use one). Timeouts, refused
+// fails to compile or run, or an unknown command; and, which a Cluster gives as ErrInvalid
+// saying what to change, MOVED from a Node that is not a cluster client, and a command, key
+// or channel that the server's ACL refuses a script. Timeouts, refused
 // connections, LOADING, BUSY, READONLY, TRYAGAIN, CLUSTERDOWN, a cluster client's MOVED and
 // the like may pass, and are not permanent.
 func Permanent(err error) bool {
@@ -67,11 +71,20 @@ const noUptime = "NOUPTIME "
 // the restart guard its uptime, one that asks for a password the driver client did not
 // give, and a Redis Cluster node reached by a plain client (cluster false: the Node is not
 // a cluster client), which answers MOVED for the slots it does not serve.
-func explained(err error, cluster bool) error {
+//
+// A server whose ACL refuses the script s (nil: none) a command, key or channel gives an
+// error that matches ErrInvalid naming what it refuses: Valkey's and Redis 7.2's replies
+// name the command; for Redis 7.0's, which do not, it is read from the line of s that the
+// reply names.
+func explained(err error, cluster bool, s *Script) error {
 	if err == nil {
 		return nil
 	}
 	msg := err.Error()
+	if refused := aclRefused(msg, s); refused != "" && !strings.HasPrefix(msg, noUptime) {
+		return fmt.Errorf("%w: the server's ACL refuses this user %s, which the %s script needs (%v): grant it "+
+			"(the README's Restricted servers lists what each feature needs)", ErrInvalid, refused, s.Name(), err)
+	}
 	switch {
 	case strings.HasPrefix(msg, "NOAUTH") || strings.HasPrefix(msg, "WRONGPASS") || strings.HasPrefix(msg, unauthenticated):
 		return fmt.Errorf("%w: the server asks for authentication (requirepass or an ACL user) and the driver client "+
@@ -87,6 +100,59 @@ func explained(err error, cluster bool) error {
 	}
 	return err
 }
+
+// aclRefused returns what a server's reply msg to the script s says that its ACL refuses the
+// script ("the command TIME", say), or "" if it says no such thing.
+func aclRefused(msg string, s *Script) string {
+	switch {
+	case s == nil || !strings.HasPrefix(msg, "NOPERM") && !strings.Contains(msg, "The user executing the script can't") &&
+		!strings.Contains(msg, "ACL failure in script"):
+		return ""
+	case strings.Contains(msg, "channel"):
+		return "the channel it publishes on (&<prefix>*)"
+	case strings.Contains(msg, "key"):
+		return "keys under the prefix (~<prefix>*)"
+	}
+	if m := namedCommand.FindStringSubmatch(msg); m != nil {
+		return "the command " + strings.ToUpper(m[1])
+	}
+	if m := scriptLine.FindStringSubmatch(msg); m != nil {
+		if n, _ := strconv.Atoi(m[1]); n >= 1 {
+			if lines := strings.Split(s.Source(), "\n"); n <= len(lines) {
+				return commandsOn(lines[n-1])
+			}
+		}
+	}
+	return "a command"
+}
+
+// commandsOn names the commands that a line of a script calls: "the command GET", or "one
+// of the commands EXISTS, SET" where it calls several.
+func commandsOn(line string) string {
+	var names []string
+	for _, c := range calledCommand.FindAllStringSubmatch(line, -1) {
+		name := c[1]
+		if name == "" {
+			name = "PUBLISH (SPUBLISH on a Redis Cluster)"
+		}
+		if !slices.Contains(names, name) {
+			names = append(names, name)
+		}
+	}
+	switch len(names) {
+	case 0:
+		return "a command"
+	case 1:
+		return "the command " + names[0]
+	}
+	return "one of the commands " + strings.Join(names, ", ")
+}
+
+var (
+	namedCommand  = regexp.MustCompile(`permissions to run the '([^']+)' command`)
+	scriptLine    = regexp.MustCompile(`@user_script:(\d+)`)
+	calledCommand = regexp.MustCompile(`redis\.p?call\((?:'([A-Z]+)'|publish)`)
+)
 
 // unauthenticated starts a server's reply to a command too long for a client that has not
 // logged in (a server with requirepass closes the connection with it).

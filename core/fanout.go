@@ -156,7 +156,7 @@ func (f *fanout) eval(i int) reply {
 	c.calls[i].Add(1)
 	defer c.calls[i].Add(-1)
 	r, misconfigured := c.ask(f.dctx, i, req)
-	if r.err = explained(f.heard(i, r.err), c.sharded[i]); r.err == nil && len(r.vals) == 0 {
+	if r.err = explained(f.heard(i, r.err), c.sharded[i], req.s); r.err == nil && len(r.vals) == 0 {
 		r.err = fmt.Errorf("redlock: %s script: empty reply", req.s.Name())
 	}
 	if r.err != nil {

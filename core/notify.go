@@ -68,6 +68,8 @@ func (c *Cluster) subscribe(ctx context.Context, w *watch, channel string, timeo
 				w.active.Store(true)
 				w.unsubs = append(w.unsubs, unsub)
 				confirmed++
+			} else {
+				c.failedWith(i, err) // a SUBSCRIBE refused for good (an ACL), if the backend says so: the waiter polls
 			}
 			switch {
 			case answered == len(subscribers):
