@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -129,4 +130,38 @@ func TestCloseEndsWaits(t *testing.T) {
 	require.NoError(t, err)
 	g.Close()
 	assert.NotErrorIs(t, g.Release(ctx, gl), ErrClosed, "Release works after Close")
+}
+
+// TestExplained: the replies that say a deployment is wrong become ErrInvalid, naming what to
+// change, and Permanent; others pass unchanged.
+func TestExplained(t *testing.T) {
+	for _, tc := range []struct {
+		reply   string
+		cluster bool
+		says    string // "": unchanged
+	}{
+		{"ERR The user executing the script can't run this command or subcommand script: abc, on @user_script:78.", false, "the command TIME, which the acquire script"},
+		{"ERR The user executing the script can't run this command or subcommand script: abc, on @user_script:473.", false, "one of the commands EXISTS, SET"},
+		{"ERR The user executing the script can't publish to the channel mentioned in the command script: abc, on @user_script:11.", false, "channel"},
+		{"ERR ACL failure in script: User app has no permissions to run the 'time' command script: abc, on @user_script:78.", false, "the command TIME"},
+		{"NOPERM this user has no permissions to run the 'evalsha' command", false, "the command EVALSHA"},
+		{"NOPERM this user has no permissions to access one of the keys used as arguments", false, "keys under the prefix"},
+		{noUptime + "ERR The user executing the script can't run this command or subcommand", false, "INFO"},
+		{"NOAUTH Authentication required.", false, "password"},
+		{"ERR Protocol error: unauthenticated multibulk length", false, "password"},
+		{"MOVED 2906 127.0.0.1:7001", false, "cluster client"},
+		{"MOVED 2906 127.0.0.1:7001", true, ""},
+		{"LOADING Redis is loading the dataset in memory", false, ""},
+	} {
+		err := explained(errors.New(tc.reply), tc.cluster, acquireScript)
+		if tc.says == "" {
+			assert.Equal(t, tc.reply, err.Error())
+			assert.False(t, Permanent(err), tc.reply)
+			continue
+		}
+		require.ErrorIs(t, err, ErrInvalid, tc.reply)
+		assert.Contains(t, err.Error(), tc.says, tc.reply)
+		assert.Contains(t, err.Error(), strings.TrimPrefix(tc.reply, noUptime), "the server's own words are kept")
+		assert.True(t, Permanent(err), tc.reply)
+	}
 }
