@@ -28,7 +28,7 @@
 //     acquisition leaves it at least the server's time in microseconds and at least the
 //     attempt's floor (which counts for at most 2 s past the server's clock).
 //  6. A restarted node abstains. A server up for less than the restart guard grants no
-//     lock and no permit.
+//     lock and no permit; one that refuses to say its uptime (INFO) grants none either.
 //  7. A leave is final. For 10 s after a waiter left, no call of its queues it or takes
 //     the lock in its name.
 //
