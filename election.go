@@ -116,8 +116,8 @@ func (e *Election) Proclaim(ctx context.Context, leader *Lease, value string) er
 	case len(value) > core.MaxValueLen:
 		return &lockError{"proclaim", e.name, fmt.Errorf("%w: a value of %d bytes: at most %d", ErrInvalid, len(value), core.MaxValueLen)}
 	}
-	if err := leader.Err(); err != nil {
-		return leader.notHeld(err)
+	if reason := leader.reason(); reason != nil {
+		return leader.notHeld(reason)
 	}
 	r := leader.record
 	r.mu.Lock()
