@@ -88,13 +88,17 @@ func evalScripts(t *testing.T, newNode NewNode) {
 		},
 	}
 	for _, s := range core.Scripts() {
-		if _, ok := cases[s.Name()]; !ok {
+		if _, ok := cases[s.Name()]; !ok && s.Name() != "status" { // status: statusCase
 			t.Errorf("no test case for core script %q", s.Name())
 		}
 	}
 	onEach(t, newNode, []Kind{Miniredis, Redis, Cluster}, nil, func(t *testing.T, srv *Server, node core.Node) {
 		ctx := context.Background()
 		for _, s := range core.Scripts() {
+			if s.Name() == "status" {
+				statusCase(t, srv, node, s, keys, token)
+				continue
+			}
 			c := cases[s.Name()]
 			t.Run(s.Name()+"/missing", func(t *testing.T) {
 				flush(t, srv)
@@ -319,4 +323,27 @@ func ServerErrorType[E error](t *testing.T, newNode NewNode) {
 			assert.ErrorContains(t, err, "WRONGTYPE")
 		})
 	}
+}
+
+// statusCase runs core's status script, which replies with strings (EvalStrings), on a
+// free and a held lock: it reads the lock key and its PTTL after the server's time and
+// run_id.
+func statusCase(t *testing.T, srv *Server, node core.Node, s *core.Script, keys core.Keys, token string) {
+	statusKeys := []string{keys.Lock, keys.Fence, keys.Queue, keys.Alive, keys.Waiters, keys.Readers, keys.Leader, keys.Lock + ":permits"}
+	ctx := context.Background()
+	t.Run("status/missing", func(t *testing.T) {
+		flush(t, srv)
+		got, err := node.EvalStrings(ctx, s, statusKeys)
+		require.NoError(t, err)
+		require.Greater(t, len(got), 4)
+		assert.Equal(t, []string{"", "-2"}, got[2:4], "a free lock: no value, no key")
+	})
+	t.Run("status/held", func(t *testing.T) {
+		flush(t, srv)
+		require.NoError(t, srv.Admin.Set(ctx, keys.Lock, token, time.Minute).Err())
+		got, err := node.EvalStrings(ctx, s, statusKeys)
+		require.NoError(t, err)
+		require.Greater(t, len(got), 4)
+		assert.Equal(t, token, got[2], "the holder's token")
+	})
 }
