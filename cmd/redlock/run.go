@@ -221,6 +221,13 @@ func quoted(name string) string {
 	return strconv.Quote(name)
 }
 
+// refusedByNodes reports whether err is the nodes' answer, too few of them saying yes (a
+// *redlock.QuorumError), rather than an error about the command's input.
+func refusedByNodes(err error) bool {
+	var qe *redlock.QuorumError
+	return errors.As(err, &qe)
+}
+
 // usage reports err, an error of the library that matches redlock.ErrInvalid, as a usage
 // error. An error that names a node of -addrs (the same server twice, say) is about -addrs.
 func (r *runner) usage(err error) {
@@ -343,6 +350,11 @@ func (r *runner) acquire() (int, bool) {
 		return signalStatus(sig.sig), false
 	case err == nil:
 		return 0, true
+	case errors.Is(err, redlock.ErrInvalid) && refusedByNodes(err):
+		// The servers refuse for good (a wrong password, an ACL, a cluster node given as a
+		// plain one): no flag of this command is wrong, the deployment is.
+		r.say("cannot take %s: %s", r.subject(), r.cause(err))
+		return exitUnavailable, false
 	case errors.Is(err, redlock.ErrInvalid):
 		r.usage(err)
 		return exitUsage, false

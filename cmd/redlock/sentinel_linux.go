@@ -68,16 +68,35 @@ func startSentinel(stderr *os.File) *sentinel {
 		return failed(err)
 	}
 	defer r.Close()
+	ready, readyW, err := os.Pipe()
+	if err != nil {
+		w.Close()
+		return failed(err)
+	}
+	defer ready.Close()
 	cmd := exec.Command("/proc/self/exe", sentinelCmd, strconv.Itoa(os.Getpid()))
-	cmd.Stdin, cmd.Stderr = r, stderr
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = r, readyW, stderr
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	if err := cmd.Start(); err != nil {
+	err = cmd.Start()
+	readyW.Close()
+	if err != nil {
 		w.Close()
 		return failed(err)
 	}
 	go func() { _ = cmd.Wait() }() // or reapOrphans reaps it: either way it is reaped
+	// Wait until it has checked its parent and ignores the signals: a redlock killed before
+	// that would leave a sentinel that no longer knows its parent, and kills nothing.
+	_ = ready.SetReadDeadline(time.Now().Add(sentinelStart))
+	if line, err := bufio.NewReader(ready).ReadString('\n'); err != nil || line != "ready\n" {
+		w.Close()
+		_ = cmd.Process.Kill()
+		return failed(fmt.Errorf("it did not say it was ready within %v: %v", sentinelStart, err))
+	}
 	return &sentinel{cmd: cmd, pipe: w}
 }
+
+// sentinelStart bounds how long the sentinel may take to start and say it is ready.
+const sentinelStart = 30 * time.Second
 
 // watch tells the sentinel the command's process group.
 func (s *sentinel) watch(pgid int) {
@@ -103,6 +122,10 @@ func sentinelMain(args []string) int {
 		return exitUsage
 	}
 	signal.Ignore(syscall.SIGINT, syscall.SIGHUP, syscall.SIGQUIT, syscall.SIGTSTP, syscall.SIGPIPE)
+	if _, err := io.WriteString(os.Stdout, "ready\n"); err != nil {
+		return 0 // redlock is gone already: it started no command
+	}
+	_ = os.Stdout.Close()
 	in := bufio.NewReader(os.Stdin)
 	line, err := in.ReadString('\n')
 	if err != nil {
