@@ -28,7 +28,7 @@ type env struct {
 	sharded bool // the nodes are cluster-shaped (see cluster.go)
 	// crowd: more lapsed waiters than a script forgets at once head the queue (see
 	// crowd.go), so a call may read as one behind a live waiter: idle waits longer
-	crowd bool
+	crowd   bool
 	leaders bool // Election: the observer calls Leader too, and both are checked (see leaders)
 	nodes   int  // the number of Nodes of each Client
 	mixedK  bool // Semaphore: client 0 counts 3 permits, the others 2
