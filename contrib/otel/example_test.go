@@ -53,6 +53,8 @@ func ExampleNew() {
 	// Unordered output:
 	// locked
 	// redlock.lock.acquisitions 1
+	// redlock.lock.waits 0
+	// redlock.lock.holdings 0
 	// redlock.lock.wait.duration 1
 	// redlock.lock.hold.duration 1
 }
