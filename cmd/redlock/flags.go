@@ -472,3 +472,41 @@ func (c *runConfig) options(logger *slog.Logger, obs redlock.Observer) []redlock
 		redlock.WithObserver(obs),
 	}
 }
+
+// parseOneName parses args for the command sub (status, break), which takes flags (fs) and
+// one NAME (after "--" if it begins with '-'), and returns the name and the Redis masters
+// that conn and getenv give. prefix and timeout are the flags' values once parsed, checked
+// here. It returns flag.ErrHelp for -h, or a usageError.
+func parseOneName(sub string, fs *flag.FlagSet, args []string, getenv func(string) string, conn *access, prefix *string, timeout *time.Duration) (string, []*redis.Options, error) {
+	names, rest, err := parseArgs(fs, args, func() int { return 1 })
+	if err != nil {
+		return "", nil, err
+	}
+	if len(names) == 0 && len(rest) > 0 { // NAME after "--": one that begins with '-', say
+		names, rest = rest[:1], rest[1:]
+	}
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	addrs, err := conn.nodes(set, getenv)
+	if err != nil {
+		return "", nil, err
+	}
+	switch {
+	case len(names) == 0 || names[0] == "":
+		return "", nil, usagef("no name: give it after the flags, as in redlock %s NAME", sub)
+	case len(rest) > 0:
+		return "", nil, usagef("one name only: unexpected %q", strings.Join(rest, " "))
+	case len(names[0]) > redlock.MaxNameLen:
+		return "", nil, usagef("NAME of %d bytes: at most %d", len(names[0]), redlock.MaxNameLen)
+	case len(addrs) == 0:
+		return "", nil, usagef("no Redis address: give -addrs host:port[,host:port...] or set $REDIS_ADDRS")
+	case *timeout <= 0:
+		return "", nil, usagef("-node-timeout must be positive, got %v", *timeout)
+	case len(*prefix) > maxPrefixLen:
+		return "", nil, usagef("-prefix of %d bytes: at most %d", len(*prefix), maxPrefixLen)
+	}
+	if err := core.CheckPrefix(*prefix); err != nil {
+		return "", nil, usagef("-prefix: %s", strings.TrimPrefix(trim(err), "invalid argument: "))
+	}
+	return names[0], addrs, nil
+}

@@ -141,36 +141,11 @@ func statusUsage() string {
 func parseStatus(args []string, getenv func(string) string) (*statusConfig, error) {
 	c := &statusConfig{}
 	fs := statusFlags(c)
-	names, rest, err := parseArgs(fs, args, func() int { return 1 })
+	name, addrs, err := parseOneName("status", fs, args, getenv, &c.conn, &c.prefix, &c.timeout)
 	if err != nil {
 		return nil, err
 	}
-	if len(names) == 0 && len(rest) > 0 { // NAME after "--": one that begins with '-', say
-		names, rest = rest[:1], rest[1:]
-	}
-	set := map[string]bool{}
-	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
-	if c.addrs, err = c.conn.nodes(set, getenv); err != nil {
-		return nil, err
-	}
-	switch {
-	case len(names) == 0 || names[0] == "":
-		return nil, usagef("no name: give it after the flags, as in redlock status NAME")
-	case len(rest) > 0:
-		return nil, usagef("one name only: unexpected %q", strings.Join(rest, " "))
-	case len(names[0]) > redlock.MaxNameLen:
-		return nil, usagef("NAME of %d bytes: at most %d", len(names[0]), redlock.MaxNameLen)
-	case len(c.addrs) == 0:
-		return nil, usagef("no Redis address: give -addrs host:port[,host:port...] or set $REDIS_ADDRS")
-	case c.timeout <= 0:
-		return nil, usagef("-node-timeout must be positive, got %v", c.timeout)
-	case len(c.prefix) > maxPrefixLen:
-		return nil, usagef("-prefix of %d bytes: at most %d", len(c.prefix), maxPrefixLen)
-	}
-	if err := core.CheckPrefix(c.prefix); err != nil {
-		return nil, usagef("-prefix: %s", strings.TrimPrefix(trim(err), "invalid argument: "))
-	}
-	c.name = names[0]
+	c.name, c.addrs = name, addrs
 	return c, nil
 }
 
