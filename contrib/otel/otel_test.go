@@ -75,13 +75,24 @@ func matches(set attribute.Set, want []attribute.KeyValue) bool {
 
 // count sums the counter name's points that have the attributes want.
 func count(t *testing.T, ms map[string]metricdata.Metrics, name string, want ...attribute.KeyValue) int64 {
+	return sum(t, ms, name, true, want)
+}
+
+// gauge sums the up-down counter name's points that have the attributes want.
+func gauge(t *testing.T, ms map[string]metricdata.Metrics, name string, want ...attribute.KeyValue) int64 {
+	return sum(t, ms, name, false, want)
+}
+
+// sum sums the int sum name's points that have the attributes want; monotonic says which
+// kind of sum it must be.
+func sum(t *testing.T, ms map[string]metricdata.Metrics, name string, monotonic bool, want []attribute.KeyValue) int64 {
 	m, ok := ms[name]
 	if !ok {
 		return 0
 	}
 	sum, ok := m.Data.(metricdata.Sum[int64])
 	require.True(t, ok, "%s is a %T", name, m.Data)
-	assert.True(t, sum.IsMonotonic, name)
+	assert.Equal(t, monotonic, sum.IsMonotonic, name)
 	var n int64
 	for _, p := range sum.DataPoints {
 		if matches(p.Attributes, want) {
@@ -595,24 +606,6 @@ func TestReleaseCalledAgain(t *testing.T) {
 	n, _, _ := histogram(t, e.collect(t), "redlock.lock.hold.duration", redlockotel.KeyKind.String("lease"))
 	assert.EqualValues(t, 1, n, "hold times recorded")
 	assert.Len(t, spansNamed(e.spans.GetSpans(), "redlock.release"), 2)
-}
-
-// gauge sums the up-down counter name's points that have the attributes want.
-func gauge(t *testing.T, ms map[string]metricdata.Metrics, name string, want ...attribute.KeyValue) int64 {
-	m, ok := ms[name]
-	if !ok {
-		return 0
-	}
-	sum, ok := m.Data.(metricdata.Sum[int64])
-	require.True(t, ok, "%s is a %T", name, m.Data)
-	assert.False(t, sum.IsMonotonic, name)
-	var n int64
-	for _, p := range sum.DataPoints {
-		if matches(p.Attributes, want) {
-			n += p.Value
-		}
-	}
-	return n
 }
 
 // TestGauges: over one miniredis node, the waits and holdings gauges say what is happening
