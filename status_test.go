@@ -175,12 +175,16 @@ func TestStatusReaders(t *testing.T) {
 			require.Nil(t, st.Holder)
 			require.Equal(t, 2, st.Readers)
 			require.Equal(t, []string{"lock", "rwmutex"}, st.Found)
+			both := 0 // a share is granted by a quorum: a node may miss one, or hear it late
 			for _, n := range st.Nodes {
-				require.NotNil(t, n.Lock)
-				require.True(t, n.Lock.Readers)
-				require.Len(t, n.Readers, 2)
-				require.Greater(t, n.Readers[0].TTL, time.Duration(0))
+				require.LessOrEqual(t, len(n.Readers), 2)
+				if len(n.Readers) == 2 {
+					both++
+					require.True(t, n.Lock.Readers)
+					require.Greater(t, n.Readers[0].TTL, time.Duration(0))
+				}
 			}
+			require.GreaterOrEqual(t, both, st.Quorum)
 		})
 	}
 }
