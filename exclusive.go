@@ -23,11 +23,6 @@ type exclusive struct {
 	groups []core.Keys // a lock over names in several Redis Cluster slots: see slotGroups
 	err    error       // a bad name or option, reported by every locking call
 
-	// contended: x's last lock failed or took more than one attempt, so the next wait's
-	// first attempt runs the acquire script, which queues it at once, rather than a plain
-	// SET NX (see core.Setter).
-	contended atomic.Bool
-
 	// queue is the name's local queue in the Client, kept for x's lifetime; for a set, a
 	// queue of x's own, so that one holding of x at a time goes to Redis, and a lost holding
 	// keeps x locked until its Unlock.
@@ -101,9 +96,8 @@ func (x *exclusive) lock(ctx context.Context, typ string, wait, persist bool) er
 	}
 	defer x.client.end(x.client.begin())
 	l := x.newLease(x.kind)
-	l.lock.Contended, l.lock.Persist = x.contended.Load(), persist
+	l.lock.Persist = persist
 	g, err := x.client.acquire(ctx, "lock", l, x.queue, wait)
-	x.contended.Store(err != nil || g.Attempts > 1)
 	if err != nil {
 		return err
 	}

@@ -186,7 +186,6 @@ var groups = []group{
 	{name: "context", checks: append(append(contextChecks(), behindChecks()...), lateReplyChecks()...)},
 	{name: "names", checks: nameChecks()},
 	{name: "concurrency", checks: concurrencyChecks()},
-	{name: "setnx", checks: append(setNXChecks(), setNXResendChecks()...), skip: skipUnlessSetter},
 	{name: "pubsub", checks: append(append(pubsubChecks(), pubsubRecoveryChecks()...), pubsubContractChecks()...), skip: skipUnlessSubscriber},
 	{name: "independent-nodes", checks: independentNodesChecks()},
 }

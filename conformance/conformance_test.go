@@ -401,33 +401,7 @@ var faults = []fault{
 		mayFail: []string{"miniredis/concurrency/distinct-names"},
 		message: "the Node sent it again while the first request was still waiting for its reply",
 	},
-	{
-		name: "resends-setnx-after-timeout", newNode: newResendsSetNX,
-		servers: []conformance.Server{conformance.Miniredis},
-		failing: []string{"miniredis/setnx/slow-reply"},
-		// A SET NX that a loaded machine delays past the fault's own 500 ms timeout is sent
-		// again, and the second finds the first's key.
-		mayFail: []string{"miniredis/setnx/free", "miniredis/setnx/milliseconds"},
-		message: "the Node sent SET NX again",
-	},
-	{
-		name: "resends-setnx-after-eof", newNode: newRawSetNX,
-		servers: []conformance.Server{conformance.Miniredis},
-		failing: []string{"miniredis/setnx/reply-lost"},
-		message: "the Node (or its driver) sent SET NX again and the second found the first's key",
-	},
-	{
-		name: "sub-millisecond-ttl", newNode: newSubMillisecondTTL,
-		servers: []conformance.Server{conformance.Miniredis},
-		failing: []string{"miniredis/setnx/sub-millisecond-ttl"},
-		message: "a TTL under 1ms is, not only 0",
-	},
-	{
-		name: "setnx-then-pexpire", newNode: newSetNXThenPExpire,
-		servers: []conformance.Server{conformance.RedisServer},
-		failing: []string{"redis-server/setnx/one-command"},
-		message: "SetNX must set the key with its TTL in one command",
-	},
+
 	{
 		name: "strings-eval-every-call", newNode: newStringsEvalEveryCall,
 		servers: []conformance.Server{conformance.RedisServer},

@@ -87,7 +87,7 @@
 //     is not an array of integers (a string or an integer alone, or an array holding text,
 //     even "7", a nil element or an array). On a cluster, keys of different slots are an error that
 //     core.Permanent knows, never a panic (through Eval and EvalStrings). closed-client: once
-//     Harness.CloseClient closed the driver client, Eval, EvalStrings and SetNX fail with an
+//     Harness.CloseClient closed the driver client, Eval and EvalStrings fail with an
 //     error that matches core.ErrClosed (skipped, saying so, without CloseClient).
 //   - replies: integer replies keep their sign ({0, -1} for a lock held without expiry, the
 //     restart guard's {-1, wait} on a fresh redis-server); a nil reply is an error, not an
@@ -155,14 +155,6 @@
 //     the backend re-subscribes by itself, calls onMessage and delivers again; and with 200
 //     messages published at once (one script) and onMessage's first call held up until
 //     unsubscribe returned, no call starts after it returned.
-//   - setnx, for a Node that implements core.Setter: SET NX PX with the TTL in
-//     milliseconds, in one command (INFO commandstats on redis-server: no SETNX, PEXPIRE or
-//     MULTI), false (and no error) for a key that exists, an error for a TTL of 0 and for
-//     one under 1 ms (1 ns, 500 µs, 999.999 µs; none rounded up to 1 ms), ctx
-//     honoured as Eval honours it, and true for a free key whose reply came 1.2 s late (a
-//     backend that sent SET NX again would find its own key); when the server ran it but
-//     the connection closed before the reply, an error or true, never false for a key that
-//     holds its value.
 //   - independent-nodes: a whole lock life over 3 Nodes, each on a server of its own, through
 //     core.Cluster, with fencing tokens that increase from one holder to the next.
 //

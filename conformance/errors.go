@@ -229,12 +229,6 @@ func closedChecks() []check {
 				return "", err
 			},
 		}
-		if s, ok := n.(core.Setter); ok {
-			calls["SetNX"] = func() (string, error) {
-				set, err := setNX(s, k.Lock, ours, ttlMS*time.Millisecond)
-				return fmt.Sprint(set), err
-			}
-		}
 		for method, call := range calls {
 			var got string
 			var err error

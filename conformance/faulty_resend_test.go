@@ -63,24 +63,6 @@ func (n resendsEval) Eval(ctx context.Context, s *core.Script, keys []string, ar
 	return withOwnTimeout(ctx, func(ctx context.Context) ([]int64, error) { return n.Node.Eval(ctx, s, keys, args...) })
 }
 
-// resendsSetNX sends SET NX again when no reply came within its own read timeout: the
-// second finds the first's key and reports false. Its SET NX is go-redis's, on a client
-// that sends nothing again by itself (MaxRetries -1).
-type resendsSetNX struct{ rawSetNX }
-
-func newResendsSetNX(t testing.TB, addr string) core.Node {
-	rdb := redis.NewClient(&redis.Options{Addr: addr, ContextTimeoutEnabled: true, MaxRetries: -1})
-	t.Cleanup(func() { _ = rdb.Close() })
-	onCloseClients(t, func() { _ = rdb.Close() })
-	n := goredis.New(rdb)
-	t.Cleanup(func() { _ = n.Close() })
-	return resendsSetNX{rawSetNX{n, rdb}}
-}
-
-func (n resendsSetNX) SetNX(ctx context.Context, key, value string, ttl time.Duration) (bool, error) {
-	return withOwnTimeout(ctx, func(ctx context.Context) (bool, error) { return n.rawSetNX.SetNX(ctx, key, value, ttl) })
-}
-
 // nilAsEmpty returns an empty reply, and no error, for a nil reply.
 type nilAsEmpty struct{ *goredis.Node }
 
@@ -135,14 +117,6 @@ func (n ownClosedError) Eval(ctx context.Context, s *core.Script, keys []string,
 		return nil, errOwnClosed
 	}
 	return v, err
-}
-
-func (n ownClosedError) SetNX(ctx context.Context, key, value string, ttl time.Duration) (bool, error) {
-	set, err := n.Node.SetNX(ctx, key, value, ttl)
-	if errors.Is(err, core.ErrClosed) {
-		return false, errOwnClosed
-	}
-	return set, err
 }
 
 // newWrapsErrorsSingle is wrapsErrors over a single-server client: WRONGTYPE no longer
@@ -243,45 +217,6 @@ func (b *byHashTag) Subscribe(ctx context.Context, channel string, onMessage fun
 		return nil, err
 	}
 	return func() { forget(); unsub() }, nil
-}
-
-// rawSetNX sends SET NX through go-redis as it is: go-redis sends a command again when its
-// connection ended (EOF) before the reply, and the second SET NX finds the first's key and
-// reports false. It honours ctx as the go-redis backend does.
-type rawSetNX struct {
-	*goredis.Node
-	rdb *redis.Client
-}
-
-func newRawSetNX(t testing.TB, addr string) core.Node {
-	rdb := newClient(t, addr)
-	n := goredis.New(rdb)
-	t.Cleanup(func() { _ = n.Close() })
-	return rawSetNX{n, rdb}
-}
-
-func (n rawSetNX) SetNX(ctx context.Context, key, value string, ttl time.Duration) (bool, error) {
-	if err := ctx.Err(); err != nil {
-		return false, err
-	}
-	if ttl < time.Millisecond {
-		return false, errors.New("redlock: SET NX with a TTL under 1ms")
-	}
-	type result struct {
-		set bool
-		err error
-	}
-	done := make(chan result, 1)
-	go func() {
-		set, err := n.rdb.SetNX(ctx, key, value, ttl).Result()
-		done <- result{set, closedErr(err)}
-	}()
-	select {
-	case r := <-done:
-		return r.set, r.err
-	case <-ctx.Done():
-		return false, ctx.Err()
-	}
 }
 
 // integerAsArray is the go-redis backend whose Eval decodes the reply of a script other

@@ -157,10 +157,6 @@ func (n ignoresCtx) Eval(_ context.Context, s *core.Script, keys []string, args 
 	return n.inner.Eval(context.Background(), s, keys, args...)
 }
 
-func (n ignoresCtx) SetNX(_ context.Context, key, value string, ttl time.Duration) (bool, error) {
-	return n.inner.(core.Setter).SetNX(context.Background(), key, value, ttl)
-}
-
 func (n ignoresCtx) String() string { return n.inner.String() }
 
 // preloaded loads core's scripts with SCRIPT LOAD when it is made and then only ever sends

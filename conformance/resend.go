@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/go-redlock/redlock/core"
-	"github.com/go-redlock/redlock/internal/redistest"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -78,48 +77,4 @@ func resendChecks() []check {
 			assert.Equal(t, []int64{2}, got, "Eval of the counting script replied %s after %v, want {2}", format(got), elapsed)
 		}},
 	}
-}
-
-// setNXResendChecks are the setnx group's checks that SetNX reports whether it set the key
-// when its reply comes late, or never.
-func setNXResendChecks() []check {
-	return []check{{"reply-lost", func(t *testing.T, e *env) {
-		e.skipOnCluster(t, "it puts a proxy in front of the server, and a cluster client dials the addresses the cluster announces")
-		addr := e.server(t)
-		k := core.NewKeys(prefix(t), "setnx")
-		// The server runs the SET NX; the proxy drops its reply and closes the connection.
-		nodeAddr, dropped := redistest.DropReplyOnce(t, addr, k.Lock)
-		s := e.node(t, nodeAddr).(core.Setter)
-		set, err := setNX(s, k.Lock, ours, ttlMS*time.Millisecond)
-		if !dropped() {
-			t.Fatalf("conformance: the proxy saw no SET NX of %q", k.Lock)
-		}
-		held := admin(t, addr, "GET", k.Lock)
-		switch {
-		case err != nil:
-			t.Logf("SetNX whose reply was lost returned error %v (the key holds %v)", err, held)
-		case !set && held == ours:
-			t.Fatalf("SetNX of a free key whose connection closed before the reply (the server had run it) reported false, though the key holds its value: the Node (or its driver) sent SET NX again and the second found the first's key; SetNX must report whether it set the key: return the error, or read the key and count one that holds the value as set")
-		case set && held != ours:
-			t.Fatalf("SetNX reported true, but the key holds %v", held)
-		}
-	}}, {"slow-reply", func(t *testing.T, e *env) {
-		addr, nodeAddr, slow := slowed(t, e)
-		s := e.node(t, nodeAddr).(core.Setter)
-		k := core.NewKeys(prefix(t), "setnx")
-		if _, err := setNX(s, k.Lock+":warm", ours, ttlMS*time.Millisecond); err != nil {
-			t.Fatalf("SetNX on a healthy server returned error %v", err)
-		}
-		slow()
-		start := time.Now()
-		set, err := setNX(s, k.Lock, ours, ttlMS*time.Millisecond)
-		elapsed := time.Since(start).Round(time.Millisecond)
-		require.NoError(t, err, "SetNX of a free key whose reply came %v late, within a context of %v, failed after %v: a Node must wait for a slow reply as long as ctx allows", slowReply, waitBound, elapsed)
-		held := admin(t, addr, "GET", k.Lock)
-		if !set && held == ours {
-			t.Fatalf("SetNX of a free key whose reply came %v late reported false after %v, though the key now holds its value: the Node sent SET NX again (after a timeout of its own?), and the second found the first's key; SetNX must report whether it set the key, and %s (core would count its own key as another owner's, and it would stand until its TTL)", slowReply, elapsed, resendRule)
-		}
-		assert.True(t, set, "SetNX of a free key whose reply came %v late reported false, want true", slowReply)
-		assert.Equal(t, ours, held, "after SetNX, the key must hold the value given")
-	}}}
 }

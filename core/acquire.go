@@ -54,14 +54,8 @@ func (c *Cluster) Acquire(ctx context.Context, l *Lock) (*Held, error) {
 type outcome struct {
 	wait  time.Duration // the longest a refusing node said the holder can keep the lock
 	split bool          // no owner won: see lose
-	// handers is how many nodes may hand this attempt the lock: those that refused it and
-	// those that had not answered.
-	handers int
-	plain   bool          // a plain SET NX, which queues no one
 	took    time.Duration // the time to hear the last node that answered (not failed)
 	start   time.Time
-	refused []bool     // per node: it refused a waiter's attempt; nil if none did
-	late    <-chan int // the nodes that refused a waiter's attempt after it returned, or nil
 }
 
 // acquire is Acquire for the claim l, also saying on failure what the next attempt should
@@ -116,8 +110,6 @@ func (c *Cluster) decide(ctx context.Context, l *claim, b *ballot) (Grant, error
 	if err == nil && w >= 0 {
 		c.leaveOthers(l, b.permit, w, b.answered)
 	}
-	// A raise takes the lock where it is free, on any node: the undoing then calls every one.
-	b.raised = err != nil && c.mustRaise(l, b.fence)
 	return g, err
 }
 
@@ -170,13 +162,11 @@ type ballot struct {
 	wait     int64         // the longest a refusing node said the holder can keep the lock, in ms
 	mayHold  []bool        // per node: it granted, or failed after the request may have landed
 	failed   []bool        // per node: it failed
-	refused  []bool        // per node: it refused a waiter's attempt; nil until one did
 	permit   []int         // per node: the semaphore's permit it granted (-1: none); nil for a lock
 	free     []int         // per permit: the nodes that said it was free to us
 	dissent  error         // a node's semaphore records another number of permits than asked for
 	took     time.Duration // the time to hear the last node that answered, if heard
 	heard    bool
-	raised   bool // a raise was sent and the attempt failed: every node may hold it
 }
 
 func (b *ballot) see(r reply) {
@@ -200,12 +190,6 @@ func (b *ballot) see(r reply) {
 			ErrInvalid, r.vals[1], b.f.c.nodes[r.node], len(b.free))
 	case len(r.vals) > 1: // refused (0) or abstained (-1)
 		b.wait = max(b.wait, r.vals[1])
-		if b.waiter && r.vals[0] == 0 {
-			if b.refused == nil {
-				b.refused = make([]bool, len(b.mayHold))
-			}
-			b.refused[r.node] = true
-		}
 	}
 }
 
@@ -229,7 +213,7 @@ func (c *Cluster) vote(ctx context.Context, l *claim, b *ballot) {
 	flags := make([]bool, 3*n) // one allocation for the three
 	*b = ballot{start: time.Now(), waiter: l.waiter != "", mayHold: flags[:n:n], failed: flags[n : 2*n : 2*n], answered: flags[2*n:]}
 	unknown := c.id.unknown.Load() > 0
-	req := c.acquireRequest(l, unknown)
+	req := c.acquireRequest(l)
 	if req.spare = c.suspects(); n-bits.OnesCount64(req.spare) < c.quorum {
 		req.spare = 0 // the suspects are needed for a quorum
 	}
@@ -249,16 +233,10 @@ func (c *Cluster) vote(ctx context.Context, l *claim, b *ballot) {
 // refusals that may hand a waiter the lock or say that the lock is held, and, while some
 // node is unidentified (unknown), every vote before a win counts.
 func (c *Cluster) hearOut(ctx context.Context, b *ballot, unknown bool) {
-	// A waiter that lost with fewer than a quorum of refusals hears the rest until a quorum
-	// refused (hand-overs count only from nodes that refused).
-	if b.refused != nil && !b.t.won() && b.t.no < c.quorum && b.t.waiting() && ctx.Err() == nil {
-		b.t.all, b.t.refusals = true, true
-		c.collect(ctx, b.f, &b.t, b.answered, b.see)
-	}
 	// An attempt that failures or suspects put out of reach hears the nodes not suspected
 	// while their refusals could still do so alone: a lock held where the nodes answer
-	// reads as held (ErrHeld), not as a *QuorumError. (A waiter hears refusals as above.)
-	if !b.waiter && !b.t.won() && b.t.couldRefuse() && ctx.Err() == nil {
+	// reads as held (ErrHeld), not as a *QuorumError.
+	if !b.t.won() && b.t.couldRefuse() && ctx.Err() == nil {
 		b.t.all = true
 		c.collect(ctx, b.f, &b.t, b.answered, func(r reply) { b.see(r); b.t.done = !b.t.couldRefuse() })
 	}
@@ -269,15 +247,9 @@ func (c *Cluster) hearOut(ctx context.Context, b *ballot, unknown bool) {
 	}
 }
 
-// acquireRequest is the attempt's request: the acquire script, or only a plain SET NX where
-// the attempt is plain and every node is an identified Setter.
-func (c *Cluster) acquireRequest(l *claim, unknown bool) request {
-	plain := l.plain()
-	req := request{s: l.scripts().acquire, vote: true, setNX: plain, key: l.Keys.Lock, value: l.token, ttl: l.TTL.Truncate(time.Millisecond),
-		op: "acquire", failed: l.NodeFailed}
-	if plain && c.setters && !unknown {
-		return req
-	}
+// acquireRequest is the attempt's request: the acquire script.
+func (c *Cluster) acquireRequest(l *claim) request {
+	req := request{s: acquireScript, vote: true, op: "acquire", failed: l.NodeFailed}
 	fence := "0"
 	if l.Fence {
 		fence = "1"
@@ -287,11 +259,9 @@ func (c *Cluster) acquireRequest(l *claim, unknown bool) request {
 	}
 	guard := strconv.FormatInt(int64((l.Guard+time.Second-1)/time.Second), 10)
 	req.keys = l.Keys.callKeys(false)
-	req.args = []string{l.token, millis(l.TTL), guard, fence, l.waiter, strconv.FormatInt(l.ticket, 10), millis(l.placeKept())}
-	if k := len(l.Keys.Permits); k > 0 {
-		req.args = append(req.args, "0", strconv.Itoa(k), strconv.Itoa(l.hint-1))
-		req.permits = k
-	}
+	req.args = []string{l.token, millis(l.TTL), guard, fence, l.waiter, strconv.FormatInt(l.ticket, 10), millis(l.placeKept()),
+		"0", l.mode(), strconv.Itoa(l.hint - 1)}
+	req.permits = len(l.Keys.Permits)
 	return req
 }
 
@@ -299,7 +269,7 @@ func (c *Cluster) acquireRequest(l *claim, unknown bool) request {
 // split if some nodes granted it and it did not fail with ErrHeld; a semaphore's, if a
 // permit was free on a quorum (the next attempt asks for it).
 func (c *Cluster) lose(ctx context.Context, l *claim, b *ballot, err error) outcome {
-	late := c.abandon(ctx, l, b)
+	c.abandon(ctx, l, b)
 	split := b.t.yes > 0 && !errors.Is(err, ErrHeld)
 	if b.free != nil {
 		most := slices.Max(b.free)
@@ -311,7 +281,7 @@ func (c *Cluster) lose(ctx context.Context, l *claim, b *ballot, err error) outc
 	}
 	return outcome{
 		wait: time.Duration(b.wait) * time.Millisecond, split: split,
-		handers: b.t.no + len(c.nodes) - b.t.answers, took: took, start: b.start, refused: b.refused, plain: l.plain(), late: late,
+		took: took, start: b.start,
 	}
 }
 
@@ -324,14 +294,11 @@ const fenceLead = time.Second
 // more than FenceIdle - 2 s behind another's, nor steps back that far.
 const FenceIdle = time.Hour
 
-// abandon releases a failed attempt on the nodes that answered and may hold it (every node,
-// after a raise), waiting for those releases (for the failed nodes' only until ctx ends),
-// and in the background on each node still in flight once it answers. For a waiter it
-// counts those in l.trail, and returns a channel naming each that answers with a refusal
-// (nil if none is in flight).
-func (c *Cluster) abandon(ctx context.Context, l *claim, b *ballot) <-chan int {
+// abandon releases a failed attempt on the nodes that answered and may hold it, waiting for
+// those releases (for the failed nodes' only until ctx ends), and in the background on each
+// node still in flight once it answers. For a waiter it counts those in l.trail.
+func (c *Cluster) abandon(ctx context.Context, l *claim, b *ballot) {
 	u := c.undoer(ctx, l)
-	u.all = b.raised
 	n := len(c.nodes)
 	pending, failed, doneFailed := 0, 0, make(chan struct{}, n)
 	var granted sync.WaitGroup // waited for below, so not counted in c.bg
@@ -342,30 +309,25 @@ func (c *Cluster) abandon(ctx context.Context, l *claim, b *ballot) <-chan int {
 			if u.trail != nil {
 				u.trail.add(i, n)
 			}
-		case (b.mayHold[i] || b.raised) && b.failed[i]:
+		case b.mayHold[i] && b.failed[i]:
 			failed++
 			c.bg.goRun(3*u.timeout, func() { u.release(i); doneFailed <- struct{}{} })
-		case b.mayHold[i] || b.raised:
+		case b.mayHold[i]:
 			granted.Go(func() { u.release(i) })
 		}
 	}
-	var late chan int
 	if pending > 0 {
-		if l.waiter != "" {
-			late = make(chan int, pending)
-		}
 		f := b.f // not b, which would then escape on every attempt
-		c.bg.goRun(3*u.timeout, func() { u.stragglers(f, pending, late) })
+		c.bg.goRun(3*u.timeout, func() { u.stragglers(f, pending) })
 	}
 	granted.Wait()
 	for range failed {
 		select {
 		case <-doneFailed:
 		case <-ctx.Done(): // no next attempt can meet those keys
-			return late
+			return
 		}
 	}
-	return late
 }
 
 // undo undoes a failed attempt on one node at a time.
@@ -380,7 +342,6 @@ type undo struct {
 	leave   request
 	trail   *trail // the waiter's; nil for a single attempt
 	attempt int64
-	all     bool // every straggler may hold the attempt (see ballot.raised)
 }
 
 // undoer returns the undo of l's attempt under way: release "leave" if ctx ended (the waiter
@@ -403,19 +364,17 @@ func (c *Cluster) undoer(ctx context.Context, l *claim) *undo {
 
 func (u *undo) release(i int) { u.c.callNode(u.ctx, i, u.timeout, u.rel) }
 
-// stragglers reads f's pending replies and undoes what each did; a refusal goes to late (if
-// not nil), and each node counts as dealt with in the trail (if any) once it is.
-func (u *undo) stragglers(f *fanout, pending int, late chan<- int) {
+// stragglers reads f's pending replies and undoes what each did, and each node counts as
+// dealt with in the trail (if any) once it is.
+func (u *undo) stragglers(f *fanout, pending int) {
 	for range pending {
 		r := <-f.out
 		switch {
 		case u.leave.s != nil && u.trail.gone.Load() && u.trail.won.Load() != u.attempt:
 			u.c.callNode(u.ctx, r.node, u.timeout, u.leave)
-		case r.err == errNotCalled && !u.all:
-		case r.err != nil || r.yes() || u.all:
+		case r.err == errNotCalled:
+		case r.err != nil || r.yes():
 			u.release(r.node)
-		case late != nil && len(r.vals) > 1 && r.vals[0] == 0:
-			late <- r.node
 		}
 		if u.trail != nil {
 			u.trail.done(r.node)
@@ -508,15 +467,6 @@ func (c *Cluster) leaveOthers(l *claim, permits []int, w int, answered []bool) {
 
 // releaseRequest is l's release, in mode "leave" or "stay".
 func (l *claim) releaseRequest(mode string) request {
-	var more [3]string // ticket and place's lifetime for "stay"; a semaphore's K
-	n := 0
-	if mode == "stay" {
-		more[0], more[1], n = strconv.FormatInt(l.ticket, 10), millis(l.placeKept()), 2
-	}
-	if k := len(l.Keys.Permits); k > 0 {
-		more[2], n = strconv.Itoa(k), 3
-	}
-	args := make([]string, 0, 5+n)
-	args = append(append(args, l.token, l.Keys.Channel, "PUBLISH", l.waiter, mode), more[:n]...)
-	return request{s: l.scripts().release, keys: l.Keys.callKeys(true), args: args, op: "release", failed: l.NodeFailed}
+	args := []string{l.token, l.mode(), "PUBLISH", l.waiter, mode, strconv.FormatInt(l.ticket, 10), millis(l.placeKept())}
+	return request{s: releaseScript, keys: l.Keys.callKeys(true), args: args, op: "release", failed: l.NodeFailed}
 }

@@ -15,7 +15,6 @@ type Cluster struct {
 	nodes     []Node
 	quorum    int
 	sharded   []bool         // per node: it publishes with SPUBLISH (see ShardedPubSub)
-	setters   bool           // every node is a Setter
 	unguarded []atomic.Bool  // per node: it cannot report its uptime to the restart guard
 	down      []atomic.Bool  // per node: its last call failed in transit (see suspects)
 	calls     []atomic.Int32 // per node: calls under way (see request.spare)
@@ -86,7 +85,6 @@ func NewCluster(nodes []Node, opts ...ClusterOption) (*Cluster, error) {
 		nodes:     append([]Node(nil), nodes...),
 		quorum:    len(nodes)/2 + 1,
 		sharded:   make([]bool, len(nodes)),
-		setters:   true,
 		unguarded: make([]atomic.Bool, len(nodes)),
 		abstained: make([]atomic.Bool, len(nodes)),
 		failed:    make([]atomic.Bool, len(nodes)),
@@ -103,8 +101,6 @@ func NewCluster(nodes []Node, opts ...ClusterOption) (*Cluster, error) {
 				return nil, fmt.Errorf("%w: nodes %d and %d are the same Node (%s): each server must count as one vote", ErrInvalid, j, i, n)
 			}
 		}
-		_, setter := n.(Setter)
-		c.setters = c.setters && setter
 		if s, ok := n.(ShardedPubSub); ok {
 			c.sharded[i] = s.ShardedPubSub()
 		}

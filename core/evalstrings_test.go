@@ -14,10 +14,6 @@ func (failingNode) EvalStrings(context.Context, *core.Script, []string, ...strin
 	return nil, errors.New("dial tcp: connection refused")
 }
 
-func (s setterOnly) EvalStrings(ctx context.Context, sc *core.Script, keys []string, args ...string) ([]string, error) {
-	return s.n.EvalStrings(ctx, sc, keys, args...)
-}
-
 // EvalStrings runs each script twice too, as Eval does (see twice).
 func (n *twice) EvalStrings(ctx context.Context, s *core.Script, keys []string, args ...string) ([]string, error) {
 	if _, err := n.Node.EvalStrings(ctx, s, keys, args...); err != nil {

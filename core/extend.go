@@ -8,11 +8,9 @@ import (
 )
 
 // Extend resets the TTL of h on every node that still holds it with h's token, and returns
-// the new end of validity, which it also keeps in h.Until. A writer's lock (not a reader's
-// share, nor a semaphore's permit) is also taken, its fence counter raised to h's token, on
-// a node where its key is free and that never held h, if that node answers within h's
-// validity (see the package doc, Exclusion). It needs a quorum within the new validity, and
-// returns once the outcome is decided.
+// the new end of validity, which it also keeps in h.Until. It takes nothing: a node where
+// h's key is gone says no. It needs a quorum within the new validity, and returns once the
+// outcome is decided.
 //
 // Errors: ErrNotHeld (too many nodes no longer hold l for a quorum: the lock is lost), a
 // *QuorumError (too few nodes answered: the lock is still valid until its previous end),
@@ -24,15 +22,9 @@ func (c *Cluster) Extend(ctx context.Context, h *Held) (time.Time, error) {
 	}
 	l.heedLate()
 	start := time.Now()
-	req := request{s: l.scripts().extend, keys: l.Keys.extendKeys(l.Read), args: []string{l.token, millis(l.TTL)}, op: "extend", failed: l.NodeFailed}
+	req := request{s: extendScript, keys: l.Keys.extendKeys(l.Read), args: []string{l.token, millis(l.TTL), l.extendMode()}, op: "extend", failed: l.NodeFailed}
 	t := tally{c: c, op: "extend", key: l.Keys.named()}
-	if !l.Read && l.Keys.Permits == nil && len(c.nodes) <= 64 {
-		req.more, req.moreTo, t.retake = "0", ^l.holds, h.Until
-		if l.Fence {
-			req.more = strconv.FormatUint(h.Fence, 10)
-		}
-	}
-	c.renew(ctx, l, req, &t, req.moreTo)
+	c.renew(ctx, l, req, &t, 0)
 	l.holds |= t.yesNodes // whatever the outcome, these nodes hold h now
 	until := start.Add(l.TTL - l.Drift())
 	switch {
@@ -87,14 +79,13 @@ func (c *Cluster) renew(ctx context.Context, l *claim, req request, t *tally, ma
 	return f
 }
 
-// raise sets the fence counter to at least fence on a quorum of the nodes, before until: an
-// extension carrying the fence, so it also takes l where it is free; the nodes that answered
-// yes join l.holds. On failure it waits for its calls still under way, which then land
-// before the acquisition's undoing.
+// raise sets the fence counter to at least fence on a quorum of the nodes that hold l,
+// before until: an extension carrying the fence. On failure it waits for its calls still
+// under way, which then land before the acquisition's undoing.
 func (c *Cluster) raise(ctx context.Context, l *claim, fence int64, until time.Time) error {
-	t := tally{c: c, op: "raise", key: l.Keys.named(), retake: until}
+	t := tally{c: c, op: "raise", key: l.Keys.named()}
 	f := c.renew(ctx, l, request{s: extendScript, keys: l.Keys.extendKeys(false),
-		args: []string{l.token, millis(l.TTL), strconv.FormatInt(fence, 10)}, op: "raise", failed: l.NodeFailed}, &t, allNodes)
+		args: []string{l.token, millis(l.TTL), l.extendMode(), strconv.FormatInt(fence, 10)}, op: "raise", failed: l.NodeFailed}, &t, 0)
 	l.holds |= t.yesNodes
 	var err error
 	switch {

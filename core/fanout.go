@@ -51,10 +51,6 @@ type request struct {
 	failed   func(op string, e NodeError) // Lock.NodeFailed, or nil
 	keys     []string
 	args     []string
-	// setNX: a Setter is sent SET key value NX PX ttl instead of s.
-	setNX      bool
-	key, value string
-	ttl        time.Duration
 	// more is appended to args for the nodes in moreTo (an extension's fence, for the nodes
 	// that never held the lock).
 	more    string
@@ -259,26 +255,20 @@ var errNotCalled = errors.New("redlock: node failed its last call, and was not c
 // decided.
 var errSuspect = errors.New("redlock: node failed its last call, and was not waited for")
 
-// send sends req to node i: SET NX where asked for and the node is a Setter (unless the
-// server is to identify itself), else the script, with "1" in the acquire script's
-// identify argument, and SPUBLISH for PUBLISH on a node with sharded pub/sub.
+// send sends req's script to node i, with "1" in the acquire script's identify argument,
+// and SPUBLISH for PUBLISH on a node with sharded pub/sub.
 func (c *Cluster) send(dctx context.Context, i int, req *request, identify bool) ([]int64, error) {
-	if setter, ok := c.nodes[i].(Setter); ok && req.setNX && !identify {
-		return setNX(dctx, setter, req)
-	}
 	args := req.args
-	if (req.s == releaseScript || req.s == runlockScript || req.s == proclaimScript) && c.sharded[i] {
+	if (req.s == releaseScript || req.s == proclaimScript) && c.sharded[i] {
 		args = slices.Clone(args) // whatever else this node is sent
 		args[2] = "SPUBLISH"
 	}
 	switch {
 	case req.moreTo&bit(i) != 0:
 		args = append(args[:len(args):len(args)], req.more)
-	case identify && len(args) > 7: // a semaphore's: ARGV[8] is there
+	case identify:
 		args = slices.Clone(args)
 		args[7] = "1"
-	case identify:
-		args = append(args[:len(args):len(args)], "1")
 	}
 	return c.nodes[i].Eval(dctx, req.s, req.keys, args...)
 }
@@ -298,8 +288,6 @@ type tally struct {
 	// gone, for a release within the lease's validity: a reply {0, woken, 1} (nothing of
 	// the lease's, no other owner) counts as yes.
 	gone bool
-	// retake, for an extension: a reply {2} (took the free lock) counts as yes before it.
-	retake time.Time
 	// grants counts a semaphore's grants per permit (nil for a lock); most is the largest.
 	grants []int
 	most   int
@@ -347,7 +335,7 @@ func (t *tally) add(r reply) {
 		if !t.recorded(r.node) { // missing may have recorded it: a reply after the deadline
 			t.fail(r.node, err)
 		}
-	case r.vals[0] == 1, t.gone && len(r.vals) > 2 && r.vals[2] == 1, r.vals[0] == 2 && time.Now().Before(t.retake):
+	case r.vals[0] == 1, t.gone && len(r.vals) > 2 && r.vals[2] == 1:
 		t.yes++
 		t.yesNodes |= bit(r.node)
 		if i := permitOf(r.vals); t.grants != nil && i >= 0 && i < len(t.grants) {

@@ -42,7 +42,7 @@ func TestHeldUpFirstAttemptAfterTheLeave(t *testing.T) {
 		c, err := core.NewCluster([]core.Node{&heldUp{Node: nodeFor(t, s), delay: time.Second}})
 		require.NoError(t, err)
 		l := &core.Lock{Keys: core.NewKeys("t:", "heldup"), TTL: 10 * time.Second, NodeTimeout: 100 * time.Millisecond,
-			DriftFactor: 0.01, Contended: true}
+			DriftFactor: 0.01}
 		ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
 		defer cancel()
 		_, err = c.AcquireWait(ctx, l, core.Backoff{Min: time.Millisecond, Max: time.Millisecond})

@@ -180,9 +180,13 @@ func (k *Keys) callKeys(release bool) []string {
 	return k.scriptKeys.acquire
 }
 
-// extendKeys returns the KEYS of the extend script (a writer's: each name's lock key and
-// fence counter) or of rextend (a reader's: each name's lock key and readers key).
+// extendKeys returns the KEYS of the extend script: a writer's, each name's lock key and
+// fence counter; a reader's, each name's lock key and readers key; a semaphore's held
+// permit, the permit, the fence counter and the record of K.
 func (k Keys) extendKeys(read bool) []string {
+	if k.Permits != nil {
+		return []string{k.Lock, k.Fence, k.Readers}
+	}
 	set := k.Set
 	if set == nil {
 		set = []Keys{k}

@@ -1,6 +1,9 @@
 package core
 
-import "time"
+import (
+	"strconv"
+	"time"
+)
 
 // Lock is a request for a lock: which keys, for how long, and how to wait for it. Core only
 // reads it: one Lock may serve any number of acquisitions, at once too.
@@ -21,9 +24,6 @@ type Lock struct {
 	// Guard is the restart guard: a node whose server has been up for less than this
 	// (rounded up to whole seconds) abstains from granting. 0 turns it off.
 	Guard time.Duration
-	// Contended says that others are likely to hold or wait for the lock: AcquireWait's
-	// first attempt then runs the acquire script, which queues at once, not a plain SET NX.
-	Contended bool
 	// Persist keeps AcquireWait trying through errors that no retry can fix (see Permanent),
 	// but not after Cluster.Close; otherwise such an error ends AcquireWait at once.
 	Persist bool
@@ -45,12 +45,28 @@ func (l *Lock) Drift() time.Duration {
 	return time.Duration(float64(l.TTL)*l.DriftFactor) + 2*time.Millisecond
 }
 
-// scripts returns the scripts of l's kind of holding: a reader's or a writer's.
-func (l *Lock) scripts() lockScripts {
-	if l.Read {
-		return readerScripts
+// mode returns the scripts' argument for l's kind of holding: "w" a writer's lock, "r" a
+// reader's share, or a semaphore's number of permits.
+func (l *Lock) mode() string {
+	switch {
+	case l.Keys.Permits != nil:
+		return strconv.Itoa(len(l.Keys.Permits))
+	case l.Read:
+		return "r"
 	}
-	return writerScripts
+	return "w"
+}
+
+// extendMode returns the extend script's mode for l: "w" a writer's lock, "r" a reader's
+// share, "p" a semaphore's permit.
+func (l *Lock) extendMode() string {
+	switch {
+	case l.Keys.Permits != nil:
+		return "p"
+	case l.Read:
+		return "r"
+	}
+	return "w"
 }
 
 // refresh is the longest a waiter goes between the starts of two attempts.

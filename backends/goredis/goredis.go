@@ -56,8 +56,7 @@ type Node struct {
 }
 
 var (
-	_ core.Node   = (*Node)(nil)
-	_ core.Setter = (*Node)(nil)
+	_ core.Node = (*Node)(nil)
 )
 
 // New returns the Node for c: a *redis.Client, a *redis.ClusterClient, or a failover client
@@ -253,58 +252,6 @@ func run[T any, C replyCmd[T]](ctx context.Context, n *Node, s *core.Script, key
 		return eval(ctx, n, s, cmd, newCmd)
 	})
 	return v, n.cause(err)
-}
-
-// SetNX runs SET key value NX PX ttl (see core.Setter). It honours ctx, and bounds the wait
-// for the reply by the client's ReadTimeout, as Eval does: SET NX is never sent again after
-// a timeout (a second one would find the first's key and report false). When the key
-// exists it reads it, one more round trip: go-redis sends a command again when its
-// connection ended before the reply, and a key that holds value counts as set by this call
-// (value is unique to the caller, as core's tokens are).
-func (n *Node) SetNX(ctx context.Context, key, value string, ttl time.Duration) (bool, error) {
-	if n.refused != nil {
-		return false, n.refused
-	}
-	if err := ctx.Err(); err != nil {
-		return false, err
-	}
-	if ttl < time.Millisecond { // PX 0 is an error; go-redis would send no expiry at all
-		return false, fmt.Errorf("redlock: SET NX with a TTL of %v: want at least 1ms", ttl)
-	}
-	if n.direct(ctx) {
-		ctx, cancel := n.bound(ctx)
-		defer cancel()
-		start := time.Now()
-		set, err := n.setNX(ctx, key, value, ttl)
-		if err != nil && ctx.Err() != nil {
-			n.warm(ctx, start)
-		}
-		return set, n.cause(err)
-	}
-	set, err := ctxcall.Go(ctx, func() (bool, error) {
-		ctx, cancel := n.bound(ctx)
-		defer cancel()
-		return n.setNX(ctx, key, value, ttl)
-	})
-	return set, n.cause(err)
-}
-
-// setNX sends SET NX, and on a "no" reads the key: go-redis sends a command again when its
-// connection ended (EOF) before the reply, and a second SET NX finds the first's key. A key
-// that holds value (core's token, never another owner's) was set by this call.
-func (n *Node) setNX(ctx context.Context, key, value string, ttl time.Duration) (bool, error) {
-	set, err := n.client.SetNX(ctx, key, value, ttl).Result()
-	if err != nil || set {
-		return set, closed(err)
-	}
-	held, err := n.client.Get(ctx, key).Result()
-	switch {
-	case err == nil:
-		return held == value, nil
-	case errors.Is(err, redis.Nil): // gone since: not ours
-		return false, nil
-	}
-	return false, closed(err)
 }
 
 // warm makes a connection to the server in the background after a call, started at start

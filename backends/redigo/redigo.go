@@ -48,8 +48,7 @@ type Node struct {
 }
 
 var (
-	_ core.Node   = (*Node)(nil)
-	_ core.Setter = (*Node)(nil)
+	_ core.Node = (*Node)(nil)
 )
 
 // New returns the Node for pool. name names the node in errors, usually the server's
@@ -153,31 +152,6 @@ func (n *Node) eval(ctx context.Context, s *core.Script, sha any, argv []any) (a
 		v, err = redis.DoContext(conn, ctx, "EVAL", argv...)
 	}
 	return v, err
-}
-
-// SetNX runs SET key value NX PX ttl (see core.Setter). It honours ctx as Eval does.
-func (n *Node) SetNX(ctx context.Context, key, value string, ttl time.Duration) (bool, error) {
-	if err := ctx.Err(); err != nil {
-		return false, err
-	}
-	if ttl < time.Millisecond { // PX 0 is an error; go-redis would send no expiry at all
-		return false, fmt.Errorf("redlock: SET NX with a TTL of %v: want at least 1ms", ttl)
-	}
-	conn, err := n.pool.GetContext(ctx)
-	if err != nil {
-		return false, ctxErr(ctx, err)
-	}
-	defer conn.Close()
-	v, err := redis.DoContext(conn, ctx, "SET", key, value, "NX", "PX", ttl.Milliseconds())
-	switch {
-	case err != nil:
-		return false, ctxErr(ctx, err)
-	case v == nil: // NX: the key exists
-		return false, nil
-	case v == "OK":
-		return true, nil
-	}
-	return false, fmt.Errorf("redlock: SET replied %v (%T), want OK or nil", v, v)
 }
 
 // ctxErr returns ctx's error once ctx has ended, whatever redigo made of it (a read

@@ -8,7 +8,6 @@ package rueidis
 
 import (
 	"context"
-	"time"
 
 	"github.com/go-redlock/redlock/core"
 	"github.com/redis/rueidis"
@@ -21,8 +20,7 @@ type Node struct {
 }
 
 var (
-	_ core.Node   = (*Node)(nil)
-	_ core.Setter = (*Node)(nil)
+	_ core.Node = (*Node)(nil)
 )
 
 // New returns the Node for c. Build c with rueidis.NewClient; a cluster client (rueidis
@@ -69,10 +67,4 @@ func (n *Node) Eval(ctx context.Context, s *core.Script, keys []string, args ...
 // core.Node): a nil element (Lua false) is "".
 func (n *Node) EvalStrings(ctx context.Context, s *core.Script, keys []string, args ...string) ([]string, error) {
 	return n.node.EvalStrings(ctx, s, keys, args...)
-}
-
-// SetNX runs SET key value NX PX ttl (see core.Setter) through the client's pipelined
-// connection. It honours ctx as Eval does.
-func (n *Node) SetNX(ctx context.Context, key, value string, ttl time.Duration) (bool, error) {
-	return n.node.SetNX(ctx, key, value, ttl)
 }

@@ -60,13 +60,6 @@ func (c client) Eval(ctx context.Context, s *core.Script, keys, args []string) (
 	return scripts.Get(s).Exec(ctx, c.c, keys, args).ToMessage()
 }
 
-// SetNX sends SET key value NX PX px, built as an arbitrary command so that its PX argument
-// can be the string the Node made once per TTL (the typed builder formats the number on
-// every call).
-func (c client) SetNX(ctx context.Context, key, value, px string) error {
-	return c.c.Do(ctx, c.c.B().Arbitrary("SET").Keys(key).Args(value, "NX", "PX", px).Build()).Error()
-}
-
 func (c client) Receive(ctx context.Context, channel string, sharded bool, onSubscription func(kind, channel string), onMessage func(string)) error {
 	ctx = valkey.WithOnSubscriptionHook(ctx, func(s valkey.PubSubSubscription) { onSubscription(s.Kind, s.Channel) })
 	cmd := c.c.B().Subscribe().Channel(channel).Build()

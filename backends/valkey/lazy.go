@@ -2,7 +2,6 @@ package valkey
 
 import (
 	"context"
-	"time"
 
 	"github.com/go-redlock/redlock/backends/internal/rueidisfamily"
 	"github.com/go-redlock/redlock/core"
@@ -13,7 +12,7 @@ import (
 // while its server is down: valkey.NewClient fails when it cannot connect, and a Node
 // needs a client. Make one with NewLazy. It is safe for concurrent use.
 //
-// A call (Eval, SetNX or Subscribe) that finds no client makes one with
+// A call (Eval or Subscribe) that finds no client makes one with
 // valkey.NewClient(opt), unless an attempt is under way already; either way it waits for
 // that attempt within its context. If the attempt fails, the calls waiting for it fail with
 // its error ("redlock: cannot connect: ...", or the server's error reply first, such as
@@ -34,7 +33,6 @@ type Lazy struct {
 
 var (
 	_ core.Node       = (*Lazy)(nil)
-	_ core.Setter     = (*Lazy)(nil)
 	_ core.Subscriber = (*Lazy)(nil)
 )
 
@@ -70,12 +68,6 @@ func (l *Lazy) Eval(ctx context.Context, s *core.Script, keys []string, args ...
 // until then it makes it (see Lazy).
 func (l *Lazy) EvalStrings(ctx context.Context, s *core.Script, keys []string, args ...string) ([]string, error) {
 	return l.lazy.EvalStrings(ctx, s, keys, args...)
-}
-
-// SetNX is the Node's SetNX (see Node.SetNX) once the client is made; until then it makes
-// it (see Lazy).
-func (l *Lazy) SetNX(ctx context.Context, key, value string, ttl time.Duration) (bool, error) {
-	return l.lazy.SetNX(ctx, key, value, ttl)
 }
 
 // Subscribe is the Node's Subscribe (see Node.Subscribe) once the client is made; until then

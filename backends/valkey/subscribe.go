@@ -35,7 +35,7 @@ func (n *Node) ShardedPubSub() bool { return n.node.ShardedPubSub() }
 
 // Close stops the Node's pub/sub machinery: it ends every subscription (no callback starts
 // after Close returns), unsubscribes on the server (waiting at most a second for it)
-// and waits for the Node's goroutines to exit. It always returns nil. Eval and SetNX keep
+// and waits for the Node's goroutines to exit. It always returns nil. Eval keeps
 // working; Subscribe fails afterwards. Close never closes the valkey-go client, which
 // belongs to the caller. It is idempotent and safe for concurrent use, and must not be
 // called from a Subscribe callback.

@@ -1,6 +1,6 @@
 // Package valkey is the redlock backend for valkey-go (github.com/valkey-io/valkey-go): a
 // core.Node over a valkey.Client, standalone, sentinel or cluster. It implements
-// core.Setter (the plain SET NX fast path) and core.Subscriber (release notifications over
+// core.Subscriber (release notifications over
 // pub/sub, SSUBSCRIBE on a cluster client), as the rueidis backend does: valkey-go is a fork
 // of rueidis, and the two backends differ in little but the driver's names.
 //
@@ -15,7 +15,6 @@ package valkey
 
 import (
 	"context"
-	"time"
 
 	"github.com/go-redlock/redlock/core"
 	"github.com/valkey-io/valkey-go"
@@ -29,8 +28,7 @@ type Node struct {
 }
 
 var (
-	_ core.Node   = (*Node)(nil)
-	_ core.Setter = (*Node)(nil)
+	_ core.Node = (*Node)(nil)
 )
 
 // New returns the Node for c, built with valkey.NewClient. valkey-go finds a cluster by
@@ -84,12 +82,4 @@ func (n *Node) Eval(ctx context.Context, s *core.Script, keys []string, args ...
 // core.Node): a nil element (Lua false) is "".
 func (n *Node) EvalStrings(ctx context.Context, s *core.Script, keys []string, args ...string) ([]string, error) {
 	return n.node.EvalStrings(ctx, s, keys, args...)
-}
-
-// SetNX implements core.Setter: SET key value NX PX ttl, true when it set the key, false
-// (and no error) when the key exists. ttl is sent in whole milliseconds; under a
-// millisecond SetNX returns an error and sends nothing. It honours ctx and reports a closed
-// client as Eval does.
-func (n *Node) SetNX(ctx context.Context, key, value string, ttl time.Duration) (bool, error) {
-	return n.node.SetNX(ctx, key, value, ttl)
 }

@@ -54,10 +54,6 @@ func TestEval(t *testing.T) { backendtest.Eval(t, newNode) }
 // context.
 func TestEvalHonoursContext(t *testing.T) { backendtest.EvalHonoursContext(t, pausedNode) }
 
-// TestSetNXHonoursContext: a server that stopped answering holds SetNX no longer than its
-// context.
-func TestSetNXHonoursContext(t *testing.T) { backendtest.SetNXHonoursContext(t, pausedNode) }
-
 // TestSubscriber: the Subscriber contract on miniredis, redis-server and a one-node Redis
 // Cluster (SSUBSCRIBE), with a leak check.
 func TestSubscriber(t *testing.T) {

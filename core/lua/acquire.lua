@@ -1,127 +1,282 @@
--- acquire (read false) and rlock (read true: a reader's share; core/scripts.go sets read): a
--- lock's six KEYS: lock, fence counter, queue, alive, waiters, readers; a set's: each
--- name's six, name after name; a semaphore's: those of its queue, with its record of K
--- sixth, then KEYS[7] .. KEYS[6 + K] its permits. ARGV[1] token, ARGV[2] TTL ms, ARGV[3]
--- restart guard s ("0": off), ARGV[4] fence floor ("0": no fence, "1": any; a reader's "0"),
--- ARGV[5] waiter id ("": does not wait), ARGV[6] ticket, ARGV[7] how long the place is kept
--- (ms), ARGV[8] "1": say which server this is; a semaphore's ARGV[9] K, ARGV[10] hinted permit.
--- Replies {status, value[, unguarded, run_id as four numbers of 10 hex digits][, free, permit]}:
--- {1, fence} taken (a reader: a share of), every name of a set (fence 0 without one); {0,
--- pttl} held (-1: no expiry); {0, 0} free, a waiter goes first; {-1, wait} the guard abstains
--- for wait ms; {-2, n} the record says n permits; the error NOUPTIME <why> if the guard was
--- asked for and the server refuses its uptime (see info_refused). unguarded (1: the guard was
--- asked for, and the server is known to report no uptime; 2: ARGV[8] is "1", and the server
--- refuses the INFO that says which it is) is there if not 0, if ARGV[8] is "1" (then with
--- the run_id), and in a
--- semaphore's {1, ...} and {0, ...}, which end with the permits free to the caller (ceil(K /
--- 48) numbers, permit i bit i % 48 of number i / 48, from 0) and the permit taken (-1: none).
--- The first case, before the rest of the prelude: no fence, semaphore or identity asked for,
--- the restart guard (if any) passed, and every name free with no one queued or remembered as
--- leaving there: all taken in one call.
-local abstain, unguarded, refused = guarded(tonumber(ARGV[3]) or 0)
-if refused then -- the guard is asked for and the server will not say its uptime: no vote
+-- acquire: the one script that takes a lock: a writer's lock over one name or several (all or
+-- none), a reader's share of it, or one of a semaphore's K permits. The take rule: it takes
+-- only what is free or already the caller's. Before it stands the gate, the queue's say: a
+-- live waiter that goes first refuses the caller, who then keeps a place in the queue. The
+-- gate never writes a lock key; only this script, extend and release do.
+--
+-- KEYS: a lock's six: lock, fence counter, queue, alive, waiters, readers; a set's: each
+-- name's six, name after name; a semaphore's: the six of its queue (permit 0 first, its
+-- record of K sixth), then its K permits. ARGV[1] token, ARGV[2] TTL ms, ARGV[3] restart
+-- guard s ("0": off), ARGV[4] fence floor ("0": no fence, "1": any), ARGV[5] waiter id ("":
+-- does not wait), ARGV[6] ticket, ARGV[7] how long a place is kept (ms), ARGV[8] "1": say
+-- which server this is, ARGV[9] the mode: "w" a writer's lock, "r" a reader's share, or a
+-- semaphore's K, ARGV[10] a semaphore's hinted permit (from 0; -1: none).
+--
+-- Replies {status, value[, unguarded, run_id as four numbers of 10 hex digits][, free,
+-- permit]}: {1, fence} taken (every name of a set; a reader: a share; fence 0 without one);
+-- {0, pttl} held by another (-1: no expiry); {0, 0} free, but a waiter goes first; {-1,
+-- wait} the restart guard abstains for wait ms; {-2, n} the semaphore's record says n
+-- permits; the error NOUPTIME <why> if the guard was asked for and the server refuses its
+-- uptime. unguarded (1: the guard was asked for, and the server is known to report no
+-- uptime; 2: ARGV[8] is "1" and the server refuses the INFO that says which it is) is there
+-- if not 0, if ARGV[8] is "1" (then with the run_id), and in a semaphore's {1, ...} and {0,
+-- ...}, which end with the permits free to the caller (ceil(K / 48) numbers, permit i bit i %
+-- 48 of number i / 48) and the permit taken (-1: none).
+local token, ttl, floor, waiter, ticket = ARGV[1], ARGV[2], ARGV[4], ARGV[5], ARGV[6]
+local k, read = tonumber(ARGV[9]), ARGV[9] == 'r'
+local readers_hold = '(readers)' -- the lock key's value while readers hold it
+local fence_idle = 3600000 -- core.FenceIdle in ms
+local floor_cap = 2000000 -- how far a fence floor counts past the server's clock, in us
+local first_scan = 64 -- the most waiters the gate reads, and lapsed ones it drops, per call
+
+local clock, info -- the server's TIME and INFO server, each read once when first needed
+local function now_ms()
+  clock = clock or redis.call('TIME')
+  return tonumber(clock[1]) * 1000 + math.floor(tonumber(clock[2]) / 1000)
+end
+local function server_info(pattern)
+  info = info or redis.pcall('INFO', 'server')
+  return type(info) == 'string' and string.match(info, pattern)
+end
+-- info_refused returns why the server gives no uptime (its error for INFO server, an ACL's
+-- say), or nil if it gives one or is known to have none to give (miniredis: "section
+-- (server) is not supported").
+local function info_refused()
+  if server_info('uptime_in_seconds:(%d+)') then
+    return nil
+  elseif type(info) == 'table' then
+    local err = tostring(info.err or info)
+    return not string.find(err, '^section %(server%) is not supported') and err or nil
+  end
+  return 'INFO server replied without uptime_in_seconds'
+end
+-- vote returns the reply {status, value}, extended as ARGV[8] asks, and a semaphore's with
+-- the permits free (a bit each, 48 to a number) and the permit index last.
+local function vote(status, value, unguarded, index, free)
+  local r = {status, value}
+  local id = ARGV[8] == '1' and server_info('run_id:(%x+)')
+  if unguarded or index or ARGV[8] == '1' then
+    r[3] = unguarded and 1 or ARGV[8] == '1' and not id and info_refused() and 2 or 0
+  end
+  if id and #id == 40 then
+    for i = 1, 40, 10 do
+      r[#r + 1] = tonumber(string.sub(id, i, i + 9), 16)
+    end
+  end
+  local base = #r
+  for i = 1, index and math.ceil(k / 48) or 0 do
+    r[base + i] = 0
+  end
+  for _, i in ipairs(index and free or {}) do
+    local w = base + math.floor((i - 1) / 48) + 1
+    r[w] = r[w] + 2 ^ ((i - 1) % 48)
+  end
+  r[#r + 1] = index
+  return r
+end
+
+-- The restart guard: a server up for no longer than the guard grants nothing, and one that
+-- refuses to say its uptime grants nothing either (see info_refused).
+local guard = tonumber(ARGV[3]) or 0
+local uptime = guard > 0 and tonumber(server_info('uptime_in_seconds:(%d+)') or '')
+local refused = guard > 0 and not uptime and info_refused()
+if refused then
   return redis.error_reply('NOUPTIME ' .. refused)
 end
-if not read and not abstain and not unguarded and ARGV[4] == '0' and not ARGV[9] and ARGV[8] ~= '1' then
-  local watched = {}
-  for j = 1, #KEYS, 6 do
-    watched[#watched + 1], watched[#watched + 2], watched[#watched + 3] = KEYS[j], KEYS[j + 2], KEYS[j + 3]
+local unguarded = guard > 0 and not uptime
+if uptime and uptime <= guard then -- only uptime > guard proves it
+  return vote(-1, (guard - uptime + 1) * 1000)
+end
+if k then -- every holder of a semaphore counts the same K while its record stands
+  local recorded = redis.call('GET', KEYS[6])
+  if recorded and recorded ~= ARGV[9] then
+    return {-2, tonumber(recorded) or -1}
   end
-  if redis.call('EXISTS', unpack(watched)) == 0 then
-    for j = 1, #KEYS, 6 do
-      redis.call('SET', KEYS[j], ARGV[1], 'PX', ARGV[2])
+end
+
+-- The gate. A waiter queues per name: its id in the queue by ticket, in alive by when its
+-- place lapses, in waiters as "<w or r> <channel>". A waiter that left less than 10 s ago
+-- is marked "!<id>" in alive: a call of its sent before it left may land after, and must
+-- neither queue it nor take the lock in its name.
+local function live(alive, id, now)
+  return tonumber(redis.call('ZSCORE', alive, id) or 0) > now
+end
+if waiter ~= '' and live(KEYS[4], '!' .. waiter, now_ms()) then
+  return vote(0, 0, nil, k and -1)
+end
+-- ahead reports whether live waiters go before the caller in the queue of n (its keys):
+-- one for a writer, one that is a writer for a reader, free of them for a semaphore with
+-- free permits. Every waiter goes before a caller that does not wait. It drops lapsed
+-- waiters at the head first; a queue longer than it reads counts as one that goes first.
+local function ahead(n, free)
+  local now = now_ms()
+  for _ = 1, first_scan do
+    local head = redis.call('ZRANGE', n.queue, 0, 0)[1]
+    if not head or live(n.alive, head, now) then
+      break
     end
-    return {1, 0}
+    redis.call('ZREM', n.queue, head)
+    redis.call('ZREM', n.alive, head)
+    redis.call('HDEL', n.waiters, head)
   end
-end
--- queue.lua: the rest of the prelude, put here by core/scripts.go
-if abstain then
-  return vote(-1, abstain)
-end
-local token, waiter, k = ARGV[1], ARGV[5], tonumber(ARGV[9])
--- in_use reports whether a semaphore's record of n permits (nil: not a count) stands: a
--- permit of n or of the caller's K is held here, or a waiter's place is live (a scan that
--- runs out reads as one). It changes nothing, and reads no more keys than the acquisitions
--- that recorded n passed.
-local function in_use(n)
-  if not n then
-    return true
-  end
-  local base, keys = string.match(KEYS[7], '^(.*/)0$'), {}
-  for i = 0, math.max(n, k) - 1 do
-    keys[#keys + 1] = base .. i
-    if #keys == 256 or i == math.max(n, k) - 1 then -- a bounded unpack
-      if redis.call('EXISTS', unpack(keys)) > 0 then
+  local entries, before = redis.call('ZRANGE', n.queue, 0, first_scan - 1, 'WITHSCORES'), 0
+  for i = 1, #entries, 2 do
+    local id, t = entries[i], entries[i + 1]
+    if id == waiter or waiter ~= '' and (tonumber(t) > tonumber(ticket) or t == ticket and id > waiter) then
+      return false
+    end
+    local writer = not read or string.sub(redis.call('HGET', n.waiters, id) or 'w', 1, 1) == 'w'
+    if writer and live(n.alive, id, now) then
+      before = before + 1
+      if before >= (free or 1) then
         return true
       end
-      keys = {}
     end
   end
-  local queued, now = redis.call('ZRANGE', KEYS[3], 0, first_scan - 1), now_ms()
-  for _, id in ipairs(queued) do
-    if tonumber(redis.call('ZSCORE', KEYS[4], id) or 0) > now then
-      return true
-    end
-  end
-  return #queued == first_scan
+  return #entries == 2 * first_scan
 end
-local recorded = k and redis.call('GET', KEYS[6])
-if recorded and recorded ~= ARGV[9] and in_use(string.match(recorded, '^%d+$') and tonumber(recorded)) then
-  return {-2, tonumber(recorded) or -1}
-elseif k then
-  redis.call('SET', KEYS[6], ARGV[9], 'PX', fence_idle)
-end
-if waiter ~= '' and gone(KEYS[4], waiter) then
-  return vote(0, soonest(k and {unpack(KEYS, 7)} or {KEYS[1]}), nil, k and -1)
-elseif not k and not read and #KEYS == 6 and redis.call('EXISTS', KEYS[3]) == 0 and redis.call('SET', KEYS[1], token, 'NX', 'PX', ARGV[2]) then
-  return vote(1, ARGV[4] ~= '0' and advance(KEYS[2], ARGV[4]) or 0, unguarded) -- one name, no one waits: one call
-elseif not k then -- a lock, or every name of a set: all or none
-  local names, list, wait, blocked = {}, '', 0, false
-  for j = 1, #KEYS, 6 do
-    local n = keys_at(j)
-    names[#names + 1], list = n, list .. ' ' .. #n.lock .. ' ' .. n.lock
-    n.holder, n.queued = redis.call('GET', n.lock), redis.call('EXISTS', n.queue) == 1
-    local other = n.holder and not (read and n.holder == readers_hold or not read and ours(n.holder, token))
-    -- A holding (a share) of this attempt or an earlier one of ours is ours, whatever the queue says.
-    n.share = read and n.holder == readers_hold and own_share(n.readers, token)
-    local own = n.share or not read and n.holder and not other
-    if other or not own and n.queued and ahead(n.queue, n.alive, n.waiters, waiter, tonumber(ARGV[6])) then
-      local r = remaining(n.lock) -- held by another, or a waiter goes first (0 if free)
-      blocked, wait = true, (wait < 0 or r < 0) and -1 or math.max(wait, r)
+-- place keeps the caller's place in the queue of each of names, for ARGV[7] ms.
+local function place(names)
+  if waiter == '' then
+    return
+  end
+  local keep = tonumber(ARGV[7])
+  local channel = string.sub(KEYS[3], 1, -7) .. ':released:' .. waiter -- core's Keys.Wake
+  for _, n in ipairs(names) do
+    redis.call('ZADD', n.queue, ticket, waiter)
+    redis.call('ZADD', n.alive, string.format('%d', now_ms() + keep), waiter)
+    redis.call('HSET', n.waiters, waiter, (read and 'r ' or 'w ') .. channel)
+    for _, key in ipairs({n.queue, n.alive, n.waiters}) do
+      if redis.call('PTTL', key) < keep then
+        redis.call('PEXPIRE', key, 2 * keep)
+      end
     end
   end
-  if blocked then
-    queue_caller(names, (read and ' r' or #names > 1 and ' s' or '') .. (#names > 1 and list or ''))
-    return vote(0, wait)
-  elseif not read then
-    return vote(1, take_set(names, waiter, token, ARGV[2], ARGV[4]), unguarded)
+end
+-- unplace takes the caller out of the queue of each of names: it holds now.
+local function unplace(names)
+  for _, n in ipairs(waiter ~= '' and names or {}) do
+    redis.call('ZREM', n.queue, waiter)
+    redis.call('ZREM', n.alive, waiter)
+    redis.call('HDEL', n.waiters, waiter)
   end
+end
+
+-- The take rule. ours reports whether holder is token or an earlier attempt of its
+-- waiter's ("<waiter id>.<attempt>"): a resend, or a retry after a lost reply.
+local function ours(holder)
+  local id, n = string.match(token, '^(.+)%.(%d+)$')
+  local hid, hn = string.match(holder, '^(.+)%.(%d+)$')
+  return holder == token or (id ~= nil and id == hid and tonumber(hn) <= tonumber(n))
+end
+-- advance sets the fence counter f to max(counter + 1, server time in us, floor), and
+-- returns it.
+local function advance(f)
+  now_ms()
+  local now = clock[1] .. string.format('%06d', tonumber(clock[2])) -- a decimal string: exact
+  local proposed = tonumber(floor)
+  if proposed and proposed > tonumber(now) then
+    now = string.format('%d', math.min(proposed, tonumber(now) + floor_cap))
+  end
+  local counter = redis.call('GET', f)
+  if counter and tonumber(counter) >= tonumber(now) then
+    counter = redis.call('INCR', f)
+    redis.call('PEXPIRE', f, fence_idle)
+    return counter
+  end
+  redis.call('SET', f, now, 'PX', fence_idle)
+  return tonumber(now)
+end
+-- remaining returns key's PTTL, but 1 in its last millisecond (which reads 0), 0 if gone.
+local function remaining(key)
+  local pttl = redis.call('PTTL', key)
+  return pttl == 0 and 1 or pttl == -2 and 0 or pttl
+end
+-- share returns the caller's live entry among the readers of r (an earlier attempt's too).
+local function share(r)
+  local now, n = now_ms(), string.match(token, '%.(%d+)$')
+  local entries = {token, redis.call('ZSCORE', r, token) or 0}
+  if n and tonumber(n) > 1 then -- an earlier attempt of ours may hold an entry too
+    entries = redis.call('ZRANGE', r, 0, -1, 'WITHSCORES')
+  end
+  for i = 1, #entries, 2 do
+    if ours(entries[i]) and tonumber(entries[i + 1]) > now then
+      return entries[i]
+    end
+  end
+end
+
+if k then -- a semaphore: its own permit (a resend), or the hinted one if free, else the first free
+  local n = {queue = KEYS[3], alive = KEYS[4], waiters = KEYS[5]}
+  local permits, free, pick, least = {unpack(KEYS, 7)}, {}, nil, -1
+  for i = 1, #permits do
+    local h = redis.call('GET', permits[i])
+    local own = h and ours(h)
+    pick = pick or own and i or nil
+    free[#free + 1] = (own or not h) and i or nil
+    local r = h and remaining(permits[i]) or 0
+    least = (least <= 0 or r > 0 and r < least) and r or least
+  end
+  local hold = math.max(tonumber(ttl), waiter ~= '' and 2 * tonumber(ARGV[7]) or 0)
+  if redis.call('PTTL', KEYS[6]) < hold then -- the record stands while a permit may be held
+    redis.call('SET', KEYS[6], ARGV[9], 'PX', hold)
+  end
+  if not pick and (#free == 0 or redis.call('EXISTS', n.queue) == 1 and ahead(n, #free)) then
+    place({n})
+    return vote(0, #free == 0 and least or 0, nil, -1)
+  end
+  local hint = tonumber(ARGV[10]) or -1
+  pick = pick or (hint >= 0 and hint < #permits and not redis.call('GET', permits[hint + 1])) and hint + 1 or free[1]
+  redis.call('SET', permits[pick], token, 'PX', ttl)
+  unplace({n})
+  return vote(1, floor ~= '0' and advance(KEYS[2]) or 0, unguarded, pick - 1, free)
+end
+
+local names, wait, blocked = {}, 0, false
+for j = 1, #KEYS, 6 do
+  local n = {lock = KEYS[j], fence = KEYS[j + 1], queue = KEYS[j + 2], alive = KEYS[j + 3], waiters = KEYS[j + 4],
+    readers = KEYS[j + 5]}
+  names[#names + 1] = n
+  n.holder = redis.call('GET', n.lock)
+  n.share = read and n.holder == readers_hold and share(n.readers)
+  local own = n.share or not read and n.holder and ours(n.holder) -- ours, whatever the queue says
+  local free = not n.holder or read and n.holder == readers_hold
+  if not own and (not free or redis.call('EXISTS', n.queue) == 1 and ahead(n)) then
+    local r = remaining(n.lock) -- held by another, or a waiter goes first (0 if free)
+    blocked, wait = true, (wait < 0 or r < 0) and -1 or math.max(wait, r)
+  end
+end
+if blocked then
+  place(names)
+  return vote(0, wait)
+end
+unplace(names)
+if read then -- a share of each name: an entry in its readers, under the marker's TTL
+  local ms = tonumber(ttl)
   for _, n in ipairs(names) do
     if n.share then
       redis.call('ZREM', n.readers, n.share)
     end
-    read_grant(n.lock, n.readers, token, ARGV[2], n.holder == readers_hold)
-    if n.queued and waiter ~= '' then
-      dequeue(n.queue, n.alive, n.waiters, waiter)
+    redis.call('ZADD', n.readers, string.format('%d', now_ms() + ms), token)
+    if n.holder ~= readers_hold then
+      redis.call('SET', n.lock, readers_hold, 'PX', ms)
+    end
+    for _, key in ipairs({n.lock, n.readers}) do
+      if redis.call('PTTL', key) < ms then
+        redis.call('PEXPIRE', key, ms)
+      end
     end
   end
   return vote(1, 0, unguarded)
 end
-local permits, free, holders, pick = {unpack(KEYS, 7)}, {}, {}, nil
-for i = 1, #permits do
-  holders[i] = redis.call('GET', permits[i]) -- WRONGTYPE for a key of another type
-  local own = holders[i] and ours(holders[i], token) -- an earlier attempt's, or this one resent
-  pick = pick or own and i or nil
-  free[#free + 1] = (own or not holders[i]) and i or nil
+local top = 0
+for _, n in ipairs(names) do
+  redis.call('SET', n.lock, token, 'PX', ttl)
+  top = floor ~= '0' and math.max(top, advance(n.fence)) or 0
 end
-if not pick and (#free == 0 or ahead(KEYS[3], KEYS[4], KEYS[5], waiter, tonumber(ARGV[6]), #free)) then
-  queue_caller({keys_at(1)}, '') -- held, or free for the live waiters ahead
-  return vote(0, #free == 0 and soonest(permits) or 0, nil, -1)
+for _, n in ipairs(#names > 1 and top > 0 and names or {}) do -- a set's token: the largest
+  if tonumber(redis.call('GET', n.fence)) < top then
+    redis.call('SET', n.fence, string.format('%d', top), 'PX', fence_idle)
+  end
 end
-local hint = tonumber(ARGV[10])
-pick = pick or (hint and hint >= 0 and hint < #permits and not holders[hint + 1]) and hint + 1 or free[1]
-redis.call('SET', permits[pick], token, 'PX', ARGV[2])
-if waiter ~= '' then
-  dequeue(KEYS[3], KEYS[4], KEYS[5], waiter) -- a permit's holder does not queue
-end
-return vote(1, ARGV[4] ~= '0' and advance(KEYS[2], ARGV[4]) or 0, unguarded, pick - 1, free)
+return vote(1, top, unguarded)

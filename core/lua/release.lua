@@ -1,59 +1,177 @@
--- release (read false) and runlock (read true: a reader's share; core/scripts.go sets read):
--- KEYS as acquire's. ARGV[1] token ("": none), ARGV[2] wake channel prefix (a
--- waiter's: ARGV[2] .. ':' .. id; a set's other names use their lock key's), ARGV[3]
--- "SPUBLISH" for sharded pub/sub, ARGV[4] waiter id ("": none), ARGV[5] "leave" to leave the
--- queue (else keep the place: ARGV[6] ticket, ARGV[7] for how long, ms), a semaphore's ARGV[8]
--- K and ARGV[9] "1" if KEYS[1] is its permit held. Replies: {released, woken} released 1 if
--- the lock (a name, a permit, a live share) was ours, woken how many heard a hand-over ("<token>
--- <fence>[ #<permit>][ u]", or "": call again); {0, woken, 1} nothing of ours is here and no
--- other owner holds the lock, or this release let go here before (its token is marked left).
-local holder = redis.call('GET', KEYS[1])
-local queued = redis.call('EXISTS', KEYS[3]) == 1
-local waiter = ARGV[4]
--- Uncontended (no queue, not a leave past a first attempt), a writer's lock, every name of a
--- set or the permit held: done before the rest of the prelude.
-local retried = waiter ~= '' and tonumber(string.match(ARGV[1], '%.(%d+)$') or '1') > 1
-local uncontended = not queued and (waiter == '' or ARGV[5] == 'leave' and not retried)
-local locks = not read and uncontended and (not ARGV[8] or ARGV[9]) and holder == ARGV[1] and {KEYS[1]}
-if locks and not ARGV[8] then -- a set's other names: each ours, none queued
-  for j = 7, #KEYS, 6 do
-    if redis.call('GET', KEYS[j]) ~= ARGV[1] or redis.call('EXISTS', KEYS[j + 2]) == 1 then
-      locks = nil
-      break
+-- release: the one script that lets go of a lock. It deletes only what is the caller's:
+-- its lock (each name of a set), its reader's share, or its semaphore's permit. Then, where
+-- the lock is free, it wakes the first live waiter (and the readers right behind a reader;
+-- a semaphore's first waiters, one per permit free): each woken waiter takes the lock
+-- itself, with acquire. The caller's place in the queue is left ("leave") or kept ("stay").
+--
+-- KEYS as acquire's (a semaphore's KEYS[1] is the permit the caller holds here, if ARGV[8] is
+-- "1"). ARGV[1] token ("": none), ARGV[2] the mode, as acquire's ARGV[9], ARGV[3] "SPUBLISH"
+-- for sharded pub/sub (else PUBLISH), ARGV[4] waiter id ("": none), ARGV[5] "leave" to
+-- leave the queue, else keep the place: ARGV[6] ticket, ARGV[7] for how long (ms), ARGV[8]
+-- a semaphore's "1" if KEYS[1] is its permit held. Replies {released, woken}: released 1 if
+-- a holding of the caller's was here, woken how many heard a wake-up; {0, woken, 1}:
+-- nothing of the caller's is here and no other owner holds the lock, or this release let
+-- go here before (a leave, or a stay apart, is marked in alive as "!<token>").
+local token, waiter, leave = ARGV[1], ARGV[4], ARGV[5] == 'leave'
+local k, read = tonumber(ARGV[2]), ARGV[2] == 'r'
+local readers_hold = '(readers)' -- the lock key's value while readers hold it
+local left_kept = 10000 -- how long a leave is remembered in alive, as '!' .. id, in ms
+local first_scan = 64 -- the most waiters a wake-up reads
+
+local clock -- the server's TIME, read once when first needed
+local function now_ms()
+  clock = clock or redis.call('TIME')
+  return tonumber(clock[1]) * 1000 + math.floor(tonumber(clock[2]) / 1000)
+end
+local function live(alive, id, now)
+  return tonumber(redis.call('ZSCORE', alive, id) or 0) > now
+end
+-- ours reports whether holder is token or an earlier attempt of its waiter's.
+local function ours(holder)
+  local id, n = string.match(token, '^(.+)%.(%d+)$')
+  local hid, hn = string.match(holder, '^(.+)%.(%d+)$')
+  return holder == token or (id ~= nil and id == hid and tonumber(hn) <= tonumber(n))
+end
+
+-- The queue's part: marks, places and wake-ups; it writes no lock key.
+-- forget marks id as left in alive, for left_kept, and drops what has lapsed there.
+local function forget(alive, id)
+  local now = now_ms()
+  redis.call('ZREMRANGEBYSCORE', alive, '-inf', now)
+  redis.call('ZADD', alive, string.format('%d', now + left_kept), '!' .. id)
+  if redis.call('PTTL', alive) < left_kept then
+    redis.call('PEXPIRE', alive, left_kept)
+  end
+end
+-- keep puts the caller back in the queue of n at its ticket, for ARGV[7] ms.
+local function keep(n)
+  local ms = tonumber(ARGV[7])
+  local channel = string.sub(KEYS[3], 1, -7) .. ':released:' .. waiter -- core's Keys.Wake
+  redis.call('ZADD', n.queue, ARGV[6], waiter)
+  redis.call('ZADD', n.alive, string.format('%d', now_ms() + ms), waiter)
+  redis.call('HSET', n.waiters, waiter, (read and 'r ' or 'w ') .. channel)
+  for _, key in ipairs({n.queue, n.alive, n.waiters}) do
+    if redis.call('PTTL', key) < ms then
+      redis.call('PEXPIRE', key, 2 * ms)
     end
-    locks[#locks + 1] = KEYS[j]
   end
 end
-if locks then
-  redis.call('DEL', unpack(locks))
-  return {1, 0}
-elseif uncontended and not holder and (ARGV[8] and ARGV[9] or not ARGV[8] and #KEYS == 6) then
-  return {0, 0, 1}
-end
--- queue.lua: the rest of the prelude, put here by core/scripts.go
-if ARGV[8] then -- every permit of the caller's goes; it hands on its own, or the first free
-  local permits, released, pick, mine = {unpack(KEYS, 7)}, 0, nil, nil
-  for i = #permits, 1, -1 do
-    local h = redis.call('GET', permits[i])
-    if h and ours(h, ARGV[1]) then
-      redis.call('DEL', permits[i])
-      released, h, mine = 1, false, i
+-- wake tells the first live waiter of n that it may take the lock, and the readers right
+-- behind it if it is a reader (only readers, if readers hold the lock); with free, a
+-- semaphore's first free waiters. A caller that stays first calls again itself. It returns
+-- how many heard.
+local function wake(n, free, readers)
+  local publish = ARGV[3] == 'SPUBLISH' and 'SPUBLISH' or 'PUBLISH'
+  local now, woken, told = now_ms(), 0, 0
+  for _, id in ipairs(redis.call('ZRANGE', n.queue, 0, first_scan - 1)) do
+    if live(n.alive, id, now) then
+      local mode, channel = string.match(redis.call('HGET', n.waiters, id) or '', '^(%a) (.+)$')
+      if (id == waiter and not leave) or not free and mode ~= 'r' and (readers or told > 0) then
+        break
+      end
+      woken, told = woken + (channel and redis.call(publish, channel, '') or 0), told + 1
+      if free and told >= free or not free and mode ~= 'r' then
+        break
+      end
+      readers = not free
     end
-    pick = not h and i or pick
   end
-  pick = mine or pick
-  sem_lock, sem_index = pick and permits[pick], (pick or 1) - 1
-  return settle(keys_at(1), released, pick == nil, queued, not holder)
+  return woken
 end
-return settle_each(function(k) -- a lock, or each name of a set
-  if read then
-    local released, holder, unwritten = read_release(k.lock, k.readers, ARGV[1])
-    return released, holder, redis.call('EXISTS', k.queue) == 1, unwritten
+-- settle ends the release on the name (or semaphore) n: released (0 or 1) whether the
+-- caller let go of a holding, holder the lock key's value after it, queued whether the
+-- queue exists, absent whether nothing of the caller's is here and no other owner holds
+-- the lock, free a semaphore's permits free. It returns the reply.
+local function settle(n, released, holder, queued, absent, free)
+  local mark = token .. (leave and '' or ' stay')
+  if released == 0 and not absent and token ~= '' then
+    absent = live(n.alive, '!' .. mark, now_ms())
+  elseif released == 1 and queued then
+    forget(n.alive, mark)
   end
-  local h = redis.call('GET', k.lock)
-  local mine = h and ours(h, ARGV[1])
-  if mine then
-    redis.call('DEL', k.lock)
+  if waiter ~= '' and leave then
+    if queued then
+      redis.call('ZREM', n.queue, waiter)
+      redis.call('ZREM', n.alive, waiter)
+      redis.call('HDEL', n.waiters, waiter)
+    end
+    local attempt = tonumber(string.match(token, '%.(%d+)$') or '1')
+    if queued or attempt > 1 then -- else no earlier attempt's call can land after the leave
+      forget(n.alive, waiter)
+    end
+  elseif waiter ~= '' and released == 1 and not live(n.alive, '!' .. waiter, now_ms()) then
+    keep(n)
+    queued = true
   end
-  return mine and 1 or 0, h and not mine, redis.call('EXISTS', k.queue) == 1, not h
-end)
+  local woken = 0
+  if queued and (free or 1) > 0 and (not holder or holder == readers_hold) then
+    woken = wake(n, free, holder == readers_hold)
+  end
+  if released == 0 and absent then
+    return {0, woken, 1}
+  end
+  return {released, woken}
+end
+
+if k then -- a semaphore: every permit of the caller's goes
+  local n = {queue = KEYS[3], alive = KEYS[4], waiters = KEYS[5]}
+  local absent = not (ARGV[8] == '1' and redis.call('GET', KEYS[1]))
+  local released, free = 0, 0
+  for i = 7, #KEYS do
+    local h = redis.call('GET', KEYS[i])
+    if h and ours(h) then
+      redis.call('DEL', KEYS[i])
+      released, h = 1, false
+    end
+    free = free + (h and 0 or 1)
+  end
+  local queued = redis.call('EXISTS', n.queue) == 1
+  if free == k and not queued then -- no permit held, no one waits: the record goes
+    redis.call('DEL', KEYS[6])
+  end
+  return settle(n, released, nil, queued, absent, free)
+end
+
+-- let_go lets go of the caller's holding of the name n, and returns settle's released,
+-- holder and absent.
+local function let_go(n)
+  local h = redis.call('GET', n.lock)
+  if not read then
+    if h and ours(h) then
+      redis.call('DEL', n.lock)
+      return 1, false, false
+    end
+    return 0, h, not h
+  end
+  local released, now = 0, now_ms()
+  local entries = {token, redis.call('ZSCORE', n.readers, token)}
+  if tonumber(string.match(token, '%.(%d+)$') or '1') > 1 then -- an earlier attempt's too
+    entries = redis.call('ZRANGE', n.readers, 0, -1, 'WITHSCORES')
+  end
+  for i = 1, #entries, 2 do
+    if entries[i + 1] and ours(entries[i]) then
+      redis.call('ZREM', n.readers, entries[i])
+      released = tonumber(entries[i + 1]) > now and 1 or released
+    end
+  end
+  if h ~= readers_hold then
+    return released, h, not h
+  end
+  local last = redis.call('ZRANGE', n.readers, -1, -1, 'WITHSCORES')
+  if #last == 0 or tonumber(last[2]) <= now then -- the last share: the marker goes
+    redis.call('DEL', n.lock, n.readers)
+    return released, false, true
+  end
+  redis.call('ZREMRANGEBYSCORE', n.readers, '-inf', now)
+  redis.call('PEXPIRE', n.lock, tonumber(last[2]) - now)
+  return released, h, true -- other readers exclude no reader
+end
+
+local released, woken, absent = 0, 0, true
+for j = 1, #KEYS, 6 do
+  local n = {lock = KEYS[j], queue = KEYS[j + 2], alive = KEYS[j + 3], waiters = KEYS[j + 4], readers = KEYS[j + 5]}
+  local r, holder, gone = let_go(n)
+  local reply = settle(n, r, holder, redis.call('EXISTS', n.queue) == 1, gone)
+  released, woken, absent = math.max(released, reply[1]), woken + reply[2], absent and reply[3] == 1
+end
+return {released, woken, released == 0 and absent and 1 or nil}

@@ -184,13 +184,12 @@ func (l *link) delivers(t time.Time) bool {
 	return !l.plan.cut(l.client, l.server, false, t) && !l.plan.dead(l.client, t)
 }
 
-// node is a core.Node (and Subscriber, Setter and io.Closer) that reaches its server
+// node is a core.Node (and Subscriber and io.Closer) that reaches its server
 // through a link: a backend's Node behind the fault layer.
 type node struct {
 	inner interface {
 		core.Node
 		core.Subscriber
-		core.Setter
 		io.Closer
 	}
 	link *link
@@ -205,7 +204,6 @@ func (n *node) ShardedPubSub() bool { return n.sharded }
 var (
 	_ core.Node       = (*node)(nil)
 	_ core.Subscriber = (*node)(nil)
-	_ core.Setter     = (*node)(nil)
 )
 
 func (n *node) String() string { return n.inner.String() }
@@ -244,16 +242,6 @@ func (n *node) EvalStrings(ctx context.Context, s *core.Script, keys []string, a
 		return nil, err
 	}
 	return v.([]string), nil
-}
-
-func (n *node) SetNX(ctx context.Context, key, value string, ttl time.Duration) (bool, error) {
-	v, err := n.link.call(ctx, "setnx", func(ctx context.Context) (any, error) {
-		return n.inner.SetNX(ctx, key, value, ttl)
-	})
-	if err != nil {
-		return false, err
-	}
-	return v.(bool), nil
 }
 
 // checkGuard reports a violation if reply is a grant of script s (acquire, rlock) that asked

@@ -12,7 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// ClosedClient: once the driver's client under a Node was closed, the Node's Eval, SetNX
+// ClosedClient: once the driver's client under a Node was closed, the Node's Eval
 // and Subscribe fail at once with an error that matches core.ErrClosed and keeps the
 // driver's (closing), so that a redlock Client over it gives up (Acquire and LockContext
 // fail with redlock.ErrClosed, naming the node) instead of retrying until its context ends.
@@ -59,9 +59,6 @@ func closedNode(t *testing.T, node core.Node, closing error) {
 	_, err := node.Eval(ctx, Script(t, "extend"), []string{"lock"}, "token", "10000")
 	assert.ErrorIs(t, err, core.ErrClosed, "Eval on a closed client")
 	assert.ErrorIs(t, err, closing, "Eval on a closed client keeps the driver's error")
-	set, err := node.(core.Setter).SetNX(ctx, "lock", "token", time.Second)
-	assert.ErrorIs(t, err, core.ErrClosed, "SetNX on a closed client")
-	assert.False(t, set)
 	_, err = node.(core.Subscriber).Subscribe(ctx, "ch", func(string) {})
 	assert.ErrorIs(t, err, core.ErrClosed, "Subscribe on a closed client")
 }

@@ -347,3 +347,24 @@ func statusCase(t *testing.T, srv *Server, node core.Node, s *core.Script, keys 
 		assert.Equal(t, token, got[2], "the holder's token")
 	})
 }
+
+// honourCase is a context that ends while a call waits for a server that never replies:
+// by its deadline or by a cancellation.
+type honourCase struct {
+	name   string
+	ctx    func() (context.Context, context.CancelFunc)
+	wantIs error
+}
+
+func honourCases() []honourCase {
+	return []honourCase{
+		{"deadline", func() (context.Context, context.CancelFunc) {
+			return context.WithTimeout(context.Background(), 50*time.Millisecond)
+		}, context.DeadlineExceeded},
+		{"cancelled while waiting", func() (context.Context, context.CancelFunc) {
+			ctx, cancel := context.WithCancel(context.Background())
+			time.AfterFunc(50*time.Millisecond, cancel)
+			return ctx, cancel
+		}, context.Canceled},
+	}
+}

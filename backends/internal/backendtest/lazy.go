@@ -17,7 +17,6 @@ import (
 // LazyNode is a backend's node that makes its client on first use, and owns it.
 type LazyNode interface {
 	core.Node
-	core.Setter
 	core.Subscriber
 	io.Closer
 }
@@ -54,7 +53,7 @@ func Lazy(t *testing.T, newLazy NewLazy) {
 // lazyServerDown: with one of three masters down at start, the driver cannot make its
 // client, but a Lazy is made, and locks are taken on the other two (a quorum). The down
 // node's calls fail with the dial's error, and once its server is back a later call makes
-// the client and succeeds. After Close, calls (SetNX and Subscribe included) fail with
+// the client and succeeds. After Close, calls (Subscribe included) fail with
 // core.ErrClosed.
 func lazyServerDown(t *testing.T, lazy func(t *testing.T, password string, addrs ...string) LazyNode) {
 	servers := redistest.StartN(t, 3)
@@ -89,8 +88,6 @@ func lazyServerDown(t *testing.T, lazy func(t *testing.T, password string, addrs
 
 	require.NoError(t, lazies[2].Close())
 	_, err = lazies[2].Eval(ctx, script, []string{"k"})
-	assert.ErrorIs(t, err, core.ErrClosed)
-	_, err = lazies[2].SetNX(ctx, "k", "v", time.Second)
 	assert.ErrorIs(t, err, core.ErrClosed)
 	_, err = lazies[2].Subscribe(ctx, "ch", func(string) {})
 	assert.ErrorIs(t, err, core.ErrClosed)

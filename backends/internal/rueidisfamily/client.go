@@ -44,9 +44,6 @@ type Client[M any] interface {
 	// reply and the reply's error (the driver's Result.ToMessage). A cluster client panics,
 	// before it sends anything, on keys of different slots.
 	Eval(ctx context.Context, s *core.Script, keys, args []string) (M, error)
-	// SetNX sends SET key value NX PX px and returns its reply's error: nil once the key is
-	// set, a nil reply (see Driver.Nil) when it exists.
-	SetNX(ctx context.Context, key, value, px string) error
 	// Receive subscribes to channel, with SSUBSCRIBE if sharded, and calls onMessage with
 	// each of its messages' payload until ctx ends or the connection fails, as the driver's
 	// Client.Receive does; onSubscription is called with the kind ("subscribe",

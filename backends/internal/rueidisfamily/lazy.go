@@ -68,15 +68,6 @@ func (l *Lazy[M, P]) EvalStrings(ctx context.Context, s *core.Script, keys []str
 	return n.EvalStrings(ctx, s, keys, args...)
 }
 
-// SetNX is the Node's SetNX once the client is made; until then it makes it.
-func (l *Lazy[M, P]) SetNX(ctx context.Context, key, value string, ttl time.Duration) (bool, error) {
-	n, err := l.get(ctx)
-	if err != nil {
-		return false, err
-	}
-	return n.SetNX(ctx, key, value, ttl)
-}
-
 // Subscribe is the Node's Subscribe once the client is made; until then it makes it.
 func (l *Lazy[M, P]) Subscribe(ctx context.Context, channel string, onMessage func(payload string)) (func(), error) {
 	n, err := l.get(ctx)

@@ -42,7 +42,6 @@ type fakeClient struct {
 func (*fakeClient) Eval(context.Context, *core.Script, []string, []string) (fakeMessage, error) {
 	return fakeMessage{}, errors.New("fake")
 }
-func (*fakeClient) SetNX(context.Context, string, string, string) error { return errors.New("fake") }
 func (*fakeClient) Receive(context.Context, string, bool, func(string, string), func(string)) error {
 	return errors.New("fake")
 }

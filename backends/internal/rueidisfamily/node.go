@@ -8,7 +8,6 @@ import (
 	"strconv"
 	"strings"
 	"sync/atomic"
-	"time"
 
 	"github.com/go-redlock/redlock/backends/internal/ctxcall"
 	"github.com/go-redlock/redlock/backends/internal/lostconn"
@@ -21,8 +20,7 @@ import (
 type Node[M any, P Message[M]] struct {
 	client Client[M]
 	name   string
-	ps     *pubsub               // Subscribe's state; see subscribe.go
-	px     atomic.Pointer[pxArg] // the last SetNX's PX argument; see pxArg
+	ps     *pubsub // Subscribe's state; see subscribe.go
 	// calls counts the calls under way through the driver; see direct
 	calls atomic.Int32
 }
@@ -75,54 +73,6 @@ func (n *Node[M, P]) EvalStrings(ctx context.Context, s *core.Script, keys []str
 	}
 	keys, args = slices.Clone(keys), slices.Clone(args) // the call may outlive Eval
 	return ctxcall.Go(ctx, func() ([]string, error) { defer n.calls.Add(-1); return n.evalStrings(ctx, s, keys, args) })
-}
-
-// SetNX runs SET key value NX PX ttl (see core.Setter): true when it set the key, false
-// when the key exists. Under a millisecond of ttl it sends nothing and returns an error. It
-// honours ctx as Eval does.
-func (n *Node[M, P]) SetNX(ctx context.Context, key, value string, ttl time.Duration) (bool, error) {
-	if err := ctx.Err(); err != nil {
-		return false, err
-	}
-	if ttl < time.Millisecond { // PX 0 is a server error; a key without expiry is worse
-		return false, fmt.Errorf("redlock: SET NX with a TTL of %v: want at least 1ms", ttl)
-	}
-	if n.direct(ctx) {
-		defer n.calls.Add(-1)
-		return n.setNX(ctx, key, value, ttl)
-	}
-	return ctxcall.Go(ctx, func() (bool, error) { defer n.calls.Add(-1); return n.setNX(ctx, key, value, ttl) })
-}
-
-func (n *Node[M, P]) setNX(ctx context.Context, key, value string, ttl time.Duration) (bool, error) {
-	err := n.client.SetNX(ctx, key, value, n.pxArg(ttl))
-	switch {
-	case err == nil:
-		return true, nil
-	case n.client.Nil(err): // NX: the key exists
-		return false, nil
-	case ctx.Err() != nil:
-		return false, ctx.Err()
-	}
-	return false, closed(n.client, serverError(n.client, err))
-}
-
-// pxArg is a TTL in milliseconds and its decimal form, SET's PX argument.
-type pxArg struct {
-	ms  int64
-	arg string
-}
-
-// pxArg returns ttl's whole milliseconds in decimal. A Node keeps the last one it made: a
-// Client's locks mostly share one TTL, and a lock's first attempt sends SET NX with it.
-func (n *Node[M, P]) pxArg(ttl time.Duration) string {
-	ms := ttl.Milliseconds()
-	if p := n.px.Load(); p != nil && p.ms == ms {
-		return p.arg
-	}
-	p := &pxArg{ms: ms, arg: strconv.FormatInt(ms, 10)}
-	n.px.Store(p)
-	return p.arg
 }
 
 // bounded reports whether the driver ends a call by itself when ctx ends. It honours a

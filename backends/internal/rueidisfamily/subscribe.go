@@ -22,7 +22,7 @@ func (n *Node[M, P]) ShardedPubSub() bool { return n.ps.sharded }
 
 // Close stops the Node's pub/sub machinery: it ends every subscription (no callback starts
 // after Close returns), unsubscribes on the server (waiting at most a second for it) and
-// waits for the Node's goroutines to exit. It always returns nil. Eval and SetNX keep
+// waits for the Node's goroutines to exit. It always returns nil. Eval keeps
 // working; Subscribe fails afterwards. Close never closes the client. It is idempotent and
 // safe for concurrent use, and must not be called from a Subscribe callback.
 func (n *Node[M, P]) Close() error {
