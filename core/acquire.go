@@ -259,9 +259,12 @@ func (c *Cluster) acquireRequest(l *claim) request {
 	}
 	guard := strconv.FormatInt(int64((l.Guard+time.Second-1)/time.Second), 10)
 	req.keys = l.Keys.callKeys(false)
+	hint := "-1"
+	if req.permits = len(l.Keys.Permits); req.permits > 0 {
+		hint = strconv.Itoa(l.hint - 1)
+	}
 	req.args = []string{l.token, millis(l.TTL), guard, fence, l.waiter, strconv.FormatInt(l.ticket, 10), millis(l.placeKept()),
-		"0", l.mode(), strconv.Itoa(l.hint - 1)}
-	req.permits = len(l.Keys.Permits)
+		"0", l.mode(), hint}
 	return req
 }
 
@@ -467,6 +470,10 @@ func (c *Cluster) leaveOthers(l *claim, permits []int, w int, answered []bool) {
 
 // releaseRequest is l's release, in mode "leave" or "stay".
 func (l *claim) releaseRequest(mode string) request {
-	args := []string{l.token, l.mode(), "PUBLISH", l.waiter, mode, strconv.FormatInt(l.ticket, 10), millis(l.placeKept())}
+	ticket, kept := "", "" // for "stay" only
+	if mode == "stay" {
+		ticket, kept = strconv.FormatInt(l.ticket, 10), millis(l.placeKept())
+	}
+	args := []string{l.token, l.mode(), "PUBLISH", l.waiter, mode, ticket, kept}
 	return request{s: releaseScript, keys: l.Keys.callKeys(true), args: args, op: "release", failed: l.NodeFailed}
 }

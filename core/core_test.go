@@ -558,8 +558,8 @@ func TestReleasePublishesShardedWhereTheNodeAsks(t *testing.T) {
 	require.NoError(t, err)
 	l := HeldAs(testLock(), "w1.1", "w1", 1)
 	require.NoError(t, c.Release(context.Background(), l))
-	assert.Equal(t, [][]string{{"w1.1", l.Keys.Channel, "SPUBLISH", "w1", "leave"}}, sharded.args)
-	assert.Equal(t, [][]string{{"w1.1", l.Keys.Channel, "PUBLISH", "w1", "leave"}}, plain.args)
+	assert.Equal(t, [][]string{{"w1.1", "w", "SPUBLISH", "w1", "leave", "", ""}}, sharded.args)
+	assert.Equal(t, [][]string{{"w1.1", "w", "PUBLISH", "w1", "leave", "", ""}}, plain.args)
 
 	// A semaphore's release, to nodes that granted the permit (which are sent "1" more).
 	plain.args, sharded.args = nil, nil
@@ -568,8 +568,8 @@ func TestReleasePublishesShardedWhereTheNodeAsks(t *testing.T) {
 	h := HeldAs(sem, "w2.1", "w2", 1)
 	h.holds = 3
 	require.NoError(t, c.Release(context.Background(), h))
-	assert.Equal(t, [][]string{{"w2.1", h.Keys.Channel, "SPUBLISH", "w2", "leave", "", "", "2", "1"}}, sharded.args)
-	assert.Equal(t, [][]string{{"w2.1", h.Keys.Channel, "PUBLISH", "w2", "leave", "", "", "2", "1"}}, plain.args)
+	assert.Equal(t, [][]string{{"w2.1", "2", "SPUBLISH", "w2", "leave", "", "", "1"}}, sharded.args)
+	assert.Equal(t, [][]string{{"w2.1", "2", "PUBLISH", "w2", "leave", "", "", "1"}}, plain.args)
 }
 
 // lateNode grants acquisitions after a delay and holds a key in memory, like a slow server.

@@ -156,7 +156,6 @@ func TestExplained(t *testing.T) {
 		says    string // "": unchanged
 	}{
 		{refusedOn("'TIME'"), false, "the command TIME, which the acquire script"},
-		{refusedOn("'EXISTS'", "'SET'"), false, "one of the commands EXISTS, SET"},
 		{"ERR The user executing the script can't publish to the channel mentioned in the command script: abc, on @user_script:11.", false, "channel"},
 		{"ERR ACL failure in script: User app has no permissions to run the 'time' command script: abc, on @user_script:78.", false, "the command TIME"},
 		{"NOPERM this user has no permissions to run the 'evalsha' command", false, "the command EVALSHA"},
@@ -179,4 +178,9 @@ func TestExplained(t *testing.T) {
 		assert.Contains(t, err.Error(), strings.TrimPrefix(tc.reply, noUptime), "the server's own words are kept")
 		assert.True(t, Permanent(err), tc.reply)
 	}
+	// A line with several commands names each.
+	two := NewScript("two", "local n = 1\nif redis.call('EXISTS', KEYS[1]) == 0 then redis.call('SET', KEYS[1], 1) end\n")
+	err := explained(errors.New("ERR The user executing the script can't run this command or subcommand script: abc, on @user_script:2."), false, two)
+	require.ErrorIs(t, err, ErrInvalid)
+	assert.Contains(t, err.Error(), "one of the commands EXISTS, SET")
 }

@@ -110,10 +110,12 @@ end
 -- waiters at the head first; a queue longer than it reads counts as one that goes first.
 local function ahead(n, free)
   local now = now_ms()
-  for _ = 1, first_scan do
+  for i = 1, first_scan + 1 do
     local head = redis.call('ZRANGE', n.queue, 0, 0)[1]
     if not head or live(n.alive, head, now) then
       break
+    elseif i > first_scan then -- the scan ran out: a live waiter may be next
+      return true
     end
     redis.call('ZREM', n.queue, head)
     redis.call('ZREM', n.alive, head)
