@@ -54,8 +54,8 @@ func (c *Cluster) Acquire(ctx context.Context, l *Lock) (*Held, error) {
 type outcome struct {
 	wait  time.Duration // the longest a refusing node said the holder can keep the lock
 	split bool          // no owner won: see lose
-	took    time.Duration // the time to hear the last node that answered (not failed)
-	start   time.Time
+	took  time.Duration // the time to hear the last node that answered (not failed)
+	start time.Time
 }
 
 // acquire is Acquire for the claim l, also saying on failure what the next attempt should

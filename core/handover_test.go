@@ -2,9 +2,7 @@ package core_test
 
 import (
 	"context"
-	"slices"
 	"strconv"
-	"strings"
 	"sync/atomic"
 	"testing"
 	"testing/synctest"
@@ -43,73 +41,31 @@ func listen(t *testing.T, s server, channel string) <-chan string {
 	return out
 }
 
-// TestReleaseHandsTheLockToTheFirstWaiter: a release sets the lock to the first waiter's
-// latest attempt's token, with that attempt's TTL, advances the fence if the waiter asked
-// for one, and says so on the waiter's channel; where the waiter's restart guard abstains,
-// it only wakes the waiter; where the server cannot report its uptime, it hands the lock
-// over and says that the node is not guarded.
-func TestReleaseHandsTheLockToTheFirstWaiter(t *testing.T) {
+// TestReleaseWakesTheFirstWaiter: a release leaves the lock free and wakes the first live
+// waiter with an empty message on its channel; the waiter then takes the lock itself, with
+// the acquire script, its fence advanced as an uncontended caller's is.
+func TestReleaseWakesTheFirstWaiter(t *testing.T) {
 	for _, c := range []struct {
 		name string
 		real bool
-		info bool // the server reports its uptime
-	}{{"sim", false, true}, {"sim/no-uptime", false, false}, {"redis-server", true, true}} {
+	}{{"sim", false}, {"redis-server", true}} {
 		simSetup{c.name, 1, c.real}.run(t, func(t *testing.T, servers []server) {
 			s := servers[0]
-			if s.sim != nil {
-				s.sim.SetInfo(c.info)
-			}
 			cl := newCluster(t, []server{s})
-			holder := hold(t, cl, []server{s}, "handover")
-
-			w := lockOn(servers, "handover")
-			w.TTL, w.Fence = 7*time.Second, true
-			for _, attempt := range []string{"w.1", "w.2"} {
-				_, err := cl.AcquireAs(context.Background(), w, attempt, "w", 1)
-				require.ErrorIs(t, err, core.ErrHeld)
-			}
+			holder := hold(t, cl, []server{s}, "wake")
+			w := lockOn(servers, "wake")
+			w.Fence = true
+			_, err := cl.AcquireAs(context.Background(), w, "w.1", "w", 1)
+			require.ErrorIs(t, err, core.ErrHeld)
 			msgs := listen(t, s, holder.Keys.Wake("w"))
 
-			released := time.Now()
 			require.NoError(t, cl.Release(context.Background(), holder))
-			assert.Equal(t, "w.2", get(t, s, holder.Keys.Lock), "the lock is not the waiter's latest attempt's")
-			pttl, err := s.do("PTTL", holder.Keys.Lock)
-			require.NoError(t, err)
-			if s.sim != nil {
-				assert.Equal(t, int64(7000), pttl, "the lock does not have the waiter's TTL")
-			} else {
-				assert.InDelta(t, 7000, pttl.(int64), 1000, "the lock does not have the waiter's TTL")
-			}
-			token, fence, ok := strings.Cut(next(t, []server{s}, msgs), " ")
-			require.True(t, ok, "the message is not a hand-over")
-			assert.Equal(t, "w.2", token)
-			assert.Equal(t, get(t, s, holder.Keys.Fence), fence, "the message does not carry the fence counter")
-			n, err := strconv.ParseInt(fence, 10, 64)
-			require.NoError(t, err)
-			if s.sim != nil {
-				assert.Equal(t, released.UnixMicro(), n, "the fence did not advance to the server clock")
-			} else {
-				assert.Greater(t, n, time.Now().Add(-time.Hour).UnixMicro(), "the fence did not advance to at least the server clock")
-			}
-
-			// The waiter's release hands the lock on. The next waiter asked for a restart guard
-			// of an hour: a server up for less (redis-server, fresh; a simulated one, up an hour
-			// exactly: only an uptime above the guard counts) abstains, so the waiter is only
-			// woken; one that cannot report its uptime hands the lock over and says that it is
-			// not guarded.
-			_, err = cl.AcquireAs(context.Background(), lockOn(servers, "handover"), "x.1", "x", 2)
-			require.ErrorIs(t, err, core.ErrHeld)
-			_, err = s.do("HSET", holder.Keys.Waiters, "x", "x.1 5000 0 3600")
-			require.NoError(t, err)
-			woken := listen(t, s, holder.Keys.Wake("x"))
-			require.NoError(t, cl.Release(context.Background(), core.HeldAs(w, "w.2", "w", 1)))
-			if !c.info {
-				assert.Equal(t, "x.1", get(t, s, holder.Keys.Lock))
-				assert.Equal(t, "x.1 0 u", next(t, []server{s}, woken), "the hand-over does not say that the node is not guarded")
-				return
-			}
-			assert.Equal(t, "", get(t, s, holder.Keys.Lock), "a release handed the lock over where the guard abstains")
-			assert.Equal(t, "", next(t, []server{s}, woken), "where the guard abstains, the waiter is only woken")
+			assert.Equal(t, "", get(t, s, holder.Keys.Lock), "a release gave the lock to someone")
+			assert.Equal(t, "", next(t, []server{s}, msgs), "the message is not a wake-up")
+			h, err := cl.AcquireAs(context.Background(), w, "w.2", "w", 1)
+			require.NoError(t, err, "the woken waiter could not take the lock")
+			assert.Equal(t, "w.2", get(t, s, holder.Keys.Lock))
+			assert.Equal(t, strconv.FormatUint(h.Fence, 10), get(t, s, holder.Keys.Fence), "the fence did not advance")
 		})
 	}
 }
@@ -132,9 +88,8 @@ func next(t *testing.T, servers []server, msgs <-chan string) string {
 }
 
 // TestAttemptsOfOneWaiter: a waiter's attempt counts a lock held by an earlier attempt of
-// the same waiter as its own, never a later one's; a release of an attempt lets go of the
-// lock held by it or an earlier attempt, never a later one; and a late attempt does not
-// replace the later attempt that a release would hand the lock to.
+// the same waiter as its own, never a later one's; and a release of an attempt lets go of
+// the lock held by it or an earlier attempt, never a later one.
 func TestAttemptsOfOneWaiter(t *testing.T) {
 	inBubble(t, 1, func(t *testing.T, servers []server) { attemptsOfOneWaiter(t, servers[0]) })
 }
@@ -161,19 +116,6 @@ func attemptsOfOneWaiter(t *testing.T, s server) {
 	assert.Equal(t, "w.3", get(t, s, k.Lock))
 	require.NoError(t, cl.Release(context.Background(), w("w.4")))
 	assert.Equal(t, "", get(t, s, k.Lock), "a release did not let go of an earlier attempt's lock")
-
-	// While another owner holds it, the queue records the latest attempt, not a late one.
-	// (Another waiter: w left the queue with its release, and a node refuses the calls of
-	// a waiter that left; see TestLateCallOfAWaiterThatLeftIsRefused.)
-	_, err = cl.Acquire(context.Background(), lock("attempts"))
-	require.NoError(t, err)
-	for _, attempt := range []string{"u.5", "u.4"} {
-		_, err = cl.AcquireAs(context.Background(), lock("attempts"), attempt, "u", 1)
-		require.ErrorIs(t, err, core.ErrHeld)
-	}
-	v, err := s.do("HGET", k.Waiters, "u")
-	require.NoError(t, err)
-	assert.True(t, strings.HasPrefix(v.(string), "u.5 "), "the queue records %q, want the latest attempt u.5", v)
 }
 
 // hold takes the lock called name through cl for a holder that never waits, and returns
@@ -189,12 +131,11 @@ func hold(t *testing.T, cl *core.Cluster, servers []server, name string) *core.H
 	return l
 }
 
-// TestWaiterTakesTheHandOver: a waiter whose refresh interval and backoff are far longer
-// than the test gets the lock when the holder lets go, at that instant and without calling
-// again: it holds the lock under the token of the attempt the nodes refused, on every node,
-// with a validity counted from that attempt's start. (Its attempts take 300ms: see
-// slowAcquires.)
-func TestWaiterTakesTheHandOver(t *testing.T) {
+// TestWokenWaiterTakesTheLock: a waiter whose refresh interval and backoff are far longer
+// than the test gets the lock when the holder lets go: the release wakes it, and it takes
+// the lock with one more attempt, at once (its attempts take 300ms: see slowAcquires), with
+// a validity counted from that attempt's start.
+func TestWokenWaiterTakesTheLock(t *testing.T) {
 	onEachSetup(t, func(t *testing.T, servers []server) {
 		cl, counts := countedCluster(t, servers)
 		calls := func() int64 { return sum(counts, func(n *counted) *atomic.Int64 { return &n.acquires }) }
@@ -208,49 +149,25 @@ func TestWaiterTakesTheHandOver(t *testing.T) {
 			err error
 		}
 		got := make(chan result, 1)
-		start := time.Now()
 		go func() { g, err := cl.AcquireWait(context.Background(), w, patient); got <- result{g, err} }()
-		// Wait until the waiter is queued everywhere under its second attempt, the one after
-		// it subscribed: then it waits, and calls no more for 25 s.
-		var attempt string
-		took := until(t, servers, time.Second, func() bool {
-			var tokens []string
-			for _, s := range servers {
-				v, err := s.do("HVALS", holder.Keys.Waiters)
-				require.NoError(t, err)
-				if vals, _ := v.([]any); len(vals) == 1 {
-					token, _, _ := strings.Cut(vals[0].(string), " ")
-					tokens = append(tokens, token)
-				}
-			}
-			if len(tokens) != len(servers) || len(slices.Compact(slices.Clone(tokens))) != 1 || !strings.HasSuffix(tokens[0], ".2") {
-				return false
-			}
-			attempt = tokens[0]
-			return true
-		}, "the waiter is not queued under one attempt on every node")
+		// Wait until the waiter made its second attempt, the one after it subscribed (the
+		// holder's was the first call), and heard it: then it waits, and calls no more for
+		// 25 s.
+		until(t, servers, time.Second, func() bool { return calls() == 3*int64(len(servers)) }, "the waiter did not call twice")
 		if simulated(servers) {
-			// The first attempt is a plain SET NX, the second the script, which runs at once;
-			// its replies come back 300 ms later, and then the waiter only waits.
-			assert.Equal(t, time.Duration(0), took, "the second attempt's calls landed at %v", took)
 			advance(300 * time.Millisecond)
 		}
 		before := calls()
 
 		released := time.Now()
 		require.NoError(t, cl.Release(context.Background(), holder))
-		r := await(t, servers, got, "the waiter's hand-over")
+		r := await(t, servers, got, "the woken waiter's lock")
 		require.NoError(t, r.err)
 		if simulated(servers) {
-			assert.Equal(t, time.Duration(0), time.Since(released), "the waiter did not take the hand-over at once")
-			assert.Equal(t, start, r.g.Start, "the validity does not count from the refused attempt's start")
+			assert.Equal(t, 300*time.Millisecond, time.Since(released), "the waiter did not call at once when woken")
+			assert.Equal(t, released, r.g.Start, "the validity does not count from the taking attempt's start")
 		}
-		assert.Equal(t, before, calls(), "the waiter called again instead of taking the hand-over")
-		assert.Equal(t, attempt, r.g.Token(), "the waiter holds the lock under another token than the attempt the nodes refused")
-		for i, s := range servers {
-			settle(t, servers, func() bool { return get(t, s, holder.Keys.Lock) == attempt }, "server %d does not hold the lock for the waiter", i)
-		}
-		assert.True(t, r.g.Start.Before(released), "the validity does not count from the refused attempt's start")
+		assert.Equal(t, before+int64(len(servers)), calls(), "the woken waiter did not take the lock in one attempt")
 		assert.Equal(t, w.TTL-w.Drift(), r.g.Until.Sub(r.g.Start))
 		require.NoError(t, cl.Release(context.Background(), r.g))
 		assert.True(t, allEqual(queued(t, servers, holder.Keys), 0), "the queue is not empty")
@@ -260,14 +177,14 @@ func TestWaiterTakesTheHandOver(t *testing.T) {
 // plainNode hides a Node's other methods, Subscribe among them: its waiters poll.
 type plainNode struct{ core.Node }
 
-// TestWaiterThatGivesUpLetsGoOfAHandOver: a release that hands the lock to a waiter whose
-// ctx ends before it takes the hand-over does not keep the lock from the next waiter: the
-// waiter that gives up lets go of it.
-func TestWaiterThatGivesUpLetsGoOfAHandOver(t *testing.T) {
-	inBubble(t, 3, waiterThatGivesUpLetsGoOfAHandOver)
+// TestWaiterThatGivesUpWakesTheNext: a first waiter that does not hear the release (it
+// polls) keeps the free lock from the waiters behind it while its place lives; when it
+// gives up, its leave wakes the next waiter, which takes the lock at once.
+func TestWaiterThatGivesUpWakesTheNext(t *testing.T) {
+	inBubble(t, 3, waiterThatGivesUpWakesTheNext)
 }
 
-func waiterThatGivesUpLetsGoOfAHandOver(t *testing.T, servers []server) {
+func waiterThatGivesUpWakesTheNext(t *testing.T, servers []server) {
 	cl := newCluster(t, servers)
 	nodes := make([]core.Node, len(servers))
 	for i, s := range servers {
@@ -294,12 +211,9 @@ func waiterThatGivesUpLetsGoOfAHandOver(t *testing.T, servers []server) {
 	settle(t, servers, func() bool { return allEqual(queued(t, servers, holder.Keys), 2) }, "the next waiter is not queued")
 
 	require.NoError(t, cl.Release(context.Background(), holder))
+	synctest.Wait()
 	for i, s := range servers {
-		settle(t, servers, func() bool { // the first waiter's id, read from the queue
-			head, err := s.do("ZRANGE", holder.Keys.Queue, "0", "0")
-			ids, _ := head.([]any)
-			return err == nil && len(ids) == 1 && strings.HasPrefix(get(t, s, holder.Keys.Lock), ids[0].(string)+".")
-		}, "server %d did not hand the lock to the first waiter", i)
+		assert.Equal(t, "", get(t, s, holder.Keys.Lock), "server %d: the lock went past the first waiter", i)
 	}
 	cancel()
 	require.ErrorIs(t, <-quit, context.Canceled)

@@ -20,7 +20,7 @@ var (
 	//go:embed lua/status.lua
 	statusSource string
 
-	acquireScript    = NewScript("acquire", acquireSource)
+	acquireScript = NewScript("acquire", acquireSource)
 	extendScript  = NewScript("extend", extendSource)
 	releaseScript = NewScript("release", releaseSource)
 	// An election's record of its leader's value (see Proclaim and Leader).
