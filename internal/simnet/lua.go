@@ -37,10 +37,13 @@ import (
 // backends use: it runs EVAL and EVALSHA before miniredis's own checks, so a transaction
 // (MULTI) does not queue them, and neither authentication nor pub/sub mode refuses them;
 // every script runs with database 0 selected; a script that calls EVAL of a script
-// miniredis runs (one given by SCRIPT LOAD) deadlocks instead of being refused; EVAL does
-// not enter a script in miniredis's script table (SCRIPT EXISTS says 0 for it); and a
-// global a script sets with rawset, or a change to a library table, stays on the reused
-// Lua state for later scripts.
+// miniredis runs (one that EVAL gave it while the engine was off) deadlocks instead of
+// being refused; EVAL does not enter a script in miniredis's script table (SCRIPT EXISTS
+// says 0 for it); and a global a script sets with rawset, or a change to a library table,
+// stays on the reused Lua state for later scripts. SCRIPT LOAD gives a script to both.
+//
+// The engine also makes the checks of SetStrictKeys and RecordWriters (keys.go,
+// writers.go), at each redis.call and redis.pcall, before the command is dispatched.
 
 // scriptEngine is the pooled engine of one server process.
 type scriptEngine struct {
@@ -98,8 +101,9 @@ func newScriptEngine(m *miniredis.Miniredis, srv *server.Server, info *infoReply
 }
 
 // hook runs EVAL and EVALSHA for the peer p, and reports whether it did: it leaves to
-// miniredis the calls from scripts, EVALSHA of a script it was not given, and calls with
-// bad arguments or a script that does not compile, whose errors miniredis writes.
+// miniredis the calls from scripts, EVALSHA of a script it was not given (which, while
+// scripts are checked, it answers NOSCRIPT itself), and calls with bad arguments or a
+// script that does not compile, whose errors miniredis writes.
 func (e *scriptEngine) hook(p *server.Peer, cmd string, args []string) bool {
 	if e == nil || p.Ctx == e.nested {
 		return false
@@ -107,11 +111,7 @@ func (e *scriptEngine) hook(p *server.Peer, cmd string, args []string) bool {
 	switch cmd {
 	case "EVAL", "EVALSHA":
 	case "SCRIPT":
-		if len(args) > 0 && strings.EqualFold(args[0], "FLUSH") {
-			e.mu.Lock()
-			clear(e.sources)
-			e.mu.Unlock()
-		}
+		e.script(args)
 		return false
 	default:
 		return false
@@ -139,6 +139,12 @@ func (e *scriptEngine) hook(p *server.Peer, cmd string, args []string) bool {
 		e.mu.Lock()
 		c = e.sources[sha]
 		e.mu.Unlock()
+		if c == nil && e.info.s.checked() {
+			// miniredis may hold it (given by EVAL before the checks began) and would run
+			// it unchecked: the client gives it again by EVAL.
+			p.WriteError("NOSCRIPT No matching script. Please use EVAL.")
+			return true
+		}
 		if c == nil {
 			return false
 		}
@@ -149,6 +155,24 @@ func (e *scriptEngine) hook(p *server.Peer, cmd string, args []string) bool {
 	defer e.m.Unlock()
 	v.run(e, p, c.sha, c.proto, args[2:2+n], args[2+n:])
 	return true
+}
+
+// script follows SCRIPT FLUSH, which makes the engine forget its scripts, and SCRIPT LOAD,
+// which gives it the script (if it compiles), as they reach miniredis, which does the same
+// and replies.
+func (e *scriptEngine) script(args []string) {
+	switch {
+	case len(args) > 0 && strings.EqualFold(args[0], "FLUSH"):
+		e.mu.Lock()
+		clear(e.sources)
+		e.mu.Unlock()
+	case len(args) == 2 && strings.EqualFold(args[0], "LOAD"):
+		if c, err := compile(args[1]); err == nil {
+			e.mu.Lock()
+			e.sources[c.sha] = c
+			e.mu.Unlock()
+		}
+	}
 }
 
 // isLowerHex reports whether s has no upper-case letters, as a SHA-1 that needs no
@@ -202,9 +226,12 @@ func compile(src string) (*compiled, error) {
 type vm struct {
 	l   *lua.LState
 	cur struct {
-		e   *scriptEngine
-		p   *server.Peer
-		sha string
+		e      *scriptEngine
+		p      *server.Peer
+		sha    string
+		keys   []string     // the call's KEYS
+		strict bool         // its commands' keys are checked against keys (see SetStrictKeys)
+		rec    *writeRecord // the record of its writes (see RecordWriters); nil: none kept
 	}
 	// For redis.call: a command's arguments, and the nested peer that the command
 	// replies to, into out; reused from call to call.
@@ -323,8 +350,9 @@ debug = nil
 // writes its reply to p. e.m's lock is held.
 func (v *vm) run(e *scriptEngine, p *server.Peer, sha string, proto *lua.FunctionProto, keys, args []string) {
 	l := v.l
-	v.cur.e, v.cur.p, v.cur.sha = e, p, sha
-	defer func() { v.cur.e, v.cur.p = nil, nil }()
+	v.cur.e, v.cur.p, v.cur.sha, v.cur.keys = e, p, sha, keys
+	v.cur.strict, v.cur.rec = e.info.s.strict.Load(), e.info.s.writers.Load()
+	defer func() { v.cur.e, v.cur.p, v.cur.keys, v.cur.rec = nil, nil, nil, nil }()
 	globals := l.Get(lua.GlobalsIndex).(*lua.LTable)
 	last := v.calls[proto]
 	if last == nil {
@@ -459,6 +487,12 @@ func (v *vm) call(l *lua.LState, failFast bool) int {
 		}
 	}
 	v.args = args[:0]
+	if v.cur.strict || v.cur.rec != nil {
+		if msg := checkCall(v.cur.strict, v.cur.rec, sha, v.cur.keys, args); msg != "" {
+			clear(args)
+			return fail(l, failFast, msg)
+		}
+	}
 	if e := v.cur.e; strings.EqualFold(args[0], "INFO") && e.info.s.info() {
 		// As the process's pre-hook answers it, without the dispatch, the reply's
 		// encoding and its reading back.
@@ -474,21 +508,26 @@ func (v *vm) call(l *lua.LState, failFast bool) int {
 	res, _, err := readReply(l, v.out.Bytes(), true)
 	if err != nil {
 		msg := err.Error()
-		unknown := strings.Contains(msg, "ERR unknown command")
-		if failFast {
-			if unknown {
+		if strings.Contains(msg, "ERR unknown command") {
+			msg = "ERR Unknown Redis command called from script"
+			if failFast {
 				msg = fmt.Sprintf("Unknown Redis command called from script script: %s, &c.", sha)
 			}
-			l.Error(lua.LString(msg), 1)
-			return 0
 		}
-		if unknown {
-			msg = "ERR Unknown Redis command called from script"
-		}
-		l.Push(field(l, "err", msg))
-		return 1
+		return fail(l, failFast, msg)
 	}
 	l.Push(res)
+	return 1
+}
+
+// fail ends a redis.call (failFast) with the error msg, raised, or a redis.pcall with msg
+// pushed as an error table, and returns what the call returns.
+func fail(l *lua.LState, failFast bool, msg string) int {
+	if failFast {
+		l.Error(lua.LString(msg), 1)
+		return 0
+	}
+	l.Push(field(l, "err", msg))
 	return 1
 }
 

@@ -36,14 +36,16 @@ type Server struct {
 	m       *miniredis.Miniredis // nil while down
 	started time.Time            // the bubble's time when the process started
 	runID   string
-	boots   int                      // the processes started so far
-	offset  time.Duration            // the server's clock minus the bubble's
-	pinned  bool                     // the clock was offset once: miniredis's time is set before each command
-	noInfo  atomic.Bool              // INFO is miniredis's own (see SetInfo); atomic: read under miniredis's lock
-	pooled  atomic.Bool              // scripts run on the pooled engine (see SetPooledScripts)
-	hung    chan struct{}            // non-nil while hung (see Hang): closed when that ends
-	here    map[*clientConn]struct{} // the running process's connections served in the writer (see clientConn)
-	ended   chan struct{}            // closed when the running process ends (see keepStack)
+	boots   int                         // the processes started so far
+	offset  time.Duration               // the server's clock minus the bubble's
+	pinned  bool                        // the clock was offset once: miniredis's time is set before each command
+	noInfo  atomic.Bool                 // INFO is miniredis's own (see SetInfo); atomic: read under miniredis's lock
+	pooled  atomic.Bool                 // scripts run on the pooled engine (see SetPooledScripts)
+	strict  atomic.Bool                 // scripts' keys are checked against their KEYS (see SetStrictKeys)
+	writers atomic.Pointer[writeRecord] // the writer record (see RecordWriters); nil: none kept
+	hung    chan struct{}               // non-nil while hung (see Hang): closed when that ends
+	here    map[*clientConn]struct{}    // the running process's connections served in the writer (see clientConn)
+	ended   chan struct{}               // closed when the running process ends (see keepStack)
 }
 
 // NewServer starts a server at addr, which must be an IP address and port
@@ -101,12 +103,34 @@ func (s *Server) boot(up time.Duration) {
 	eng := newScriptEngine(m, m.Server(), info)
 	m.Server().SetPreHook(func(p *server.Peer, cmd string, args ...string) bool {
 		if cmd != "INFO" || !s.info() {
-			return s.pooled.Load() && eng.hook(p, cmd, args)
+			return s.scripted(eng, p, cmd, args)
 		}
 		p.WriteBulk(info.get().text)
 		return true
 	})
 }
+
+// scripted runs a script's command (EVAL, EVALSHA) for the peer p on eng, the pooled
+// engine, if the server's scripts run there, and reports whether it did, or refused it.
+// While scripts are checked (SetStrictKeys, RecordWriters), it refuses the calls that
+// miniredis would run unchecked: EVAL_RO and EVALSHA_RO, and every script if the process
+// has no engine.
+func (s *Server) scripted(eng *scriptEngine, p *server.Peer, cmd string, args []string) bool {
+	if !s.checked() {
+		return s.pooled.Load() && eng.hook(p, cmd, args)
+	}
+	switch {
+	case eng == nil && (cmd == "EVAL" || cmd == "EVALSHA" || cmd == "EVAL_RO" || cmd == "EVALSHA_RO"),
+		eng != nil && p.Ctx != eng.nested && (cmd == "EVAL_RO" || cmd == "EVALSHA_RO"):
+		p.WriteError("ERR simnet: " + cmd + " cannot run while scripts are checked (see SetStrictKeys)")
+		return true
+	}
+	return eng.hook(p, cmd, args)
+}
+
+// checked reports whether scripts are checked: their keys (SetStrictKeys), or their writes
+// (RecordWriters).
+func (s *Server) checked() bool { return s.strict.Load() || s.writers.Load() != nil }
 
 // infoReply is a process's reply to INFO, as redis-server's server section: every section
 // reads as that one (the scripts ask for "server"). It is made again only when the uptime,
