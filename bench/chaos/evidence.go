@@ -49,7 +49,7 @@ func gather(ph *phase, quorum int) evidence {
 	for _, c := range ph.calls {
 		d := c.end - c.start
 		switch c.script {
-		case "acquire", "setnx":
+		case "acquire":
 			k := replyKind(c)
 			ev.replies[k] = append(ev.replies[k], d)
 			a := attempts[c.token]

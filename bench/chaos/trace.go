@@ -20,7 +20,7 @@ import (
 // took, when a failed attempt let go of the keys it got).
 type call struct {
 	worker, node int
-	script       string // acquire, extend, release, raise, setnx
+	script       string // acquire, extend, release, raise
 	token        string // the attempt's token (ARGV[1])
 	start, end   time.Duration
 	status       int64  // the reply's first value (1 yes, 0 refused, -1 abstained)
@@ -65,8 +65,8 @@ func (t *tracer) record() ([]call, int) {
 	return append([]call(nil), t.calls...), t.dropped
 }
 
-// tracedNode wraps a backend's Node and records every Eval, EvalStrings and SetNX. It passes the
-// optional capabilities core looks for (Setter, Subscriber, ShardedPubSub, io.Closer)
+// tracedNode wraps a backend's Node and records every Eval and EvalStrings. It passes the
+// optional capabilities core looks for (Subscriber, ShardedPubSub, io.Closer)
 // through to the backend's Node, so the Client behaves as it would without it.
 type tracedNode struct {
 	inner        redlock.Node
@@ -81,7 +81,7 @@ func (n *tracedNode) Eval(ctx context.Context, s *core.Script, keys []string, ar
 	if len(args) > 0 {
 		c.token = args[0]
 	}
-	c.abandon = s.Name() == "release" && len(args) >= 7
+	c.abandon = s.Name() == "release" && len(args) >= 5 && args[4] == "stay"
 	vals, err := n.inner.Eval(ctx, s, keys, args...)
 	c.end = n.t.clk.now()
 	if err != nil {
@@ -115,23 +115,6 @@ func (n *tracedNode) EvalStrings(ctx context.Context, s *core.Script, keys []str
 	return vals, err
 }
 
-func (n *tracedNode) SetNX(ctx context.Context, key, value string, ttl time.Duration) (bool, error) {
-	s, ok := n.inner.(core.Setter)
-	if !ok {
-		return false, errors.New("chaos: node is not a Setter") // core never calls it then: see newTracedNode
-	}
-	c := call{worker: n.worker, node: n.node, script: "setnx", token: value, start: n.t.clk.now()}
-	set, err := s.SetNX(ctx, key, value, ttl)
-	c.end = n.t.clk.now()
-	if err != nil {
-		c.err = errKind(err)
-	} else if set {
-		c.status = 1
-	}
-	n.t.add(c)
-	return set, err
-}
-
 func (n *tracedNode) Subscribe(ctx context.Context, channel string, onMessage func(string)) (func(), error) {
 	return n.inner.(core.Subscriber).Subscribe(ctx, channel, onMessage)
 }
@@ -148,27 +131,17 @@ func (n *tracedNode) Close() error {
 	return nil
 }
 
-// newTracedNode wraps inner. Every backend of this repository is a Setter and a
-// Subscriber; a Node that is not gets a wrapper without that capability's method.
+// newTracedNode wraps inner. Every backend of this repository is a Subscriber; a Node that
+// is not gets a wrapper without Subscribe.
 func newTracedNode(inner redlock.Node, t *tracer, worker, node int) redlock.Node {
 	n := &tracedNode{inner: inner, t: t, worker: worker, node: node}
-	_, setter := inner.(core.Setter)
-	_, sub := inner.(core.Subscriber)
-	switch {
-	case setter && sub:
+	if _, sub := inner.(core.Subscriber); sub {
 		return n
-	case sub:
-		return struct {
-			evalOnly
-			core.Subscriber
-			io.Closer
-		}{evalOnly{n}, n, n}
-	default:
-		return struct {
-			evalOnly
-			io.Closer
-		}{evalOnly{n}, n}
 	}
+	return struct {
+		evalOnly
+		io.Closer
+	}{evalOnly{n}, n}
 }
 
 // evalOnly exposes only a tracedNode's Eval, EvalStrings and String.
