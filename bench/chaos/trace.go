@@ -27,8 +27,8 @@ type call struct {
 	value        int64  // its second (for a refusal: the holder's remaining TTL, or 0 if a waiter is ahead)
 	err          string // the error's kind, "" for a reply
 	// abandon marks a release that lets go of a failed attempt's keys and keeps the
-	// waiter's place (core's abandon sends the ticket and place time: 7 arguments), as
-	// opposed to a holder's release or a waiter leaving the queue (5).
+	// waiter's place (core's abandon sends "stay" as ARGV[5]), as opposed to a holder's
+	// release or a waiter leaving the queue ("leave").
 	abandon bool
 }
 
