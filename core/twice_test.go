@@ -82,17 +82,20 @@ func TestScriptsRunTwice(t *testing.T) {
 			require.NoError(t, err)
 			_, err = plain.AcquireAs(ctx, patientLock(name, false), "a.1", "a", 1)
 			require.ErrorIs(t, err, core.ErrHeld)
-			require.NoError(t, plain.Release(ctx, other)) // hands it to a
+			require.NoError(t, plain.Release(ctx, other)) // wakes a
 			_, err = tw.AcquireAs(ctx, patientLock(name, false), "b.1", "b", 2)
 			require.Error(t, err)
-			assert.Equal(t, "a.1", holder(name))
+			assert.Empty(t, holder(name), "b took the lock past a")
+			h, err := plain.AcquireAs(ctx, patientLock(name, false), "a.2", "a", 1)
+			require.NoError(t, err, "a, first, could not take the lock")
+			require.NoError(t, plain.Release(ctx, h))
 		})
-		each("acquire/handed over between the runs", func(t *testing.T, name string) {
+		each("acquire/freed between the runs", func(t *testing.T, name string) {
 			other, err := plain.Acquire(ctx, patientLock(name, false))
 			require.NoError(t, err)
 			node.between["acquire"] = func() { assert.NoError(t, plain.Release(ctx, other)) }
 			h, err := tw.AcquireAs(ctx, patientLock(name, false), "w.1", "w", 1)
-			require.NoError(t, err, "the lock handed to the first run's attempt is the second run's")
+			require.NoError(t, err, "the second run, first in the queue, did not take the lock freed after the first run")
 			assert.Equal(t, "w.1", holder(name))
 			require.NoError(t, plain.Release(ctx, h))
 		})
@@ -109,7 +112,7 @@ func TestScriptsRunTwice(t *testing.T) {
 			require.NoError(t, err)
 			extend := core.Scripts()[1] // the raise is an extension that carries the fence
 			require.Equal(t, "extend", extend.Name())
-			vals, err := node.Eval(ctx, extend, []string{l.Keys.Lock, l.Keys.Fence}, h.Token(), "10000", "5000000000000000")
+			vals, err := node.Eval(ctx, extend, []string{l.Keys.Lock, l.Keys.Fence}, h.Token(), "10000", "w", "5000000000000000")
 			require.NoError(t, err)
 			assert.Equal(t, []int64{1}, vals)
 			assert.Equal(t, "5000000000000000", get(t, s, l.Keys.Fence))
@@ -121,22 +124,23 @@ func TestScriptsRunTwice(t *testing.T) {
 			require.NoError(t, tw.Release(ctx, h), "the second run finds the lock gone: it was released")
 			assert.Empty(t, holder(name))
 		})
-		each("release/handing over", func(t *testing.T, name string) {
+		each("release/waking a waiter", func(t *testing.T, name string) {
 			h, err := plain.Acquire(ctx, patientLock(name, false))
 			require.NoError(t, err)
 			_, err = plain.AcquireAs(ctx, patientLock(name, false), "w.1", "w", 1)
 			require.ErrorIs(t, err, core.ErrHeld)
-			require.NoError(t, tw.Release(ctx, h), "the second run finds the lock handed over by the first")
-			assert.Equal(t, "w.1", holder(name), "the second run leaves the lock to the waiter it was handed to")
+			require.NoError(t, tw.Release(ctx, h), "the second run finds the lock gone: it was released")
+			assert.Empty(t, holder(name), "a release gave the lock to someone")
+			assert.Equal(t, []int64{1}, queued(t, []server{s}, h.Keys), "the woken waiter left the queue")
 		})
-		each("release/of a waiter, handing over", func(t *testing.T, name string) {
+		each("release/of a waiter, waking the next", func(t *testing.T, name string) {
 			h, err := plain.AcquireAs(ctx, patientLock(name, false), "a.1", "a", 1)
 			require.NoError(t, err)
 			_, err = plain.AcquireAs(ctx, patientLock(name, false), "b.1", "b", 2)
 			require.ErrorIs(t, err, core.ErrHeld)
 			require.NoError(t, tw.Release(ctx, h))
-			assert.Equal(t, "b.1", holder(name))
-			assert.Equal(t, []int64{1}, queued(t, []server{s}, h.Keys), "a left the queue, b is in it")
+			assert.Empty(t, holder(name), "a release gave the lock to someone")
+			assert.Equal(t, []int64{1}, queued(t, []server{s}, h.Keys), "b is in the queue")
 		})
 		each("release/taken by another", func(t *testing.T, name string) {
 			h, err := plain.Acquire(ctx, patientLock(name, false))
@@ -162,7 +166,7 @@ func TestScriptsRunTwice(t *testing.T) {
 			assert.Empty(t, holder(name))
 		})
 		each("rlock/a writer queues between the runs", func(t *testing.T, name string) {
-			node.between["rlock"] = func() {
+			node.between["acquire"] = func() {
 				_, err := plain.AcquireAs(ctx, patientLock(name, false), "w.1", "w", 1)
 				assert.ErrorIs(t, err, core.ErrHeld)
 			}
@@ -170,7 +174,10 @@ func TestScriptsRunTwice(t *testing.T) {
 			require.NoError(t, err, "the share the first run took is the second run's")
 			assert.Equal(t, []int64{1}, readers(t, []server{s}, r.Keys))
 			require.NoError(t, plain.Release(ctx, r))
-			assert.Equal(t, "w.1", holder(name), "the reader's release hands the lock to the writer")
+			assert.Empty(t, holder(name), "the reader's release gave the lock to someone")
+			w, err := plain.AcquireAs(ctx, patientLock(name, false), "w.2", "w", 1)
+			require.NoError(t, err, "the writer, woken, could not take the lock")
+			require.NoError(t, plain.Release(ctx, w))
 		})
 		each("rlock/a writer holds", func(t *testing.T, name string) {
 			w, err := plain.Acquire(ctx, patientLock(name, false))
@@ -194,13 +201,13 @@ func TestScriptsRunTwice(t *testing.T) {
 			require.NoError(t, tw.Release(ctx, r))
 			assert.Empty(t, holder(name))
 		})
-		each("runlock/handing over", func(t *testing.T, name string) {
+		each("runlock/waking a writer", func(t *testing.T, name string) {
 			r, err := plain.Acquire(ctx, patientLock(name, true))
 			require.NoError(t, err)
 			_, err = plain.AcquireAs(ctx, patientLock(name, false), "w.1", "w", 1)
 			require.ErrorIs(t, err, core.ErrHeld)
-			require.NoError(t, tw.Release(ctx, r), "the second run finds the lock handed over by the first")
-			assert.Equal(t, "w.1", holder(name))
+			require.NoError(t, tw.Release(ctx, r), "the second run finds the lock gone: it was released")
+			assert.Empty(t, holder(name))
 		})
 
 		each("semaphore", func(t *testing.T, name string) {
@@ -326,9 +333,9 @@ func TestReleaseRunTwiceRepliesAsTheFirstOrGone(t *testing.T) {
 			return r
 		}
 		release := func(k core.Keys, token, waiter, mode string) []int64 {
-			args := []string{token, k.Channel, "PUBLISH", waiter, mode}
+			args := []string{token, "w", "PUBLISH", waiter, mode, "", ""}
 			if mode == "stay" {
-				args = append(args, "2", "1000")
+				args[5], args[6] = "2", "1000"
 			}
 			return eval("release", k, args...)
 		}
@@ -338,17 +345,23 @@ func TestReleaseRunTwiceRepliesAsTheFirstOrGone(t *testing.T) {
 		require.Equal(t, int64(1), eval("acquire", k, acquireArgs("w.1", "0", "w", 2)...)[0])
 		require.Equal(t, int64(0), eval("acquire", k, acquireArgs("x.1", "0", "x", 1)...)[0])
 		require.Equal(t, []int64{1, 0}, release(k, "w.1", "w", "stay"), "w's failed attempt lets go, x is ahead")
-		require.Equal(t, "x.1", get(t, s, k.Lock))
-		assert.Equal(t, gone, release(k, "w.1", "w", "stay"), "the stay, run again, after it handed the lock on")
+		require.Equal(t, int64(1), eval("acquire", k, acquireArgs("x.2", "0", "x", 1)...)[0], "x, woken, takes it")
+		assert.Equal(t, gone, release(k, "w.1", "w", "stay"), "the stay, run again, after another took the lock")
 		assert.Equal(t, []int64{0, 0}, release(k, "w.1", "w", "leave"), "a leave of the same token: the lock is x's")
 
 		k = core.NewKeys("e:", "reader")
 		_, err := s.do("SET", k.Lock, "t", "PX", "10000")
 		require.NoError(t, err)
-		require.Equal(t, int64(0), eval("rlock", k, acquireArgs("r.1", "0", "r", 1)...)[0])
+		reader := func(token string) []string {
+			args := acquireArgs(token, "0", "r", 1)
+			args[8] = "r"
+			return args
+		}
+		require.Equal(t, int64(0), eval("acquire", k, reader("r.1")...)[0])
 		require.Equal(t, []int64{1, 0}, release(k, "t", "", "leave"))
-		require.Equal(t, "(readers)", get(t, s, k.Lock), "handed to the reader, which left the queue")
-		assert.Equal(t, gone, release(k, "t", "", "leave"), "the release, run again, after it handed the lock to a reader")
+		require.Equal(t, int64(1), eval("acquire", k, reader("r.2")...)[0], "the reader, woken, takes a share")
+		require.Equal(t, "(readers)", get(t, s, k.Lock))
+		assert.Equal(t, gone, release(k, "t", "", "leave"), "the release, run again, after a reader took the lock")
 
 		k = core.NewKeys("e:", "other")
 		_, err = s.do("SET", k.Lock, "o", "PX", "10000")
