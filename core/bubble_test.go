@@ -20,10 +20,13 @@ import (
 // generous bounds a real-server test's wait for something that takes milliseconds.
 const generous = 10 * time.Second
 
-// simServers starts n simulated servers; call it inside a synctest bubble.
+// simServers starts n simulated servers; call it inside a synctest bubble. They refuse a
+// script's call that names a key the script did not declare in KEYS, as Redis's scripting
+// contract asks (and some servers and proxies enforce).
 func simServers(t *testing.T, n int) []server {
 	s := make([]server, n)
 	for i, srv := range simnet.NewServers(t, n) {
+		srv.SetStrictKeys(true)
 		s[i] = simServer(t, srv)
 	}
 	return s
