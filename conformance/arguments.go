@@ -21,9 +21,9 @@ func argumentChecks() []check {
 			wantKeys, wantArgs := slices.Clone(keys), slices.Clone(args)
 			mustEval(t, n, script(t, "acquire"), keys, args...)
 			// Later calls on the same Node, with other keys and args of other lengths.
-			mustEval(t, n, script(t, "extend"), []string{a.Lock}, ours, "20000")
+			mustEval(t, n, script(t, "extend"), extendKeys(a), ours, "20000", "w")
 			mustEval(t, n, script(t, "acquire"), acquireKeys(b), waiterArgs("w-token", "30000", "w", "9")...)
-			mustEval(t, n, script(t, "release"), releaseKeys(b), releaseArgs("w-token", b)...)
+			mustEval(t, n, script(t, "release"), releaseKeys(b), releaseArgs("w-token", "w")...)
 			assert.Equal(t, wantKeys, keys, "the keys given to an earlier Eval changed while the Node made later calls: the Node must not keep or reuse the caller's slices after Eval returns (core shares them between calls)")
 			assert.Equal(t, wantArgs, args, "the args given to an earlier Eval changed while the Node made later calls: the Node must not keep or reuse the caller's slices after Eval returns (core shares them between calls)")
 		}},

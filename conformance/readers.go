@@ -24,7 +24,7 @@ func readerScriptCases() []scriptCase {
 	return []scriptCase{
 		{"rlock/free", func(t *testing.T, n core.Node, addr string, k core.Keys) {
 			before := serverMS(t, addr, k.Lock)
-			got := mustEval(t, n, script(t, "rlock"), acquireKeys(k), readerArgs(ours, ttl)...)
+			got := mustEval(t, n, script(t, "acquire"), acquireKeys(k), readerArgs(ours, ttl)...)
 			after := serverMS(t, addr, k.Lock)
 			assert.Equal(t, []int64{1, 0}, got, "rlock of a free lock replied %s, want {1, 0}: the Node must return the script's whole integer array", format(got))
 			assert.Equal(t, readersHold, admin(t, addr, "GET", k.Lock), "after rlock of a free lock, the lock key must hold the readers' marker %q: the Node must pass KEYS and ARGV in order, unchanged", readersHold)
@@ -35,7 +35,7 @@ func readerScriptCases() []scriptCase {
 		}},
 		{"rlock/shared", func(t *testing.T, n core.Node, addr string, k core.Keys) {
 			for _, r := range []struct{ token, ttl string }{{ours, "5000"}, {theirs, ttl}} {
-				got := mustEval(t, n, script(t, "rlock"), acquireKeys(k), readerArgs(r.token, r.ttl)...)
+				got := mustEval(t, n, script(t, "acquire"), acquireKeys(k), readerArgs(r.token, r.ttl)...)
 				assert.Equal(t, []int64{1, 0}, got, "rlock by reader %q with TTL %s ms of a free lock or one that readers hold replied %s, want {1, 0}", r.token, r.ttl, format(got))
 			}
 			assert.Equal(t, int64(2), admin(t, addr, "ZCARD", k.Readers), "two readers granted the lock must each have an entry in the readers key")
@@ -44,32 +44,32 @@ func readerScriptCases() []scriptCase {
 		}},
 		{"rlock/writer-holds", func(t *testing.T, n core.Node, addr string, k core.Keys) {
 			admin(t, addr, "SET", k.Lock, theirs, "PX", "5000")
-			got := mustEval(t, n, script(t, "rlock"), acquireKeys(k), readerArgs(ours, ttl)...)
+			got := mustEval(t, n, script(t, "acquire"), acquireKeys(k), readerArgs(ours, ttl)...)
 			require.Len(t, got, 2, "rlock of a lock a writer holds replied %s, want {0, pttl}", format(got))
 			assert.Equal(t, int64(0), got[0], "rlock of a lock a writer holds replied %s, want {0, pttl}", format(got))
 			assert.True(t, got[1] > 0 && got[1] <= 5000, "rlock of a lock a writer holds for 5000 ms more replied pttl %d, want 0 < pttl <= 5000", got[1])
 			// A reader that waits is queued, its attempt recorded as a reader's.
-			got = mustEval(t, n, script(t, "rlock"), acquireKeys(k), readerWaiterArgs("r-token", ttl, "r", "7")...)
+			got = mustEval(t, n, script(t, "acquire"), acquireKeys(k), readerWaiterArgs("r-token", ttl, "r", "7")...)
 			assert.Equal(t, int64(0), got[0], "rlock by reader waiter r of a lock a writer holds replied %s, want {0, pttl}", format(got))
 			assert.Equal(t, "7", admin(t, addr, "ZSCORE", k.Queue, "r"), "a reader waiter refused a lock a writer holds must be queued at its ticket: the Node must pass every KEYS and ARGV in order")
-			assert.Equal(t, "r-token "+ttl+" 0 0 r", admin(t, addr, "HGET", k.Waiters, "r"), "a queued reader waiter's attempt must be recorded as \"<token> <ttl> 0 <guard> r\": the Node must pass every ARGV in order, unchanged")
+			assert.Equal(t, "r "+k.Wake("r"), admin(t, addr, "HGET", k.Waiters, "r"), "a queued reader waiter must be recorded as \"r <its channel>\": the Node must pass every KEYS and ARGV in order, unchanged")
 			assert.Equal(t, theirs, admin(t, addr, "GET", k.Lock), "rlock must not touch a lock a writer holds")
 			assert.Equal(t, int64(0), admin(t, addr, "EXISTS", k.Readers), "a reader refused a lock a writer holds must get no entry in the readers key")
 		}},
 		{"rlock/writer-waiting", func(t *testing.T, n core.Node, addr string, k core.Keys) {
-			got := mustEval(t, n, script(t, "rlock"), acquireKeys(k), readerArgs(ours, ttl)...)
+			got := mustEval(t, n, script(t, "acquire"), acquireKeys(k), readerArgs(ours, ttl)...)
 			require.Equal(t, []int64{1, 0}, got, "rlock of a free lock replied %s, want {1, 0}", format(got))
 			got = mustEval(t, n, script(t, "acquire"), acquireKeys(k), waiterArgs("w-token", ttl, "w", "1")...)
 			require.Equal(t, int64(0), got[0], "acquire by writer waiter w while a reader holds the lock replied %s, want {0, pttl}", format(got))
 			require.Equal(t, "1", admin(t, addr, "ZSCORE", k.Queue, "w"), "a writer waiter refused while a reader holds the lock must be queued")
 
-			got = mustEval(t, n, script(t, "rlock"), acquireKeys(k), readerArgs(theirs, ttl)...)
+			got = mustEval(t, n, script(t, "acquire"), acquireKeys(k), readerArgs(theirs, ttl)...)
 			require.Len(t, got, 2, "rlock by a reader that does not wait, with writer w waiting, replied %s, want {0, pttl}", format(got))
 			assert.Equal(t, int64(0), got[0], "rlock by a reader that does not wait, while a reader holds the lock and writer w waits, replied %s, want {0, pttl}: a waiting writer blocks new readers", format(got))
 			assert.True(t, got[1] > 0 && got[1] <= ttlMS, "rlock refused while a reader holds the lock for "+ttl+" ms replied pttl %d, want the readers' remaining time, 0 < pttl <= "+ttl, got[1])
 			assert.Nil(t, admin(t, addr, "ZSCORE", k.Readers, theirs), "a reader refused behind a waiting writer must get no entry")
 
-			got = mustEval(t, n, script(t, "rlock"), acquireKeys(k), readerWaiterArgs("r-token", ttl, "r", "2")...)
+			got = mustEval(t, n, script(t, "acquire"), acquireKeys(k), readerWaiterArgs("r-token", ttl, "r", "2")...)
 			assert.Equal(t, int64(0), got[0], "rlock by reader waiter r (ticket 2), with writer w (ticket 1) waiting, replied %s, want {0, pttl}: a waiting writer blocks the readers queued after it", format(got))
 			assert.Equal(t, "2", admin(t, addr, "ZSCORE", k.Queue, "r"), "a reader waiter refused behind a waiting writer must be queued at its ticket")
 			assert.Nil(t, admin(t, addr, "ZSCORE", k.Readers, "r-token"), "a reader waiter refused behind a waiting writer must get no entry")
@@ -77,7 +77,7 @@ func readerScriptCases() []scriptCase {
 			assert.Equal(t, readersHold, admin(t, addr, "GET", k.Lock), "refused readers must leave the readers' marker alone")
 		}},
 		{"acquire/readers-hold", func(t *testing.T, n core.Node, addr string, k core.Keys) {
-			got := mustEval(t, n, script(t, "rlock"), acquireKeys(k), readerArgs(ours, ttl)...)
+			got := mustEval(t, n, script(t, "acquire"), acquireKeys(k), readerArgs(ours, ttl)...)
 			require.Equal(t, []int64{1, 0}, got, "rlock of a free lock replied %s, want {1, 0}", format(got))
 			got = mustEval(t, n, script(t, "acquire"), acquireKeys(k), acquireArgs(theirs, ttl)...)
 			require.Len(t, got, 2, "acquire of a lock a reader holds replied %s, want {0, pttl}", format(got))
@@ -88,10 +88,10 @@ func readerScriptCases() []scriptCase {
 			assert.Equal(t, int64(0), admin(t, addr, "EXISTS", k.Fence), "a writer refused while a reader holds the lock must not advance the fence counter")
 		}},
 		{"rextend/ours", func(t *testing.T, n core.Node, addr string, k core.Keys) {
-			got := mustEval(t, n, script(t, "rlock"), acquireKeys(k), readerArgs(ours, "5000")...)
+			got := mustEval(t, n, script(t, "acquire"), acquireKeys(k), readerArgs(ours, "5000")...)
 			require.Equal(t, []int64{1, 0}, got, "rlock of a free lock replied %s, want {1, 0}", format(got))
 			before := serverMS(t, addr, k.Lock)
-			got = mustEval(t, n, script(t, "rextend"), rextendKeys(k), ours, ttl)
+			got = mustEval(t, n, script(t, "extend"), readerExtendKeys(k), ours, ttl, "r")
 			after := serverMS(t, addr, k.Lock)
 			assert.Equal(t, []int64{1}, got, "rextend of our live share replied %s, want {1}", format(got))
 			wantEntry(t, addr, k, ours, before+ttlMS, after+ttlMS, "after extending our share from 5000 ms to "+ttl+" ms")
@@ -99,22 +99,22 @@ func readerScriptCases() []scriptCase {
 			wantPTTL(t, addr, k.Readers, 5001, ttlMS, "after extending our share from 5000 ms to "+ttl+" ms, of the readers key")
 		}},
 		{"rextend/gone", func(t *testing.T, n core.Node, addr string, k core.Keys) {
-			got := mustEval(t, n, script(t, "rextend"), rextendKeys(k), ours, ttl)
+			got := mustEval(t, n, script(t, "extend"), readerExtendKeys(k), ours, ttl, "r")
 			assert.Equal(t, []int64{0}, got, "rextend of a share on an empty server replied %s, want {0}", format(got))
 			assert.Equal(t, int64(0), admin(t, addr, "EXISTS", k.Lock), "rextend must never re-create a missing lock key")
 			assert.Equal(t, int64(0), admin(t, addr, "EXISTS", k.Readers), "rextend must never re-create a missing readers' entry")
 
 			// Another reader's share is not ours.
-			got = mustEval(t, n, script(t, "rlock"), acquireKeys(k), readerArgs(theirs, ttl)...)
+			got = mustEval(t, n, script(t, "acquire"), acquireKeys(k), readerArgs(theirs, ttl)...)
 			require.Equal(t, []int64{1, 0}, got, "rlock of a free lock replied %s, want {1, 0}", format(got))
-			got = mustEval(t, n, script(t, "rextend"), rextendKeys(k), ours, ttl)
+			got = mustEval(t, n, script(t, "extend"), readerExtendKeys(k), ours, ttl, "r")
 			assert.Equal(t, []int64{0}, got, "rextend of a share while only another reader holds the lock replied %s, want {0}", format(got))
 			assert.Nil(t, admin(t, addr, "ZSCORE", k.Readers, ours), "rextend must never add an entry")
 
 			// An entry whose time is up is gone, though the set still has it.
 			expired := strconv.FormatInt(serverMS(t, addr, k.Lock)-1000, 10)
 			admin(t, addr, "ZADD", k.Readers, expired, ours)
-			got = mustEval(t, n, script(t, "rextend"), rextendKeys(k), ours, ttl)
+			got = mustEval(t, n, script(t, "extend"), readerExtendKeys(k), ours, ttl, "r")
 			assert.Equal(t, []int64{0}, got, "rextend of our share whose time ended a second ago replied %s, want {0}", format(got))
 			assert.Equal(t, expired, admin(t, addr, "ZSCORE", k.Readers, ours), "rextend must not renew an entry whose time is up")
 		}},
@@ -123,14 +123,14 @@ func readerScriptCases() []scriptCase {
 			admin(t, addr, "SET", k.Lock, theirs, "PX", "5000")
 			live := strconv.FormatInt(serverMS(t, addr, k.Lock)+5000, 10)
 			admin(t, addr, "ZADD", k.Readers, live, ours)
-			got := mustEval(t, n, script(t, "rextend"), rextendKeys(k), ours, ttl)
+			got := mustEval(t, n, script(t, "extend"), readerExtendKeys(k), ours, ttl, "r")
 			assert.Equal(t, []int64{0}, got, "rextend of our entry while a writer holds the lock key replied %s, want {0}", format(got))
 			assert.Equal(t, theirs, admin(t, addr, "GET", k.Lock), "rextend must not touch a writer's lock")
 			wantPTTL(t, addr, k.Lock, 1, 5000, "after a refused rextend of a lock a writer holds for 5000 ms")
 			assert.Equal(t, live, admin(t, addr, "ZSCORE", k.Readers, ours), "a refused rextend must leave the entry alone")
 		}},
 		{"runlock/last-reader-hands-over", func(t *testing.T, n core.Node, addr string, k core.Keys) {
-			got := mustEval(t, n, script(t, "rlock"), acquireKeys(k), readerArgs(ours, ttl)...)
+			got := mustEval(t, n, script(t, "acquire"), acquireKeys(k), readerArgs(ours, ttl)...)
 			require.Equal(t, []int64{1, 0}, got, "rlock of a free lock replied %s, want {1, 0}", format(got))
 			got = mustEval(t, n, script(t, "acquire"), acquireKeys(k), waiterArgs("w-token", ttl, "w", "1")...)
 			require.Equal(t, int64(0), got[0], "acquire by writer waiter w while a reader holds the lock replied %s, want {0, pttl}", format(got))
@@ -138,7 +138,7 @@ func readerScriptCases() []scriptCase {
 			sub, err := subscribe(owner(addr, k.Wake("w")), k.Wake("w"))
 			require.NoError(t, err, "conformance: subscribe to the writer waiter's channel")
 			defer sub.close()
-			got = mustEval(t, n, script(t, "runlock"), releaseKeys(k), releaseArgs(ours, k)...)
+			got = mustEval(t, n, script(t, "release"), releaseKeys(k), releaseArgs(ours, "r")...)
 			assert.Equal(t, []int64{1, 1}, got, "runlock of the last reader's share, with writer waiter w listening, replied %s, want {1, 1}", format(got))
 			assert.Equal(t, "w-token", admin(t, addr, "GET", k.Lock), "runlock of the last reader's share must hand the lock to the waiting writer's attempt")
 			wantPTTL(t, addr, k.Lock, 1, ttlMS, "after the lock was handed to the writer with TTL "+ttl+" ms")
@@ -153,28 +153,28 @@ func readerScriptCases() []scriptCase {
 		}},
 		{"runlock/not-last", func(t *testing.T, n core.Node, addr string, k core.Keys) {
 			for _, r := range []struct{ token, ttl string }{{ours, ttl}, {theirs, "5000"}} {
-				got := mustEval(t, n, script(t, "rlock"), acquireKeys(k), readerArgs(r.token, r.ttl)...)
+				got := mustEval(t, n, script(t, "acquire"), acquireKeys(k), readerArgs(r.token, r.ttl)...)
 				require.Equal(t, []int64{1, 0}, got, "rlock by reader %q replied %s, want {1, 0}", r.token, format(got))
 			}
-			got := mustEval(t, n, script(t, "runlock"), releaseKeys(k), releaseArgs(ours, k)...)
+			got := mustEval(t, n, script(t, "release"), releaseKeys(k), releaseArgs(ours, "r")...)
 			assert.Equal(t, []int64{1, 0}, got, "runlock of our share while another reader holds the lock replied %s, want {1, 0}", format(got))
 			assert.Equal(t, readersHold, admin(t, addr, "GET", k.Lock), "while another reader holds the lock, runlock must keep the readers' marker")
 			assert.Equal(t, int64(1), admin(t, addr, "ZCARD", k.Readers), "runlock must delete our entry only")
 			assert.Nil(t, admin(t, addr, "ZSCORE", k.Readers, ours), "runlock must delete our entry")
 			wantPTTL(t, addr, k.Lock, 1, 5000, "after the reader with "+ttl+" ms let go, the lock key must be kept only as long as the remaining reader's 5000 ms")
-			got = mustEval(t, n, script(t, "runlock"), releaseKeys(k), releaseArgs(ours, k)...)
+			got = mustEval(t, n, script(t, "release"), releaseKeys(k), releaseArgs(ours, "r")...)
 			assert.Equal(t, []int64{0, 0, 1}, got, "a second runlock of our share replied %s, want {0, 0, 1} (nothing of ours here, and no other owner)", format(got))
 		}},
 		{"runlock/writer-holds", func(t *testing.T, n core.Node, addr string, k core.Keys) {
 			admin(t, addr, "SET", k.Lock, theirs, "PX", ttl)
-			got := mustEval(t, n, script(t, "runlock"), releaseKeys(k), releaseArgs(ours, k)...)
+			got := mustEval(t, n, script(t, "release"), releaseKeys(k), releaseArgs(ours, "r")...)
 			assert.Equal(t, []int64{0, 0}, got, "runlock while a writer holds the lock replied %s, want {0, 0}", format(got))
 			assert.Equal(t, theirs, admin(t, addr, "GET", k.Lock), "runlock must not delete a writer's lock")
 		}},
 		{"release/hands-to-readers", func(t *testing.T, n core.Node, addr string, k core.Keys) {
 			admin(t, addr, "SET", k.Lock, ours, "PX", ttl)
 			for _, r := range []struct{ id, ticket string }{{"r1", "1"}, {"r2", "2"}} {
-				got := mustEval(t, n, script(t, "rlock"), acquireKeys(k), readerWaiterArgs(r.id+"-token", ttl, r.id, r.ticket)...)
+				got := mustEval(t, n, script(t, "acquire"), acquireKeys(k), readerWaiterArgs(r.id+"-token", ttl, r.id, r.ticket)...)
 				require.Equal(t, int64(0), got[0], "rlock by reader waiter %s of a lock a writer holds replied %s, want {0, pttl}", r.id, format(got))
 			}
 			got := mustEval(t, n, script(t, "acquire"), acquireKeys(k), waiterArgs("w3-token", ttl, "w3", "3")...)
@@ -187,7 +187,7 @@ func readerScriptCases() []scriptCase {
 				defer sub.close()
 				subs[id] = sub
 			}
-			got = mustEval(t, n, script(t, "release"), releaseKeys(k), releaseArgs(ours, k)...)
+			got = mustEval(t, n, script(t, "release"), releaseKeys(k), releaseArgs(ours, "w")...)
 			assert.Equal(t, []int64{1, 2}, got, "release of our lock with reader waiters r1, r2 and then writer waiter w3 queued and listening replied %s, want {1, 2}: both readers are handed the lock and told, the writer behind them is not", format(got))
 			assert.Equal(t, readersHold, admin(t, addr, "GET", k.Lock), "release of our lock with readers first in the queue must leave the lock key to the readers' marker")
 			wantPTTL(t, addr, k.Lock, 1, ttlMS, "after the lock was handed to readers with TTL "+ttl+" ms")
@@ -250,7 +250,7 @@ func readerSetCases() []scriptCase {
 	return []scriptCase{
 		{"rlock/free", func(t *testing.T, n core.Node, addr string, k core.Keys) {
 			before := serverMS(t, addr, k.Lock)
-			got := mustEvalSet(t, n, "rlock", k, readerArgs(ours, ttl)...)
+			got := mustEvalSet(t, n, "acquire", k, readerArgs(ours, ttl)...)
 			after := serverMS(t, addr, k.Lock)
 			assert.Equal(t, []int64{1, 0}, got, "rlock of a set of 3 free names replied %s, want {1, 0}", format(got))
 			for _, name := range k.Set {
@@ -269,7 +269,7 @@ func readerSetCases() []scriptCase {
 				token, ttl string
 				k          core.Keys
 			}{{ours, "5000", k}, {theirs, ttl, other}} {
-				got := mustEvalSet(t, n, "rlock", r.k, readerArgs(r.token, r.ttl)...)
+				got := mustEvalSet(t, n, "acquire", r.k, readerArgs(r.token, r.ttl)...)
 				assert.Equal(t, []int64{1, 0}, got, "rlock by reader %q with TTL %s ms of the set %s, each name free or read, replied %s, want {1, 0}", r.token, r.ttl, r.k.Name, format(got))
 			}
 			for _, c := range []struct {
@@ -296,7 +296,7 @@ func readerSetCases() []scriptCase {
 				k := setKeys(t, setPrefix(t)+strconv.Itoa(held)+":", setNames...)
 				admin(t, addr, "SET", k.Set[held].Lock, theirs, "PX", "5000")
 				what := fmt.Sprintf("rlock by a reader that does not wait of a set of 3 names whose name %q a writer holds", k.Set[held].Name)
-				got := mustEvalSet(t, n, "rlock", k, readerArgs(ours, ttl)...)
+				got := mustEvalSet(t, n, "acquire", k, readerArgs(ours, ttl)...)
 				require.Len(t, got, 2, "%s replied %s, want {0, pttl}", what, format(got))
 				assert.Equal(t, int64(0), got[0], "%s replied %s, want {0, pttl}: a reader set takes a share of every name or of none", what, format(got))
 				for _, name := range k.Set {
@@ -315,24 +315,24 @@ func readerSetCases() []scriptCase {
 			got := mustEval(t, n, script(t, "acquire"), acquireKeys(last), waiterArgs("w-token", ttl, "w", "1")...)
 			require.Equal(t, int64(0), got[0], "acquire by writer waiter w of a held name replied %s, want {0, pttl}", format(got))
 			admin(t, addr, "DEL", last.Lock)
-			got = mustEvalSet(t, n, "rlock", k, readerWaiterArgs("r-token", ttl, "r", "2")...)
+			got = mustEvalSet(t, n, "acquire", k, readerWaiterArgs("r-token", ttl, "r", "2")...)
 			assert.Equal(t, []int64{0, 0}, got, "rlock by reader waiter r (ticket 2) of a set of 3 free names, writer waiter w (ticket 1) first in name %q's queue, replied %s, want {0, 0}: a live waiter ahead in some queue goes first", last.Name, format(got))
 			for _, name := range k.Set {
 				when := fmt.Sprintf("after rlock by reader waiter r behind writer waiter w in name %q's queue, of name %q", last.Name, name.Name)
 				assert.Equal(t, int64(0), admin(t, addr, "EXISTS", name.Lock), "%s: a reader set takes a share of every name or of none", when)
 				assert.Equal(t, int64(0), admin(t, addr, "EXISTS", name.Readers), "%s: a reader set takes a share of every name or of none", when)
 				assert.Equal(t, "2", admin(t, addr, "ZSCORE", name.Queue, "r"), "%s, r must be queued at its ticket in every name's queue", when)
-				assert.Equal(t, readerSetRecord(k, "r-token"), admin(t, addr, "HGET", name.Waiters, "r"), "%s, the waiters hash must record r's attempt and the set's lock keys", when)
+				assert.Equal(t, readerSetRecord(k, "r"), admin(t, addr, "HGET", name.Waiters, "r"), "%s, the waiters hash must record r as a reader, with its channel (the set's first name's)", when)
 			}
 			assert.Equal(t, "1", admin(t, addr, "ZSCORE", last.Queue, "w"), "writer waiter w must stay queued, first")
 		}},
 		{"rextend/ours", func(t *testing.T, n core.Node, addr string, _ core.Keys) {
 			for lost := range setNames { // each name's share lost in turn, with keys of its own
 				k := setKeys(t, setPrefix(t)+strconv.Itoa(lost)+":", setNames...)
-				got := mustEvalSet(t, n, "rlock", k, readerArgs(ours, "5000")...)
+				got := mustEvalSet(t, n, "acquire", k, readerArgs(ours, "5000")...)
 				require.Equal(t, []int64{1, 0}, got, "rlock of a set of 3 free names replied %s, want {1, 0}", format(got))
 				before := serverMS(t, addr, k.Lock)
-				got = mustEval(t, n, script(t, "rextend"), setRextendKeys(k), ours, ttl)
+				got = mustEval(t, n, script(t, "extend"), setReaderExtendKeys(k), ours, ttl, "r")
 				after := serverMS(t, addr, k.Lock)
 				assert.Equal(t, []int64{1}, got, "rextend of our shares of a set of 3 names replied %s, want {1}", format(got))
 				for _, name := range k.Set {
@@ -347,7 +347,7 @@ func readerSetCases() []scriptCase {
 				for i, name := range k.Set {
 					scores[i] = admin(t, addr, "ZSCORE", name.Readers, ours)
 				}
-				got = mustEval(t, n, script(t, "rextend"), setRextendKeys(k), ours, "20000")
+				got = mustEval(t, n, script(t, "extend"), setReaderExtendKeys(k), ours, "20000", "r")
 				assert.Equal(t, []int64{0}, got, "rextend of our shares of a set of 3 names, our share of name %q gone, replied %s, want {0}", gone.Name, format(got))
 				for i, name := range k.Set {
 					assert.Equal(t, scores[i], admin(t, addr, "ZSCORE", name.Readers, ours), "rextend with our share of name %q gone changed our entry of name %q: a set's shares are renewed all or none", gone.Name, name.Name)
@@ -356,9 +356,9 @@ func readerSetCases() []scriptCase {
 			}
 		}},
 		{"runlock/ours", func(t *testing.T, n core.Node, addr string, k core.Keys) {
-			got := mustEvalSet(t, n, "rlock", k, readerArgs(ours, ttl)...)
+			got := mustEvalSet(t, n, "acquire", k, readerArgs(ours, ttl)...)
 			require.Equal(t, []int64{1, 0}, got, "rlock of a set of 3 free names replied %s, want {1, 0}", format(got))
-			got = mustEvalSet(t, n, "runlock", k, releaseArgs(ours, k)...)
+			got = mustEvalSet(t, n, "release", k, releaseArgs(ours, "r")...)
 			assert.Equal(t, []int64{1, 0}, got, "runlock of our shares of a set of 3 names replied %s, want {1, 0}", format(got))
 			for _, name := range k.Set {
 				assert.Equal(t, int64(0), admin(t, addr, "EXISTS", name.Lock), "runlock of our shares of a set, the last of each name, must free the lock key of every name, of %q too: the Node must pass every name's six KEYS, name after name", name.Name)
@@ -366,12 +366,12 @@ func readerSetCases() []scriptCase {
 			}
 		}},
 		{"runlock/not-last", func(t *testing.T, n core.Node, addr string, k core.Keys) {
-			got := mustEvalSet(t, n, "rlock", k, readerArgs(ours, ttl)...)
+			got := mustEvalSet(t, n, "acquire", k, readerArgs(ours, ttl)...)
 			require.Equal(t, []int64{1, 0}, got, "rlock of a set of 3 free names replied %s, want {1, 0}", format(got))
 			shared := k.Set[1]
-			got = mustEval(t, n, script(t, "rlock"), acquireKeys(shared), readerArgs(theirs, "5000")...)
+			got = mustEval(t, n, script(t, "acquire"), acquireKeys(shared), readerArgs(theirs, "5000")...)
 			require.Equal(t, []int64{1, 0}, got, "rlock by another reader of name %q, which our set reads, replied %s, want {1, 0}", shared.Name, format(got))
-			got = mustEvalSet(t, n, "runlock", k, releaseArgs(ours, k)...)
+			got = mustEvalSet(t, n, "release", k, releaseArgs(ours, "r")...)
 			assert.Equal(t, []int64{1, 0}, got, "runlock of our shares of a set of 3 names, another reader on name %q, replied %s, want {1, 0}", shared.Name, format(got))
 			for _, name := range k.Set {
 				assert.Nil(t, admin(t, addr, "ZSCORE", name.Readers, ours), "runlock of our shares of a set must delete our entry of every name, of %q too", name.Name)
@@ -386,7 +386,7 @@ func readerSetCases() []scriptCase {
 		{"release/hands-to-readers", func(t *testing.T, n core.Node, addr string, k core.Keys) {
 			held := k.Set[1]
 			admin(t, addr, "SET", held.Lock, ours, "PX", ttl)
-			got := mustEvalSet(t, n, "rlock", k, readerWaiterArgs("r-token", ttl, "r", "1")...)
+			got := mustEvalSet(t, n, "acquire", k, readerWaiterArgs("r-token", ttl, "r", "1")...)
 			require.Equal(t, int64(0), got[0], "rlock by reader waiter r of a set of 3 names whose name %q a writer holds replied %s, want {0, pttl}", held.Name, format(got))
 			// A reader set is told on its first name's channel, whichever name was freed. On a
 			// cluster, a script's PUBLISH counts the receivers on its own master only.
@@ -397,7 +397,7 @@ func readerSetCases() []scriptCase {
 			require.NoError(t, err, "conformance: subscribe to the freed name's channel for the waiter")
 			defer own.close()
 			before := serverMS(t, addr, k.Lock)
-			got = mustEval(t, n, script(t, "release"), releaseKeys(held), releaseArgs(ours, held)...)
+			got = mustEval(t, n, script(t, "release"), releaseKeys(held), releaseArgs(ours, "w")...)
 			after := serverMS(t, addr, k.Lock)
 			assert.Equal(t, []int64{1, 1}, got, "release of our lock of name %q, with reader set waiter r first in each name's queue and listening, replied %s, want {1, 1}", held.Name, format(got))
 			for _, name := range k.Set {
@@ -415,10 +415,10 @@ func readerSetCases() []scriptCase {
 		{"release/hands-to-readers-behind", func(t *testing.T, n core.Node, addr string, k core.Keys) {
 			held, firstName, last := k.Set[1], k.Set[0], k.Set[2]
 			admin(t, addr, "SET", held.Lock, ours, "PX", ttl)
-			got := mustEvalSet(t, n, "rlock", k, readerWaiterArgs("r-token", ttl, "r", "1")...)
+			got := mustEvalSet(t, n, "acquire", k, readerWaiterArgs("r-token", ttl, "r", "1")...)
 			require.Equal(t, int64(0), got[0], "rlock by reader waiter r of a set of 3 names whose name %q a writer holds replied %s, want {0, pttl}", held.Name, format(got))
 			// Behind r: reader waiter r2 of the last name alone, writer waiter w3 of the first alone.
-			got = mustEval(t, n, script(t, "rlock"), acquireKeys(last), readerWaiterArgs("r2-token", ttl, "r2", "2")...)
+			got = mustEval(t, n, script(t, "acquire"), acquireKeys(last), readerWaiterArgs("r2-token", ttl, "r2", "2")...)
 			require.Equal(t, int64(0), got[0], "rlock by reader waiter r2 (ticket 2) of name %q, reader set waiter r (ticket 1) ahead, replied %s, want {0, 0}", last.Name, format(got))
 			got = mustEval(t, n, script(t, "acquire"), acquireKeys(firstName), waiterArgs("w3-token", ttl, "w3", "3")...)
 			require.Equal(t, int64(0), got[0], "acquire by writer waiter w3 (ticket 3) of name %q, reader set waiter r (ticket 1) ahead, replied %s, want {0, 0}", firstName.Name, format(got))
@@ -430,7 +430,7 @@ func readerSetCases() []scriptCase {
 				defer sub.close()
 				subs[id] = sub
 			}
-			got = mustEval(t, n, script(t, "release"), releaseKeys(held), releaseArgs(ours, held)...)
+			got = mustEval(t, n, script(t, "release"), releaseKeys(held), releaseArgs(ours, "w")...)
 			assert.Equal(t, []int64{1, 2}, got, "release of our lock of name %q, with reader set waiter r first in each name's queue, reader waiter r2 behind it in name %q's and writer waiter w3 in name %q's, all listening, replied %s, want {1, 2}: r is handed its shares, then r2 its share, and w3 waits for the readers", held.Name, last.Name, firstName.Name, format(got))
 			for _, c := range []struct {
 				name   core.Keys
@@ -469,18 +469,18 @@ func readerSetCases() []scriptCase {
 				held, last := k.Set[1], k.Set[2]
 				admin(t, addr, "SET", held.Lock, ours, "PX", ttl)
 				c.prepare(t, last)
-				got := mustEvalSet(t, n, "rlock", k, readerWaiterArgs("r-token", ttl, "r", "1")...)
+				got := mustEvalSet(t, n, "acquire", k, readerWaiterArgs("r-token", ttl, "r", "1")...)
 				require.Equal(t, int64(0), got[0], "rlock by reader waiter r of a set of 3 names whose name %q a writer holds, and %s, replied %s, want {0, pttl}", held.Name, c.why, format(got))
 				first, err := subscribe(owner(addr, k.Wake("r")), k.Wake("r"))
 				require.NoError(t, err, "conformance: subscribe to the set's first name's channel for the waiter")
 				defer first.close()
-				got = mustEval(t, n, script(t, "release"), releaseKeys(held), releaseArgs(ours, held)...)
+				got = mustEval(t, n, script(t, "release"), releaseKeys(held), releaseArgs(ours, "w")...)
 				what := fmt.Sprintf("release of our lock of name %q, reader set waiter r first in its queue, when %s", held.Name, c.why)
 				assert.Equal(t, []int64{1, 0}, got, "%s replied %s, want {1, 0}: a reader set is handed its shares only once it can have every name", what, format(got))
 				for _, name := range k.Set {
 					assert.Equal(t, int64(0), admin(t, addr, "EXISTS", name.Readers), "%s gave name %q a share: a reader set is handed a share of every name or of none", what, name.Name)
 					assert.Equal(t, "1", admin(t, addr, "ZSCORE", name.Queue, "r"), "after %s, r must stay queued in name %q's queue", what, name.Name)
-					assert.Equal(t, readerSetRecord(k, "r-token"), admin(t, addr, "HGET", name.Waiters, "r"), "after %s, name %q's waiters hash must still record r's attempt", what, name.Name)
+					assert.Equal(t, readerSetRecord(k, "r"), admin(t, addr, "HGET", name.Waiters, "r"), "after %s, name %q's waiters hash must still record r as a reader, with its channel", what, name.Name)
 				}
 				assert.Equal(t, int64(0), admin(t, addr, "EXISTS", held.Lock), "%s must leave name %q free, kept for r", what, held.Name)
 				_, _, woken := first.next(100 * time.Millisecond)
@@ -496,7 +496,7 @@ func readerSetCases() []scriptCase {
 // which call this is.
 func rlockHeldSet(t *testing.T, n core.Node, addr string, k core.Keys, held int, what string) {
 	t.Helper()
-	got := mustEvalSet(t, n, "rlock", k, readerWaiterArgs("r-token", ttl, "r", "7")...)
+	got := mustEvalSet(t, n, "acquire", k, readerWaiterArgs("r-token", ttl, "r", "7")...)
 	require.Len(t, got, 2, "%s replied %s, want {0, pttl}", what, format(got))
 	assert.Equal(t, int64(0), got[0], "%s replied %s, want {0, pttl}: a reader set takes a share of every name or of none", what, format(got))
 	assert.True(t, got[1] > 0 && got[1] <= 5000, "%s replied pttl %d, want that of the name held for 5000 ms more, 0 < pttl <= 5000", what, got[1])
@@ -509,8 +509,8 @@ func rlockHeldSet(t *testing.T, n core.Node, addr string, k core.Keys, held int,
 		assert.Equal(t, int64(0), admin(t, addr, "EXISTS", name.Readers), "%s gave name %q a share: a reader set takes a share of every name or of none", what, name.Name)
 		assert.Equal(t, int64(1), admin(t, addr, "ZCARD", name.Queue), "after %s, the queue of name %q must hold the waiter once: the Node must pass each name's six KEYS, name after name", what, name.Name)
 		assert.Equal(t, "7", admin(t, addr, "ZSCORE", name.Queue, "r"), "after %s, the waiter must be queued at its ticket in the queue of name %q", what, name.Name)
-		assert.Equal(t, readerSetRecord(k, "r-token"), admin(t, addr, "HGET", name.Waiters, "r"),
-			"after %s, the waiters hash of name %q must record the reader's attempt and the set's lock keys: the Node must pass every KEYS and ARGV in order, unchanged", what, name.Name)
+		assert.Equal(t, readerSetRecord(k, "r"), admin(t, addr, "HGET", name.Waiters, "r"),
+			"after %s, the waiters hash of name %q must record the waiter as a reader, with its channel (the set's first name's): the Node must pass every KEYS and ARGV in order, unchanged", what, name.Name)
 	}
 }
 

@@ -2,6 +2,7 @@ package conformance
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -34,10 +35,12 @@ func semaphoreKeys(t *testing.T, permits int) core.Keys {
 func semAcquireKeys(k core.Keys) []string { return append(k.ScriptKeys(), k.Permits...) }
 
 // semAcquireArgs are acquire's ARGV for the semaphore of k, as core passes them: a lock's
-// (args, from acquireArgs or waiterArgs), then ARGV[8] "0" (the server need not say which it
-// is), ARGV[9] the number of permits and ARGV[10] the permit hinted at (-1: none).
+// (args, from acquireArgs or waiterArgs), but ARGV[9] the number of permits and ARGV[10]
+// the permit hinted at (-1: none). Each call makes a new slice.
 func semAcquireArgs(k core.Keys, args []string, hint int) []string {
-	return append(args, "0", strconv.Itoa(len(k.Permits)), strconv.Itoa(hint))
+	args = slices.Clone(args)
+	args[8], args[9] = strconv.Itoa(len(k.Permits)), strconv.Itoa(hint)
+	return args
 }
 
 // semReleaseKeys are release's KEYS for the semaphore of k and a holder of permit held:
@@ -49,10 +52,11 @@ func semReleaseKeys(k core.Keys, held int) []string {
 }
 
 // semReleaseArgs are release's ARGV for the semaphore of k, as core passes them when an
-// owner without a waiter id lets go, publishing with publish (PUBLISH or SPUBLISH): no
-// ticket, no place kept, then ARGV[8] the number of permits.
+// owner without a waiter id lets go of the permit it holds (KEYS[1]), publishing with
+// publish (PUBLISH or SPUBLISH): the number of permits as the mode, no waiter, ticket 0,
+// and ARGV[8] "1": KEYS[1] is the permit held here.
 func semReleaseArgs(k core.Keys, token, publish string) []string {
-	return []string{token, k.Channel, publish, "", "leave", "", "", strconv.Itoa(len(k.Permits))}
+	return []string{token, strconv.Itoa(len(k.Permits)), publish, "", "leave", "0", "10000", "1"}
 }
 
 // holdPermits makes token the holder of the semaphore's permits at indices, for ms
@@ -166,8 +170,7 @@ func semaphoreScriptCases() []scriptCase {
 		{"acquire/semaphore-identifies-the-server", func(t *testing.T, n core.Node, addr string, _ core.Keys) {
 			k := semaphoreKeys(t, 3)
 			holdPermits(t, addr, k, theirs, ttl, 0)
-			args := semAcquireArgs(k, acquireArgs(ours, ttl), -1)
-			args[7] = "1" // ARGV[8]: say which server this is
+			args := identifying(semAcquireArgs(k, acquireArgs(ours, ttl), -1)) // ARGV[8]: say which server this is
 			got := mustEval(t, n, script(t, "acquire"), semAcquireKeys(k), args...)
 			require.True(t, wantPermit(t, got, 1, 1, "acquire of a semaphore with permit 0 held, asked to identify the server,"))
 			info, _ := do(owner(addr, k.Lock), "INFO", "server") // on a cluster: the semaphore's master

@@ -3,7 +3,6 @@ package conformance
 import (
 	"fmt"
 	"strconv"
-	"strings"
 	"testing"
 	"time"
 
@@ -48,36 +47,21 @@ func setScriptKeys(k core.Keys) []string {
 	return keys
 }
 
-// setRecord is a set waiter's attempt as the acquire script records it in each name's
-// waiters hash, for waiterArgs(token, ttl, ...): "<token> <ttl> 1 0 s" and the set's lock
-// keys, " <length> <key>" each.
-func setRecord(k core.Keys, token string) string {
-	return setList(token+" "+ttl+" 1 0 s", k)
-}
+// setRecord is a set's waiter w as the acquire script records it in each name's waiters
+// hash, for waiterArgs(token, ttl, w, ...): "w " and its channel, the set's first name's
+// (core.Keys.Wake), whichever name it waits for.
+func setRecord(k core.Keys, w string) string { return "w " + k.Wake(w) }
 
-// readerSetRecord is a reader set waiter's attempt as the rlock script records it in each
-// name's waiters hash, for readerWaiterArgs(token, ttl, ...): "<token> <ttl> 0 0 r" (a
-// reader advances no fence) and the set's lock keys, " <length> <key>" each.
-func readerSetRecord(k core.Keys, token string) string {
-	return setList(token+" "+ttl+" 0 0 r", k)
-}
+// readerSetRecord is a reader set's waiter r as acquire records it in each name's waiters
+// hash, for readerWaiterArgs(token, ttl, r, ...): "r " and its first name's channel.
+func readerSetRecord(k core.Keys, r string) string { return "r " + k.Wake(r) }
 
-// setList returns head followed by the lock keys of the set of k, " <length> <key>" each.
-func setList(head string, k core.Keys) string {
-	var b strings.Builder
-	b.WriteString(head)
-	for _, n := range k.Set {
-		fmt.Fprintf(&b, " %d %s", len(n.Lock), n.Lock)
-	}
-	return b.String()
-}
-
-// setRextendKeys are the KEYS of rextend for the set of k, as core passes them: each name's
-// lock key and readers key, name after name.
-func setRextendKeys(k core.Keys) []string {
+// setReaderExtendKeys are the KEYS of extend for a reader of the set of k, as core passes
+// them: each name's lock key and readers key, name after name.
+func setReaderExtendKeys(k core.Keys) []string {
 	var keys []string
 	for _, n := range k.Set {
-		keys = append(keys, rextendKeys(n)...)
+		keys = append(keys, readerExtendKeys(n)...)
 	}
 	return keys
 }
@@ -120,8 +104,8 @@ func acquireHeldSet(t *testing.T, n core.Node, addr string, k core.Keys, what st
 		}
 		assert.Equal(t, int64(1), admin(t, addr, "ZCARD", name.Queue), "after %s, the queue of name %q must hold the waiter once: the Node must pass each name's six KEYS, name after name", what, name.Name)
 		assert.Equal(t, "7", admin(t, addr, "ZSCORE", name.Queue, "w"), "after %s, the waiter must be queued at its ticket in the queue of name %q", what, name.Name)
-		assert.Equal(t, setRecord(k, "w-token"), admin(t, addr, "HGET", name.Waiters, "w"),
-			"after %s, the waiters hash of name %q must record the attempt and the set's lock keys: the Node must pass every KEYS and ARGV in order, unchanged", what, name.Name)
+		assert.Equal(t, setRecord(k, "w"), admin(t, addr, "HGET", name.Waiters, "w"),
+			"after %s, the waiters hash of name %q must record the waiter as a writer, with its channel (the set's first name's): the Node must pass every KEYS and ARGV in order, unchanged", what, name.Name)
 		assert.Equal(t, int64(0), admin(t, addr, "EXISTS", name.Fence), "%s must advance no fence counter, of name %q", what, name.Name)
 	}
 }
@@ -160,7 +144,7 @@ func setChecks() []check {
 		}},
 		{"release/ours", func(t *testing.T, n core.Node, addr string, k core.Keys) {
 			holdSet(t, addr, k, ours)
-			got := mustEvalSet(t, n, "release", k, releaseArgs(ours, k)...)
+			got := mustEvalSet(t, n, "release", k, releaseArgs(ours, "w")...)
 			assert.Equal(t, []int64{1, 0}, got, "release of our set of 3 names replied %s, want {1, 0}", format(got))
 			for _, name := range k.Set {
 				assert.Equal(t, int64(0), admin(t, addr, "EXISTS", name.Lock), "release of our set must delete the lock key of every name, of %q too: the Node must pass every name's six KEYS, name after name", name.Name)
@@ -179,7 +163,7 @@ func setChecks() []check {
 			first, err := subscribe(owner(addr, k.Wake("w")), k.Wake("w"))
 			require.NoError(t, err, "conformance: subscribe to the set's first name's channel for the waiter")
 			defer first.close()
-			got := mustEvalSet(t, n, "release", k, releaseArgs(ours, k)...)
+			got := mustEvalSet(t, n, "release", k, releaseArgs(ours, "w")...)
 			assert.Equal(t, []int64{1, 1}, got, "release of our set of 3 names, with waiter w queued for the last listening, replied %s, want {1, 1}", format(got))
 			for _, name := range k.Set[:2] {
 				assert.Equal(t, int64(0), admin(t, addr, "EXISTS", name.Lock), "release of our set must delete the lock key of name %q", name.Name)
@@ -227,7 +211,7 @@ func checkSetOneSlot(t *testing.T, e *env) {
 	for _, name := range k.Set {
 		assert.Equal(t, ours, admin(t, addr, "GET", name.Lock), "after acquire of a set on a Redis Cluster, the lock key of name %q must hold our token", name.Name)
 	}
-	got = mustEvalSet(t, n, "release", k, releaseArgs(ours, k)...)
+	got = mustEvalSet(t, n, "release", k, releaseArgs(ours, "w")...)
 	assert.Equal(t, []int64{1, 0}, got, "release on a Redis Cluster of our set of 3 names of one hash tag replied %s, want {1, 0}", format(got))
 	for _, name := range k.Set {
 		assert.Equal(t, int64(0), admin(t, addr, "EXISTS", name.Lock), "release of our set on a Redis Cluster must delete the lock key of name %q", name.Name)
@@ -248,7 +232,7 @@ func checkSetCrossSlot(t *testing.T, e *env) {
 	for _, c := range []struct {
 		name string
 		args []string
-	}{{"acquire", acquireArgs(ours, ttl)}, {"release", releaseArgs(ours, k)}} {
+	}{{"acquire", acquireArgs(ours, ttl)}, {"release", releaseArgs(ours, "w")}} {
 		var got []int64
 		var err error
 		func() {
