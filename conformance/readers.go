@@ -22,7 +22,7 @@ const readersHold = "(readers)"
 // rextend the lock key and the readers key.
 func readerScriptCases() []scriptCase {
 	return []scriptCase{
-		{"rlock/free", func(t *testing.T, n core.Node, addr string, k core.Keys) {
+		{"acquire/reader-free", func(t *testing.T, n core.Node, addr string, k core.Keys) {
 			before := serverMS(t, addr, k.Lock)
 			got := mustEval(t, n, script(t, "acquire"), acquireKeys(k), readerArgs(ours, ttl)...)
 			after := serverMS(t, addr, k.Lock)
@@ -33,7 +33,7 @@ func readerScriptCases() []scriptCase {
 			wantPTTL(t, addr, k.Readers, 1, ttlMS, "after rlock with TTL "+ttl+" ms, of the readers key")
 			assert.Equal(t, int64(0), admin(t, addr, "EXISTS", k.Fence), "rlock must not touch the fence counter (a reader advances none): the Node must pass KEYS in order")
 		}},
-		{"rlock/shared", func(t *testing.T, n core.Node, addr string, k core.Keys) {
+		{"acquire/reader-shared", func(t *testing.T, n core.Node, addr string, k core.Keys) {
 			for _, r := range []struct{ token, ttl string }{{ours, "5000"}, {theirs, ttl}} {
 				got := mustEval(t, n, script(t, "acquire"), acquireKeys(k), readerArgs(r.token, r.ttl)...)
 				assert.Equal(t, []int64{1, 0}, got, "rlock by reader %q with TTL %s ms of a free lock or one that readers hold replied %s, want {1, 0}", r.token, r.ttl, format(got))
@@ -42,7 +42,7 @@ func readerScriptCases() []scriptCase {
 			assert.Equal(t, readersHold, admin(t, addr, "GET", k.Lock), "while two readers hold the lock, the lock key must hold the readers' marker")
 			wantPTTL(t, addr, k.Lock, 5001, ttlMS, "after readers with TTLs 5000 and "+ttl+" ms took their shares, the lock key must cover the longer one")
 		}},
-		{"rlock/writer-holds", func(t *testing.T, n core.Node, addr string, k core.Keys) {
+		{"acquire/reader-writer-holds", func(t *testing.T, n core.Node, addr string, k core.Keys) {
 			admin(t, addr, "SET", k.Lock, theirs, "PX", "5000")
 			got := mustEval(t, n, script(t, "acquire"), acquireKeys(k), readerArgs(ours, ttl)...)
 			require.Len(t, got, 2, "rlock of a lock a writer holds replied %s, want {0, pttl}", format(got))
@@ -56,7 +56,7 @@ func readerScriptCases() []scriptCase {
 			assert.Equal(t, theirs, admin(t, addr, "GET", k.Lock), "rlock must not touch a lock a writer holds")
 			assert.Equal(t, int64(0), admin(t, addr, "EXISTS", k.Readers), "a reader refused a lock a writer holds must get no entry in the readers key")
 		}},
-		{"rlock/writer-waiting", func(t *testing.T, n core.Node, addr string, k core.Keys) {
+		{"acquire/reader-writer-waiting", func(t *testing.T, n core.Node, addr string, k core.Keys) {
 			got := mustEval(t, n, script(t, "acquire"), acquireKeys(k), readerArgs(ours, ttl)...)
 			require.Equal(t, []int64{1, 0}, got, "rlock of a free lock replied %s, want {1, 0}", format(got))
 			got = mustEval(t, n, script(t, "acquire"), acquireKeys(k), waiterArgs("w-token", ttl, "w", "1")...)
@@ -87,7 +87,7 @@ func readerScriptCases() []scriptCase {
 			assert.NotNil(t, admin(t, addr, "ZSCORE", k.Readers, ours), "a writer refused while a reader holds the lock must leave the reader's entry alone")
 			assert.Equal(t, int64(0), admin(t, addr, "EXISTS", k.Fence), "a writer refused while a reader holds the lock must not advance the fence counter")
 		}},
-		{"rextend/ours", func(t *testing.T, n core.Node, addr string, k core.Keys) {
+		{"extend/reader-ours", func(t *testing.T, n core.Node, addr string, k core.Keys) {
 			got := mustEval(t, n, script(t, "acquire"), acquireKeys(k), readerArgs(ours, "5000")...)
 			require.Equal(t, []int64{1, 0}, got, "rlock of a free lock replied %s, want {1, 0}", format(got))
 			before := serverMS(t, addr, k.Lock)
@@ -98,7 +98,7 @@ func readerScriptCases() []scriptCase {
 			wantPTTL(t, addr, k.Lock, 5001, ttlMS, "after extending our share from 5000 ms to "+ttl+" ms, of the lock key")
 			wantPTTL(t, addr, k.Readers, 5001, ttlMS, "after extending our share from 5000 ms to "+ttl+" ms, of the readers key")
 		}},
-		{"rextend/gone", func(t *testing.T, n core.Node, addr string, k core.Keys) {
+		{"extend/reader-gone", func(t *testing.T, n core.Node, addr string, k core.Keys) {
 			got := mustEval(t, n, script(t, "extend"), readerExtendKeys(k), ours, ttl, "r")
 			assert.Equal(t, []int64{0}, got, "rextend of a share on an empty server replied %s, want {0}", format(got))
 			assert.Equal(t, int64(0), admin(t, addr, "EXISTS", k.Lock), "rextend must never re-create a missing lock key")
@@ -118,7 +118,7 @@ func readerScriptCases() []scriptCase {
 			assert.Equal(t, []int64{0}, got, "rextend of our share whose time ended a second ago replied %s, want {0}", format(got))
 			assert.Equal(t, expired, admin(t, addr, "ZSCORE", k.Readers, ours), "rextend must not renew an entry whose time is up")
 		}},
-		{"rextend/writer-holds", func(t *testing.T, n core.Node, addr string, k core.Keys) {
+		{"extend/reader-writer-holds", func(t *testing.T, n core.Node, addr string, k core.Keys) {
 			// Our entry is live, but the lock key is a writer's: readers no longer hold it.
 			admin(t, addr, "SET", k.Lock, theirs, "PX", "5000")
 			live := strconv.FormatInt(serverMS(t, addr, k.Lock)+5000, 10)
@@ -129,9 +129,9 @@ func readerScriptCases() []scriptCase {
 			wantPTTL(t, addr, k.Lock, 1, 5000, "after a refused rextend of a lock a writer holds for 5000 ms")
 			assert.Equal(t, live, admin(t, addr, "ZSCORE", k.Readers, ours), "a refused rextend must leave the entry alone")
 		}},
-		{"runlock/last-reader-hands-over", func(t *testing.T, n core.Node, addr string, k core.Keys) {
+		{"release/reader-last-wakes-writer", func(t *testing.T, n core.Node, addr string, k core.Keys) {
 			got := mustEval(t, n, script(t, "acquire"), acquireKeys(k), readerArgs(ours, ttl)...)
-			require.Equal(t, []int64{1, 0}, got, "rlock of a free lock replied %s, want {1, 0}", format(got))
+			require.Equal(t, []int64{1, 0}, got, "acquire by a reader of a free lock replied %s, want {1, 0}", format(got))
 			got = mustEval(t, n, script(t, "acquire"), acquireKeys(k), waiterArgs("w-token", ttl, "w", "1")...)
 			require.Equal(t, int64(0), got[0], "acquire by writer waiter w while a reader holds the lock replied %s, want {0, pttl}", format(got))
 			// On a cluster, a script's PUBLISH counts the receivers on its own master only.
@@ -139,19 +139,15 @@ func readerScriptCases() []scriptCase {
 			require.NoError(t, err, "conformance: subscribe to the writer waiter's channel")
 			defer sub.close()
 			got = mustEval(t, n, script(t, "release"), releaseKeys(k), releaseArgs(ours, "r")...)
-			assert.Equal(t, []int64{1, 1}, got, "runlock of the last reader's share, with writer waiter w listening, replied %s, want {1, 1}", format(got))
-			assert.Equal(t, "w-token", admin(t, addr, "GET", k.Lock), "runlock of the last reader's share must hand the lock to the waiting writer's attempt")
-			wantPTTL(t, addr, k.Lock, 1, ttlMS, "after the lock was handed to the writer with TTL "+ttl+" ms")
-			assert.Equal(t, int64(0), admin(t, addr, "EXISTS", k.Readers), "runlock of the last reader's share must delete its entry")
-			ch, payload, ok := sub.next(waitBound)
-			assert.True(t, ok, "runlock of the last reader's share must tell the waiting writer on its channel: no message within %v", waitBound)
-			if ok {
-				assert.Equal(t, k.Wake("w"), ch, "runlock published on the wrong channel")
-				assert.Equal(t, fmt.Sprintf("w-token %s", admin(t, addr, "GET", k.Fence)), payload,
-					"the message must name the token the lock was handed to and the fence it advanced to")
-			}
+			assert.Equal(t, []int64{1, 1}, got, "release (mode r) of the last reader's share, with writer waiter w listening, replied %s, want {1, 1}", format(got))
+			assert.Equal(t, int64(0), admin(t, addr, "EXISTS", k.Lock), "release of the last reader's share must free the lock key (the queue wakes, never grants)")
+			assert.Equal(t, int64(0), admin(t, addr, "EXISTS", k.Readers), "release of the last reader's share must delete its entry")
+			wantWake(t, sub, k.Wake("w"), "release of the last reader's share must wake the waiting writer on its channel")
+			got = mustEval(t, n, script(t, "acquire"), acquireKeys(k), waiterArgs("w-token", ttl, "w", "1")...)
+			assert.Equal(t, int64(1), got[0], "acquire by the woken writer waiter replied %s, want {1, fence}", format(got))
+			assert.Equal(t, "w-token", admin(t, addr, "GET", k.Lock), "the woken writer's acquire must take the lock")
 		}},
-		{"runlock/not-last", func(t *testing.T, n core.Node, addr string, k core.Keys) {
+		{"release/reader-not-last", func(t *testing.T, n core.Node, addr string, k core.Keys) {
 			for _, r := range []struct{ token, ttl string }{{ours, ttl}, {theirs, "5000"}} {
 				got := mustEval(t, n, script(t, "acquire"), acquireKeys(k), readerArgs(r.token, r.ttl)...)
 				require.Equal(t, []int64{1, 0}, got, "rlock by reader %q replied %s, want {1, 0}", r.token, format(got))
@@ -165,13 +161,13 @@ func readerScriptCases() []scriptCase {
 			got = mustEval(t, n, script(t, "release"), releaseKeys(k), releaseArgs(ours, "r")...)
 			assert.Equal(t, []int64{0, 0, 1}, got, "a second runlock of our share replied %s, want {0, 0, 1} (nothing of ours here, and no other owner)", format(got))
 		}},
-		{"runlock/writer-holds", func(t *testing.T, n core.Node, addr string, k core.Keys) {
+		{"release/reader-writer-holds", func(t *testing.T, n core.Node, addr string, k core.Keys) {
 			admin(t, addr, "SET", k.Lock, theirs, "PX", ttl)
 			got := mustEval(t, n, script(t, "release"), releaseKeys(k), releaseArgs(ours, "r")...)
 			assert.Equal(t, []int64{0, 0}, got, "runlock while a writer holds the lock replied %s, want {0, 0}", format(got))
 			assert.Equal(t, theirs, admin(t, addr, "GET", k.Lock), "runlock must not delete a writer's lock")
 		}},
-		{"release/hands-to-readers", func(t *testing.T, n core.Node, addr string, k core.Keys) {
+		{"release/wakes-readers", func(t *testing.T, n core.Node, addr string, k core.Keys) {
 			admin(t, addr, "SET", k.Lock, ours, "PX", ttl)
 			for _, r := range []struct{ id, ticket string }{{"r1", "1"}, {"r2", "2"}} {
 				got := mustEval(t, n, script(t, "acquire"), acquireKeys(k), readerWaiterArgs(r.id+"-token", ttl, r.id, r.ticket)...)
@@ -188,22 +184,21 @@ func readerScriptCases() []scriptCase {
 				subs[id] = sub
 			}
 			got = mustEval(t, n, script(t, "release"), releaseKeys(k), releaseArgs(ours, "w")...)
-			assert.Equal(t, []int64{1, 2}, got, "release of our lock with reader waiters r1, r2 and then writer waiter w3 queued and listening replied %s, want {1, 2}: both readers are handed the lock and told, the writer behind them is not", format(got))
-			assert.Equal(t, readersHold, admin(t, addr, "GET", k.Lock), "release of our lock with readers first in the queue must leave the lock key to the readers' marker")
-			wantPTTL(t, addr, k.Lock, 1, ttlMS, "after the lock was handed to readers with TTL "+ttl+" ms")
+			assert.Equal(t, []int64{1, 2}, got, "release of our lock with reader waiters r1, r2 and then writer waiter w3 queued and listening replied %s, want {1, 2}: both readers are woken, the writer behind them is not", format(got))
+			assert.Equal(t, int64(0), admin(t, addr, "EXISTS", k.Lock), "release of our lock must delete it (the queue wakes, never grants)")
 			for _, id := range []string{"r1", "r2"} {
-				assert.NotNil(t, admin(t, addr, "ZSCORE", k.Readers, id+"-token"), "release must grant reader waiter %s an entry in the readers key", id)
-				assert.Nil(t, admin(t, addr, "ZSCORE", k.Queue, id), "reader waiter %s, handed the lock, must leave the queue", id)
-				ch, payload, ok := subs[id].next(waitBound)
-				assert.True(t, ok, "release must tell reader waiter %s on its channel: no message within %v", id, waitBound)
-				if ok {
-					assert.Equal(t, k.Wake(id), ch, "release published on the wrong channel")
-					assert.Equal(t, id+"-token 0", payload, "the message to a reader must name its token and fence 0")
-				}
+				wantWake(t, subs[id], k.Wake(id), "release must wake reader waiter "+id+" on its channel")
 			}
-			assert.Equal(t, "3", admin(t, addr, "ZSCORE", k.Queue, "w3"), "writer waiter w3, behind the readers, must stay queued")
 			_, _, woken := subs["w3"].next(100 * time.Millisecond)
-			assert.False(t, woken, "release woke writer waiter w3 too, though readers hold the lock")
+			assert.False(t, woken, "release woke writer waiter w3 too, behind the readers")
+			for _, r := range []struct{ id, ticket string }{{"r1", "1"}, {"r2", "2"}} {
+				got = mustEval(t, n, script(t, "acquire"), acquireKeys(k), readerWaiterArgs(r.id+"-token", ttl, r.id, r.ticket)...)
+				assert.Equal(t, []int64{1, 0}, got, "acquire by woken reader waiter %s replied %s, want {1, 0}", r.id, format(got))
+				assert.NotNil(t, admin(t, addr, "ZSCORE", k.Readers, r.id+"-token"), "the woken reader waiter %s's acquire must give it an entry in the readers key", r.id)
+				assert.Nil(t, admin(t, addr, "ZSCORE", k.Queue, r.id), "reader waiter %s, holding a share, must leave the queue", r.id)
+			}
+			assert.Equal(t, readersHold, admin(t, addr, "GET", k.Lock), "while the woken readers hold the lock, the lock key must hold the readers' marker")
+			assert.Equal(t, "3", admin(t, addr, "ZSCORE", k.Queue, "w3"), "writer waiter w3, behind the readers, must stay queued")
 		}},
 	}
 }
@@ -248,7 +243,7 @@ func wantEntry(t *testing.T, addr string, k core.Keys, token string, lo, hi int6
 // and it is first in each queue, telling it "<token> 0" on its first name's channel.
 func readerSetCases() []scriptCase {
 	return []scriptCase{
-		{"rlock/free", func(t *testing.T, n core.Node, addr string, k core.Keys) {
+		{"acquire/reader-free", func(t *testing.T, n core.Node, addr string, k core.Keys) {
 			before := serverMS(t, addr, k.Lock)
 			got := mustEvalSet(t, n, "acquire", k, readerArgs(ours, ttl)...)
 			after := serverMS(t, addr, k.Lock)
@@ -263,7 +258,7 @@ func readerSetCases() []scriptCase {
 				assert.Equal(t, int64(0), admin(t, addr, "EXISTS", name.Queue), "%s: a reader that does not wait queues nowhere", when)
 			}
 		}},
-		{"rlock/overlapping", func(t *testing.T, n core.Node, addr string, k core.Keys) {
+		{"acquire/reader-overlapping", func(t *testing.T, n core.Node, addr string, k core.Keys) {
 			other := setKeys(t, setPrefix(t), "b", "c", "d")
 			for _, r := range []struct {
 				token, ttl string
@@ -291,7 +286,7 @@ func readerSetCases() []scriptCase {
 				wantPTTL(t, addr, c.name.Lock, c.lo, c.hi, when+", the lock key must cover the longest share")
 			}
 		}},
-		{"rlock/writer-holds", func(t *testing.T, n core.Node, addr string, _ core.Keys) {
+		{"acquire/reader-writer-holds", func(t *testing.T, n core.Node, addr string, _ core.Keys) {
 			for held := range setNames { // each name in turn, with keys of its own
 				k := setKeys(t, setPrefix(t)+strconv.Itoa(held)+":", setNames...)
 				admin(t, addr, "SET", k.Set[held].Lock, theirs, "PX", "5000")
@@ -308,7 +303,7 @@ func readerSetCases() []scriptCase {
 				rlockHeldSet(t, n, addr, k, held, "the same "+what+" again, with the same token (a retry after a lost reply),")
 			}
 		}},
-		{"rlock/waiter-ahead", func(t *testing.T, n core.Node, addr string, k core.Keys) {
+		{"acquire/reader-waiter-ahead", func(t *testing.T, n core.Node, addr string, k core.Keys) {
 			// Writer waiter w (ticket 1) is queued for the last name alone, which is free again.
 			last := k.Set[2]
 			admin(t, addr, "SET", last.Lock, theirs, "PX", ttl)
@@ -326,7 +321,7 @@ func readerSetCases() []scriptCase {
 			}
 			assert.Equal(t, "1", admin(t, addr, "ZSCORE", last.Queue, "w"), "writer waiter w must stay queued, first")
 		}},
-		{"rextend/ours", func(t *testing.T, n core.Node, addr string, _ core.Keys) {
+		{"extend/reader-ours", func(t *testing.T, n core.Node, addr string, _ core.Keys) {
 			for lost := range setNames { // each name's share lost in turn, with keys of its own
 				k := setKeys(t, setPrefix(t)+strconv.Itoa(lost)+":", setNames...)
 				got := mustEvalSet(t, n, "acquire", k, readerArgs(ours, "5000")...)
@@ -355,7 +350,7 @@ func readerSetCases() []scriptCase {
 				}
 			}
 		}},
-		{"runlock/ours", func(t *testing.T, n core.Node, addr string, k core.Keys) {
+		{"release/reader-ours", func(t *testing.T, n core.Node, addr string, k core.Keys) {
 			got := mustEvalSet(t, n, "acquire", k, readerArgs(ours, ttl)...)
 			require.Equal(t, []int64{1, 0}, got, "rlock of a set of 3 free names replied %s, want {1, 0}", format(got))
 			got = mustEvalSet(t, n, "release", k, releaseArgs(ours, "r")...)
@@ -365,7 +360,7 @@ func readerSetCases() []scriptCase {
 				assert.Equal(t, int64(0), admin(t, addr, "EXISTS", name.Readers), "runlock of our shares of a set must delete our entry of every name, of %q too", name.Name)
 			}
 		}},
-		{"runlock/not-last", func(t *testing.T, n core.Node, addr string, k core.Keys) {
+		{"release/reader-not-last", func(t *testing.T, n core.Node, addr string, k core.Keys) {
 			got := mustEvalSet(t, n, "acquire", k, readerArgs(ours, ttl)...)
 			require.Equal(t, []int64{1, 0}, got, "rlock of a set of 3 free names replied %s, want {1, 0}", format(got))
 			shared := k.Set[1]
@@ -383,12 +378,12 @@ func readerSetCases() []scriptCase {
 			assert.NotNil(t, admin(t, addr, "ZSCORE", shared.Readers, theirs), "runlock of our shares of a set must leave the other reader's entry of name %q alone", shared.Name)
 			wantPTTL(t, addr, shared.Lock, 1, 5000, "after our set let go, the lock key of name "+strconv.Quote(shared.Name)+" must be kept only as long as the other reader's 5000 ms")
 		}},
-		{"release/hands-to-readers", func(t *testing.T, n core.Node, addr string, k core.Keys) {
+		{"release/wakes-reader-set", func(t *testing.T, n core.Node, addr string, k core.Keys) {
 			held := k.Set[1]
 			admin(t, addr, "SET", held.Lock, ours, "PX", ttl)
 			got := mustEvalSet(t, n, "acquire", k, readerWaiterArgs("r-token", ttl, "r", "1")...)
-			require.Equal(t, int64(0), got[0], "rlock by reader waiter r of a set of 3 names whose name %q a writer holds replied %s, want {0, pttl}", held.Name, format(got))
-			// A reader set is told on its first name's channel, whichever name was freed. On a
+			require.Equal(t, int64(0), got[0], "acquire by reader waiter r of a set of 3 names whose name %q a writer holds replied %s, want {0, pttl}", held.Name, format(got))
+			// A reader set is woken on its first name's channel, whichever name was freed. On a
 			// cluster, a script's PUBLISH counts the receivers on its own master only.
 			first, err := subscribe(owner(addr, k.Wake("r")), k.Wake("r"))
 			require.NoError(t, err, "conformance: subscribe to the set's first name's channel for the waiter")
@@ -396,32 +391,37 @@ func readerSetCases() []scriptCase {
 			own, err := subscribe(owner(addr, held.Wake("r")), held.Wake("r"))
 			require.NoError(t, err, "conformance: subscribe to the freed name's channel for the waiter")
 			defer own.close()
-			before := serverMS(t, addr, k.Lock)
 			got = mustEval(t, n, script(t, "release"), releaseKeys(held), releaseArgs(ours, "w")...)
-			after := serverMS(t, addr, k.Lock)
 			assert.Equal(t, []int64{1, 1}, got, "release of our lock of name %q, with reader set waiter r first in each name's queue and listening, replied %s, want {1, 1}", held.Name, format(got))
+			assert.Equal(t, int64(0), admin(t, addr, "EXISTS", held.Lock), "release of our lock of name %q must delete it (the queue wakes, never grants)", held.Name)
+			wantWake(t, first, k.Wake("r"), "release must wake reader set waiter r on its first name's channel")
+			_, _, woken := own.next(100 * time.Millisecond)
+			assert.False(t, woken, "release woke reader set waiter r on the freed name %q's channel %q: a reader set is woken on its first name's channel %q only", held.Name, held.Wake("r"), k.Wake("r"))
+
+			before := serverMS(t, addr, k.Lock)
+			got = mustEvalSet(t, n, "acquire", k, readerWaiterArgs("r-token", ttl, "r", "1")...)
+			after := serverMS(t, addr, k.Lock)
+			assert.Equal(t, []int64{1, 0}, got, "acquire by the woken reader set waiter r of its 3 names, each free, replied %s, want {1, 0}", format(got))
 			for _, name := range k.Set {
-				when := fmt.Sprintf("after release of name %q with reader set waiter r first in each name's queue, of name %q", held.Name, name.Name)
-				assert.Equal(t, readersHold, admin(t, addr, "GET", name.Lock), "%s, the lock key must hold the readers' marker: a reader set is handed a share of every name", when)
+				when := fmt.Sprintf("after the woken reader set waiter r's acquire, of name %q", name.Name)
+				assert.Equal(t, readersHold, admin(t, addr, "GET", name.Lock), "%s, the lock key must hold the readers' marker: a reader set takes a share of every name", when)
 				wantPTTL(t, addr, name.Lock, 1, ttlMS, when+", of the lock key")
 				wantEntry(t, addr, name, "r-token", before+ttlMS, after+ttlMS, when)
-				assert.Nil(t, admin(t, addr, "ZSCORE", name.Queue, "r"), "%s, reader set waiter r, handed its shares, must leave every queue", when)
-				assert.Nil(t, admin(t, addr, "HGET", name.Waiters, "r"), "%s, reader set waiter r, handed its shares, must leave every waiters hash", when)
+				assert.Nil(t, admin(t, addr, "ZSCORE", name.Queue, "r"), "%s, reader set waiter r, holding its shares, must leave every queue", when)
+				assert.Nil(t, admin(t, addr, "HGET", name.Waiters, "r"), "%s, reader set waiter r, holding its shares, must leave every waiters hash", when)
 			}
-			wantReaderMessage(t, first, k.Wake("r"), "r-token 0", "release must tell reader set waiter r, handed its shares, on its first name's channel")
-			_, _, woken := own.next(100 * time.Millisecond)
-			assert.False(t, woken, "release told reader set waiter r on the freed name %q's channel %q: a reader set is told on its first name's channel %q only", held.Name, held.Wake("r"), k.Wake("r"))
 		}},
-		{"release/hands-to-readers-behind", func(t *testing.T, n core.Node, addr string, k core.Keys) {
+		{"release/readers-behind-reader-set", func(t *testing.T, n core.Node, addr string, k core.Keys) {
 			held, firstName, last := k.Set[1], k.Set[0], k.Set[2]
 			admin(t, addr, "SET", held.Lock, ours, "PX", ttl)
 			got := mustEvalSet(t, n, "acquire", k, readerWaiterArgs("r-token", ttl, "r", "1")...)
-			require.Equal(t, int64(0), got[0], "rlock by reader waiter r of a set of 3 names whose name %q a writer holds replied %s, want {0, pttl}", held.Name, format(got))
+			require.Equal(t, int64(0), got[0], "acquire by reader waiter r of a set of 3 names whose name %q a writer holds replied %s, want {0, pttl}", held.Name, format(got))
 			// Behind r: reader waiter r2 of the last name alone, writer waiter w3 of the first alone.
 			got = mustEval(t, n, script(t, "acquire"), acquireKeys(last), readerWaiterArgs("r2-token", ttl, "r2", "2")...)
-			require.Equal(t, int64(0), got[0], "rlock by reader waiter r2 (ticket 2) of name %q, reader set waiter r (ticket 1) ahead, replied %s, want {0, 0}", last.Name, format(got))
+			require.Equal(t, []int64{1, 0}, got, "acquire by reader waiter r2 (ticket 2) of free name %q, reader set waiter r (ticket 1) ahead, replied %s, want {1, 0}: a reader waits for no reader ahead", last.Name, format(got))
+			assert.Nil(t, admin(t, addr, "ZSCORE", last.Queue, "r2"), "reader waiter r2, holding its share, must not be queued")
 			got = mustEval(t, n, script(t, "acquire"), acquireKeys(firstName), waiterArgs("w3-token", ttl, "w3", "3")...)
-			require.Equal(t, int64(0), got[0], "acquire by writer waiter w3 (ticket 3) of name %q, reader set waiter r (ticket 1) ahead, replied %s, want {0, 0}", firstName.Name, format(got))
+			require.Equal(t, []int64{0, 0}, got, "acquire by writer waiter w3 (ticket 3) of free name %q, reader set waiter r (ticket 1) ahead, replied %s, want {0, 0}", firstName.Name, format(got))
 			// On a cluster, a script's PUBLISH counts the receivers on its own master only.
 			subs := map[string]*subscription{}
 			for id, ch := range map[string]string{"r": k.Wake("r"), "r2": last.Wake("r2"), "w3": firstName.Wake("w3")} {
@@ -431,24 +431,20 @@ func readerSetCases() []scriptCase {
 				subs[id] = sub
 			}
 			got = mustEval(t, n, script(t, "release"), releaseKeys(held), releaseArgs(ours, "w")...)
-			assert.Equal(t, []int64{1, 2}, got, "release of our lock of name %q, with reader set waiter r first in each name's queue, reader waiter r2 behind it in name %q's and writer waiter w3 in name %q's, all listening, replied %s, want {1, 2}: r is handed its shares, then r2 its share, and w3 waits for the readers", held.Name, last.Name, firstName.Name, format(got))
-			for _, c := range []struct {
-				name   core.Keys
-				tokens []string
-			}{{firstName, []string{"r-token"}}, {held, []string{"r-token"}}, {last, []string{"r-token", "r2-token"}}} {
-				when := fmt.Sprintf("after release of name %q, of name %q", held.Name, c.name.Name)
-				assert.Equal(t, readersHold, admin(t, addr, "GET", c.name.Lock), "%s, the lock key must hold the readers' marker", when)
-				assert.Equal(t, int64(len(c.tokens)), admin(t, addr, "ZCARD", c.name.Readers), "%s, the readers key must hold the entries of %v", when, c.tokens)
-				for _, token := range c.tokens {
-					assert.NotNil(t, admin(t, addr, "ZSCORE", c.name.Readers, token), "%s, reader %q must have an entry: the readers right behind a reader set in its other names' queues are handed their shares too", when, token)
-				}
+			assert.Equal(t, []int64{1, 1}, got, "release of our lock of name %q, whose queue holds reader set waiter r alone, listening, replied %s, want {1, 1}: a release wakes in the queue of the names it frees", held.Name, format(got))
+			wantWake(t, subs["r"], k.Wake("r"), "release must wake reader set waiter r on its first name's channel")
+			got = mustEvalSet(t, n, "acquire", k, readerWaiterArgs("r-token", ttl, "r", "1")...)
+			require.Equal(t, []int64{1, 0}, got, "acquire by the woken reader set waiter r of its 3 names replied %s, want {1, 0}", format(got))
+			assert.Equal(t, int64(2), admin(t, addr, "ZCARD", last.Readers), "after r's acquire, name %q's readers key must hold the entries of r2 and r", last.Name)
+			// r holds: a writer waits for the readers.
+			got = mustEval(t, n, script(t, "acquire"), acquireKeys(firstName), waiterArgs("w3-token", ttl, "w3", "3")...)
+			require.Len(t, got, 2, "acquire by writer waiter w3 of name %q, which reader set r reads, replied %s, want {0, pttl}", firstName.Name, format(got))
+			assert.Equal(t, int64(0), got[0], "acquire by writer waiter w3 of name %q, which reader set r reads, replied %s, want {0, pttl}", firstName.Name, format(got))
+			assert.Equal(t, "3", admin(t, addr, "ZSCORE", firstName.Queue, "w3"), "writer waiter w3, refused while readers hold name %q, must stay queued", firstName.Name)
+			for _, id := range []string{"r2", "w3"} {
+				_, _, woken := subs[id].next(100 * time.Millisecond)
+				assert.False(t, woken, "release of name %q woke %s, which waits in no queue of that name", held.Name, id)
 			}
-			assert.Nil(t, admin(t, addr, "ZSCORE", last.Queue, "r2"), "reader waiter r2, handed its share, must leave the queue")
-			assert.Equal(t, "3", admin(t, addr, "ZSCORE", firstName.Queue, "w3"), "writer waiter w3, behind the reader set, must stay queued")
-			wantReaderMessage(t, subs["r"], k.Wake("r"), "r-token 0", "release must tell reader set waiter r on its first name's channel")
-			wantReaderMessage(t, subs["r2"], last.Wake("r2"), "r2-token 0", "release must tell reader waiter r2, behind the reader set in name "+strconv.Quote(last.Name)+"'s queue, on its channel")
-			_, _, woken := subs["w3"].next(100 * time.Millisecond)
-			assert.False(t, woken, "release woke writer waiter w3 too, though readers hold name %q", firstName.Name)
 		}},
 		{"release/readers-wait", func(t *testing.T, n core.Node, addr string, _ core.Keys) {
 			for i, c := range []struct {
@@ -476,15 +472,18 @@ func readerSetCases() []scriptCase {
 				defer first.close()
 				got = mustEval(t, n, script(t, "release"), releaseKeys(held), releaseArgs(ours, "w")...)
 				what := fmt.Sprintf("release of our lock of name %q, reader set waiter r first in its queue, when %s", held.Name, c.why)
-				assert.Equal(t, []int64{1, 0}, got, "%s replied %s, want {1, 0}: a reader set is handed its shares only once it can have every name", what, format(got))
+				assert.Equal(t, []int64{1, 1}, got, "%s replied %s, want {1, 1}: the first waiter of the freed name is woken", what, format(got))
+				wantWake(t, first, k.Wake("r"), what+" must wake r on its first name's channel")
+				got = mustEvalSet(t, n, "acquire", k, readerWaiterArgs("r-token", ttl, "r", "1")...)
+				require.Len(t, got, 2, "acquire by the woken reader set waiter r, when %s, replied %s, want {0, pttl}", c.why, format(got))
+				assert.Equal(t, int64(0), got[0], "acquire by the woken reader set waiter r, when %s, replied %s, want {0, pttl}: a reader set takes a share of every name or of none", c.why, format(got))
+				what = "the woken reader set waiter r's acquire when " + c.why
 				for _, name := range k.Set {
 					assert.Equal(t, int64(0), admin(t, addr, "EXISTS", name.Readers), "%s gave name %q a share: a reader set is handed a share of every name or of none", what, name.Name)
 					assert.Equal(t, "1", admin(t, addr, "ZSCORE", name.Queue, "r"), "after %s, r must stay queued in name %q's queue", what, name.Name)
 					assert.Equal(t, readerSetRecord(k, "r"), admin(t, addr, "HGET", name.Waiters, "r"), "after %s, name %q's waiters hash must still record r as a reader, with its channel", what, name.Name)
 				}
-				assert.Equal(t, int64(0), admin(t, addr, "EXISTS", held.Lock), "%s must leave name %q free, kept for r", what, held.Name)
-				_, _, woken := first.next(100 * time.Millisecond)
-				assert.False(t, woken, "%s told r on its channel %q", what, k.Wake("r"))
+				assert.Equal(t, int64(0), admin(t, addr, "EXISTS", held.Lock), "%s must leave name %q free", what, held.Name)
 			}
 		}},
 	}
@@ -514,14 +513,14 @@ func rlockHeldSet(t *testing.T, n core.Node, addr string, k core.Keys, held int,
 	}
 }
 
-// wantReaderMessage checks that sub gets payload, a reader's hand-over, on channel ch within
+// wantWake checks that sub gets a wake-up, an empty message, on channel ch within
 // waitBound. what says which message this is.
-func wantReaderMessage(t *testing.T, sub *subscription, ch, payload, what string) {
+func wantWake(t *testing.T, sub *subscription, ch, what string) {
 	t.Helper()
 	got, msg, ok := sub.next(waitBound)
 	if !assert.True(t, ok, "%s %q: no message within %v", what, ch, waitBound) {
 		return
 	}
 	assert.Equal(t, ch, got, "%s: published on the wrong channel", what)
-	assert.Equal(t, payload, msg, "%s: the message to a reader must name its token and fence 0", what)
+	assert.Equal(t, "", msg, "%s: a wake-up is an empty message", what)
 }
