@@ -42,7 +42,7 @@ return r`)
 				for range keys {
 					want = append(want, 1)
 				}
-				assert.Equal(t, want, got, "a script given the %d keys %q, and the same strings as args, replied {#KEYS, and for each key whether it equals the arg of its position} %s, want %v: the Node must pass every key, in order, unchanged (core's acquire, rlock, release and runlock take six; a semaphore's acquire and release six and then its permits, a few dozen)", len(keys), keys, format(got), want)
+				assert.Equal(t, want, got, "a script given the %d keys %q, and the same strings as args, replied {#KEYS, and for each key whether it equals the arg of its position} %s, want %v: the Node must pass every key, in order, unchanged (core's acquire and release take six; a semaphore's acquire and release six and then its permits, a few dozen)", len(keys), keys, format(got), want)
 			}
 		}},
 		{"empty", func(t *testing.T, e *env) {

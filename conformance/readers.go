@@ -11,32 +11,32 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// readersHold is what the lock key holds while readers hold the lock (see core's queue.lua).
+// readersHold is what the lock key holds while readers hold the lock (see core's acquire.lua).
 const readersHold = "(readers)"
 
-// readerScriptCases are the scripts group's checks of the read-write lock: core's rlock,
-// rextend and runlock scripts, and the writers' acquire and release where readers meet
+// readerScriptCases are the scripts group's checks of the read-write lock: core's acquire,
+// extend and release in mode "r", and the writers' acquire and release where readers meet
 // them. Readers hold a lock together, each with an entry in the readers key (a sorted set of
 // tokens by the server time in milliseconds at which the holding ends), while the lock key
-// holds readersHold; rlock takes the six KEYS of acquire, runlock the six of release, and
-// rextend the lock key and the readers key.
+// holds readersHold; a reader's acquire and release take the six KEYS of a writer's, its
+// extend the lock key and the readers key.
 func readerScriptCases() []scriptCase {
 	return []scriptCase{
 		{"acquire/reader-free", func(t *testing.T, n core.Node, addr string, k core.Keys) {
 			before := serverMS(t, addr, k.Lock)
 			got := mustEval(t, n, script(t, "acquire"), acquireKeys(k), readerArgs(ours, ttl)...)
 			after := serverMS(t, addr, k.Lock)
-			assert.Equal(t, []int64{1, 0}, got, "rlock of a free lock replied %s, want {1, 0}: the Node must return the script's whole integer array", format(got))
-			assert.Equal(t, readersHold, admin(t, addr, "GET", k.Lock), "after rlock of a free lock, the lock key must hold the readers' marker %q: the Node must pass KEYS and ARGV in order, unchanged", readersHold)
-			wantPTTL(t, addr, k.Lock, 1, ttlMS, "after rlock with TTL "+ttl+" ms, of the lock key")
-			wantEntry(t, addr, k, ours, before+ttlMS, after+ttlMS, "after rlock with TTL "+ttl+" ms")
-			wantPTTL(t, addr, k.Readers, 1, ttlMS, "after rlock with TTL "+ttl+" ms, of the readers key")
-			assert.Equal(t, int64(0), admin(t, addr, "EXISTS", k.Fence), "rlock must not touch the fence counter (a reader advances none): the Node must pass KEYS in order")
+			assert.Equal(t, []int64{1, 0}, got, "acquire (mode r) of a free lock replied %s, want {1, 0}: the Node must return the script's whole integer array", format(got))
+			assert.Equal(t, readersHold, admin(t, addr, "GET", k.Lock), "after acquire (mode r) of a free lock, the lock key must hold the readers' marker %q: the Node must pass KEYS and ARGV in order, unchanged", readersHold)
+			wantPTTL(t, addr, k.Lock, 1, ttlMS, "after acquire (mode r) with TTL "+ttl+" ms, of the lock key")
+			wantEntry(t, addr, k, ours, before+ttlMS, after+ttlMS, "after acquire (mode r) with TTL "+ttl+" ms")
+			wantPTTL(t, addr, k.Readers, 1, ttlMS, "after acquire (mode r) with TTL "+ttl+" ms, of the readers key")
+			assert.Equal(t, int64(0), admin(t, addr, "EXISTS", k.Fence), "acquire (mode r) must not touch the fence counter (a reader advances none): the Node must pass KEYS in order")
 		}},
 		{"acquire/reader-shared", func(t *testing.T, n core.Node, addr string, k core.Keys) {
 			for _, r := range []struct{ token, ttl string }{{ours, "5000"}, {theirs, ttl}} {
 				got := mustEval(t, n, script(t, "acquire"), acquireKeys(k), readerArgs(r.token, r.ttl)...)
-				assert.Equal(t, []int64{1, 0}, got, "rlock by reader %q with TTL %s ms of a free lock or one that readers hold replied %s, want {1, 0}", r.token, r.ttl, format(got))
+				assert.Equal(t, []int64{1, 0}, got, "acquire (mode r) by reader %q with TTL %s ms of a free lock or one that readers hold replied %s, want {1, 0}", r.token, r.ttl, format(got))
 			}
 			assert.Equal(t, int64(2), admin(t, addr, "ZCARD", k.Readers), "two readers granted the lock must each have an entry in the readers key")
 			assert.Equal(t, readersHold, admin(t, addr, "GET", k.Lock), "while two readers hold the lock, the lock key must hold the readers' marker")
@@ -45,32 +45,32 @@ func readerScriptCases() []scriptCase {
 		{"acquire/reader-writer-holds", func(t *testing.T, n core.Node, addr string, k core.Keys) {
 			admin(t, addr, "SET", k.Lock, theirs, "PX", "5000")
 			got := mustEval(t, n, script(t, "acquire"), acquireKeys(k), readerArgs(ours, ttl)...)
-			require.Len(t, got, 2, "rlock of a lock a writer holds replied %s, want {0, pttl}", format(got))
-			assert.Equal(t, int64(0), got[0], "rlock of a lock a writer holds replied %s, want {0, pttl}", format(got))
-			assert.True(t, got[1] > 0 && got[1] <= 5000, "rlock of a lock a writer holds for 5000 ms more replied pttl %d, want 0 < pttl <= 5000", got[1])
+			require.Len(t, got, 2, "acquire (mode r) of a lock a writer holds replied %s, want {0, pttl}", format(got))
+			assert.Equal(t, int64(0), got[0], "acquire (mode r) of a lock a writer holds replied %s, want {0, pttl}", format(got))
+			assert.True(t, got[1] > 0 && got[1] <= 5000, "acquire (mode r) of a lock a writer holds for 5000 ms more replied pttl %d, want 0 < pttl <= 5000", got[1])
 			// A reader that waits is queued, its attempt recorded as a reader's.
 			got = mustEval(t, n, script(t, "acquire"), acquireKeys(k), readerWaiterArgs("r-token", ttl, "r", "7")...)
-			assert.Equal(t, int64(0), got[0], "rlock by reader waiter r of a lock a writer holds replied %s, want {0, pttl}", format(got))
+			assert.Equal(t, int64(0), got[0], "acquire (mode r) by reader waiter r of a lock a writer holds replied %s, want {0, pttl}", format(got))
 			assert.Equal(t, "7", admin(t, addr, "ZSCORE", k.Queue, "r"), "a reader waiter refused a lock a writer holds must be queued at its ticket: the Node must pass every KEYS and ARGV in order")
 			assert.Equal(t, "r "+k.Wake("r"), admin(t, addr, "HGET", k.Waiters, "r"), "a queued reader waiter must be recorded as \"r <its channel>\": the Node must pass every KEYS and ARGV in order, unchanged")
-			assert.Equal(t, theirs, admin(t, addr, "GET", k.Lock), "rlock must not touch a lock a writer holds")
+			assert.Equal(t, theirs, admin(t, addr, "GET", k.Lock), "acquire (mode r) must not touch a lock a writer holds")
 			assert.Equal(t, int64(0), admin(t, addr, "EXISTS", k.Readers), "a reader refused a lock a writer holds must get no entry in the readers key")
 		}},
 		{"acquire/reader-writer-waiting", func(t *testing.T, n core.Node, addr string, k core.Keys) {
 			got := mustEval(t, n, script(t, "acquire"), acquireKeys(k), readerArgs(ours, ttl)...)
-			require.Equal(t, []int64{1, 0}, got, "rlock of a free lock replied %s, want {1, 0}", format(got))
+			require.Equal(t, []int64{1, 0}, got, "acquire (mode r) of a free lock replied %s, want {1, 0}", format(got))
 			got = mustEval(t, n, script(t, "acquire"), acquireKeys(k), waiterArgs("w-token", ttl, "w", "1")...)
 			require.Equal(t, int64(0), got[0], "acquire by writer waiter w while a reader holds the lock replied %s, want {0, pttl}", format(got))
 			require.Equal(t, "1", admin(t, addr, "ZSCORE", k.Queue, "w"), "a writer waiter refused while a reader holds the lock must be queued")
 
 			got = mustEval(t, n, script(t, "acquire"), acquireKeys(k), readerArgs(theirs, ttl)...)
-			require.Len(t, got, 2, "rlock by a reader that does not wait, with writer w waiting, replied %s, want {0, pttl}", format(got))
-			assert.Equal(t, int64(0), got[0], "rlock by a reader that does not wait, while a reader holds the lock and writer w waits, replied %s, want {0, pttl}: a waiting writer blocks new readers", format(got))
-			assert.True(t, got[1] > 0 && got[1] <= ttlMS, "rlock refused while a reader holds the lock for "+ttl+" ms replied pttl %d, want the readers' remaining time, 0 < pttl <= "+ttl, got[1])
+			require.Len(t, got, 2, "acquire (mode r) by a reader that does not wait, with writer w waiting, replied %s, want {0, pttl}", format(got))
+			assert.Equal(t, int64(0), got[0], "acquire (mode r) by a reader that does not wait, while a reader holds the lock and writer w waits, replied %s, want {0, pttl}: a waiting writer blocks new readers", format(got))
+			assert.True(t, got[1] > 0 && got[1] <= ttlMS, "acquire (mode r) refused while a reader holds the lock for "+ttl+" ms replied pttl %d, want the readers' remaining time, 0 < pttl <= "+ttl, got[1])
 			assert.Nil(t, admin(t, addr, "ZSCORE", k.Readers, theirs), "a reader refused behind a waiting writer must get no entry")
 
 			got = mustEval(t, n, script(t, "acquire"), acquireKeys(k), readerWaiterArgs("r-token", ttl, "r", "2")...)
-			assert.Equal(t, int64(0), got[0], "rlock by reader waiter r (ticket 2), with writer w (ticket 1) waiting, replied %s, want {0, pttl}: a waiting writer blocks the readers queued after it", format(got))
+			assert.Equal(t, int64(0), got[0], "acquire (mode r) by reader waiter r (ticket 2), with writer w (ticket 1) waiting, replied %s, want {0, pttl}: a waiting writer blocks the readers queued after it", format(got))
 			assert.Equal(t, "2", admin(t, addr, "ZSCORE", k.Queue, "r"), "a reader waiter refused behind a waiting writer must be queued at its ticket")
 			assert.Nil(t, admin(t, addr, "ZSCORE", k.Readers, "r-token"), "a reader waiter refused behind a waiting writer must get no entry")
 			assert.Equal(t, int64(1), admin(t, addr, "ZCARD", k.Readers), "refused readers must leave the holding reader's entry alone")
@@ -78,7 +78,7 @@ func readerScriptCases() []scriptCase {
 		}},
 		{"acquire/readers-hold", func(t *testing.T, n core.Node, addr string, k core.Keys) {
 			got := mustEval(t, n, script(t, "acquire"), acquireKeys(k), readerArgs(ours, ttl)...)
-			require.Equal(t, []int64{1, 0}, got, "rlock of a free lock replied %s, want {1, 0}", format(got))
+			require.Equal(t, []int64{1, 0}, got, "acquire (mode r) of a free lock replied %s, want {1, 0}", format(got))
 			got = mustEval(t, n, script(t, "acquire"), acquireKeys(k), acquireArgs(theirs, ttl)...)
 			require.Len(t, got, 2, "acquire of a lock a reader holds replied %s, want {0, pttl}", format(got))
 			assert.Equal(t, int64(0), got[0], "acquire of a lock a reader holds replied %s, want {0, pttl}: a writer must find the readers' marker held", format(got))
@@ -89,34 +89,34 @@ func readerScriptCases() []scriptCase {
 		}},
 		{"extend/reader-ours", func(t *testing.T, n core.Node, addr string, k core.Keys) {
 			got := mustEval(t, n, script(t, "acquire"), acquireKeys(k), readerArgs(ours, "5000")...)
-			require.Equal(t, []int64{1, 0}, got, "rlock of a free lock replied %s, want {1, 0}", format(got))
+			require.Equal(t, []int64{1, 0}, got, "acquire (mode r) of a free lock replied %s, want {1, 0}", format(got))
 			before := serverMS(t, addr, k.Lock)
 			got = mustEval(t, n, script(t, "extend"), readerExtendKeys(k), ours, ttl, "r")
 			after := serverMS(t, addr, k.Lock)
-			assert.Equal(t, []int64{1}, got, "rextend of our live share replied %s, want {1}", format(got))
+			assert.Equal(t, []int64{1}, got, "extend (mode r) of our live share replied %s, want {1}", format(got))
 			wantEntry(t, addr, k, ours, before+ttlMS, after+ttlMS, "after extending our share from 5000 ms to "+ttl+" ms")
 			wantPTTL(t, addr, k.Lock, 5001, ttlMS, "after extending our share from 5000 ms to "+ttl+" ms, of the lock key")
 			wantPTTL(t, addr, k.Readers, 5001, ttlMS, "after extending our share from 5000 ms to "+ttl+" ms, of the readers key")
 		}},
 		{"extend/reader-gone", func(t *testing.T, n core.Node, addr string, k core.Keys) {
 			got := mustEval(t, n, script(t, "extend"), readerExtendKeys(k), ours, ttl, "r")
-			assert.Equal(t, []int64{0}, got, "rextend of a share on an empty server replied %s, want {0}", format(got))
-			assert.Equal(t, int64(0), admin(t, addr, "EXISTS", k.Lock), "rextend must never re-create a missing lock key")
-			assert.Equal(t, int64(0), admin(t, addr, "EXISTS", k.Readers), "rextend must never re-create a missing readers' entry")
+			assert.Equal(t, []int64{0}, got, "extend (mode r) of a share on an empty server replied %s, want {0}", format(got))
+			assert.Equal(t, int64(0), admin(t, addr, "EXISTS", k.Lock), "extend (mode r) must never re-create a missing lock key")
+			assert.Equal(t, int64(0), admin(t, addr, "EXISTS", k.Readers), "extend (mode r) must never re-create a missing readers' entry")
 
 			// Another reader's share is not ours.
 			got = mustEval(t, n, script(t, "acquire"), acquireKeys(k), readerArgs(theirs, ttl)...)
-			require.Equal(t, []int64{1, 0}, got, "rlock of a free lock replied %s, want {1, 0}", format(got))
+			require.Equal(t, []int64{1, 0}, got, "acquire (mode r) of a free lock replied %s, want {1, 0}", format(got))
 			got = mustEval(t, n, script(t, "extend"), readerExtendKeys(k), ours, ttl, "r")
-			assert.Equal(t, []int64{0}, got, "rextend of a share while only another reader holds the lock replied %s, want {0}", format(got))
-			assert.Nil(t, admin(t, addr, "ZSCORE", k.Readers, ours), "rextend must never add an entry")
+			assert.Equal(t, []int64{0}, got, "extend (mode r) of a share while only another reader holds the lock replied %s, want {0}", format(got))
+			assert.Nil(t, admin(t, addr, "ZSCORE", k.Readers, ours), "extend (mode r) must never add an entry")
 
 			// An entry whose time is up is gone, though the set still has it.
 			expired := strconv.FormatInt(serverMS(t, addr, k.Lock)-1000, 10)
 			admin(t, addr, "ZADD", k.Readers, expired, ours)
 			got = mustEval(t, n, script(t, "extend"), readerExtendKeys(k), ours, ttl, "r")
-			assert.Equal(t, []int64{0}, got, "rextend of our share whose time ended a second ago replied %s, want {0}", format(got))
-			assert.Equal(t, expired, admin(t, addr, "ZSCORE", k.Readers, ours), "rextend must not renew an entry whose time is up")
+			assert.Equal(t, []int64{0}, got, "extend (mode r) of our share whose time ended a second ago replied %s, want {0}", format(got))
+			assert.Equal(t, expired, admin(t, addr, "ZSCORE", k.Readers, ours), "extend (mode r) must not renew an entry whose time is up")
 		}},
 		{"extend/reader-writer-holds", func(t *testing.T, n core.Node, addr string, k core.Keys) {
 			// Our entry is live, but the lock key is a writer's: readers no longer hold it.
@@ -124,10 +124,10 @@ func readerScriptCases() []scriptCase {
 			live := strconv.FormatInt(serverMS(t, addr, k.Lock)+5000, 10)
 			admin(t, addr, "ZADD", k.Readers, live, ours)
 			got := mustEval(t, n, script(t, "extend"), readerExtendKeys(k), ours, ttl, "r")
-			assert.Equal(t, []int64{0}, got, "rextend of our entry while a writer holds the lock key replied %s, want {0}", format(got))
-			assert.Equal(t, theirs, admin(t, addr, "GET", k.Lock), "rextend must not touch a writer's lock")
-			wantPTTL(t, addr, k.Lock, 1, 5000, "after a refused rextend of a lock a writer holds for 5000 ms")
-			assert.Equal(t, live, admin(t, addr, "ZSCORE", k.Readers, ours), "a refused rextend must leave the entry alone")
+			assert.Equal(t, []int64{0}, got, "extend (mode r) of our entry while a writer holds the lock key replied %s, want {0}", format(got))
+			assert.Equal(t, theirs, admin(t, addr, "GET", k.Lock), "extend (mode r) must not touch a writer's lock")
+			wantPTTL(t, addr, k.Lock, 1, 5000, "after a refused extend (mode r) of a lock a writer holds for 5000 ms")
+			assert.Equal(t, live, admin(t, addr, "ZSCORE", k.Readers, ours), "a refused extend (mode r) must leave the entry alone")
 		}},
 		{"release/reader-last-wakes-writer", func(t *testing.T, n core.Node, addr string, k core.Keys) {
 			got := mustEval(t, n, script(t, "acquire"), acquireKeys(k), readerArgs(ours, ttl)...)
@@ -150,28 +150,28 @@ func readerScriptCases() []scriptCase {
 		{"release/reader-not-last", func(t *testing.T, n core.Node, addr string, k core.Keys) {
 			for _, r := range []struct{ token, ttl string }{{ours, ttl}, {theirs, "5000"}} {
 				got := mustEval(t, n, script(t, "acquire"), acquireKeys(k), readerArgs(r.token, r.ttl)...)
-				require.Equal(t, []int64{1, 0}, got, "rlock by reader %q replied %s, want {1, 0}", r.token, format(got))
+				require.Equal(t, []int64{1, 0}, got, "acquire (mode r) by reader %q replied %s, want {1, 0}", r.token, format(got))
 			}
 			got := mustEval(t, n, script(t, "release"), releaseKeys(k), releaseArgs(ours, "r")...)
-			assert.Equal(t, []int64{1, 0}, got, "runlock of our share while another reader holds the lock replied %s, want {1, 0}", format(got))
-			assert.Equal(t, readersHold, admin(t, addr, "GET", k.Lock), "while another reader holds the lock, runlock must keep the readers' marker")
-			assert.Equal(t, int64(1), admin(t, addr, "ZCARD", k.Readers), "runlock must delete our entry only")
-			assert.Nil(t, admin(t, addr, "ZSCORE", k.Readers, ours), "runlock must delete our entry")
+			assert.Equal(t, []int64{1, 0}, got, "release (mode r) of our share while another reader holds the lock replied %s, want {1, 0}", format(got))
+			assert.Equal(t, readersHold, admin(t, addr, "GET", k.Lock), "while another reader holds the lock, release (mode r) must keep the readers' marker")
+			assert.Equal(t, int64(1), admin(t, addr, "ZCARD", k.Readers), "release (mode r) must delete our entry only")
+			assert.Nil(t, admin(t, addr, "ZSCORE", k.Readers, ours), "release (mode r) must delete our entry")
 			wantPTTL(t, addr, k.Lock, 1, 5000, "after the reader with "+ttl+" ms let go, the lock key must be kept only as long as the remaining reader's 5000 ms")
 			got = mustEval(t, n, script(t, "release"), releaseKeys(k), releaseArgs(ours, "r")...)
-			assert.Equal(t, []int64{0, 0, 1}, got, "a second runlock of our share replied %s, want {0, 0, 1} (nothing of ours here, and no other owner)", format(got))
+			assert.Equal(t, []int64{0, 0, 1}, got, "a second release (mode r) of our share replied %s, want {0, 0, 1} (nothing of ours here, and no other owner)", format(got))
 		}},
 		{"release/reader-writer-holds", func(t *testing.T, n core.Node, addr string, k core.Keys) {
 			admin(t, addr, "SET", k.Lock, theirs, "PX", ttl)
 			got := mustEval(t, n, script(t, "release"), releaseKeys(k), releaseArgs(ours, "r")...)
-			assert.Equal(t, []int64{0, 0}, got, "runlock while a writer holds the lock replied %s, want {0, 0}", format(got))
-			assert.Equal(t, theirs, admin(t, addr, "GET", k.Lock), "runlock must not delete a writer's lock")
+			assert.Equal(t, []int64{0, 0}, got, "release (mode r) while a writer holds the lock replied %s, want {0, 0}", format(got))
+			assert.Equal(t, theirs, admin(t, addr, "GET", k.Lock), "release (mode r) must not delete a writer's lock")
 		}},
 		{"release/wakes-readers", func(t *testing.T, n core.Node, addr string, k core.Keys) {
 			admin(t, addr, "SET", k.Lock, ours, "PX", ttl)
 			for _, r := range []struct{ id, ticket string }{{"r1", "1"}, {"r2", "2"}} {
 				got := mustEval(t, n, script(t, "acquire"), acquireKeys(k), readerWaiterArgs(r.id+"-token", ttl, r.id, r.ticket)...)
-				require.Equal(t, int64(0), got[0], "rlock by reader waiter %s of a lock a writer holds replied %s, want {0, pttl}", r.id, format(got))
+				require.Equal(t, int64(0), got[0], "acquire (mode r) by reader waiter %s of a lock a writer holds replied %s, want {0, pttl}", r.id, format(got))
 			}
 			got := mustEval(t, n, script(t, "acquire"), acquireKeys(k), waiterArgs("w3-token", ttl, "w3", "3")...)
 			require.Equal(t, int64(0), got[0], "acquire by writer waiter w3 of a held lock replied %s, want {0, pttl}", format(got))
@@ -233,23 +233,23 @@ func wantEntry(t *testing.T, addr string, k core.Keys, token string, lo, hi int6
 	assert.True(t, int64(score) >= lo && int64(score) <= hi, "%s, the reader's entry ends at %d (server ms), want %d to %d: now plus the TTL (the Node must pass ARGV unchanged)", when, int64(score), lo, hi)
 }
 
-// readerSetCases are the sets group's checks of reader sets: core's rlock, rextend and
-// runlock for a reader over the three names of a set (the k they get: setNames under
-// setPrefix), and the writers' release where a reader set waits. rlock takes a share of
-// every name or of none; a reader set refused is queued in every name's queue with one id
-// and ticket, its attempt recorded in each with " r" and the set's lock keys; rextend renews
-// every share or none; runlock lets go of every share; a release that frees a name whose
-// first waiter is a reader set hands it a share of every name, once each is free or read
-// and it is first in each queue, telling it "<token> 0" on its first name's channel.
+// readerSetCases are the sets group's checks of reader sets: core's acquire, extend and
+// release in mode "r" for a reader over the three names of a set (the k they get: setNames
+// under setPrefix), and the writers' release where a reader set waits. acquire takes a
+// share of every name or of none; a reader set refused is queued in every name's queue with
+// one id and ticket, recorded in each as "r" and its first name's channel; extend renews
+// every share or none; release lets go of every share; a release that frees a name whose
+// first waiter is a reader set wakes it on its first name's channel, and the set then takes
+// its shares with acquire, once each name is free or read and it goes first in each queue.
 func readerSetCases() []scriptCase {
 	return []scriptCase{
 		{"acquire/reader-free", func(t *testing.T, n core.Node, addr string, k core.Keys) {
 			before := serverMS(t, addr, k.Lock)
 			got := mustEvalSet(t, n, "acquire", k, readerArgs(ours, ttl)...)
 			after := serverMS(t, addr, k.Lock)
-			assert.Equal(t, []int64{1, 0}, got, "rlock of a set of 3 free names replied %s, want {1, 0}", format(got))
+			assert.Equal(t, []int64{1, 0}, got, "acquire (mode r) of a set of 3 free names replied %s, want {1, 0}", format(got))
 			for _, name := range k.Set {
-				when := fmt.Sprintf("after rlock of a set of 3 free names with TTL %s ms, of name %q", ttl, name.Name)
+				when := fmt.Sprintf("after acquire (mode r) of a set of 3 free names with TTL %s ms, of name %q", ttl, name.Name)
 				assert.Equal(t, readersHold, admin(t, addr, "GET", name.Lock), "%s, the lock key must hold the readers' marker %q: the Node must pass every name's six KEYS, name after name", when, readersHold)
 				wantPTTL(t, addr, name.Lock, 1, ttlMS, when+", of the lock key")
 				wantEntry(t, addr, name, ours, before+ttlMS, after+ttlMS, when)
@@ -265,7 +265,7 @@ func readerSetCases() []scriptCase {
 				k          core.Keys
 			}{{ours, "5000", k}, {theirs, ttl, other}} {
 				got := mustEvalSet(t, n, "acquire", r.k, readerArgs(r.token, r.ttl)...)
-				assert.Equal(t, []int64{1, 0}, got, "rlock by reader %q with TTL %s ms of the set %s, each name free or read, replied %s, want {1, 0}", r.token, r.ttl, r.k.Name, format(got))
+				assert.Equal(t, []int64{1, 0}, got, "acquire (mode r) by reader %q with TTL %s ms of the set %s, each name free or read, replied %s, want {1, 0}", r.token, r.ttl, r.k.Name, format(got))
 			}
 			for _, c := range []struct {
 				name   core.Keys
@@ -277,7 +277,7 @@ func readerSetCases() []scriptCase {
 				{k.Set[2], []string{ours, theirs}, 5001, ttlMS},
 				{other.Set[2], []string{theirs}, 1, ttlMS},
 			} {
-				when := fmt.Sprintf("after rlock by reader %q of the set %s (TTL 5000 ms) and by reader %q of the set %s (TTL %s ms), of name %q", ours, k.Name, theirs, other.Name, ttl, c.name.Name)
+				when := fmt.Sprintf("after acquire (mode r) by reader %q of the set %s (TTL 5000 ms) and by reader %q of the set %s (TTL %s ms), of name %q", ours, k.Name, theirs, other.Name, ttl, c.name.Name)
 				assert.Equal(t, readersHold, admin(t, addr, "GET", c.name.Lock), "%s, the lock key must hold the readers' marker", when)
 				assert.Equal(t, int64(len(c.tokens)), admin(t, addr, "ZCARD", c.name.Readers), "%s, the readers key must hold an entry for each reader whose set has the name", when)
 				for _, token := range c.tokens {
@@ -290,7 +290,7 @@ func readerSetCases() []scriptCase {
 			for held := range setNames { // each name in turn, with keys of its own
 				k := setKeys(t, setPrefix(t)+strconv.Itoa(held)+":", setNames...)
 				admin(t, addr, "SET", k.Set[held].Lock, theirs, "PX", "5000")
-				what := fmt.Sprintf("rlock by a reader that does not wait of a set of 3 names whose name %q a writer holds", k.Set[held].Name)
+				what := fmt.Sprintf("acquire (mode r) by a reader that does not wait of a set of 3 names whose name %q a writer holds", k.Set[held].Name)
 				got := mustEvalSet(t, n, "acquire", k, readerArgs(ours, ttl)...)
 				require.Len(t, got, 2, "%s replied %s, want {0, pttl}", what, format(got))
 				assert.Equal(t, int64(0), got[0], "%s replied %s, want {0, pttl}: a reader set takes a share of every name or of none", what, format(got))
@@ -298,9 +298,9 @@ func readerSetCases() []scriptCase {
 					assert.Equal(t, int64(0), admin(t, addr, "EXISTS", name.Readers), "%s gave name %q a share: a reader set takes a share of every name or of none", what, name.Name)
 					assert.Equal(t, int64(0), admin(t, addr, "EXISTS", name.Queue), "%s queued it for name %q: a reader that does not wait queues nowhere", what, name.Name)
 				}
-				what = fmt.Sprintf("rlock by reader waiter r of a set of 3 names whose name %q a writer holds", k.Set[held].Name)
-				rlockHeldSet(t, n, addr, k, held, what)
-				rlockHeldSet(t, n, addr, k, held, "the same "+what+" again, with the same token (a retry after a lost reply),")
+				what = fmt.Sprintf("acquire (mode r) by reader waiter r of a set of 3 names whose name %q a writer holds", k.Set[held].Name)
+				readerHeldSet(t, n, addr, k, held, what)
+				readerHeldSet(t, n, addr, k, held, "the same "+what+" again, with the same token (a retry after a lost reply),")
 			}
 		}},
 		{"acquire/reader-waiter-ahead", func(t *testing.T, n core.Node, addr string, k core.Keys) {
@@ -311,9 +311,9 @@ func readerSetCases() []scriptCase {
 			require.Equal(t, int64(0), got[0], "acquire by writer waiter w of a held name replied %s, want {0, pttl}", format(got))
 			admin(t, addr, "DEL", last.Lock)
 			got = mustEvalSet(t, n, "acquire", k, readerWaiterArgs("r-token", ttl, "r", "2")...)
-			assert.Equal(t, []int64{0, 0}, got, "rlock by reader waiter r (ticket 2) of a set of 3 free names, writer waiter w (ticket 1) first in name %q's queue, replied %s, want {0, 0}: a live waiter ahead in some queue goes first", last.Name, format(got))
+			assert.Equal(t, []int64{0, 0}, got, "acquire (mode r) by reader waiter r (ticket 2) of a set of 3 free names, writer waiter w (ticket 1) first in name %q's queue, replied %s, want {0, 0}: a live waiter ahead in some queue goes first", last.Name, format(got))
 			for _, name := range k.Set {
-				when := fmt.Sprintf("after rlock by reader waiter r behind writer waiter w in name %q's queue, of name %q", last.Name, name.Name)
+				when := fmt.Sprintf("after acquire (mode r) by reader waiter r behind writer waiter w in name %q's queue, of name %q", last.Name, name.Name)
 				assert.Equal(t, int64(0), admin(t, addr, "EXISTS", name.Lock), "%s: a reader set takes a share of every name or of none", when)
 				assert.Equal(t, int64(0), admin(t, addr, "EXISTS", name.Readers), "%s: a reader set takes a share of every name or of none", when)
 				assert.Equal(t, "2", admin(t, addr, "ZSCORE", name.Queue, "r"), "%s, r must be queued at its ticket in every name's queue", when)
@@ -325,11 +325,11 @@ func readerSetCases() []scriptCase {
 			for lost := range setNames { // each name's share lost in turn, with keys of its own
 				k := setKeys(t, setPrefix(t)+strconv.Itoa(lost)+":", setNames...)
 				got := mustEvalSet(t, n, "acquire", k, readerArgs(ours, "5000")...)
-				require.Equal(t, []int64{1, 0}, got, "rlock of a set of 3 free names replied %s, want {1, 0}", format(got))
+				require.Equal(t, []int64{1, 0}, got, "acquire (mode r) of a set of 3 free names replied %s, want {1, 0}", format(got))
 				before := serverMS(t, addr, k.Lock)
 				got = mustEval(t, n, script(t, "extend"), setReaderExtendKeys(k), ours, ttl, "r")
 				after := serverMS(t, addr, k.Lock)
-				assert.Equal(t, []int64{1}, got, "rextend of our shares of a set of 3 names replied %s, want {1}", format(got))
+				assert.Equal(t, []int64{1}, got, "extend (mode r) of our shares of a set of 3 names replied %s, want {1}", format(got))
 				for _, name := range k.Set {
 					when := fmt.Sprintf("after extending our shares of a set from 5000 ms to %s ms, of name %q", ttl, name.Name)
 					wantEntry(t, addr, name, ours, before+ttlMS, after+ttlMS, when)
@@ -343,39 +343,39 @@ func readerSetCases() []scriptCase {
 					scores[i] = admin(t, addr, "ZSCORE", name.Readers, ours)
 				}
 				got = mustEval(t, n, script(t, "extend"), setReaderExtendKeys(k), ours, "20000", "r")
-				assert.Equal(t, []int64{0}, got, "rextend of our shares of a set of 3 names, our share of name %q gone, replied %s, want {0}", gone.Name, format(got))
+				assert.Equal(t, []int64{0}, got, "extend (mode r) of our shares of a set of 3 names, our share of name %q gone, replied %s, want {0}", gone.Name, format(got))
 				for i, name := range k.Set {
-					assert.Equal(t, scores[i], admin(t, addr, "ZSCORE", name.Readers, ours), "rextend with our share of name %q gone changed our entry of name %q: a set's shares are renewed all or none", gone.Name, name.Name)
-					wantPTTL(t, addr, name.Lock, 1, ttlMS, fmt.Sprintf("after a refused rextend to 20000 ms with our share of name %q gone, of the lock key of name %q", gone.Name, name.Name))
+					assert.Equal(t, scores[i], admin(t, addr, "ZSCORE", name.Readers, ours), "extend (mode r) with our share of name %q gone changed our entry of name %q: a set's shares are renewed all or none", gone.Name, name.Name)
+					wantPTTL(t, addr, name.Lock, 1, ttlMS, fmt.Sprintf("after a refused extend (mode r) to 20000 ms with our share of name %q gone, of the lock key of name %q", gone.Name, name.Name))
 				}
 			}
 		}},
 		{"release/reader-ours", func(t *testing.T, n core.Node, addr string, k core.Keys) {
 			got := mustEvalSet(t, n, "acquire", k, readerArgs(ours, ttl)...)
-			require.Equal(t, []int64{1, 0}, got, "rlock of a set of 3 free names replied %s, want {1, 0}", format(got))
+			require.Equal(t, []int64{1, 0}, got, "acquire (mode r) of a set of 3 free names replied %s, want {1, 0}", format(got))
 			got = mustEvalSet(t, n, "release", k, releaseArgs(ours, "r")...)
-			assert.Equal(t, []int64{1, 0}, got, "runlock of our shares of a set of 3 names replied %s, want {1, 0}", format(got))
+			assert.Equal(t, []int64{1, 0}, got, "release (mode r) of our shares of a set of 3 names replied %s, want {1, 0}", format(got))
 			for _, name := range k.Set {
-				assert.Equal(t, int64(0), admin(t, addr, "EXISTS", name.Lock), "runlock of our shares of a set, the last of each name, must free the lock key of every name, of %q too: the Node must pass every name's six KEYS, name after name", name.Name)
-				assert.Equal(t, int64(0), admin(t, addr, "EXISTS", name.Readers), "runlock of our shares of a set must delete our entry of every name, of %q too", name.Name)
+				assert.Equal(t, int64(0), admin(t, addr, "EXISTS", name.Lock), "release (mode r) of our shares of a set, the last of each name, must free the lock key of every name, of %q too: the Node must pass every name's six KEYS, name after name", name.Name)
+				assert.Equal(t, int64(0), admin(t, addr, "EXISTS", name.Readers), "release (mode r) of our shares of a set must delete our entry of every name, of %q too", name.Name)
 			}
 		}},
 		{"release/reader-not-last", func(t *testing.T, n core.Node, addr string, k core.Keys) {
 			got := mustEvalSet(t, n, "acquire", k, readerArgs(ours, ttl)...)
-			require.Equal(t, []int64{1, 0}, got, "rlock of a set of 3 free names replied %s, want {1, 0}", format(got))
+			require.Equal(t, []int64{1, 0}, got, "acquire (mode r) of a set of 3 free names replied %s, want {1, 0}", format(got))
 			shared := k.Set[1]
 			got = mustEval(t, n, script(t, "acquire"), acquireKeys(shared), readerArgs(theirs, "5000")...)
-			require.Equal(t, []int64{1, 0}, got, "rlock by another reader of name %q, which our set reads, replied %s, want {1, 0}", shared.Name, format(got))
+			require.Equal(t, []int64{1, 0}, got, "acquire (mode r) by another reader of name %q, which our set reads, replied %s, want {1, 0}", shared.Name, format(got))
 			got = mustEvalSet(t, n, "release", k, releaseArgs(ours, "r")...)
-			assert.Equal(t, []int64{1, 0}, got, "runlock of our shares of a set of 3 names, another reader on name %q, replied %s, want {1, 0}", shared.Name, format(got))
+			assert.Equal(t, []int64{1, 0}, got, "release (mode r) of our shares of a set of 3 names, another reader on name %q, replied %s, want {1, 0}", shared.Name, format(got))
 			for _, name := range k.Set {
-				assert.Nil(t, admin(t, addr, "ZSCORE", name.Readers, ours), "runlock of our shares of a set must delete our entry of every name, of %q too", name.Name)
+				assert.Nil(t, admin(t, addr, "ZSCORE", name.Readers, ours), "release (mode r) of our shares of a set must delete our entry of every name, of %q too", name.Name)
 				if name.Lock != shared.Lock {
-					assert.Equal(t, int64(0), admin(t, addr, "EXISTS", name.Lock), "runlock of our shares of a set must free the lock key of name %q, which no other reader holds", name.Name)
+					assert.Equal(t, int64(0), admin(t, addr, "EXISTS", name.Lock), "release (mode r) of our shares of a set must free the lock key of name %q, which no other reader holds", name.Name)
 				}
 			}
-			assert.Equal(t, readersHold, admin(t, addr, "GET", shared.Lock), "runlock of our shares of a set must keep the readers' marker of name %q, which another reader holds", shared.Name)
-			assert.NotNil(t, admin(t, addr, "ZSCORE", shared.Readers, theirs), "runlock of our shares of a set must leave the other reader's entry of name %q alone", shared.Name)
+			assert.Equal(t, readersHold, admin(t, addr, "GET", shared.Lock), "release (mode r) of our shares of a set must keep the readers' marker of name %q, which another reader holds", shared.Name)
+			assert.NotNil(t, admin(t, addr, "ZSCORE", shared.Readers, theirs), "release (mode r) of our shares of a set must leave the other reader's entry of name %q alone", shared.Name)
 			wantPTTL(t, addr, shared.Lock, 1, 5000, "after our set let go, the lock key of name "+strconv.Quote(shared.Name)+" must be kept only as long as the other reader's 5000 ms")
 		}},
 		{"release/wakes-reader-set", func(t *testing.T, n core.Node, addr string, k core.Keys) {
@@ -466,7 +466,7 @@ func readerSetCases() []scriptCase {
 				admin(t, addr, "SET", held.Lock, ours, "PX", ttl)
 				c.prepare(t, last)
 				got := mustEvalSet(t, n, "acquire", k, readerWaiterArgs("r-token", ttl, "r", "1")...)
-				require.Equal(t, int64(0), got[0], "rlock by reader waiter r of a set of 3 names whose name %q a writer holds, and %s, replied %s, want {0, pttl}", held.Name, c.why, format(got))
+				require.Equal(t, int64(0), got[0], "acquire (mode r) by reader waiter r of a set of 3 names whose name %q a writer holds, and %s, replied %s, want {0, pttl}", held.Name, c.why, format(got))
 				first, err := subscribe(owner(addr, k.Wake("r")), k.Wake("r"))
 				require.NoError(t, err, "conformance: subscribe to the set's first name's channel for the waiter")
 				defer first.close()
@@ -479,7 +479,7 @@ func readerSetCases() []scriptCase {
 				assert.Equal(t, int64(0), got[0], "acquire by the woken reader set waiter r, when %s, replied %s, want {0, pttl}: a reader set takes a share of every name or of none", c.why, format(got))
 				what = "the woken reader set waiter r's acquire when " + c.why
 				for _, name := range k.Set {
-					assert.Equal(t, int64(0), admin(t, addr, "EXISTS", name.Readers), "%s gave name %q a share: a reader set is handed a share of every name or of none", what, name.Name)
+					assert.Equal(t, int64(0), admin(t, addr, "EXISTS", name.Readers), "%s gave name %q a share: a reader set takes a share of every name or of none", what, name.Name)
 					assert.Equal(t, "1", admin(t, addr, "ZSCORE", name.Queue, "r"), "after %s, r must stay queued in name %q's queue", what, name.Name)
 					assert.Equal(t, readerSetRecord(k, "r"), admin(t, addr, "HGET", name.Waiters, "r"), "after %s, name %q's waiters hash must still record r as a reader, with its channel", what, name.Name)
 				}
@@ -489,11 +489,11 @@ func readerSetCases() []scriptCase {
 	}
 }
 
-// rlockHeldSet runs rlock by reader waiter r (ticket 7) of the set of k, whose name
+// readerHeldSet runs acquire (mode r) by reader waiter r (ticket 7) of the set of k, whose name
 // k.Set[held] a writer holds for 5000 ms, and checks the reply, that no name got a share,
 // and that r is queued once, its attempt and set recorded, in every name's queue. what says
 // which call this is.
-func rlockHeldSet(t *testing.T, n core.Node, addr string, k core.Keys, held int, what string) {
+func readerHeldSet(t *testing.T, n core.Node, addr string, k core.Keys, held int, what string) {
 	t.Helper()
 	got := mustEvalSet(t, n, "acquire", k, readerWaiterArgs("r-token", ttl, "r", "7")...)
 	require.Len(t, got, 2, "%s replied %s, want {0, pttl}", what, format(got))

@@ -18,8 +18,9 @@ import (
 // semaphore's record of K) and then the K permits, KEYS[7] .. KEYS[6 + K], and ARGV[9] K and
 // ARGV[10] the permit it hints at; its replies have the permit taken last (-1: none), or are
 // {-2, n} when the record says n permits. release takes the permit held as KEYS[1], the
-// permits as KEYS[7] .. KEYS[6 + K], and K as ARGV[8], and hands the permit it frees to the
-// first waiter with the message "<token> <fence> #<permit>".
+// permits as KEYS[7] .. KEYS[6 + K], K as ARGV[2] and "1" as ARGV[8] (KEYS[1] is held here),
+// and wakes the first waiters, one per free permit, with an empty message on each one's
+// channel; a woken waiter takes a permit with acquire.
 
 // manyPermits is the K of the checks that a Node passes every one of many KEYS: a few
 // dozen, as a Semaphore of that many permits makes.
@@ -80,8 +81,8 @@ func wantPermit(t *testing.T, got []int64, status, permit int64, what string) bo
 
 // semaphoreScriptCases are the scripts group's checks of a semaphore's use of the acquire
 // and release scripts: many KEYS passed in order, replies with the permit last and their
-// signs kept (-1: no permit, -2: a record of another number of permits), and the hand-over
-// of a freed permit to the first waiter, told on its channel with "#<permit>".
+// signs kept (-1: no permit, -2: a record of another number of permits), and the wake-up
+// of the first waiter when a permit is freed.
 func semaphoreScriptCases() []scriptCase {
 	return []scriptCase{
 		{"acquire/semaphore-free", func(t *testing.T, n core.Node, addr string, _ core.Keys) {

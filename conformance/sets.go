@@ -14,13 +14,14 @@ import (
 
 // A lock over several names at once (core.NewSetKeys) runs core's acquire and release
 // scripts with each name's six KEYS, name after name: 18 KEYS for a set of three names.
-// acquire takes every name or none; a waiter refused is queued in every name's queue, its
-// attempt recorded in each with " s" and the set's lock keys (" <length> <key>" each). A
-// release frees every name of the caller's, and hands each freed name on as a lock's
-// release does, telling a waiter of a name other than the first on that name's channel (its
-// lock key's ":released"). A reader set (core.Lock with Read) runs rlock and runlock with
-// the same KEYS, and rextend with each name's lock key and readers key (readerSetCases). On
-// a Redis Cluster the names must share one slot, as they do under a prefix with a hash tag.
+// acquire takes every name or none; a waiter refused is queued in every name's queue,
+// recorded in each as "<w or r> <channel>", its channel its first name's (core.Keys.Wake).
+// A release frees every name of the caller's, and wakes the first waiter of each freed name
+// as a lock's release does, on the channel that waiter recorded: a waiter of a name other
+// than the first alone is woken on that name's channel. A reader set runs acquire and
+// release in mode "r" with the same KEYS, and extend with each name's lock key and readers
+// key (readerSetCases). On a Redis Cluster the names must share one slot, as they do under
+// a prefix with a hash tag.
 
 // setNames are the names of the sets the checks lock: three, so a set's calls pass 18 KEYS.
 var setNames = []string{"a", "b", "c"}
@@ -111,8 +112,8 @@ func acquireHeldSet(t *testing.T, n core.Node, addr string, k core.Keys, what st
 }
 
 // setChecks are the sets group: a set's calls of the acquire and release scripts through
-// the Node (every name's six KEYS passed, in order), a reader set's of rlock, rextend and
-// runlock (readerSetCases), and the slots of a set's keys on a Redis Cluster.
+// the Node (every name's six KEYS passed, in order), a reader set's of acquire, extend and
+// release in mode "r" (readerSetCases), and the slots of a set's keys on a Redis Cluster.
 func setChecks() []check {
 	cases := []scriptCase{
 		{"acquire/free", func(t *testing.T, n core.Node, addr string, k core.Keys) {
