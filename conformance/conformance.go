@@ -409,9 +409,3 @@ func releaseKeys(k core.Keys) []string { return k.ScriptKeys() }
 func releaseArgs(token, mode string) []string {
 	return []string{token, mode, "PUBLISH", "", "leave", "0", "10000"}
 }
-
-// waiterReleaseArgs are release's ARGV for the holding of mode of waiter id waiter (ticket
-// ticket), which leaves the queue ("leave") or keeps its place ("stay").
-func waiterReleaseArgs(token, mode, waiter, how, ticket string) []string {
-	return []string{token, mode, "PUBLISH", waiter, how, ticket, "10000"}
-}
