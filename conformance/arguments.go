@@ -21,9 +21,9 @@ func argumentChecks() []check {
 			wantKeys, wantArgs := slices.Clone(keys), slices.Clone(args)
 			mustEval(t, n, script(t, "acquire"), keys, args...)
 			// Later calls on the same Node, with other keys and args of other lengths.
-			mustEval(t, n, script(t, "extend"), []string{a.Lock}, ours, "20000")
+			mustEval(t, n, script(t, "extend"), extendKeys(a), ours, "20000", "w")
 			mustEval(t, n, script(t, "acquire"), acquireKeys(b), waiterArgs("w-token", "30000", "w", "9")...)
-			mustEval(t, n, script(t, "release"), releaseKeys(b), releaseArgs("w-token", b)...)
+			mustEval(t, n, script(t, "release"), releaseKeys(b), releaseArgs("w-token", "w")...)
 			assert.Equal(t, wantKeys, keys, "the keys given to an earlier Eval changed while the Node made later calls: the Node must not keep or reuse the caller's slices after Eval returns (core shares them between calls)")
 			assert.Equal(t, wantArgs, args, "the args given to an earlier Eval changed while the Node made later calls: the Node must not keep or reuse the caller's slices after Eval returns (core shares them between calls)")
 		}},
@@ -42,7 +42,7 @@ return r`)
 				for range keys {
 					want = append(want, 1)
 				}
-				assert.Equal(t, want, got, "a script given the %d keys %q, and the same strings as args, replied {#KEYS, and for each key whether it equals the arg of its position} %s, want %v: the Node must pass every key, in order, unchanged (core's acquire, rlock, release and runlock take six; a semaphore's acquire and release six and then its permits, a few dozen)", len(keys), keys, format(got), want)
+				assert.Equal(t, want, got, "a script given the %d keys %q, and the same strings as args, replied {#KEYS, and for each key whether it equals the arg of its position} %s, want %v: the Node must pass every key, in order, unchanged (core's acquire and release take six; a semaphore's acquire and release six and then its permits, a few dozen)", len(keys), keys, format(got), want)
 			}
 		}},
 		{"empty", func(t *testing.T, e *env) {

@@ -33,8 +33,8 @@ func checkBehindOthers(t *testing.T, e *env) {
 	unblock := func() { cancel(); px.close() }
 	defer unblock() // before the Node's cleanup
 	s := script(t, "extend")
-	keys := []string{core.NewKeys(prefix(t), "behind").Lock}
-	mustEval(t, n, s, keys, ours, ttl) // a connection, and the script on the server
+	keys := extendKeys(core.NewKeys(prefix(t), "behind"))
+	mustEval(t, n, s, keys, ours, ttl, "w") // a connection, and the script on the server
 	reached := px.watch(blockerToken)
 	px.freeze()
 
@@ -45,7 +45,7 @@ func checkBehindOthers(t *testing.T, e *env) {
 		go func() {
 			defer returned.Done()
 			started.Done()
-			_, _ = n.Eval(ctx, s, keys, blockerToken, ttl)
+			_, _ = n.Eval(ctx, s, keys, blockerToken, ttl, "w")
 		}()
 	}
 	started.Wait()

@@ -42,8 +42,8 @@ func concurrencyChecks() []check {
 					want []int64
 				}{
 					{acquire, acquireKeys(k), acquireArgs(token, ttl), []int64{1, fenceOf(i) + 1}},
-					{extend, []string{k.Lock}, []string{token, ttl}, []int64{1}},
-					{release, releaseKeys(k), releaseArgs(token, k), []int64{1, 0}},
+					{extend, extendKeys(k), []string{token, ttl, "w"}, []int64{1}},
+					{release, releaseKeys(k), releaseArgs(token, "w"), []int64{1, 0}},
 				}
 				for _, st := range steps {
 					got, err := evalWithin(callBound, n, st.s, st.keys, st.args...)

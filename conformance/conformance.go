@@ -360,38 +360,52 @@ func format(v []int64) string {
 }
 
 // acquireKeys and acquireArgs are the KEYS and ARGV of core's acquire script as core passes
-// them for an owner that does not wait: no restart guard, advance the fence counter, no
-// waiter id (so never queued), ticket 0, a place kept for 10 s.
+// them for a writer that does not wait: no restart guard, advance the fence counter, no
+// waiter id (so never queued), ticket 0, a place kept for 10 s, no need to say which server
+// this is, mode "w", no permit hinted.
 func acquireKeys(k core.Keys) []string { return k.ScriptKeys() }
 
-func acquireArgs(token, ttl string) []string {
-	return []string{token, ttl, "0", "1", "", "0", "10000"}
-}
+func acquireArgs(token, ttl string) []string { return lockArgs(token, ttl, "1", "", "0", "w") }
 
-// waiterArgs are acquire's ARGV for a waiter with id waiter and ticket.
+// waiterArgs are acquire's ARGV for a writer waiter with id waiter and ticket.
 func waiterArgs(token, ttl, waiter, ticket string) []string {
-	return []string{token, ttl, "0", "1", waiter, ticket, "10000"}
+	return lockArgs(token, ttl, "1", waiter, ticket, "w")
 }
 
-// readerArgs are the rlock script's ARGV as core passes them for a reader that does not
-// wait: acquire's, but with no fence (a reader advances none). rlock's KEYS are acquire's.
-func readerArgs(token, ttl string) []string {
-	return []string{token, ttl, "0", "0", "", "0", "10000"}
-}
+// readerArgs are acquire's ARGV as core passes them for a reader that does not wait: a
+// writer's, but with no fence (a reader advances none) and mode "r".
+func readerArgs(token, ttl string) []string { return lockArgs(token, ttl, "0", "", "0", "r") }
 
-// readerWaiterArgs are rlock's ARGV for a reader waiter with id waiter and ticket.
+// readerWaiterArgs are acquire's ARGV for a reader waiter with id waiter and ticket.
 func readerWaiterArgs(token, ttl, waiter, ticket string) []string {
-	return []string{token, ttl, "0", "0", waiter, ticket, "10000"}
+	return lockArgs(token, ttl, "0", waiter, ticket, "r")
 }
 
-// rextendKeys are the KEYS of core's rextend script: the lock key and the readers key.
-func rextendKeys(k core.Keys) []string { return []string{k.Lock, k.Readers} }
+// lockArgs are acquire's ten ARGV: token, TTL ms, no restart guard, the fence floor, waiter
+// id, ticket, a place kept for 10 s, "0" (no need to say which server this is), the mode and
+// no permit hinted.
+func lockArgs(token, ttl, floor, waiter, ticket, mode string) []string {
+	return []string{token, ttl, "0", floor, waiter, ticket, "10000", "0", mode, "-1"}
+}
 
-// releaseKeys and releaseArgs are the KEYS and ARGV of core's release script (and of
-// runlock, a reader's release) as core passes them when an owner without a waiter id lets
-// go, on a node without sharded pub/sub.
+// identifying returns args, acquire's ARGV, with ARGV[8] "1": say which server this is.
+func identifying(args []string) []string {
+	args = slices.Clone(args)
+	args[7] = "1"
+	return args
+}
+
+// extendKeys are the KEYS of core's extend script for a writer's lock: the lock key and the
+// fence counter. readerExtendKeys are a reader's: the lock key and the readers key.
+func extendKeys(k core.Keys) []string { return []string{k.Lock, k.Fence} }
+
+func readerExtendKeys(k core.Keys) []string { return []string{k.Lock, k.Readers} }
+
+// releaseKeys and releaseArgs are the KEYS and ARGV of core's release script as core passes
+// them when an owner without a waiter id lets go of its holding of mode ("w" a writer's
+// lock, "r" a reader's share), on a node without sharded pub/sub.
 func releaseKeys(k core.Keys) []string { return k.ScriptKeys() }
 
-func releaseArgs(token string, k core.Keys) []string {
-	return []string{token, k.Channel, "PUBLISH", "", "leave"}
+func releaseArgs(token, mode string) []string {
+	return []string{token, mode, "PUBLISH", "", "leave", "0", "10000"}
 }

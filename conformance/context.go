@@ -20,11 +20,11 @@ import (
 // Node hangs in its dial or handshake (on a cluster, in the command: a pause lets the
 // handshake through).
 func contextChecks() []check {
-	keys := []string{core.NewKeys("conformance:", "context").Lock}
+	keys := extendKeys(core.NewKeys("conformance:", "context"))
 	return ctxChecks("Eval", func(t *testing.T, n core.Node) call {
 		s := script(t, "extend")
 		return func(ctx context.Context) (string, error) {
-			got, err := n.Eval(ctx, s, keys, ours, ttl)
+			got, err := n.Eval(ctx, s, keys, ours, ttl, "w")
 			if got != nil {
 				return format(got), err
 			}

@@ -24,60 +24,66 @@
 //
 // The checks, each a subtest named "<server>/<group>/<check>":
 //
-//   - scripts: every core script (core.Scripts: acquire, extend, release, raise, the
-//     read-write lock's rlock, rextend, runlock, the election's proclaim and leader, and
-//     status) through Node.Eval (leader and status, whose replies hold bulk strings,
-//     through Node.EvalStrings, as core reads them), with the reply and the
-//     effect on the server checked: acquire of a free lock, of a held one, of one readers
-//     hold, retried with our own token, and the fence counter advancing exactly past 2^32;
-//     extend of our lock, another's, a missing one; release of ours (deleted, and published
-//     on the release channel), of another's, of a missing one, and of ours with readers
-//     first in the queue (both handed the lock and told, the writer behind them not); raise
-//     of ours, never lowering, of another's; rlock of a free lock (the readers' marker in
-//     the lock key, an entry in the readers key ending TTL from now), shared by two
-//     readers, refused while a writer holds the lock (a reader waiter queued as a reader)
-//     and while a writer waits; rextend of our share, of one gone or expired, of an entry
-//     the lock key no longer backs; runlock of the last share (the lock handed to the
-//     waiting writer, who is told), of one of two, while a writer holds the lock. The
-//     scripts that take six keys (acquire, rlock, release, runlock) get the readers key
-//     last. A semaphore of K permits (core.NewSemaphoreKeys) runs acquire and release with
-//     its K permits after those six keys, and K (and acquire's hinted permit) after their
-//     ARGV: acquire of a free semaphore (the first permit taken, K recorded), of one of 40
-//     permits (46 KEYS) with only the last free, hinting at a permit, of one whose permits
-//     are all held (the reply ends with -1, the waiter queued), against a record of another
-//     K ({-2, n}), retried with our own token (the same permit), the fence advancing exactly,
-//     and asked to identify the server (the run_id, then the permit last); release of our
-//     permit to the first of two waiters (told "<token> <fence> #<permit>" on its channel,
-//     the second not), of our permit found among 40 when KEYS[1] names another's, of
-//     another's, and on an empty server. status reads a held lock's key, PTTL and fence
-//     counter, a queue with its scores, the waiters hash and a leader record's bytes, and
-//     writes nothing.
+//   - scripts: every core script (core.Scripts: acquire, extend, release, the election's
+//     proclaim and leader, and status) through Node.Eval (leader and status, whose replies
+//     hold bulk strings, through Node.EvalStrings, as core reads them), with the reply and
+//     the effect on the server checked. acquire takes ten ARGV, the mode ninth ("w" a
+//     writer, "r" a reader, a semaphore's K); extend and release take the mode as ARGV[3]
+//     and ARGV[2]. A writer's: acquire of a free lock, of a held one, of one readers hold,
+//     retried with our own token, the fence counter advancing exactly past 2^32, waiters
+//     taking it in ticket order (one that takes it leaves the queue) and asked to identify
+//     the server; extend of our lock, another's, a missing one, and raising the fence
+//     counter (never lowering it, never for another's lock); release of ours (deleted, and
+//     only the first of two waiters woken, with an empty message on its channel, whose own
+//     acquire then takes it), of ours by a waiter that keeps its place, of another's, of a
+//     missing one, and of ours with readers first in the queue (both readers woken, the
+//     writer behind them not; the woken readers then share it). A reader's (mode "r"):
+//     acquire of a free lock (the readers' marker in the lock key, an entry in the readers
+//     key ending TTL from now), shared by two readers, refused while a writer holds the
+//     lock (a reader waiter queued, recorded as "r <channel>") and while a writer waits;
+//     extend of our share, of one gone or expired, of an entry the lock key no longer
+//     backs; release of the last share (the waiting writer woken, whose acquire then takes
+//     the lock), of one of two, while a writer holds the lock. acquire and release take
+//     six keys, the readers key last. A semaphore of K permits (core.NewSemaphoreKeys) runs
+//     acquire and release with its K permits after those six keys: acquire of a free
+//     semaphore (the first permit taken, K recorded), of one of 40 permits (46 KEYS) with
+//     only the last free, hinting at a permit, of one whose permits are all held (the reply
+//     ends with -1, the waiter queued), against a record of another K ({-2, n}), retried
+//     with our own token (the same permit), the fence advancing exactly, and asked to
+//     identify the server (the run_id, then the permit last); release of our permit with
+//     two waiters (the permit freed, the first woken on its channel, the second not; the
+//     woken one's acquire takes the permit), of our permit found among 40 when KEYS[1]
+//     names another's, of another's, and on an empty server. status reads a held lock's
+//     key, PTTL and fence counter, a queue with its scores, the waiters hash and a leader
+//     record's bytes, and writes nothing.
 //   - sets: a lock over three names (core.NewSetKeys, under a prefix with a hash tag) runs
 //     acquire and release with each name's six KEYS, name after name (18): acquire of free
 //     names (each lock key our token with the TTL; {1, fence} with the fence one past the
 //     largest of the names' far-apart counters, 5, none and past 2^32, and every counter
 //     raised to it), of names one of which another holds ({0, pttl}, none taken, the waiter
-//     queued once in every name's queue with its attempt and the set's lock keys recorded),
-//     and that call again with the same token (the same reply, still one entry each);
-//     release of our names (every lock key deleted, {1, 0}), and with a waiter queued for
-//     the last name (that name handed to it, the waiter told "<token> <fence>" on that name's
-//     own channel, {1, 1}). A reader set runs rlock and runlock with the same 18 KEYS, and
-//     rextend with each name's lock key and readers key: rlock of free names (each lock key
-//     the readers' marker and each readers key our entry, with the TTL), and by a second
-//     set overlapping the first (two entries on the shared names); of names one of which a
-//     writer holds, each in turn ({0, pttl}, no share, the waiter queued once in every
-//     name's queue with its attempt, " r" and the set's lock keys recorded), and that call
-//     again; of free names with a writer waiting ahead in one queue ({0, 0}); rextend of
-//     every share ({1}, each renewed), and with one name's share gone, each in turn ({0},
-//     none renewed); runlock of our shares (every key freed), and with another reader on
-//     one name (its marker and entry kept); a writer's release of a name a queued reader
-//     set waits for (a share of every name, the set out of every queue, "<token> 0" on the
-//     set's first name's channel only), with a reader behind it in another name's queue
-//     (handed its share too) and a writer behind it in a third (left queued, not woken),
-//     and while another name is held or has a waiter ahead (nothing handed, {1, 0}). On a
-//     cluster, a set whose names share one hash tag (one slot) is acquired and released;
-//     one whose names are in different slots is an error that core.Permanent knows, never a
-//     panic, and takes nothing.
+//     queued once in every name's queue, recorded as "w" and the set's first name's
+//     channel), and that call again with the same token (the same reply, still one entry
+//     each); release of our names (every lock key deleted, {1, 0}), and with a waiter
+//     queued for the last name (every name freed, the waiter woken on that name's own
+//     channel only, {1, 1}, and its acquire takes it). A reader set runs acquire and release
+//     in mode "r" with the same 18 KEYS, and extend with each name's lock key and readers
+//     key: acquire of free names (each lock key the readers' marker and each readers key
+//     our entry, with the TTL), and by a second set overlapping the first (two entries on
+//     the shared names); of names one of which a writer holds, each in turn ({0, pttl}, no
+//     share, the waiter queued once in every name's queue, recorded as "r" and the set's
+//     first name's channel), and that call again; of free names with a writer waiting
+//     ahead in one queue ({0, 0}); extend of every share ({1}, each renewed), and with one
+//     name's share gone, each in turn ({0}, none renewed); release of our shares (every key
+//     freed), and with another reader on one name (its marker and entry kept); a writer's
+//     release of a name a queued reader set waits for (the set woken on its first name's
+//     channel only; its acquire then takes a share of every name and leaves every queue),
+//     with a reader that shares past it in another name's queue and a writer queued behind
+//     it in a third (neither woken; the writer refused once the set reads), and while
+//     another name is held or has a writer waiting ahead (the set woken, its acquire
+//     refused, no share taken, still queued everywhere). On a cluster, a set whose names
+//     share one hash tag (one slot) is acquired and released; one whose names are in
+//     different slots is an error that core.Permanent knows, never a panic, and takes
+//     nothing.
 //   - noscript: each script right after SCRIPT FLUSH, three times: Eval (EvalStrings for
 //     leader and status) falls back from EVALSHA to EVAL, and the script replies as it must on an empty
 //     server.
@@ -145,9 +151,9 @@
 //     each call); Subscribe honours its context's deadline and its cancellation against a
 //     server that never replies, and one that timed out while its confirmation was held
 //     back leaves nothing subscribed once the server answers; the channels of two waiters
-//     of one lock (one hash tag) get their own messages only; a semaphore's hand-over, which
+//     of one lock (one hash tag) get their own messages only; a semaphore's wake-up, which
 //     the release script run through the Node publishes (SPUBLISH for a sharded Node),
-//     reaches the Node's own subscription to the waiter's channel as "<token> <fence> #1".
+//     reaches the Node's own subscription to the waiter's channel as the empty message.
 //     And: of two subscriptions to one channel, the first unsubscribed twice leaves the
 //     second delivering (and counted by the server); a second Subscribe to a channel whose
 //     first Subscribe's confirmation a proxy holds back returns only once it comes; after

@@ -87,15 +87,9 @@ func emptyCall(s *core.Script, k core.Keys) (keys, args []string, want func(*tes
 			assert.True(t, len(got) >= 2 && got[0] == 1, "Eval(acquire) of a free lock replied %s, want {1, fence}", format(got))
 		}
 	case "extend":
-		return []string{k.Lock}, []string{ours, ttl}, equal(0)
+		return extendKeys(k), []string{ours, ttl, "w"}, equal(0)
 	case "release":
-		return releaseKeys(k), releaseArgs(ours, k), equal(0, 0, 1)
-	case "rlock":
-		return acquireKeys(k), readerArgs(ours, ttl), equal(1, 0)
-	case "rextend":
-		return rextendKeys(k), []string{ours, ttl}, equal(0)
-	case "runlock":
-		return releaseKeys(k), releaseArgs(ours, k), equal(0, 0, 1)
+		return releaseKeys(k), releaseArgs(ours, "w"), equal(0, 0, 1)
 	case "proclaim":
 		return []string{k.Lock, k.Leader}, []string{ours, k.LeaderChannel(), "PUBLISH", "v", ttl}, equal(0)
 	case "leader": // read with EvalStrings: see emptyStrings
@@ -211,11 +205,11 @@ func closedChecks() []check {
 		addr := e.server(t)
 		n := e.node(t, addr)
 		k := core.NewKeys(prefix(t), "closed")
-		mustEval(t, n, script(t, "extend"), []string{k.Lock}, ours, ttl) // connected
+		mustEval(t, n, script(t, "extend"), extendKeys(k), ours, ttl, "w") // connected
 		e.h.CloseClient(t, n)
 		calls := map[string]func() (string, error){
 			"Eval": func() (string, error) {
-				got, err := eval(n, script(t, "extend"), []string{k.Lock}, ours, ttl)
+				got, err := eval(n, script(t, "extend"), extendKeys(k), ours, ttl, "w")
 				if got != nil {
 					return format(got), err
 				}

@@ -634,7 +634,7 @@ func (n dropsEmptyArgs) String() string { return n.inner.String() }
 
 // fiveKeys passes at most five of a call's keys, as a backend with a fixed-size array for
 // them, written when core's scripts took no more, would: the readers key, the sixth of
-// rlock, runlock and release, never arrives.
+// acquire and release, never arrives.
 type fiveKeys struct{ inner core.Node }
 
 func newFiveKeys(t testing.TB, addr string) core.Node { return fiveKeys{goodNode(t, addr)} }

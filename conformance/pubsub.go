@@ -32,7 +32,7 @@ func pubsubChecks() []check {
 		{"recovery", checkRecovery},
 		{"subscribe-deadline/new-connection", func(t *testing.T, e *env) { checkSubscribeDeadline(t, e, false) }},
 		{"subscribe-deadline/open-connection", func(t *testing.T, e *env) { checkSubscribeDeadline(t, e, true) }},
-		{"semaphore-hand-over", checkSemaphoreHandOver},
+		{"semaphore-wake", checkSemaphoreWake},
 	}
 }
 

@@ -1,7 +1,6 @@
 package conformance
 
 import (
-	"fmt"
 	"slices"
 	"strconv"
 	"strings"
@@ -83,18 +82,18 @@ func scriptChecks() []check {
 		}},
 		{"extend/ours", func(t *testing.T, n core.Node, addr string, k core.Keys) {
 			admin(t, addr, "SET", k.Lock, ours, "PX", "5000")
-			got := mustEval(t, n, script(t, "extend"), []string{k.Lock}, ours, ttl)
+			got := mustEval(t, n, script(t, "extend"), extendKeys(k), ours, ttl, "w")
 			assert.Equal(t, []int64{1}, got, "extend of our lock replied %s, want {1}", format(got))
 			wantPTTL(t, addr, k.Lock, 5001, ttlMS, "after extending our lock from 5000 ms to "+ttl+" ms")
 		}},
 		{"extend/not-ours", func(t *testing.T, n core.Node, addr string, k core.Keys) {
 			admin(t, addr, "SET", k.Lock, theirs, "PX", "5000")
-			got := mustEval(t, n, script(t, "extend"), []string{k.Lock}, ours, ttl)
+			got := mustEval(t, n, script(t, "extend"), extendKeys(k), ours, ttl, "w")
 			assert.Equal(t, []int64{0}, got, "extend of another owner's lock replied %s, want {0}", format(got))
 			wantPTTL(t, addr, k.Lock, 1, 5000, "after a refused extend of a lock with 5000 ms left")
 		}},
 		{"extend/missing", func(t *testing.T, n core.Node, addr string, k core.Keys) {
-			got := mustEval(t, n, script(t, "extend"), []string{k.Lock}, ours, ttl)
+			got := mustEval(t, n, script(t, "extend"), extendKeys(k), ours, ttl, "w")
 			assert.Equal(t, []int64{0}, got, "extend of a missing lock replied %s, want {0}", format(got))
 			assert.Equal(t, int64(0), admin(t, addr, "EXISTS", k.Lock), "extend must never re-create a missing lock")
 		}},
@@ -116,7 +115,8 @@ func scriptChecks() []check {
 			got := mustEval(t, n, script(t, "acquire"), acquireKeys(k), waiterArgs("w1-token", ttl, "w1", "1")...)
 			assert.Equal(t, int64(1), got[0], "acquire by waiter w1, first in the queue, of a free lock replied %s, want {1, fence}", format(got))
 			assert.Equal(t, "w1-token", admin(t, addr, "GET", k.Lock), "the lock must go to the first waiter")
-			assert.Equal(t, int64(2), admin(t, addr, "ZCARD", k.Queue), "a waiter that takes the lock keeps its place until it releases it, and the others stay")
+			assert.Nil(t, admin(t, addr, "ZSCORE", k.Queue, "w1"), "a waiter that takes the lock must leave the queue")
+			assert.Equal(t, "2", admin(t, addr, "ZSCORE", k.Queue, "w2"), "a waiter that takes the lock must leave the others queued")
 		}},
 		{"release/ours", func(t *testing.T, n core.Node, addr string, k core.Keys) {
 			admin(t, addr, "SET", k.Lock, ours, "PX", ttl)
@@ -131,19 +131,15 @@ func scriptChecks() []check {
 			second, err := subscribe(owner(addr, k.Wake("second")), k.Wake("second"))
 			require.NoError(t, err, "conformance: subscribe to the second waiter's channel")
 			defer second.close()
-			got := mustEval(t, n, script(t, "release"), releaseKeys(k), releaseArgs(ours, k)...)
+			got := mustEval(t, n, script(t, "release"), releaseKeys(k), releaseArgs(ours, "w")...)
 			assert.Equal(t, []int64{1, 1}, got, "release of our lock with two waiters listening replied %s, want {1, 1}: only the first is told", format(got))
-			assert.Equal(t, "waiter-token", admin(t, addr, "GET", k.Lock), "release of our lock must hand it to the first waiter's attempt")
-			wantPTTL(t, addr, k.Lock, 1, ttlMS, "after the lock was handed over with TTL "+ttl+" ms")
-			ch, payload, ok := sub.next(waitBound)
-			assert.True(t, ok, "release of our lock must tell the first waiter on its channel: no message within %v", waitBound)
-			if ok {
-				assert.Equal(t, k.Wake("waiter"), ch, "release published on the wrong channel")
-				assert.Equal(t, fmt.Sprintf("waiter-token %s", admin(t, addr, "GET", k.Fence)), payload,
-					"the message must name the token the lock was handed to and the fence it advanced to")
-			}
+			assert.Equal(t, int64(0), admin(t, addr, "EXISTS", k.Lock), "release of our lock must delete it (the queue wakes, never grants)")
+			wantWake(t, sub, k.Wake("waiter"), "release of our lock must wake the first waiter on its channel")
 			_, _, woken := second.next(100 * time.Millisecond)
 			assert.False(t, woken, "release woke the second waiter too")
+			got = mustEval(t, n, script(t, "acquire"), acquireKeys(k), waiterArgs("waiter-token", ttl, "waiter", "1")...)
+			assert.Equal(t, int64(1), got[0], "acquire by the woken waiter, first in the queue, replied %s, want {1, fence}", format(got))
+			assert.Equal(t, "waiter-token", admin(t, addr, "GET", k.Lock), "the woken waiter's acquire must take the lock")
 		}},
 		{"release/keeps-place", func(t *testing.T, n core.Node, addr string, k core.Keys) {
 			// A failed attempt lets go of a node that granted it, and keeps (or takes) its place.
@@ -156,16 +152,16 @@ func scriptChecks() []check {
 		}},
 		{"release/not-ours", func(t *testing.T, n core.Node, addr string, k core.Keys) {
 			admin(t, addr, "SET", k.Lock, theirs, "PX", ttl)
-			got := mustEval(t, n, script(t, "release"), releaseKeys(k), releaseArgs(ours, k)...)
+			got := mustEval(t, n, script(t, "release"), releaseKeys(k), releaseArgs(ours, "w")...)
 			assert.Equal(t, []int64{0, 0}, got, "release of another owner's lock replied %s, want {0, 0}", format(got))
 			assert.Equal(t, theirs, admin(t, addr, "GET", k.Lock), "release must not delete another owner's lock")
 		}},
 		{"release/missing", func(t *testing.T, n core.Node, addr string, k core.Keys) {
-			got := mustEval(t, n, script(t, "release"), releaseKeys(k), releaseArgs(ours, k)...)
+			got := mustEval(t, n, script(t, "release"), releaseKeys(k), releaseArgs(ours, "w")...)
 			assert.Equal(t, []int64{0, 0, 1}, got, "release of a missing lock replied %s, want {0, 0, 1} (nothing of ours here, and no other owner)", format(got))
 		}},
 		{"acquire/identifies-the-server", func(t *testing.T, n core.Node, addr string, k core.Keys) {
-			got := mustEval(t, n, script(t, "acquire"), acquireKeys(k), append(acquireArgs(ours, ttl), "1")...)
+			got := mustEval(t, n, script(t, "acquire"), acquireKeys(k), identifying(acquireArgs(ours, ttl))...)
 			require.True(t, len(got) == 3 || len(got) == 7, "acquire asked to identify the server replied %s, want {1, fence, 0} and, if the server reports a run_id, its four parts", format(got))
 			assert.Equal(t, int64(1), got[0], "acquire of a free lock, asked to identify the server, replied %s", format(got))
 			if len(got) == 3 {
@@ -185,21 +181,21 @@ func scriptChecks() []check {
 		{"extend/fence-raises", func(t *testing.T, n core.Node, addr string, k core.Keys) {
 			admin(t, addr, "SET", k.Lock, ours, "PX", ttl)
 			admin(t, addr, "SET", k.Fence, "5")
-			got := mustEval(t, n, script(t, "extend"), []string{k.Lock, k.Fence}, ours, ttl, bigFenceStr)
+			got := mustEval(t, n, script(t, "extend"), extendKeys(k), ours, ttl, "w", bigFenceStr)
 			assert.Equal(t, []int64{1}, got, "extend with a fence while we hold the lock replied %s, want {1}", format(got))
 			assert.Equal(t, bigFenceStr, admin(t, addr, "GET", k.Fence), "extend with a fence while we hold the lock must raise the fence counter to it")
 		}},
 		{"extend/fence-never-lowers", func(t *testing.T, n core.Node, addr string, k core.Keys) {
 			admin(t, addr, "SET", k.Lock, ours, "PX", ttl)
 			admin(t, addr, "SET", k.Fence, bigFenceStr)
-			got := mustEval(t, n, script(t, "extend"), []string{k.Lock, k.Fence}, ours, ttl, "5")
+			got := mustEval(t, n, script(t, "extend"), extendKeys(k), ours, ttl, "w", "5")
 			assert.Equal(t, []int64{1}, got, "extend with a lower fence while we hold the lock replied %s, want {1}", format(got))
 			assert.Equal(t, bigFenceStr, admin(t, addr, "GET", k.Fence), "extend must never lower the fence counter")
 		}},
 		{"extend/fence-not-ours", func(t *testing.T, n core.Node, addr string, k core.Keys) {
 			admin(t, addr, "SET", k.Lock, theirs, "PX", ttl)
 			admin(t, addr, "SET", k.Fence, "5")
-			got := mustEval(t, n, script(t, "extend"), []string{k.Lock, k.Fence}, ours, ttl, bigFenceStr)
+			got := mustEval(t, n, script(t, "extend"), extendKeys(k), ours, ttl, "w", bigFenceStr)
 			assert.Equal(t, []int64{0}, got, "extend with a fence of another owner's lock replied %s, want {0}", format(got))
 			assert.Equal(t, "5", admin(t, addr, "GET", k.Fence), "extend of another owner's lock must leave the counter alone")
 		}},

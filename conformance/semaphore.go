@@ -2,6 +2,7 @@ package conformance
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -17,8 +18,9 @@ import (
 // semaphore's record of K) and then the K permits, KEYS[7] .. KEYS[6 + K], and ARGV[9] K and
 // ARGV[10] the permit it hints at; its replies have the permit taken last (-1: none), or are
 // {-2, n} when the record says n permits. release takes the permit held as KEYS[1], the
-// permits as KEYS[7] .. KEYS[6 + K], and K as ARGV[8], and hands the permit it frees to the
-// first waiter with the message "<token> <fence> #<permit>".
+// permits as KEYS[7] .. KEYS[6 + K], K as ARGV[2] and "1" as ARGV[8] (KEYS[1] is held here),
+// and wakes the first waiters, one per free permit, with an empty message on each one's
+// channel; a woken waiter takes a permit with acquire.
 
 // manyPermits is the K of the checks that a Node passes every one of many KEYS: a few
 // dozen, as a Semaphore of that many permits makes.
@@ -34,10 +36,12 @@ func semaphoreKeys(t *testing.T, permits int) core.Keys {
 func semAcquireKeys(k core.Keys) []string { return append(k.ScriptKeys(), k.Permits...) }
 
 // semAcquireArgs are acquire's ARGV for the semaphore of k, as core passes them: a lock's
-// (args, from acquireArgs or waiterArgs), then ARGV[8] "0" (the server need not say which it
-// is), ARGV[9] the number of permits and ARGV[10] the permit hinted at (-1: none).
+// (args, from acquireArgs or waiterArgs), but ARGV[9] the number of permits and ARGV[10]
+// the permit hinted at (-1: none). Each call makes a new slice.
 func semAcquireArgs(k core.Keys, args []string, hint int) []string {
-	return append(args, "0", strconv.Itoa(len(k.Permits)), strconv.Itoa(hint))
+	args = slices.Clone(args)
+	args[8], args[9] = strconv.Itoa(len(k.Permits)), strconv.Itoa(hint)
+	return args
 }
 
 // semReleaseKeys are release's KEYS for the semaphore of k and a holder of permit held:
@@ -49,10 +53,11 @@ func semReleaseKeys(k core.Keys, held int) []string {
 }
 
 // semReleaseArgs are release's ARGV for the semaphore of k, as core passes them when an
-// owner without a waiter id lets go, publishing with publish (PUBLISH or SPUBLISH): no
-// ticket, no place kept, then ARGV[8] the number of permits.
+// owner without a waiter id lets go of the permit it holds (KEYS[1]), publishing with
+// publish (PUBLISH or SPUBLISH): the number of permits as the mode, no waiter, ticket 0,
+// and ARGV[8] "1": KEYS[1] is the permit held here.
 func semReleaseArgs(k core.Keys, token, publish string) []string {
-	return []string{token, k.Channel, publish, "", "leave", "", "", strconv.Itoa(len(k.Permits))}
+	return []string{token, strconv.Itoa(len(k.Permits)), publish, "", "leave", "0", "10000", "1"}
 }
 
 // holdPermits makes token the holder of the semaphore's permits at indices, for ms
@@ -76,8 +81,8 @@ func wantPermit(t *testing.T, got []int64, status, permit int64, what string) bo
 
 // semaphoreScriptCases are the scripts group's checks of a semaphore's use of the acquire
 // and release scripts: many KEYS passed in order, replies with the permit last and their
-// signs kept (-1: no permit, -2: a record of another number of permits), and the hand-over
-// of a freed permit to the first waiter, told on its channel with "#<permit>".
+// signs kept (-1: no permit, -2: a record of another number of permits), and the wake-up
+// of the first waiter when a permit is freed.
 func semaphoreScriptCases() []scriptCase {
 	return []scriptCase{
 		{"acquire/semaphore-free", func(t *testing.T, n core.Node, addr string, _ core.Keys) {
@@ -166,8 +171,7 @@ func semaphoreScriptCases() []scriptCase {
 		{"acquire/semaphore-identifies-the-server", func(t *testing.T, n core.Node, addr string, _ core.Keys) {
 			k := semaphoreKeys(t, 3)
 			holdPermits(t, addr, k, theirs, ttl, 0)
-			args := semAcquireArgs(k, acquireArgs(ours, ttl), -1)
-			args[7] = "1" // ARGV[8]: say which server this is
+			args := identifying(semAcquireArgs(k, acquireArgs(ours, ttl), -1)) // ARGV[8]: say which server this is
 			got := mustEval(t, n, script(t, "acquire"), semAcquireKeys(k), args...)
 			require.True(t, wantPermit(t, got, 1, 1, "acquire of a semaphore with permit 0 held, asked to identify the server,"))
 			info, _ := do(owner(addr, k.Lock), "INFO", "server") // on a cluster: the semaphore's master
@@ -185,7 +189,7 @@ func semaphoreScriptCases() []scriptCase {
 			require.GreaterOrEqual(t, len(got), 8, "acquire of a semaphore asked to identify the server replied %s, want {1, fence, 0}, the server's run_id in four parts, and the permit last", format(got))
 			assert.Equal(t, want, got[2:7], "acquire of a semaphore asked to identify the server replied %s, want {1, fence, 0} and then the server's run_id in four parts (before the permit, last): the Node must pass every argument and return the reply whole", format(got))
 		}},
-		{"release/semaphore-hands-over", func(t *testing.T, n core.Node, addr string, _ core.Keys) {
+		{"release/semaphore-wakes", func(t *testing.T, n core.Node, addr string, _ core.Keys) {
 			k := semaphoreKeys(t, 3)
 			holdPermits(t, addr, k, theirs, ttl, 0, 2)
 			got := mustEval(t, n, script(t, "acquire"), semAcquireKeys(k), semAcquireArgs(k, acquireArgs(ours, ttl), -1)...)
@@ -203,19 +207,16 @@ func semaphoreScriptCases() []scriptCase {
 			defer second.close()
 			got = mustEval(t, n, script(t, "release"), semReleaseKeys(k, 1), semReleaseArgs(k, ours, "PUBLISH")...)
 			assert.Equal(t, []int64{1, 1}, got, "release of our permit 1 of 3 with two waiters listening replied %s, want {1, 1}: only the first is told", format(got))
-			assert.Equal(t, "w1-token", admin(t, addr, "GET", k.Permits[1]), "release of our permit must hand it to the first waiter's attempt")
-			wantPTTL(t, addr, k.Permits[1], 1, ttlMS, "after the permit was handed over with TTL "+ttl+" ms")
-			assert.Nil(t, admin(t, addr, "ZSCORE", k.Queue, "w1"), "a waiter handed a permit must leave the queue")
+			assert.Equal(t, int64(0), admin(t, addr, "EXISTS", k.Permits[1]), "release of our permit must delete it (the queue wakes, never grants)")
+			assert.Equal(t, "1", admin(t, addr, "ZSCORE", k.Queue, "w1"), "a woken waiter must stay queued until it takes a permit")
 			assert.Equal(t, "2", admin(t, addr, "ZSCORE", k.Queue, "w2"), "the second waiter must stay queued")
-			ch, payload, ok := sub.next(waitBound)
-			assert.True(t, ok, "release of our permit must tell the first waiter on its channel: no message within %v", waitBound)
-			if ok {
-				assert.Equal(t, k.Wake("w1"), ch, "release published on the wrong channel")
-				assert.Equal(t, fmt.Sprintf("w1-token %s #1", admin(t, addr, "GET", k.Fence)), payload,
-					"the message must name the token the permit was handed to, the fence it advanced to and the permit, \"#1\"")
-			}
+			wantWake(t, sub, k.Wake("w1"), "release of our permit must wake the first waiter on its channel")
 			_, _, woken := second.next(100 * time.Millisecond)
 			assert.False(t, woken, "release of one permit woke the second waiter too")
+			got = mustEval(t, n, script(t, "acquire"), semAcquireKeys(k), semAcquireArgs(k, waiterArgs("w1-token", ttl, "w1", "1"), -1)...)
+			wantPermit(t, got, 1, 1, "acquire by the woken waiter w1 of a semaphore of 3 permits with only permit 1 free")
+			assert.Equal(t, "w1-token", admin(t, addr, "GET", k.Permits[1]), "the woken waiter's acquire must take the freed permit")
+			assert.Nil(t, admin(t, addr, "ZSCORE", k.Queue, "w1"), "a waiter that takes a permit must leave the queue")
 		}},
 		{"release/semaphore-any-permit", func(t *testing.T, n core.Node, addr string, _ core.Keys) {
 			// A release that does not know the permit it holds names one (here the first,
@@ -245,17 +246,17 @@ func semaphoreScriptCases() []scriptCase {
 	}
 }
 
-// checkSemaphoreHandOver: the pubsub group's check of a hand-over that the release script,
-// run through the Node, publishes as core has it publish (SPUBLISH for a Node whose
-// ShardedPubSub reports true): the Node's own subscription to the waiter's channel gets
-// "<token> <fence> #<permit>". The Node runs the script while it is subscribed, as core's
-// waiters do.
-func checkSemaphoreHandOver(t *testing.T, e *env) {
+// checkSemaphoreWake: the pubsub group's check of a wake-up that the release script, run
+// through the Node, publishes as core has it publish (SPUBLISH for a Node whose
+// ShardedPubSub reports true): the Node's own subscription to the waiter's channel gets the
+// wake-up, an empty message. The Node runs the script while it is subscribed, as
+// core's waiters do.
+func checkSemaphoreWake(t *testing.T, e *env) {
 	addr := e.server(t)
 	p := newPubsub(t, e, addr, addr)
 	n, ok := p.sub.(core.Node)
 	require.True(t, ok, "conformance: the Subscriber is not a core.Node")
-	k := core.NewSemaphoreKeys(prefix(t), "hand-over", 3)
+	k := core.NewSemaphoreKeys(prefix(t), "wake", 3)
 	holdPermits(t, addr, k, theirs, ttl, 0, 2)
 	holdPermits(t, addr, k, ours, ttl, 1)
 	queued := mustEval(t, n, script(t, "acquire"), semAcquireKeys(k), semAcquireArgs(k, waiterArgs("w-token", ttl, "w", "1"), -1)...)
@@ -265,8 +266,7 @@ func checkSemaphoreHandOver(t *testing.T, e *env) {
 	got, err := eval(n, script(t, "release"), semReleaseKeys(k, 1), semReleaseArgs(k, ours, p.publishCmd())...)
 	require.NoError(t, err, "Eval(release) on a Node with a subscription of its own returned an error: a Node must run scripts while it is subscribed, as core's waiters call it (a driver that sends commands on its subscribed connection needs a server that runs them there, RESP3; else a pub/sub connection of its own)")
 	require.Equal(t, []int64{1, 1}, got, "release (publishing with %s) of our permit 1 of 3, with waiter w subscribed through the Node, replied %s, want {1, 1}: the server must count the Node's subscription%s", p.publishCmd(), format(got), p.otherKind(k.Wake("w")))
-	want := fmt.Sprintf("w-token %s #1", admin(t, addr, "GET", k.Fence))
-	if !eventually(waitBound, func() bool { return c.got(want) }) {
-		t.Errorf("the hand-over of permit 1, %q, published by the release script on %q, did not reach onMessage within %v unchanged", want, k.Wake("w"), waitBound)
+	if !eventually(waitBound, func() bool { return c.got("") }) {
+		t.Errorf("the wake-up, an empty message, published by the release script on %q, did not reach onMessage within %v unchanged (got %d calls)", k.Wake("w"), waitBound, c.calls())
 	}
 }

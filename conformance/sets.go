@@ -3,7 +3,6 @@ package conformance
 import (
 	"fmt"
 	"strconv"
-	"strings"
 	"testing"
 	"time"
 
@@ -15,13 +14,14 @@ import (
 
 // A lock over several names at once (core.NewSetKeys) runs core's acquire and release
 // scripts with each name's six KEYS, name after name: 18 KEYS for a set of three names.
-// acquire takes every name or none; a waiter refused is queued in every name's queue, its
-// attempt recorded in each with " s" and the set's lock keys (" <length> <key>" each). A
-// release frees every name of the caller's, and hands each freed name on as a lock's
-// release does, telling a waiter of a name other than the first on that name's channel (its
-// lock key's ":released"). A reader set (core.Lock with Read) runs rlock and runlock with
-// the same KEYS, and rextend with each name's lock key and readers key (readerSetCases). On
-// a Redis Cluster the names must share one slot, as they do under a prefix with a hash tag.
+// acquire takes every name or none; a waiter refused is queued in every name's queue,
+// recorded in each as "<w or r> <channel>", its channel its first name's (core.Keys.Wake).
+// A release frees every name of the caller's, and wakes the first waiter of each freed name
+// as a lock's release does, on the channel that waiter recorded: a waiter of a name other
+// than the first alone is woken on that name's channel. A reader set runs acquire and
+// release in mode "r" with the same KEYS, and extend with each name's lock key and readers
+// key (readerSetCases). On a Redis Cluster the names must share one slot, as they do under
+// a prefix with a hash tag.
 
 // setNames are the names of the sets the checks lock: three, so a set's calls pass 18 KEYS.
 var setNames = []string{"a", "b", "c"}
@@ -48,36 +48,21 @@ func setScriptKeys(k core.Keys) []string {
 	return keys
 }
 
-// setRecord is a set waiter's attempt as the acquire script records it in each name's
-// waiters hash, for waiterArgs(token, ttl, ...): "<token> <ttl> 1 0 s" and the set's lock
-// keys, " <length> <key>" each.
-func setRecord(k core.Keys, token string) string {
-	return setList(token+" "+ttl+" 1 0 s", k)
-}
+// setRecord is a set's waiter w as the acquire script records it in each name's waiters
+// hash, for waiterArgs(token, ttl, w, ...): "w " and its channel, the set's first name's
+// (core.Keys.Wake), whichever name it waits for.
+func setRecord(k core.Keys, w string) string { return "w " + k.Wake(w) }
 
-// readerSetRecord is a reader set waiter's attempt as the rlock script records it in each
-// name's waiters hash, for readerWaiterArgs(token, ttl, ...): "<token> <ttl> 0 0 r" (a
-// reader advances no fence) and the set's lock keys, " <length> <key>" each.
-func readerSetRecord(k core.Keys, token string) string {
-	return setList(token+" "+ttl+" 0 0 r", k)
-}
+// readerSetRecord is a reader set's waiter r as acquire records it in each name's waiters
+// hash, for readerWaiterArgs(token, ttl, r, ...): "r " and its first name's channel.
+func readerSetRecord(k core.Keys, r string) string { return "r " + k.Wake(r) }
 
-// setList returns head followed by the lock keys of the set of k, " <length> <key>" each.
-func setList(head string, k core.Keys) string {
-	var b strings.Builder
-	b.WriteString(head)
-	for _, n := range k.Set {
-		fmt.Fprintf(&b, " %d %s", len(n.Lock), n.Lock)
-	}
-	return b.String()
-}
-
-// setRextendKeys are the KEYS of rextend for the set of k, as core passes them: each name's
-// lock key and readers key, name after name.
-func setRextendKeys(k core.Keys) []string {
+// setReaderExtendKeys are the KEYS of extend for a reader of the set of k, as core passes
+// them: each name's lock key and readers key, name after name.
+func setReaderExtendKeys(k core.Keys) []string {
 	var keys []string
 	for _, n := range k.Set {
-		keys = append(keys, rextendKeys(n)...)
+		keys = append(keys, readerExtendKeys(n)...)
 	}
 	return keys
 }
@@ -120,15 +105,15 @@ func acquireHeldSet(t *testing.T, n core.Node, addr string, k core.Keys, what st
 		}
 		assert.Equal(t, int64(1), admin(t, addr, "ZCARD", name.Queue), "after %s, the queue of name %q must hold the waiter once: the Node must pass each name's six KEYS, name after name", what, name.Name)
 		assert.Equal(t, "7", admin(t, addr, "ZSCORE", name.Queue, "w"), "after %s, the waiter must be queued at its ticket in the queue of name %q", what, name.Name)
-		assert.Equal(t, setRecord(k, "w-token"), admin(t, addr, "HGET", name.Waiters, "w"),
-			"after %s, the waiters hash of name %q must record the attempt and the set's lock keys: the Node must pass every KEYS and ARGV in order, unchanged", what, name.Name)
+		assert.Equal(t, setRecord(k, "w"), admin(t, addr, "HGET", name.Waiters, "w"),
+			"after %s, the waiters hash of name %q must record the waiter as a writer, with its channel (the set's first name's): the Node must pass every KEYS and ARGV in order, unchanged", what, name.Name)
 		assert.Equal(t, int64(0), admin(t, addr, "EXISTS", name.Fence), "%s must advance no fence counter, of name %q", what, name.Name)
 	}
 }
 
 // setChecks are the sets group: a set's calls of the acquire and release scripts through
-// the Node (every name's six KEYS passed, in order), a reader set's of rlock, rextend and
-// runlock (readerSetCases), and the slots of a set's keys on a Redis Cluster.
+// the Node (every name's six KEYS passed, in order), a reader set's of acquire, extend and
+// release in mode "r" (readerSetCases), and the slots of a set's keys on a Redis Cluster.
 func setChecks() []check {
 	cases := []scriptCase{
 		{"acquire/free", func(t *testing.T, n core.Node, addr string, k core.Keys) {
@@ -160,13 +145,13 @@ func setChecks() []check {
 		}},
 		{"release/ours", func(t *testing.T, n core.Node, addr string, k core.Keys) {
 			holdSet(t, addr, k, ours)
-			got := mustEvalSet(t, n, "release", k, releaseArgs(ours, k)...)
+			got := mustEvalSet(t, n, "release", k, releaseArgs(ours, "w")...)
 			assert.Equal(t, []int64{1, 0}, got, "release of our set of 3 names replied %s, want {1, 0}", format(got))
 			for _, name := range k.Set {
 				assert.Equal(t, int64(0), admin(t, addr, "EXISTS", name.Lock), "release of our set must delete the lock key of every name, of %q too: the Node must pass every name's six KEYS, name after name", name.Name)
 			}
 		}},
-		{"release/hands-over", func(t *testing.T, n core.Node, addr string, k core.Keys) {
+		{"release/wakes", func(t *testing.T, n core.Node, addr string, k core.Keys) {
 			holdSet(t, addr, k, ours)
 			last := k.Set[2]
 			queued := mustEval(t, n, script(t, "acquire"), acquireKeys(last), waiterArgs("w-token", ttl, "w", "1")...)
@@ -179,22 +164,18 @@ func setChecks() []check {
 			first, err := subscribe(owner(addr, k.Wake("w")), k.Wake("w"))
 			require.NoError(t, err, "conformance: subscribe to the set's first name's channel for the waiter")
 			defer first.close()
-			got := mustEvalSet(t, n, "release", k, releaseArgs(ours, k)...)
+			got := mustEvalSet(t, n, "release", k, releaseArgs(ours, "w")...)
 			assert.Equal(t, []int64{1, 1}, got, "release of our set of 3 names, with waiter w queued for the last listening, replied %s, want {1, 1}", format(got))
 			for _, name := range k.Set[:2] {
 				assert.Equal(t, int64(0), admin(t, addr, "EXISTS", name.Lock), "release of our set must delete the lock key of name %q", name.Name)
 			}
-			assert.Equal(t, "w-token", admin(t, addr, "GET", last.Lock), "release of our set must hand name %q to the attempt of its waiter: the Node must pass every name's six KEYS, name after name", last.Name)
-			wantPTTL(t, addr, last.Lock, 1, ttlMS, "after name "+strconv.Quote(last.Name)+" was handed over with TTL "+ttl+" ms")
-			ch, payload, ok := sub.next(waitBound)
-			assert.True(t, ok, "release of our set must tell the waiter of name %q on that name's channel %q: no message within %v", last.Name, last.Wake("w"), waitBound)
-			if ok {
-				assert.Equal(t, last.Wake("w"), ch, "release published on the wrong channel")
-				assert.Equal(t, fmt.Sprintf("w-token %s", admin(t, addr, "GET", last.Fence)), payload,
-					"the message must name the token the name was handed to and the fence it advanced to")
-			}
+			assert.Equal(t, int64(0), admin(t, addr, "EXISTS", last.Lock), "release of our set must delete the lock key of name %q (the queue wakes, never grants): the Node must pass every name's six KEYS, name after name", last.Name)
+			wantWake(t, sub, last.Wake("w"), "release of our set must wake the waiter of name "+strconv.Quote(last.Name)+" on its own channel")
 			_, _, woken := first.next(100 * time.Millisecond)
-			assert.False(t, woken, "release of our set told the waiter of name %q on the first name's channel %q too", last.Name, k.Wake("w"))
+			assert.False(t, woken, "release of our set woke the waiter of name %q on the first name's channel %q too", last.Name, k.Wake("w"))
+			got = mustEval(t, n, script(t, "acquire"), acquireKeys(last), waiterArgs("w-token", ttl, "w", "1")...)
+			assert.Equal(t, int64(1), got[0], "acquire by the woken waiter w of name %q replied %s, want {1, fence}", last.Name, format(got))
+			assert.Equal(t, "w-token", admin(t, addr, "GET", last.Lock), "the woken waiter's acquire must take name %q", last.Name)
 		}},
 	}
 	cases = append(cases, readerSetCases()...)
@@ -227,7 +208,7 @@ func checkSetOneSlot(t *testing.T, e *env) {
 	for _, name := range k.Set {
 		assert.Equal(t, ours, admin(t, addr, "GET", name.Lock), "after acquire of a set on a Redis Cluster, the lock key of name %q must hold our token", name.Name)
 	}
-	got = mustEvalSet(t, n, "release", k, releaseArgs(ours, k)...)
+	got = mustEvalSet(t, n, "release", k, releaseArgs(ours, "w")...)
 	assert.Equal(t, []int64{1, 0}, got, "release on a Redis Cluster of our set of 3 names of one hash tag replied %s, want {1, 0}", format(got))
 	for _, name := range k.Set {
 		assert.Equal(t, int64(0), admin(t, addr, "EXISTS", name.Lock), "release of our set on a Redis Cluster must delete the lock key of name %q", name.Name)
@@ -248,7 +229,7 @@ func checkSetCrossSlot(t *testing.T, e *env) {
 	for _, c := range []struct {
 		name string
 		args []string
-	}{{"acquire", acquireArgs(ours, ttl)}, {"release", releaseArgs(ours, k)}} {
+	}{{"acquire", acquireArgs(ours, ttl)}, {"release", releaseArgs(ours, "w")}} {
 		var got []int64
 		var err error
 		func() {

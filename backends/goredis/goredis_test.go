@@ -103,7 +103,7 @@ func TestRingIsRefused(t *testing.T) {
 	ring := redis.NewRing(&redis.RingOptions{Addrs: map[string]string{"a": addr}})
 	t.Cleanup(func() { _ = ring.Close() })
 	n := goredis.New(ring)
-	_, err := n.Eval(context.Background(), core.Scripts()[1], []string{"lock"}, "token", "1000")
+	_, err := n.Eval(context.Background(), core.Scripts()[1], []string{"lock"}, "token", "1000", "w")
 	require.ErrorIs(t, err, core.ErrInvalid)
 	assert.ErrorContains(t, err, "Ring")
 

@@ -65,7 +65,7 @@ func TestSubscribeOnClosedClient(t *testing.T) {
 	node := goredis.New(c)
 	t.Cleanup(func() { _ = node.Close() })
 	require.NoError(t, c.Close())
-	_, err := node.Eval(context.Background(), backendtest.Script(t, "extend"), []string{"lock"}, "token", "1000")
+	_, err := node.Eval(context.Background(), backendtest.Script(t, "extend"), []string{"lock"}, "token", "1000", "w")
 	assert.ErrorIs(t, err, core.ErrClosed, "Eval on a closed client")
 	_, err = node.Subscribe(context.Background(), "ch", func(string) {})
 	assert.ErrorIs(t, err, core.ErrClosed, "Subscribe on a closed client")

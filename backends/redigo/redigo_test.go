@@ -66,7 +66,7 @@ func TestEvalServerErrorType(t *testing.T) {
 	for _, kind := range []backendtest.Kind{backendtest.Miniredis, backendtest.Redis} {
 		s := backendtest.Start(t, kind)
 		require.NoError(t, s.Admin.HSet(context.Background(), "lock", "field", "value").Err())
-		_, err := newNode(t, s).Eval(context.Background(), backendtest.Script(t, "extend"), []string{"lock"}, "token", "10000")
+		_, err := newNode(t, s).Eval(context.Background(), backendtest.Script(t, "extend"), []string{"lock"}, "token", "10000", "w")
 		var rerr redis.Error
 		assert.True(t, errors.As(err, &rerr), "%T %v", err, err)
 		assert.ErrorContains(t, err, "WRONGTYPE")
@@ -82,7 +82,7 @@ func TestPubSubConnectionLeavesPool(t *testing.T) {
 	ctx := context.Background()
 	unsubscribe, err := node.Subscribe(ctx, "ch", func(string) {})
 	require.NoError(t, err)
-	_, err = node.Eval(ctx, core.Scripts()[1], []string{"lock"}, "token", "1000")
+	_, err = node.Eval(ctx, core.Scripts()[1], []string{"lock"}, "token", "1000", "w")
 	require.NoError(t, err)
 	assert.Equal(t, 2, pool.ActiveCount(), "one idle connection for Eval, one for pub/sub")
 	assert.Equal(t, 1, pool.IdleCount())
@@ -143,7 +143,7 @@ func TestEvalCancelledWhileWaitingForPool(t *testing.T) {
 	defer held.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
 	defer cancel()
-	_, err := redigo.New(pool, s.Addr).Eval(ctx, core.Scripts()[1], []string{"lock"}, "token", "1000")
+	_, err := redigo.New(pool, s.Addr).Eval(ctx, core.Scripts()[1], []string{"lock"}, "token", "1000", "w")
 	assert.ErrorIs(t, err, context.DeadlineExceeded)
 }
 
@@ -180,7 +180,7 @@ func TestSubscribeOnClosedPool(t *testing.T) {
 	node := redigo.New(pool, s.Addr)
 	t.Cleanup(func() { _ = node.Close() })
 	require.NoError(t, pool.Close())
-	_, err := node.Eval(context.Background(), backendtest.Script(t, "extend"), []string{"lock"}, "token", "1000")
+	_, err := node.Eval(context.Background(), backendtest.Script(t, "extend"), []string{"lock"}, "token", "1000", "w")
 	assert.ErrorIs(t, err, core.ErrClosed, "Eval on a closed pool")
 	_, err = node.Subscribe(context.Background(), "ch", func(string) {})
 	assert.ErrorIs(t, err, core.ErrClosed, "Subscribe on a closed pool")

@@ -188,21 +188,27 @@ func flush(t *testing.T, s *Server) {
 }
 
 // acquireKeys, acquireArgs, releaseKeys and releaseArgs are the KEYS and ARGV of core's
-// acquire and release scripts as core passes them for an owner that does not wait (no
-// restart guard, fence counter advanced, no waiter id); publish is PUBLISH or SPUBLISH.
+// acquire and release scripts as core passes them for a writer that does not wait (no
+// restart guard, fence counter advanced, no waiter id, mode "w"); release's mode is "w" or
+// "r", publish PUBLISH or SPUBLISH.
 func acquireKeys(k core.Keys) []string { return k.ScriptKeys() }
 
 func acquireArgs(token, ttl string) []string {
-	return []string{token, ttl, "0", "1", "", "0", "10000"}
+	return []string{token, ttl, "0", "1", "", "0", "10000", "0", "w", "-1"}
 }
 
-// readArgs are the rlock script's ARGV for a reader that does not wait.
+// readArgs are acquire's ARGV for a reader that does not wait: no fence, mode "r".
 func readArgs(token, ttl string) []string {
-	return []string{token, ttl, "0", "0", "", "0", "10000"}
+	return []string{token, ttl, "0", "0", "", "0", "10000", "0", "r", "-1"}
+}
+
+// waiterArgs are acquire's ARGV for a writer waiter with id waiter and ticket.
+func waiterArgs(token, ttl, waiter, ticket string) []string {
+	return []string{token, ttl, "0", "1", waiter, ticket, "10000", "0", "w", "-1"}
 }
 
 func releaseKeys(k core.Keys) []string { return k.ScriptKeys() }
 
-func releaseArgs(token string, k core.Keys, publish string) []string {
-	return []string{token, k.Channel, publish, "", "leave"}
+func releaseArgs(token, mode, publish string) []string {
+	return []string{token, mode, publish, "", "leave", "0", "10000"}
 }

@@ -56,7 +56,7 @@ func ClosedClient(t *testing.T, closing error, newNode func(t *testing.T, addr s
 func closedNode(t *testing.T, node core.Node, closing error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	_, err := node.Eval(ctx, Script(t, "extend"), []string{"lock"}, "token", "10000")
+	_, err := node.Eval(ctx, Script(t, "extend"), []string{"lock"}, "token", "10000", "w")
 	assert.ErrorIs(t, err, core.ErrClosed, "Eval on a closed client")
 	assert.ErrorIs(t, err, closing, "Eval on a closed client keeps the driver's error")
 	_, err = node.(core.Subscriber).Subscribe(ctx, "ch", func(string) {})

@@ -1,8 +1,11 @@
 package backendtest
 
 import (
+	"cmp"
 	"context"
 	"errors"
+	"maps"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -44,21 +47,26 @@ func evalScripts(t *testing.T, newNode NewNode) {
 		assert.Equal(t, int64(1), got[0])
 		assert.Positive(t, got[1], "fence seeded from the server clock")
 	}
-	cases := map[string]struct{ missing, held run }{
+	// Each case runs the core script called script ("" for name): a reader's calls are
+	// acquire, extend and release in mode "r".
+	cases := map[string]struct {
+		script        string
+		missing, held run
+	}{
 		"acquire": {
 			missing: run{acquireKeys(keys), acquireArgs(token, ttl), granted},
 			held:    run{acquireKeys(keys), acquireArgs(token, ttl), granted}, // a retried acquire
 		},
 		"extend": {
-			missing: run{[]string{keys.Lock}, []string{token, ttl}, equals(0)},
-			held:    run{[]string{keys.Lock}, []string{token, ttl}, equals(1)},
+			missing: run{[]string{keys.Lock, keys.Fence}, []string{token, ttl, "w"}, equals(0)},
+			held:    run{[]string{keys.Lock, keys.Fence}, []string{token, ttl, "w"}, equals(1)},
 		},
 		"release": {
-			missing: run{releaseKeys(keys), releaseArgs(token, keys, "PUBLISH"), equals(0, 0, 1)}, // nothing of ours, no other owner
-			held:    run{releaseKeys(keys), releaseArgs(token, keys, "PUBLISH"), equals(1, 0)},    // no waiter woken
+			missing: run{releaseKeys(keys), releaseArgs(token, "w", "PUBLISH"), equals(0, 0, 1)}, // nothing of ours, no other owner
+			held:    run{releaseKeys(keys), releaseArgs(token, "w", "PUBLISH"), equals(1, 0)},    // no waiter woken
 		},
-		// A reader's scripts: "held" is a writer's lock here, with our token.
-		"rlock": {
+		// A reader's calls: "held" is a writer's lock here, with our token.
+		"acquire-reader": {script: "acquire",
 			missing: run{acquireKeys(keys), readArgs(token, ttl), equals(1, 0)},
 			held: run{acquireKeys(keys), readArgs(token, ttl), func(t *testing.T, got []int64) {
 				require.Len(t, got, 2)
@@ -66,13 +74,13 @@ func evalScripts(t *testing.T, newNode NewNode) {
 				assert.True(t, got[1] > 0 && got[1] <= 60000, "the writer's remaining time, got %d", got[1])
 			}},
 		},
-		"rextend": {
-			missing: run{[]string{keys.Lock, keys.Readers}, []string{token, ttl}, equals(0)},
-			held:    run{[]string{keys.Lock, keys.Readers}, []string{token, ttl}, equals(0)},
+		"extend-reader": {script: "extend",
+			missing: run{[]string{keys.Lock, keys.Readers}, []string{token, ttl, "r"}, equals(0)},
+			held:    run{[]string{keys.Lock, keys.Readers}, []string{token, ttl, "r"}, equals(0)},
 		},
-		"permits": { // "held": the lock key holds our token, not a number of permits
-			missing: run{[]string{keys.Lock}, []string{"3", ttl}, equals(1, 0)},
-			held:    run{[]string{keys.Lock}, []string{"3", ttl}, equals(0, -1)},
+		"release-reader": {script: "release",
+			missing: run{releaseKeys(keys), releaseArgs(token, "r", "PUBLISH"), equals(0, 0, 1)}, // nothing of ours, no other owner
+			held:    run{releaseKeys(keys), releaseArgs(token, "r", "PUBLISH"), equals(0, 0)},
 		},
 		"proclaim": {
 			missing: run{[]string{keys.Lock, keys.Leader}, []string{token, keys.LeaderChannel(), "PUBLISH", "v", ttl}, equals(0)},
@@ -82,10 +90,6 @@ func evalScripts(t *testing.T, newNode NewNode) {
 			missing: run{[]string{keys.Lock, keys.Leader}, nil, equals(0)},
 			held:    run{[]string{keys.Lock, keys.Leader}, nil, equals(0)}, // held, but nothing proclaimed
 		},
-		"runlock": {
-			missing: run{releaseKeys(keys), releaseArgs(token, keys, "PUBLISH"), equals(0, 0, 1)}, // nothing of ours, no other owner
-			held:    run{releaseKeys(keys), releaseArgs(token, keys, "PUBLISH"), equals(0, 0)},
-		},
 	}
 	for _, s := range core.Scripts() {
 		if _, ok := cases[s.Name()]; !ok && s.Name() != "status" { // status: statusCase
@@ -94,19 +98,17 @@ func evalScripts(t *testing.T, newNode NewNode) {
 	}
 	onEach(t, newNode, []Kind{Miniredis, Redis, Cluster}, nil, func(t *testing.T, srv *Server, node core.Node) {
 		ctx := context.Background()
-		for _, s := range core.Scripts() {
-			if s.Name() == "status" {
-				statusCase(t, srv, node, s, keys, token)
-				continue
-			}
-			c := cases[s.Name()]
-			t.Run(s.Name()+"/missing", func(t *testing.T) {
+		statusCase(t, srv, node, Script(t, "status"), keys, token)
+		for _, name := range slices.Sorted(maps.Keys(cases)) {
+			c := cases[name]
+			s := Script(t, cmp.Or(c.script, name))
+			t.Run(name+"/missing", func(t *testing.T) {
 				flush(t, srv)
 				got, err := node.Eval(ctx, s, c.missing.keys, c.missing.args...)
 				require.NoError(t, err)
 				c.missing.want(t, got)
 			})
-			t.Run(s.Name()+"/held", func(t *testing.T) {
+			t.Run(name+"/held", func(t *testing.T) {
 				flush(t, srv)
 				require.NoError(t, srv.Admin.Set(ctx, keys.Lock, token, time.Minute).Err())
 				got, err := node.Eval(ctx, s, c.held.keys, c.held.args...)
@@ -130,7 +132,7 @@ func evalNoScript(t *testing.T, newNode NewNode) {
 			return exists[0]
 		}
 		eval := func() {
-			got, err := node.Eval(ctx, s, releaseKeys(keys), releaseArgs("token", keys, "PUBLISH")...)
+			got, err := node.Eval(ctx, s, releaseKeys(keys), releaseArgs("token", "w", "PUBLISH")...)
 			require.NoError(t, err)
 			assert.Equal(t, []int64{0, 0, 1}, got) // a release that finds nothing
 		}
@@ -256,7 +258,7 @@ func EvalSurvivesAReset(t *testing.T, node func(t *testing.T, addr string) core.
 	k := core.NewKeys("test:", "reset")
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	got, err := n.Eval(ctx, Script(t, "acquire"), k.ScriptKeys(), "token", "10000", "0", "0", "", "0", "1000")
+	got, err := n.Eval(ctx, Script(t, "acquire"), k.ScriptKeys(), acquireArgs("token", "10000")...)
 	require.True(t, reset(), "the proxy reset no call: the test proves nothing")
 	require.NoError(t, err, "a call whose connection was reset failed instead of being sent again")
 	assert.Equal(t, int64(1), got[0], "the acquisition was refused: %v", got)
@@ -278,7 +280,7 @@ func TimeoutKeepsTheConnection(t *testing.T, node func(t *testing.T, addr string
 	call := func(timeout time.Duration) error {
 		ctx, cancel := context.WithTimeout(context.Background(), timeout)
 		defer cancel()
-		_, err := n.Eval(ctx, release, k.ScriptKeys(), "token", k.Channel, "PUBLISH", "", "leave")
+		_, err := n.Eval(ctx, release, k.ScriptKeys(), releaseArgs("token", "w", "PUBLISH")...)
 		return err
 	}
 	// clients returns the ids of the server's client connections but the one asking.
@@ -317,7 +319,7 @@ func ServerErrorType[E error](t *testing.T, newNode NewNode) {
 		t.Run(kind.String(), func(t *testing.T) {
 			s := Start(t, kind)
 			require.NoError(t, s.Admin.HSet(context.Background(), "lock", "field", "value").Err())
-			_, err := newNode(t, s).Eval(context.Background(), Script(t, "extend"), []string{"lock"}, "token", "10000")
+			_, err := newNode(t, s).Eval(context.Background(), Script(t, "extend"), []string{"lock"}, "token", "10000", "w")
 			var driverErr E
 			assert.True(t, errors.As(err, &driverErr), "%T %v", err, err)
 			assert.ErrorContains(t, err, "WRONGTYPE")

@@ -43,7 +43,7 @@ func EvalKeepsNoArguments(t *testing.T, newNode func(t *testing.T, addr string, 
 		late := &Late{entered: make(chan struct{}), release: make(chan struct{}), built: make(chan []string, 4)}
 		node := newNode(t, s.Addr, late)
 		ctx, cancel := context.WithCancel(context.Background())
-		keys, args := []string{"lock"}, []string{"token", "1000"}
+		keys, args := []string{"lock"}, []string{"token", "1000", "w"}
 		returned := make(chan error, 1)
 		go func() {
 			var err error

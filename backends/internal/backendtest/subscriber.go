@@ -306,7 +306,7 @@ func Subscriber(t *testing.T, newNode NewNode, kinds ...Kind) {
 		_, err := s.Subscribe(context.Background(), "ch:{close3}", func(string) {})
 		assert.ErrorIs(t, err, core.ErrClosed, "Subscribe after Close")
 
-		got, err := node.Eval(context.Background(), Script(t, "extend"), []string{"lock"}, "token", "1000")
+		got, err := node.Eval(context.Background(), Script(t, "extend"), []string{"lock"}, "token", "1000", "w")
 		require.NoError(t, err, "Eval after Close")
 		assert.Equal(t, []int64{0}, got)
 	})
@@ -324,10 +324,10 @@ func Subscriber(t *testing.T, newNode NewNode, kinds ...Kind) {
 		defer subscribe(t, s, keys.Wake("waiter"), &c)()
 		require.NoError(t, srv.Admin.Set(context.Background(), keys.Lock, "token", time.Minute).Err())
 		// A waiter queues behind the holder; the release wakes it on its own channel.
-		queued, err := node.Eval(context.Background(), Script(t, "acquire"), acquireKeys(keys), "waiter-token", "10000", "0", "1", "waiter", "1", "10000")
+		queued, err := node.Eval(context.Background(), Script(t, "acquire"), acquireKeys(keys), waiterArgs("waiter-token", "10000", "waiter", "1")...)
 		require.NoError(t, err)
 		require.Equal(t, int64(0), queued[0], "the waiter is refused and queued")
-		got, err := node.Eval(context.Background(), Script(t, "release"), releaseKeys(keys), releaseArgs("token", keys, publish)...)
+		got, err := node.Eval(context.Background(), Script(t, "release"), releaseKeys(keys), releaseArgs("token", "w", publish)...)
 		require.NoError(t, err)
 		assert.Equal(t, []int64{1, 1}, got, "released, heard by one subscriber")
 		waitCalls(t, &c, 1, "release notification")
