@@ -68,7 +68,7 @@ func TestEveryKeyExpires(t *testing.T) {
 		ctx := context.Background()
 		_, err := s.do("SET", k.Lock, "w1.1", "PX", "10000") // w1's plain SET NX
 		require.NoError(t, err)
-		_, err = node.Eval(ctx, script(t, "release"), k.ScriptKeys(), "w1.1", k.Channel, "PUBLISH", "w1", "stay", "1", "1000")
+		_, err = node.Eval(ctx, script(t, "release"), k.ScriptKeys(), "w1.1", "w", "PUBLISH", "w1", "stay", "1", "1000")
 		require.NoError(t, err)
 		r, err := node.Eval(ctx, script(t, "acquire"), k.ScriptKeys(), acquireArgs("w2.1", "0", "w2", 2)...)
 		require.NoError(t, err)
@@ -81,10 +81,10 @@ func TestEveryKeyExpires(t *testing.T) {
 		requireEveryKeyExpires(t, s)
 
 		other := core.NewKeys("e:", "fenced")
-		r, err = node.Eval(ctx, script(t, "acquire"), other.ScriptKeys(), "t1", "10000", "0", "1", "", "0", "1000")
+		r, err = node.Eval(ctx, script(t, "acquire"), other.ScriptKeys(), "t1", "10000", "0", "1", "", "0", "1000", "0", "w", "-1")
 		require.NoError(t, err)
 		require.Equal(t, int64(1), r[0])
-		_, err = node.Eval(ctx, script(t, "extend"), []string{other.Lock, other.Fence}, "t1", "10000", strconv.FormatInt(r[1]+10, 10))
+		_, err = node.Eval(ctx, script(t, "extend"), []string{other.Lock, other.Fence}, "t1", "10000", "w", strconv.FormatInt(r[1]+10, 10))
 		require.NoError(t, err)
 		requireEveryKeyExpires(t, s)
 		pttl, err := s.do("PTTL", other.Fence)
@@ -118,10 +118,10 @@ func TestTokensIncreaseAcrossTheFenceExpiry(t *testing.T) {
 	k := core.NewKeys("e:", "fence")
 	ctx := context.Background()
 	acquire := func(token string, floor int64) int64 {
-		r, err := node.Eval(ctx, script(t, "acquire"), k.ScriptKeys(), token, "10000", "0", strconv.FormatInt(floor, 10), "", "0", "1000")
+		r, err := node.Eval(ctx, script(t, "acquire"), k.ScriptKeys(), token, "10000", "0", strconv.FormatInt(floor, 10), "", "0", "1000", "0", "w", "-1")
 		require.NoError(t, err)
 		require.Equal(t, int64(1), r[0])
-		_, err = node.Eval(ctx, script(t, "release"), k.ScriptKeys(), token, k.Channel, "PUBLISH", "", "leave")
+		_, err = node.Eval(ctx, script(t, "release"), k.ScriptKeys(), token, "w", "PUBLISH", "", "leave", "", "")
 		require.NoError(t, err)
 		return r[1]
 	}
@@ -267,7 +267,7 @@ func TestLateCallOfAWaiterThatLeftIsRefused(t *testing.T) {
 			return r
 		}
 		release := func(token, waiter, mode string) []int64 {
-			r, err := node.Eval(ctx, script(t, "release"), k.ScriptKeys(), token, k.Channel, "PUBLISH", waiter, mode, "1", "1000")
+			r, err := node.Eval(ctx, script(t, "release"), k.ScriptKeys(), token, "w", "PUBLISH", waiter, mode, "1", "1000")
 			require.NoError(t, err)
 			return r
 		}

@@ -89,7 +89,7 @@ func TestFenceFloorIsCapped(t *testing.T) {
 		} {
 			floor := time.Now().Add(tc.ahead).UnixMicro()
 			now := time.Now()
-			got, err := counts[0].Eval(context.Background(), acquire, k.ScriptKeys(), core.NewToken(), "1000", "0", strconv.FormatInt(floor, 10), "", "0", "1000")
+			got, err := counts[0].Eval(context.Background(), acquire, k.ScriptKeys(), core.NewToken(), "1000", "0", strconv.FormatInt(floor, 10), "", "0", "1000", "0", "w", "-1")
 			require.NoError(t, err, tc.name)
 			require.Len(t, got, 2, tc.name)
 			assert.GreaterOrEqual(t, got[1], now.Add(tc.least).UnixMicro(), tc.name)

@@ -24,6 +24,9 @@
 -- 48 of number i / 48) and the permit taken (-1: none).
 local token, ttl, floor, waiter, ticket = ARGV[1], ARGV[2], ARGV[4], ARGV[5], ARGV[6]
 local k, read = tonumber(ARGV[9]), ARGV[9] == 'r'
+if not (read or ARGV[9] == 'w' or k and k >= 1 and k == math.floor(k)) then
+  return redis.error_reply('ERR acquire: mode ' .. tostring(ARGV[9]) .. ': want w, r or a number of permits')
+end
 local readers_hold = '(readers)' -- the lock key's value while readers hold it
 local fence_idle = 3600000 -- core.FenceIdle in ms
 local floor_cap = 2000000 -- how far a fence floor counts past the server's clock, in us

@@ -7,6 +7,9 @@
 -- {1} renewed; {0} some of it is another's, gone, or out of time (nothing changed).
 local token, ttl, fence = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[4] or '0')
 local readers_hold = '(readers)' -- the lock key's value while readers hold it
+if ARGV[3] ~= 'w' and ARGV[3] ~= 'r' and ARGV[3] ~= 'p' then
+  return redis.error_reply('ERR extend: mode ' .. tostring(ARGV[3]) .. ': want w, r or p')
+end
 local fence_idle = 3600000 -- core.FenceIdle in ms
 
 local function cover(key, ms) -- key's TTL to at least ms

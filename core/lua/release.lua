@@ -14,6 +14,9 @@
 -- go here before (a leave, or a stay apart, is marked in alive as "!<token>").
 local token, waiter, leave = ARGV[1], ARGV[4], ARGV[5] == 'leave'
 local k, read = tonumber(ARGV[2]), ARGV[2] == 'r'
+if not (read or ARGV[2] == 'w' or k and k >= 1 and k == math.floor(k)) then
+  return redis.error_reply('ERR release: mode ' .. tostring(ARGV[2]) .. ': want w, r or a number of permits')
+end
 local readers_hold = '(readers)' -- the lock key's value while readers hold it
 local left_kept = 10000 -- how long a leave is remembered in alive, as '!' .. id, in ms
 local first_scan = 64 -- the most waiters a wake-up reads
