@@ -54,9 +54,6 @@ import (
 // Without an Observer (the default) none of this costs more than a nil check: no event is
 // built and nothing is allocated. To implement only some of the methods, embed NopObserver,
 // which also keeps an implementation compiling if methods are added for new events.
-//
-// What the events cannot say: on the releasing side, whether a release handed the lock to
-// a waiter; on the acquiring side, AcquireEvent.HandedOver does.
 type Observer interface {
 	// Waiting reports the start of an acquisition that waits.
 	Waiting(WaitEvent)
@@ -198,17 +195,12 @@ type AcquireEvent struct {
 	// up: the time spent waiting for the lock, when it had to.
 	Wait time.Duration
 	// Attempts is the number of attempts made on the nodes: 1 if the first took the lock
-	// (a lock handed over counts for the attempt it was handed to, see HandedOver), 0 if
+	// (a waiter woken by a release takes it with an attempt of its own), 0 if
 	// the call gave up before its first attempt (its context ended while other goroutines
 	// of the Client held or waited for the name, or TryAcquire found them there). A wait
 	// that ends with its context does not count an attempt that the context's end cut
 	// short.
 	Attempts int
-	// HandedOver is true when the lock came by a hand-over: a release gave it to this
-	// waiter, which held it without another round trip. It is inferred from the engine's
-	// reports of failed attempts (the attempt that was handed the lock had been refused
-	// first, see core.Lock.Failed); the engine does not report it directly.
-	HandedOver bool
 	// Waiting is true for an acquisition that waits (Acquire, Lock...), which a WaitEvent
 	// began; false for one attempt (TryAcquire, TryLock, TryRLock).
 	Waiting bool
@@ -408,9 +400,6 @@ func (a *acquisition) report(l *Lease, g *core.Held, err error, attempts int) {
 	}
 	if g != nil {
 		ev.Attempts = g.Attempts
-		// A hand-over grants the attempt that core had reported as refused: the only way
-		// an attempt both fails and wins. Its count is then the grant's attempt number.
-		ev.HandedOver = a.failed > 0 && a.failed == g.Attempts
 		l.acquired = now
 	}
 	a.obs.Acquired(ev)

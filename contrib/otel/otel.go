@@ -16,7 +16,6 @@
 //	redlock.lock.acquisitions       counter    acquisitions that ended; redlock.outcome ("ok", "held", "timeout", "error")
 //	redlock.lock.wait.duration      histogram  how long each acquisition took (its wait); redlock.outcome
 //	redlock.lock.acquire.attempts   histogram  attempts per acquisition; redlock.outcome
-//	redlock.lock.handovers          counter    acquisitions that a release handed the lock to
 //	redlock.lock.hold.duration      histogram  how long a lock was held, at its first release; redlock.outcome ("ok", "not_held", "error")
 //	redlock.lock.extensions         counter    extensions that ended, successful or not; redlock.extension.auto (bool)
 //	redlock.lock.extension.failures counter    failed extensions; redlock.extension.auto, error.type ("lost", "no_quorum", "timeout", "other")
@@ -28,8 +27,7 @@
 //
 // What a count includes follows from redlock.Observer: node errors count every failed
 // call to a node, in operations that succeeded too and in the requests sent in the
-// background, so a node that is down shows while the lock still works. Hand-overs are
-// counted on the acquiring side (redlock.AcquireEvent.HandedOver). The module's README
+// background, so a node that is down shows while the lock still works. The module's README
 // gives each instrument's unit and bucket boundaries, every attribute's values, and
 // queries for a dashboard.
 //
@@ -80,7 +78,6 @@ const (
 	KeyLossReason = attribute.Key("redlock.loss.reason")         // why a holding was lost
 	KeyErrorType  = attribute.Key("error.type")                  // the class of a failed extension's or a node's error
 	KeyAttempts   = attribute.Key("redlock.acquire.attempts")    // on acquisition spans
-	KeyHandedOver = attribute.Key("redlock.acquire.handed_over") // on acquisition spans
 	KeyHold       = attribute.Key("redlock.hold.duration")       // on release spans: the hold time, in seconds
 )
 
@@ -133,7 +130,7 @@ type Observer struct {
 	tracer   trace.Tracer
 	lockName bool
 
-	acquisitions, handovers, extensions, extensionFailures, losses, nodeErrors, abstentions metric.Int64Counter
+	acquisitions, extensions, extensionFailures, losses, nodeErrors, abstentions metric.Int64Counter
 	waits, holdings                                                                         metric.Int64UpDownCounter
 	wait, hold                                                                              metric.Float64Histogram
 	attempts                                                                                metric.Int64Histogram
@@ -175,7 +172,6 @@ func New(opts ...Option) (*Observer, error) {
 		return i
 	}
 	o.acquisitions = counter("redlock.lock.acquisitions", "{acquisition}", "Lock acquisitions that ended, by outcome.")
-	o.handovers = counter("redlock.lock.handovers", "{handover}", "Acquisitions that a release handed the lock to.")
 	o.extensions = counter("redlock.lock.extensions", "{extension}", "Extensions that ended, successful or not.")
 	o.extensionFailures = counter("redlock.lock.extension.failures", "{extension}", "Extensions that failed.")
 	o.losses = counter("redlock.lock.losses", "{loss}", "Holdings that ended otherwise than by a release.")
@@ -242,7 +238,7 @@ func (o *Observer) kindAttrs(kind redlock.Kind, name string) metric.MeasurementO
 	return o.attrs(kind, name)
 }
 
-// Acquired records an acquisition: its count, wait, attempts, and hand-over, and its span;
+// Acquired records an acquisition: its count, wait and attempts, and its span;
 // it counts its wait down, and a holding up.
 func (o *Observer) Acquired(e redlock.AcquireEvent) {
 	ctx := context.Background()
@@ -256,9 +252,6 @@ func (o *Observer) Acquired(e redlock.AcquireEvent) {
 	o.acquisitions.Add(ctx, 1, a)
 	o.wait.Record(ctx, e.Wait.Seconds(), a)
 	o.attempts.Record(ctx, int64(e.Attempts), a)
-	if e.HandedOver {
-		o.handovers.Add(ctx, 1, o.attrs(e.Kind, e.Name))
-	}
 
 	end := e.Start.Add(e.Wait)
 	_, span := o.tracer.Start(parent(e.Context), acquireSpanName,
@@ -269,7 +262,6 @@ func (o *Observer) Acquired(e redlock.AcquireEvent) {
 			KeyKind.String(e.Kind.String()),
 			KeyOutcome.String(e.Outcome.String()),
 			KeyAttempts.Int(e.Attempts),
-			KeyHandedOver.Bool(e.HandedOver),
 		))
 	if e.Err != nil && e.Outcome != redlock.OutcomeHeld { // see the package doc: a refusal is no error
 		span.RecordError(e.Err, trace.WithTimestamp(end))
