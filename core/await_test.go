@@ -91,16 +91,6 @@ func drainForgetsEarlierMessages(t *testing.T) {
 	none.drain() // a no-op on a nil watch (before the waiter first subscribes)
 }
 
-// activeWatch returns a watch whose subscriptions all succeeded, and whose messages a test
-// sends on w.msgs.
-func activeWatch() *watch {
-	w := &watch{usable: make(chan struct{}), ready: make(chan struct{}), msgs: make(chan message, 16)}
-	w.active.Store(true)
-	close(w.usable)
-	close(w.ready)
-	return w
-}
-
 // slowSubscriber is a Subscriber whose Subscribe confirms once gate is closed (or fails at
 // its context's end), and then delivers what say sends.
 type slowSubscriber struct {
