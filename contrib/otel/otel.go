@@ -69,16 +69,16 @@ const ScopeName = "github.com/go-redlock/redlock/contrib/otel"
 
 // The attribute keys.
 const (
-	KeyLockName   = attribute.Key("redlock.lock.name")           // the lock's name: on spans, and with WithLockName on metrics
-	KeyKind       = attribute.Key("redlock.lock.kind")           // redlock.Kind's String
-	KeyOutcome    = attribute.Key("redlock.outcome")             // an acquisition's (redlock.Outcome's String) or a release's
-	KeyNode       = attribute.Key("redlock.node")                // a node's name, as in redlock.NodeEvent
-	KeyOp         = attribute.Key("redlock.op")                  // a node event's operation
-	KeyAuto       = attribute.Key("redlock.extension.auto")      // an automatic extension
-	KeyLossReason = attribute.Key("redlock.loss.reason")         // why a holding was lost
-	KeyErrorType  = attribute.Key("error.type")                  // the class of a failed extension's or a node's error
-	KeyAttempts   = attribute.Key("redlock.acquire.attempts")    // on acquisition spans
-	KeyHold       = attribute.Key("redlock.hold.duration")       // on release spans: the hold time, in seconds
+	KeyLockName   = attribute.Key("redlock.lock.name")        // the lock's name: on spans, and with WithLockName on metrics
+	KeyKind       = attribute.Key("redlock.lock.kind")        // redlock.Kind's String
+	KeyOutcome    = attribute.Key("redlock.outcome")          // an acquisition's (redlock.Outcome's String) or a release's
+	KeyNode       = attribute.Key("redlock.node")             // a node's name, as in redlock.NodeEvent
+	KeyOp         = attribute.Key("redlock.op")               // a node event's operation
+	KeyAuto       = attribute.Key("redlock.extension.auto")   // an automatic extension
+	KeyLossReason = attribute.Key("redlock.loss.reason")      // why a holding was lost
+	KeyErrorType  = attribute.Key("error.type")               // the class of a failed extension's or a node's error
+	KeyAttempts   = attribute.Key("redlock.acquire.attempts") // on acquisition spans
+	KeyHold       = attribute.Key("redlock.hold.duration")    // on release spans: the hold time, in seconds
 )
 
 const (
@@ -131,9 +131,9 @@ type Observer struct {
 	lockName bool
 
 	acquisitions, extensions, extensionFailures, losses, nodeErrors, abstentions metric.Int64Counter
-	waits, holdings                                                                         metric.Int64UpDownCounter
-	wait, hold                                                                              metric.Float64Histogram
-	attempts                                                                                metric.Int64Histogram
+	waits, holdings                                                              metric.Int64UpDownCounter
+	wait, hold                                                                   metric.Float64Histogram
+	attempts                                                                     metric.Int64Histogram
 
 	// kinds holds, per known kind and outcome, the attribute set without a lock name;
 	// bare, per known kind, the kind alone.
