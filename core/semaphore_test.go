@@ -273,3 +273,65 @@ func TestSemaphoreRecordGoesWithTheLastWaiter(t *testing.T) {
 		assert.Equal(t, int64(1), r[0], "a count of 3 was refused where nothing of the count of 2 is left: %v", r)
 	})
 }
+
+// TestSemaphoreWakesOneWaiterPerFreePermit: a release of a semaphore's permit wakes as many
+// of its first waiters as permits are free, each with an empty message on its channel, and
+// no other; a woken waiter then takes a free permit with its next attempt.
+func TestSemaphoreWakesOneWaiterPerFreePermit(t *testing.T) {
+	onOneOfEachTimed(t, func(t *testing.T, s server) {
+		node := nodeFor(t, s)
+		ctx := context.Background()
+		k := core.NewSemaphoreKeys("wake:", "s", 2)
+		keys := append(k.ScriptKeys(), k.Permits...)
+		acquire := func(token, waiter string, ticket int64) []int64 {
+			t.Helper()
+			args := acquireArgs(token, "0", waiter, ticket)
+			args[8] = "2"
+			r, err := node.Eval(ctx, script(t, "acquire"), keys, args...)
+			require.NoError(t, err)
+			return r
+		}
+		release := func(token string) {
+			t.Helper()
+			_, err := node.Eval(ctx, script(t, "release"), keys, token, "2", "PUBLISH", "", "leave", "", "")
+			require.NoError(t, err)
+		}
+		for _, token := range []string{"c.1", "d.1"} {
+			require.Equal(t, int64(1), acquire(token, "", 1)[0], "%s: a free permit", token)
+		}
+		msgs := map[string]<-chan string{}
+		for i, id := range []string{"w1", "w2", "w3"} {
+			require.Equal(t, int64(0), acquire(id+".1", id, int64(i+1))[0], "%s: no permit free", id)
+			msgs[id] = listen(t, s, k.Wake(id))
+		}
+		// quiet fails the test if a waiter of ids is told anything.
+		quiet := func(ids ...string) {
+			t.Helper()
+			if s.sim != nil {
+				synctest.Wait() // a message would have come by now
+			} else {
+				time.Sleep(100 * time.Millisecond) // on redis-server: a message would come by then
+			}
+			for _, id := range ids {
+				select {
+				case m := <-msgs[id]:
+					t.Fatalf("%s was told %q", id, m)
+				default:
+				}
+			}
+		}
+
+		release("c.1") // one permit free: the first waiter
+		assert.Equal(t, "", next(t, []server{s}, msgs["w1"]), "the first waiter was not woken")
+		quiet("w2", "w3")
+		release("d.1") // two free: the first two
+		assert.Equal(t, "", next(t, []server{s}, msgs["w1"]), "the first waiter was not woken again")
+		assert.Equal(t, "", next(t, []server{s}, msgs["w2"]), "the second waiter was not woken with two permits free")
+		quiet("w3")
+		for i, id := range []string{"w1", "w2"} {
+			r := acquire(id+".2", id, int64(i+1))
+			assert.Equal(t, int64(1), r[0], "the woken %s could not take a permit: %v", id, r)
+		}
+		assert.Equal(t, int64(0), acquire("w3.2", "w3", 3)[0], "the third waiter took a permit beyond the number")
+	})
+}
