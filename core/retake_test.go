@@ -2,7 +2,6 @@ package core_test
 
 import (
 	"context"
-	"strconv"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -12,70 +11,55 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// TestExtendTakesNodesThatNeverHeld: a holder granted while two of five servers refused it
-// (another owner's key, since gone, stood there) takes the lock on them with its next
-// extension, their fence counters raised to its token, and then holds on every node; such
-// nodes count only before its validity ends. A node that held the lock and lost it counts
-// as one that no longer does.
-func TestExtendTakesNodesThatNeverHeld(t *testing.T) {
+// TestExtendTakesNoFreeKey: a holder granted while two of five servers refused it (another
+// owner's key, since gone, stood there) renews the lock with its extension on the three that
+// granted, and leaves the two free: an extension never takes a free key. Three of five
+// holding it, it extends; once one of them lost it too, the extension fails (ErrNotHeld)
+// and takes none of the free keys.
+func TestExtendTakesNoFreeKey(t *testing.T) {
 	bubble(t, func(t *testing.T) {
 		servers := simServers(t, 5)
 		c := newCluster(t, servers)
 		ctx := context.Background()
-		acquire := func(name string) (*core.Lock, *core.Held) {
-			l := lock(name)
-			l.TTL, l.Fence = time.Second, true
-			for _, s := range servers[3:] {
-				_, err := s.do("SET", l.Keys.Lock, "another", "PX", "60000")
-				require.NoError(t, err)
-			}
-			h, err := c.Acquire(ctx, l)
+		l := lock("back")
+		l.TTL, l.Fence = time.Second, true
+		for _, s := range servers[3:] {
+			_, err := s.do("SET", l.Keys.Lock, "another", "PX", "60000")
 			require.NoError(t, err)
-			synctest.Wait() // the refusals the acquisition did not wait for have come
-			for _, s := range servers[3:] {
-				_, err := s.do("DEL", l.Keys.Lock)
-				require.NoError(t, err)
-			}
-			return l, h
 		}
-
-		l, h := acquire("back")
+		h, err := c.Acquire(ctx, l)
+		require.NoError(t, err)
+		synctest.Wait() // the refusals the acquisition did not wait for have come
+		for _, s := range servers[3:] {
+			_, err := s.do("DEL", l.Keys.Lock)
+			require.NoError(t, err)
+		}
+		// holding returns what each server's lock key holds ("" for none).
+		holding := func() []string {
+			synctest.Wait() // the nodes the extension did not wait for have answered
+			v := make([]string, len(servers))
+			for i, s := range servers {
+				v[i] = get(t, s, l.Keys.Lock)
+			}
+			return v
+		}
+		time.Sleep(l.TTL / 2)
 		until, err := c.Extend(ctx, h)
-		require.NoError(t, err)
+		require.NoError(t, err, "three of five hold it")
 		assert.Equal(t, until, h.Until)
-		synctest.Wait() // the nodes the extension did not wait for have answered
-		for i, s := range servers {
-			v, err := s.do("GET", l.Keys.Lock)
-			require.NoError(t, err, "node %d", i)
-			assert.Equal(t, h.Token(), v, "node %d", i)
-			n, err := s.do("GET", l.Keys.Fence)
-			require.NoError(t, err, "node %d", i)
-			counter, _ := strconv.ParseUint(n.(string), 10, 64)
-			assert.GreaterOrEqual(t, counter, h.Fence, "node %d: a later holder could get a smaller token", i)
-		}
-		// Now it holds on all five: two may lose it and it still extends; three may not.
-		for _, s := range servers[:2] {
-			_, err = s.do("DEL", l.Keys.Lock)
+		tok := h.Token()
+		assert.Equal(t, []string{tok, tok, tok, "", ""}, holding(), "an extension took a free key")
+		for i, s := range servers[:3] {
+			pttl, err := s.do("PTTL", l.Keys.Lock)
 			require.NoError(t, err)
+			assert.Equal(t, l.TTL.Milliseconds(), pttl, "node %d: the extension did not renew the lock", i)
 		}
-		_, err = c.Extend(ctx, h)
-		require.NoError(t, err, "three of five still held it")
-		_, err = servers[2].do("DEL", l.Keys.Lock)
-		require.NoError(t, err)
-		_, err = c.Extend(ctx, h)
-		require.ErrorIs(t, err, core.ErrNotHeld, "nodes that lost the lock counted as holding it")
 
-		// After the validity, nodes that never held it no longer count.
-		_, h = acquire("late")
-		time.Sleep(time.Until(h.Until) + time.Millisecond) // the granted keys have not expired yet
-		_, err = c.Extend(ctx, h)
-		require.NoError(t, err, "the three granting nodes extend it")
-		_, h = acquire("later")
-		_, err = servers[0].do("DEL", lock("later").Keys.Lock)
+		_, err = servers[0].do("DEL", l.Keys.Lock)
 		require.NoError(t, err)
-		time.Sleep(time.Until(h.Until) + time.Millisecond)
 		_, err = c.Extend(ctx, h)
-		require.ErrorIs(t, err, core.ErrNotHeld, "nodes that took the lock after the validity counted")
+		require.ErrorIs(t, err, core.ErrNotHeld, "two of five holding it counted as a quorum")
+		assert.Equal(t, []string{"", tok, tok, "", ""}, holding(), "a failed extension took a free key")
 	})
 }
 

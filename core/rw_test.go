@@ -2,7 +2,7 @@ package core_test
 
 import (
 	"context"
-	"strings"
+	"strconv"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -12,8 +12,8 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// These tests run the readers' scripts (rlock, rextend, runlock) and the writers' scripts
-// side by side, through the go-redis backend, on miniredis and on redis-server processes.
+// These tests run the scripts in a reader's mode ("r") and in a writer's ("w") side by
+// side, through the go-redis backend, on miniredis and on redis-server processes.
 
 // readLock is lock(name) asked for as a reader.
 func readLock(name string) *core.Lock {
@@ -80,8 +80,8 @@ func TestReadersShareAndExcludeWriters(t *testing.T) {
 
 // TestWaitingWriterBlocksNewReaders: while a reader holds the lock and a writer waits for
 // it, a new reader is refused (an owner that does not wait) or queues behind the writer
-// (a waiter); the reader's release hands the lock to the writer, and the writer's to the
-// reader that queued behind it, each at the release's instant.
+// (a waiter); the reader's release wakes the writer, and the writer's the reader that
+// queued behind it, each of which takes the lock at the release's instant.
 func TestWaitingWriterBlocksNewReaders(t *testing.T) {
 	onEachSetup(t, func(t *testing.T, servers []server) {
 		{
@@ -136,20 +136,28 @@ func TestWaitingWriterBlocksNewReaders(t *testing.T) {
 	})
 }
 
-// TestReleaseHandsTheLockToQueuedReaders: a writer's release hands the lock to the readers
-// first in the queue, each told on its channel, up to the next writer, which stays queued.
-func TestReleaseHandsTheLockToQueuedReaders(t *testing.T) {
+// TestReleaseWakesQueuedReaders: a writer's release leaves the lock free and wakes the
+// readers first in the queue, each with an empty message on its channel, up to the next
+// writer, which is not told; each woken reader takes its share with its next attempt, the
+// writer is refused while they hold (and a reader behind it too), and the last reader's
+// release wakes the writer, which then takes the lock.
+func TestReleaseWakesQueuedReaders(t *testing.T) {
 	onOneOfEachTimed(t, func(t *testing.T, s server) {
-		cl := newCluster(t, []server{s})
+		servers := []server{s}
+		cl := newCluster(t, servers)
 		ctx := context.Background()
-		holder := hold(t, cl, []server{s}, "group")
+		holder := hold(t, cl, servers, "group")
+		// waiter makes the attempt of waiter id (its ticket, from 1, its place in the queue).
+		waiter := func(id string, attempt int, read bool, ticket int64) (*core.Held, error) {
+			l := lockOn(servers, "group")
+			l.Read = read
+			return cl.AcquireAs(ctx, l, id+"."+strconv.Itoa(attempt), id, ticket)
+		}
 		for i, w := range []struct {
 			id   string
 			read bool
 		}{{"r1", true}, {"r2", true}, {"w3", false}, {"r4", true}} {
-			l := lockOn([]server{s}, "group")
-			l.Read = w.read
-			_, err := cl.AcquireAs(ctx, l, w.id+".1", w.id, int64(i+1))
+			_, err := waiter(w.id, 1, w.read, int64(i+1))
 			require.ErrorIs(t, err, core.ErrHeld)
 		}
 		msgs := map[string]<-chan string{}
@@ -158,11 +166,10 @@ func TestReleaseHandsTheLockToQueuedReaders(t *testing.T) {
 		}
 
 		require.NoError(t, cl.Release(ctx, holder))
-		assert.Equal(t, "(readers)", get(t, s, holder.Keys.Lock))
-		assert.Equal(t, "r1.1 0", next(t, []server{s}, msgs["r1"]))
-		assert.Equal(t, "r2.1 0", next(t, []server{s}, msgs["r2"]))
-		assert.Equal(t, []int64{2}, readers(t, []server{s}, holder.Keys))
-		assert.Equal(t, []int64{2}, queued(t, []server{s}, holder.Keys), "the writer and the reader behind it stay queued")
+		assert.Equal(t, "", get(t, s, holder.Keys.Lock), "a release gave the lock to someone")
+		assert.Equal(t, "", next(t, servers, msgs["r1"]), "the first reader's message is not a wake-up")
+		assert.Equal(t, "", next(t, servers, msgs["r2"]), "the reader behind it was not woken with it")
+		assert.Equal(t, []int64{4}, queued(t, servers, holder.Keys), "a wake-up took a waiter out of the queue")
 		quiet := time.After(100 * time.Millisecond) // on redis-server: a message would come by then
 		if s.sim != nil {
 			synctest.Wait() // a message would have come by now
@@ -176,15 +183,31 @@ func TestReleaseHandsTheLockToQueuedReaders(t *testing.T) {
 		case <-quiet:
 		}
 
-		// The readers' releases: the last one hands the lock to the writer.
-		l := readLockOn([]server{s}, "group")
-		require.NoError(t, cl.Release(ctx, core.HeldAs(l, "r1.1", "r1", 1)))
+		// The woken readers take their shares, each with its next attempt.
+		r1, err := waiter("r1", 2, true, 1)
+		require.NoError(t, err, "the first woken reader could not take its share")
+		r2, err := waiter("r2", 2, true, 2)
+		require.NoError(t, err, "the second woken reader could not take its share")
+		assert.Equal(t, "(readers)", get(t, s, holder.Keys.Lock))
+		assert.Equal(t, []int64{2}, readers(t, servers, holder.Keys))
+		assert.Equal(t, []int64{2}, queued(t, servers, holder.Keys), "the writer and the reader behind it stay queued")
+		_, err = waiter("w3", 2, false, 3)
+		require.ErrorIs(t, err, core.ErrHeld, "the writer took the lock from readers")
+		_, err = waiter("r4", 2, true, 4)
+		require.ErrorIs(t, err, core.ErrHeld, "a reader behind a waiting writer took a share")
+
+		// The readers' releases: the last one wakes the writer.
+		require.NoError(t, cl.Release(ctx, r1))
 		assert.Equal(t, "(readers)", get(t, s, holder.Keys.Lock), "the lock key went with a reader still holding")
-		require.NoError(t, cl.Release(ctx, core.HeldAs(l, "r2.1", "r2", 2)))
-		assert.Equal(t, "w3.1", get(t, s, holder.Keys.Lock))
-		token, _, _ := strings.Cut(next(t, []server{s}, msgs["w3"]), " ")
-		assert.Equal(t, "w3.1", token)
+		require.NoError(t, cl.Release(ctx, r2))
+		assert.Equal(t, "", get(t, s, holder.Keys.Lock), "the last reader's release gave the lock to someone")
+		assert.Equal(t, "", next(t, servers, msgs["w3"]), "the writer's message is not a wake-up")
+		w3, err := waiter("w3", 3, false, 3)
+		require.NoError(t, err, "the woken writer could not take the lock")
+		assert.Equal(t, "w3.3", get(t, s, holder.Keys.Lock))
 		requireEveryKeyExpires(t, s)
+		require.NoError(t, cl.Release(ctx, w3))
+		assert.Equal(t, "", next(t, servers, msgs["r4"]), "the writer's release did not wake the reader behind it")
 	})
 }
 
@@ -286,15 +309,16 @@ func TestReaderTakesNoFence(t *testing.T) {
 	})
 }
 
-// TestReaderTakesOverAHandedShare: a reader handed a share that calls again, after a writer
-// with an earlier ticket queued on that node, takes the share over under its new attempt
-// (as a writer's later attempt takes a lock handed to an earlier one), rather than being
-// refused and leaving the handed share standing in the writer's way.
-func TestReaderTakesOverAHandedShare(t *testing.T) {
-	inBubble(t, 1, func(t *testing.T, servers []server) { readerTakesOverAHandedShare(t, servers[0]) })
+// TestReaderTakesOverItsShare: a woken reader whose attempt took a share (its reply lost)
+// and that calls again, after a writer with an earlier ticket queued on that node, takes the
+// share over under its new attempt (as a writer's later attempt takes a lock an earlier one
+// took), rather than being refused and leaving the earlier share standing in the writer's
+// way; its release then wakes the writer.
+func TestReaderTakesOverItsShare(t *testing.T) {
+	inBubble(t, 1, func(t *testing.T, servers []server) { readerTakesOverItsShare(t, servers[0]) })
 }
 
-func readerTakesOverAHandedShare(t *testing.T, s server) {
+func readerTakesOverItsShare(t *testing.T, s server) {
 	cl := newCluster(t, []server{s})
 	ctx := context.Background()
 	holder := hold(t, cl, []server{s}, "takeover")
@@ -303,18 +327,23 @@ func readerTakesOverAHandedShare(t *testing.T, s server) {
 	require.ErrorIs(t, err, core.ErrHeld)
 	msgs := listen(t, s, holder.Keys.Wake("r"))
 	require.NoError(t, cl.Release(ctx, holder))
-	assert.Equal(t, "r.1 0", next(t, []server{s}, msgs), "the reader was not handed a share")
+	assert.Equal(t, "", next(t, []server{s}, msgs), "the reader was not woken")
+	_, err = cl.AcquireAs(ctx, r, "r.2", "r", 2) // its reply lost, say
+	require.NoError(t, err, "the woken reader could not take a share")
 
 	_, err = cl.AcquireAs(ctx, lock("takeover"), "w.1", "w", 1) // an earlier ticket than the reader's
 	require.ErrorIs(t, err, core.ErrHeld)
-	h, err := cl.AcquireAs(ctx, r, "r.2", "r", 2)
-	require.NoError(t, err, "the reader's next attempt did not take over its handed share")
+	h, err := cl.AcquireAs(ctx, r, "r.3", "r", 2)
+	require.NoError(t, err, "the reader's next attempt did not take over its share")
 	v, err := s.do("ZRANGE", holder.Keys.Readers, "0", "-1")
 	require.NoError(t, err)
-	assert.Equal(t, []any{"r.2"}, v, "the handed share was not replaced by the new attempt's")
+	assert.Equal(t, []any{"r.3"}, v, "the earlier attempt's share was not replaced by the new attempt's")
 
 	wake := listen(t, s, holder.Keys.Wake("w"))
 	require.NoError(t, cl.Release(ctx, h))
-	token, _, _ := strings.Cut(next(t, []server{s}, wake), " ")
-	assert.Equal(t, "w.1", token, "the writer was not handed the lock when the reader let go")
+	assert.Equal(t, "", get(t, s, holder.Keys.Lock), "the reader's release gave the lock to someone")
+	assert.Equal(t, "", next(t, []server{s}, wake), "the writer was not woken when the reader let go")
+	w, err := cl.AcquireAs(ctx, lock("takeover"), "w.2", "w", 1)
+	require.NoError(t, err, "the woken writer could not take the lock")
+	require.NoError(t, cl.Release(ctx, w))
 }

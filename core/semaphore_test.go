@@ -133,7 +133,9 @@ func TestSemaphoreFreeIncludesEveryFreePermit(t *testing.T) {
 		k := core.NewSemaphoreKeys("free:", "s", 3)
 		keys := append(k.ScriptKeys(), k.Permits...)
 		args := func(token string) []string {
-			return append(acquireArgs(token, "0", "w", 1), "0", "3", "0") // hint: permit 0
+			a := acquireArgs(token, "0", "w", 1)
+			a[8], a[9] = "3", "0" // a semaphore of 3; hint: permit 0
+			return a
 		}
 		ctx := context.Background()
 		first, err := node.Eval(ctx, script(t, "acquire"), keys, args("w.1")...)
@@ -146,48 +148,65 @@ func TestSemaphoreFreeIncludesEveryFreePermit(t *testing.T) {
 }
 
 // TestSemaphoreRecordGivesWayWhenUnused: a node's record of a semaphore's number of permits
-// refuses another number ({-2, n}, nothing changed) while a permit of either number is held
-// there, or a live waiter queues there; once neither is, the other number takes over.
+// refuses another number ({-2, n}, nothing changed) while it stands: at least as long as a
+// permit taken may be held (an acquisition's TTL, an extension's), or a queued waiter's
+// place may live (two place lifetimes); a release that leaves no permit held and no waiter
+// queued deletes it, and another number takes over.
 func TestSemaphoreRecordGivesWayWhenUnused(t *testing.T) {
 	onOneOfEach(t, func(t *testing.T, s server) {
 		node := nodeFor(t, s)
 		ctx := context.Background()
-		acquire := func(k core.Keys) []int64 {
+		eval := func(name string, keys []string, args ...string) []int64 {
 			t.Helper()
-			args := append(acquireArgs("c.1", "0", "", 1), "0", strconv.Itoa(len(k.Permits)), "-1")
-			r, err := node.Eval(ctx, script(t, "acquire"), append(k.ScriptKeys(), k.Permits...), args...)
+			r, err := node.Eval(ctx, script(t, name), keys, args...)
 			require.NoError(t, err)
 			return r
 		}
-		do := func(args ...string) {
+		// acquire asks for a permit of k for token (waiter "" or its id, its place kept ms).
+		acquire := func(k core.Keys, token, waiter, kept string) []int64 {
 			t.Helper()
-			_, err := s.do(args...)
-			require.NoError(t, err)
+			args := acquireArgs(token, "0", waiter, 1)
+			args[6], args[8] = kept, strconv.Itoa(len(k.Permits))
+			return eval("acquire", append(k.ScriptKeys(), k.Permits...), args...)
+		}
+		release := func(k core.Keys, token, waiter string) []int64 {
+			t.Helper()
+			args := []string{token, strconv.Itoa(len(k.Permits)), "PUBLISH", waiter, "leave", "", ""}
+			return eval("release", append(k.ScriptKeys(), k.Permits...), args...)
 		}
 		two, three := core.NewSemaphoreKeys("rec:", "s", 2), core.NewSemaphoreKeys("rec:", "s", 3)
-		record := func() any { v, _ := s.do("GET", two.Readers); return v }
+		record := func() string { return get(t, s, two.Readers) }
+		recordTTL := func() int64 {
+			t.Helper()
+			v, err := s.do("PTTL", two.Readers)
+			require.NoError(t, err)
+			return v.(int64)
+		}
 
-		do("SET", two.Readers, "3", "PX", "60000")
-		do("SET", three.Permits[2], "other", "PX", "60000")
-		assert.Equal(t, []int64{-2, 3}, acquire(two), "a count of 2 while permit 2 of 3 is held")
-		do("DEL", three.Permits[2])
-		do("ZADD", two.Queue, "1", "w")
-		do("ZADD", two.Alive, "99999999999999", "w")
-		assert.Equal(t, []int64{-2, 3}, acquire(two), "a count of 2 while a waiter queues")
+		r := acquire(three, "c.1", "", "1000")
+		require.Equal(t, int64(1), r[0], "a permit of 3 of none held: %v", r)
 		assert.Equal(t, "3", record())
-		do("ZADD", two.Alive, "1", "w") // its place lapsed
-		r := acquire(two)
-		assert.Equal(t, int64(1), r[0], "a count of 2 was refused where nothing of the count of 3 is left: %v", r)
-		assert.Equal(t, "2", record())
-		assert.Equal(t, "c.1", get(t, s, two.Permits[0]))
+		assert.Greater(t, recordTTL(), int64(9000), "the record may go before the permit")
+		assert.Equal(t, []int64{-2, 3}, acquire(two, "d.1", "", "1000"), "a count of 2 while a permit of 3 is held")
+		assert.Equal(t, "", get(t, s, two.Permits[1]), "a refused count took a permit")
+		assert.Equal(t, []int64{1}, eval("extend", []string{three.Permits[0], three.Fence, three.Readers}, "c.1", "60000", "p"))
+		assert.Greater(t, recordTTL(), int64(50000), "the record may go before the extended permit")
+		release(three, "c.1", "")
+		assert.Equal(t, "", record(), "the release of the last permit, no one queued, left the record")
 
-		// The count that took over is held (permit 0): a count of 3 is refused; and where
-		// only a permit past the record's count, but of the caller's, is held, too.
-		assert.Equal(t, []int64{-2, 2}, acquire(three), "a count of 3 while permit 0 of 2 is held")
-		do("DEL", two.Permits[0])
-		do("SET", three.Permits[2], "other", "PX", "60000")
-		assert.Equal(t, []int64{-2, 2}, acquire(three), "a count of 3 while its permit 2 is held")
+		r = acquire(two, "d.1", "", "1000")
+		require.Equal(t, int64(1), r[0], "a count of 2 was refused where nothing of the count of 3 is left: %v", r)
 		assert.Equal(t, "2", record())
+		assert.Equal(t, "d.1", get(t, s, two.Permits[0]))
+		r = acquire(two, "e.1", "", "1000")
+		require.Equal(t, int64(1), r[0], "the second permit of 2: %v", r)
+		r = acquire(two, "w.1", "w", "60000") // none free: it queues, for a minute
+		require.Equal(t, int64(0), r[0], "a third holder of 2 permits: %v", r)
+		assert.Greater(t, recordTTL(), int64(110000), "the record may go before the queued waiter's place")
+		release(two, "d.1", "")
+		release(two, "e.1", "")
+		assert.Equal(t, "2", record(), "the record went while a waiter queues")
+		assert.Equal(t, []int64{-2, 2}, acquire(three, "f.1", "", "1000"), "a count of 3 while a waiter for 2 queues")
 	})
 }
 
@@ -218,5 +237,101 @@ func TestSemaphoreFailedGrantKeepsTheWaiterQueued(t *testing.T) {
 				assert.ErrorIs(t, err, redis.Nil, "node %d keeps a permit of the failed attempt", i)
 			}
 		}
+	})
+}
+
+// TestSemaphoreRecordGoesWithTheLastWaiter: a waiter's leave that leaves no permit held and
+// no waiter queued deletes the semaphore's record of its number, as a holder's release does:
+// another number then takes over at once.
+func TestSemaphoreRecordGoesWithTheLastWaiter(t *testing.T) {
+	onOneOfEach(t, func(t *testing.T, s server) {
+		node := nodeFor(t, s)
+		ctx := context.Background()
+		two, three := core.NewSemaphoreKeys("last:", "s", 2), core.NewSemaphoreKeys("last:", "s", 3)
+		for _, p := range two.Permits { // another owner's permits, as yet
+			_, err := s.do("SET", p, "other", "PX", "60000")
+			require.NoError(t, err)
+		}
+		args := acquireArgs("w.1", "0", "w", 1)
+		args[8] = "2"
+		r, err := node.Eval(ctx, script(t, "acquire"), append(two.ScriptKeys(), two.Permits...), args...)
+		require.NoError(t, err)
+		require.Equal(t, int64(0), r[0], "a waiter for 2 permits held: %v", r)
+		for _, p := range two.Permits { // their TTL ran out
+			_, err := s.do("DEL", p)
+			require.NoError(t, err)
+		}
+		_, err = node.Eval(ctx, script(t, "release"), append(two.ScriptKeys(), two.Permits...),
+			"w.2", "2", "PUBLISH", "w", "leave", "", "")
+		require.NoError(t, err)
+		assert.Equal(t, []int64{0}, queued(t, []server{s}, two), "the waiter did not leave")
+		assert.Equal(t, "", get(t, s, two.Readers), "the last waiter's leave, no permit held, left the record")
+		args = acquireArgs("c.1", "0", "", 1)
+		args[8] = "3"
+		r, err = node.Eval(ctx, script(t, "acquire"), append(three.ScriptKeys(), three.Permits...), args...)
+		require.NoError(t, err)
+		assert.Equal(t, int64(1), r[0], "a count of 3 was refused where nothing of the count of 2 is left: %v", r)
+	})
+}
+
+// TestSemaphoreWakesOneWaiterPerFreePermit: a release of a semaphore's permit wakes as many
+// of its first waiters as permits are free, each with an empty message on its channel, and
+// no other; a woken waiter then takes a free permit with its next attempt.
+func TestSemaphoreWakesOneWaiterPerFreePermit(t *testing.T) {
+	onOneOfEachTimed(t, func(t *testing.T, s server) {
+		node := nodeFor(t, s)
+		ctx := context.Background()
+		k := core.NewSemaphoreKeys("wake:", "s", 2)
+		keys := append(k.ScriptKeys(), k.Permits...)
+		acquire := func(token, waiter string, ticket int64) []int64 {
+			t.Helper()
+			args := acquireArgs(token, "0", waiter, ticket)
+			args[8] = "2"
+			r, err := node.Eval(ctx, script(t, "acquire"), keys, args...)
+			require.NoError(t, err)
+			return r
+		}
+		release := func(token string) {
+			t.Helper()
+			_, err := node.Eval(ctx, script(t, "release"), keys, token, "2", "PUBLISH", "", "leave", "", "")
+			require.NoError(t, err)
+		}
+		for _, token := range []string{"c.1", "d.1"} {
+			require.Equal(t, int64(1), acquire(token, "", 1)[0], "%s: a free permit", token)
+		}
+		msgs := map[string]<-chan string{}
+		for i, id := range []string{"w1", "w2", "w3"} {
+			require.Equal(t, int64(0), acquire(id+".1", id, int64(i+1))[0], "%s: no permit free", id)
+			msgs[id] = listen(t, s, k.Wake(id))
+		}
+		// quiet fails the test if a waiter of ids is told anything.
+		quiet := func(ids ...string) {
+			t.Helper()
+			if s.sim != nil {
+				synctest.Wait() // a message would have come by now
+			} else {
+				time.Sleep(100 * time.Millisecond) // on redis-server: a message would come by then
+			}
+			for _, id := range ids {
+				select {
+				case m := <-msgs[id]:
+					t.Fatalf("%s was told %q", id, m)
+				default:
+				}
+			}
+		}
+
+		release("c.1") // one permit free: the first waiter
+		assert.Equal(t, "", next(t, []server{s}, msgs["w1"]), "the first waiter was not woken")
+		quiet("w2", "w3")
+		release("d.1") // two free: the first two
+		assert.Equal(t, "", next(t, []server{s}, msgs["w1"]), "the first waiter was not woken again")
+		assert.Equal(t, "", next(t, []server{s}, msgs["w2"]), "the second waiter was not woken with two permits free")
+		quiet("w3")
+		for i, id := range []string{"w1", "w2"} {
+			r := acquire(id+".2", id, int64(i+1))
+			assert.Equal(t, int64(1), r[0], "the woken %s could not take a permit: %v", id, r)
+		}
+		assert.Equal(t, int64(0), acquire("w3.2", "w3", 3)[0], "the third waiter took a permit beyond the number")
 	})
 }

@@ -3,19 +3,18 @@ package core_test
 import (
 	"context"
 	"testing"
-	"time"
 
 	"github.com/go-redlock/redlock/core"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
 
-// TestSetReleaseHandsOnEachName: a set's release hands each of its names to the waiter
-// queued on that name alone, in the same call (the name is never free in between), and
-// deletes the names no one waits for; the set's acquisition takes every name at once
+// TestSetReleaseWakesOnEachName: a set's release frees each of its names and wakes the
+// waiter queued on that name alone, which then takes it; the set's acquisition takes every
+// name at once
 // whether fenced or not (unfenced without the restart guard, the acquire script's first
 // case, before its prelude).
-func TestSetReleaseHandsOnEachName(t *testing.T) {
+func TestSetReleaseWakesOnEachName(t *testing.T) {
 	onOneOfEach(t, func(t *testing.T, s server) {
 		servers := []server{s}
 		cl := newCluster(t, servers)
@@ -34,25 +33,20 @@ func TestSetReleaseHandsOnEachName(t *testing.T) {
 
 			w := lockOn(servers, "b")
 			w.Fence = true // the acquire script, so that it queues
-			got := make(chan *core.Held, 1)
-			go func() {
-				h, err := cl.AcquireWait(ctx, w, patient)
-				if assert.NoError(t, err) {
-					got <- h
-				}
-			}()
-			require.Eventually(t, func() bool { return allEqual(queued(t, servers, w.Keys), 1) },
-				generous, time.Millisecond, "the waiter for b did not queue")
+			// A waiter of its own each round: one that left is refused for 10 s.
+			id := map[bool]string{false: "u", true: "f"}[fenced]
+			_, err = cl.AcquireAs(ctx, w, id+".1", id, 1)
+			require.ErrorIs(t, err, core.ErrHeld, "fenced %v", fenced)
+			require.Equal(t, []int64{1}, queued(t, servers, w.Keys), "fenced %v: the waiter for b did not queue", fenced)
+			msgs := listen(t, s, w.Keys.Wake(id))
 
 			require.NoError(t, cl.Release(ctx, set))
-			assert.Equal(t, "", get(t, s, core.NewKeys("q:", "a").Lock), "fenced %v: a, which no one waits for, was not freed", fenced)
-			assert.NotEqual(t, "", get(t, s, w.Keys.Lock), "fenced %v: b was left free, not handed to its waiter", fenced)
-			var h *core.Held
-			select {
-			case h = <-got:
-			case <-time.After(generous):
-				t.Fatalf("fenced %v: the waiter for b was not given it", fenced)
+			for _, name := range []string{"a", "b"} {
+				assert.Equal(t, "", get(t, s, core.NewKeys("q:", name).Lock), "fenced %v: %s was not freed", fenced, name)
 			}
+			assert.Equal(t, "", next(t, servers, msgs), "fenced %v: the waiter for b was not woken", fenced)
+			h, err := cl.AcquireAs(ctx, w, id+".2", id, 1)
+			require.NoError(t, err, "fenced %v: the woken waiter could not take b", fenced)
 			assert.Equal(t, h.Token(), get(t, s, w.Keys.Lock), "fenced %v: b", fenced)
 			require.NoError(t, cl.Release(ctx, h))
 		}

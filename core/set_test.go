@@ -8,14 +8,15 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-redlock/redlock/backends/goredis"
 	"github.com/go-redlock/redlock/core"
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
 
-// These tests check a lock over several names at once (core.NewSetKeys) on the acquireset
-// and releaseset scripts: all or nothing, one fence above every name's, waiters of
+// These tests check a lock over several names at once (core.NewSetKeys) on the acquire and
+// release scripts: all or nothing, one fence above every name's, waiters of
 // overlapping sets that never block each other for good, and no starvation by single-name
 // holders.
 
@@ -154,7 +155,7 @@ func TestSetTokenExceedsEveryName(t *testing.T) {
 
 // TestCrossedSetWaitersNeverDeadlock: a waiter for {a, b} and one for {b, a}, queued while
 // a and b are held by others, both get their set, in the order they queued, whichever
-// name is let go of first; each is handed its set whole.
+// name is let go of first; each, woken, takes its set whole.
 func TestCrossedSetWaitersNeverDeadlock(t *testing.T) {
 	for _, c := range setups {
 		for _, first := range []string{"a", "b"} {
@@ -201,7 +202,7 @@ func TestCrossedSetWaitersNeverDeadlock(t *testing.T) {
 
 // TestSetWaiterIsNotStarved: while a set waiter for {a, b} waits for b, a stays free for
 // it: single-name waiters of a that come after it queue behind it, and none holds a until
-// the set waiter had its turn, which a release of b hands it whole.
+// the set waiter had its turn, which it takes whole once a release of b wakes it.
 func TestSetWaiterIsNotStarved(t *testing.T) {
 	const lockers = 4
 	for _, c := range setups[:2] {
@@ -274,10 +275,13 @@ func TestSetScriptsRunTwice(t *testing.T) {
 			assert.Equal(t, []int64{1}, queued(t, servers, core.NewKeys("q:", name)), "the set waiter is queued once in %s", name)
 		}
 		assert.Equal(t, []string{""}, holders(t, servers, "a"), "a was taken without b")
-		require.NoError(t, tw.Release(ctx, b)) // hands the set to w.1; the second run finds b w.1's
-		assert.Equal(t, []string{"w.1"}, holders(t, servers, "a"))
-		assert.Equal(t, []string{"w.1"}, holders(t, servers, "b"))
-		w := core.HeldAs(l, "w.1", "w", 1)
+		require.NoError(t, tw.Release(ctx, b)) // wakes w; the second run finds b free, and wakes it again
+		assert.Equal(t, []string{""}, holders(t, servers, "b"), "a release gave b to someone")
+		_, err = tw.AcquireAs(ctx, l, "w.2", "w", 1) // its next attempt, woken; the second run finds the set w.2's
+		require.NoError(t, err, "the woken set waiter could not take the set")
+		assert.Equal(t, []string{"w.2"}, holders(t, servers, "a"))
+		assert.Equal(t, []string{"w.2"}, holders(t, servers, "b"))
+		w := core.HeldAs(l, "w.2", "w", 1)
 		w.Until = time.Now().Add(time.Minute) // within its validity: a second run's "gone" counts
 		require.NoError(t, tw.Release(ctx, w))
 		assert.Equal(t, []string{""}, holders(t, servers, "a"))
@@ -288,35 +292,90 @@ func TestSetScriptsRunTwice(t *testing.T) {
 	})
 }
 
-// TestSetIsHandedOverWhole: a set waiter whose refresh interval and backoff are far longer
-// than the test gets its set when the holder of its last held name lets go, without
-// calling again: every node handed it the whole set, under the attempt they refused.
-func TestSetIsHandedOverWhole(t *testing.T) {
+// TestSetWaiterIsWokenWhole: a set waiter whose refresh interval and backoff are far
+// longer than the test gets its set when the holder of its last held name lets go: the
+// release wakes it, and it takes every name with one more attempt.
+func TestSetWaiterIsWokenWhole(t *testing.T) {
 	for _, c := range setups {
 		t.Run(c.name, func(t *testing.T) {
 			servers := c.servers(t, c.n)
-			cl, counts := countedCluster(t, servers)
+			cl, nodes := landedCluster(t, servers)
 			ctx, cancel := context.WithTimeout(context.Background(), generous)
 			defer cancel()
+			landed := func() (n int64) {
+				for _, node := range nodes {
+					n += node.acquires.Load()
+				}
+				return n
+			}
 			b := holdFenced(t, ctx, cl, servers, "b")
 			l := setLock(t, servers, "a", "b")
-			l.NodeTimeout = 2 * time.Second            // a refresh interval of 5 s
-			slowAcquires(counts, 300*time.Millisecond) // the waiter's attempts (see slowAcquires)
-			defer slowAcquires(counts, 0)
+			l.NodeTimeout = 10 * time.Second // a refresh interval of 25 s: longer than the await
+			for _, node := range nodes {     // the waiter's attempts (see slowAcquires)
+				node.slow.Store(int64(300 * time.Millisecond))
+			}
 			got := waitInBackground(t, ctx, cl, l)
-			a := core.NewKeys("q:", "a")
-			// Its second attempt, after it subscribed, is recorded in a's queue too.
-			require.Eventually(t, func() bool { return registeredAs(t, servers, a, ".2") }, generous, time.Millisecond)
-			calls := sum(counts, func(n *counted) *atomic.Int64 { return &n.acquires })
+			// The holder's call and the waiter's first two attempts (the second after it
+			// subscribed) ran on every server: then it waits, and calls no more for 25 s.
+			n := int64(len(servers))
+			require.Eventually(t, func() bool { return landed() == 3*n }, generous, time.Millisecond,
+				"the set waiter did not call twice")
 			require.NoError(t, cl.Release(ctx, b))
-			set := await(t, servers, got, "the set's hand-over")
-			assert.Equal(t, 2, set.Attempts, "the set was handed to the attempt the nodes refused")
-			assert.Equal(t, calls, sum(counts, func(n *counted) *atomic.Int64 { return &n.acquires }), "the set waiter called again")
-			assert.Equal(t, everywhere(servers, set.Token()), holders(t, servers, "a"))
-			assert.Equal(t, everywhere(servers, set.Token()), holders(t, servers, "b"))
+			set := await(t, servers, got, "the set when b was let go")
+			assert.Equal(t, 3, set.Attempts, "the woken set waiter did not take the set with its next attempt")
+			require.Eventually(t, func() bool { return landed() == 4*n }, generous, time.Millisecond)
+			// A quorum holds it: a node where the release of b landed after the set's attempt
+			// refused it, as Redlock allows.
+			for _, name := range []string{"a", "b"} {
+				h, q := holders(t, servers, name), queued(t, servers, core.NewKeys("q:", name))
+				assert.True(t, onQuorum(len(servers), func(i int) bool { return h[i] == set.Token() && q[i] == 0 }),
+					"the set does not hold %s on a quorum, out of its queue: %v, %v", name, h, q)
+			}
 			require.NoError(t, cl.Release(ctx, set))
 		})
 	}
+}
+
+// landed is a go-redis Node (a Subscriber) that counts the acquire scripts that ran on its
+// server (the count rises once the server replied), and holds back each reply by slow
+// nanoseconds after that.
+type landed struct {
+	*goredis.Node
+	acquires, slow atomic.Int64
+}
+
+func (n *landed) Eval(ctx context.Context, s *core.Script, keys []string, args ...string) ([]int64, error) {
+	r, err := n.Node.Eval(ctx, s, keys, args...)
+	if s.Name() == "acquire" {
+		n.acquires.Add(1)
+		time.Sleep(time.Duration(n.slow.Load()))
+	}
+	return r, err
+}
+
+// landedCluster returns a Cluster over servers whose nodes count the acquire scripts that
+// ran (see landed).
+func landedCluster(t *testing.T, servers []server) (*core.Cluster, []*landed) {
+	nodes := make([]core.Node, len(servers))
+	counts := make([]*landed, len(servers))
+	for i, s := range servers {
+		counts[i] = &landed{Node: nodeFor(t, s)}
+		nodes[i] = counts[i]
+	}
+	cl, err := core.NewCluster(nodes)
+	require.NoError(t, err)
+	return cl, counts
+}
+
+// onQuorum reports whether cond holds for a quorum (n/2+1) of n servers, by index.
+func onQuorum(n int, cond func(i int) bool) bool {
+	yes := 0
+	for i := range n {
+		if cond(i) {
+			yes++
+		}
+	}
+	return yes >= n/2+1
 }
 
 // heldBy waits until every server holds name under h's token: an acquisition returns at a
