@@ -128,11 +128,11 @@ if k then -- a semaphore: every permit of the caller's goes
     end
     free = free + (h and 0 or 1)
   end
-  local queued = redis.call('EXISTS', n.queue) == 1
-  if free == k and not queued then -- no permit held, no one waits: the record goes
-    redis.call('DEL', KEYS[6])
+  local reply = settle(n, released, nil, redis.call('EXISTS', n.queue) == 1, absent, free)
+  if free == k and redis.call('EXISTS', n.queue) == 0 then -- no permit held, no one waits
+    redis.call('DEL', KEYS[6]) -- the record goes
   end
-  return settle(n, released, nil, queued, absent, free)
+  return reply
 end
 
 -- let_go lets go of the caller's holding of the name n, and returns settle's released,
