@@ -152,9 +152,12 @@ func queuedBehind(t *testing.T, s allSetup, name string, n int64) {
 		}
 	}
 	require.NotEmpty(t, holder, "no server holds %s", name)
+	var seen atomic.Value // the queues last read, for the failure's message
+	seen.Store("")
 	require.Eventually(t, func() bool {
-		for _, st := range s.stores {
+		for i, st := range s.stores {
 			v, err := cmd(st, "ZRANGE", lockKey(name)+":queue", "0", "-1")
+			seen.Store(fmt.Sprintf("server %d: %v (%v)", i, v, err))
 			ids, ok := v.([]any)
 			if err != nil || !ok {
 				return false
@@ -170,7 +173,8 @@ func queuedBehind(t *testing.T, s allSetup, name string, n int64) {
 			}
 		}
 		return true
-	}, generous, time.Millisecond, "%s's queue does not have %d waiters behind its holder on every server", name, n)
+	}, generous, time.Millisecond, "%s's queue does not have %d waiters behind its holder %s on every server: %s",
+		name, n, holder, seen.Load())
 }
 
 // TestAcquireAllIsAllOrNothing: with one name held by another Client, TryAcquireAll takes
