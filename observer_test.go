@@ -958,6 +958,7 @@ func observerGauges(t *testing.T) {
 		s.Miniredis().Del(lockKey("lost"))
 	}
 	<-l.Done()
+	synctest.Wait() // Done closes before the Lost event is reported
 	state(redlock.KindLease, 0, 0, "lost behind its back")
 	require.ErrorIs(t, l.Release(ctx), redlock.ErrLost)
 	state(redlock.KindLease, 0, 0, "the release of a lost holding")
@@ -965,13 +966,14 @@ func observerGauges(t *testing.T) {
 	l, err = c.TryAcquire(ctx, "expires")
 	require.NoError(t, err)
 	<-l.Done()
+	synctest.Wait() // Done closes before the Lost event is reported
 	state(redlock.KindLease, 0, 0, "expired")
 	require.ErrorIs(t, l.Release(ctx), redlock.ErrExpired)
 
 	l, err = c.Acquire(ctx, "bounded", redlock.WithMaxHold(100*time.Millisecond))
 	require.NoError(t, err)
 	<-l.Done()
-	synctest.Wait() // the library's own release, after the loss
+	synctest.Wait() // the Lost event (Done closes before it) and the library's own release
 	state(redlock.KindLease, 0, 0, "its maximum hold time")
 
 	m := c.NewMutex("mutex")
