@@ -2,6 +2,7 @@ package redlock_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"runtime"
 	"strings"
@@ -136,6 +137,44 @@ func queuedEverywhere(t *testing.T, s allSetup, name string, n int64) {
 	t.Helper()
 	require.Eventually(t, func() bool { return everywhere(s, queued(n), "ZCARD", lockKey(name)+":queue") },
 		generous, time.Millisecond, "%s's queue does not have %d waiters on every server", name, n)
+}
+
+// queuedBehind waits until name's queue has n waiters on every server besides the place
+// of name's holder (read from a server that holds it), which a server keeps where the
+// holder's take did not land.
+func queuedBehind(t *testing.T, s allSetup, name string, n int64) {
+	t.Helper()
+	var holder string
+	for _, st := range s.stores {
+		if v, err := cmd(st, "GET", lockKey(name)); err == nil && v != nil {
+			holder, _, _ = strings.Cut(fmt.Sprint(v), ".") // the waiter id of owner "<id>.<attempt>"
+			break
+		}
+	}
+	require.NotEmpty(t, holder, "no server holds %s", name)
+	var seen atomic.Value // the queues last read, for the failure's message
+	seen.Store("")
+	require.Eventually(t, func() bool {
+		for i, st := range s.stores {
+			v, err := cmd(st, "ZRANGE", lockKey(name)+":queue", "0", "-1")
+			seen.Store(fmt.Sprintf("server %d: %v (%v)", i, v, err))
+			ids, ok := v.([]any)
+			if err != nil || !ok {
+				return false
+			}
+			count := int64(0)
+			for _, id := range ids {
+				if fmt.Sprint(id) != holder {
+					count++
+				}
+			}
+			if count != n {
+				return false
+			}
+		}
+		return true
+	}, generous, time.Millisecond, "%s's queue does not have %d waiters behind its holder %s on every server: %s",
+		name, n, holder, seen.Load())
 }
 
 // TestAcquireAllIsAllOrNothing: with one name held by another Client, TryAcquireAll takes
@@ -287,44 +326,53 @@ func TestAcquireAllNotStarved(t *testing.T) {
 	})
 }
 
-// TestAcquireAllPlainMutexTakesReservedName records what a Mutex without the restart guard
-// does to a set waiter: its first attempt, a plain SET NX, does not see the queue, so it
-// takes a name that stays free for the set waiter (reserved) while the waiter waits for
-// another. A fenced Lease of that name is refused meanwhile. The set waiter is not lost: it
-// holds its set at the first release that finds every name free, here the Mutex's Unlock
-// after b's release.
-func TestAcquireAllPlainMutexTakesReservedName(t *testing.T) {
+// TestAcquireAllMutexWaitsBehindSetWaiter: a name that a set waiter is first for, while it
+// waits for another name, is refused to a Lease and to a Mutex (TryLock, and Lock, which
+// waits behind the set waiter in every server's queue): no caller barges past a live
+// waiter. b's release wakes the set waiter, which takes both names; the Mutex holds a only
+// after the set let go.
+func TestAcquireAllMutexWaitsBehindSetWaiter(t *testing.T) {
 	onAllSetups(t, everyN, func(t *testing.T, s allSetup) {
 		ctx := ctxT(t, time.Minute)
-		other := s.client(t) // the restart guard off (newClient): a Mutex's first attempt is SET NX
+		other := s.client(t)
 		b, err := other.TryAcquire(ctx, "b")
 		require.NoError(t, err)
+		var setHeld atomic.Bool // stored before the set lets go
 		got := make(chan error, 1)
 		go func() {
 			l, err := s.client(t).AcquireAll(ctx, []string{"a", "b"})
 			if err == nil {
+				setHeld.Store(true)
 				err = l.Release(ctx)
 			}
 			got <- err
 		}()
 		queuedEverywhere(t, s, "a", 1)
+		freeEverywhere(t, s, "a") // free, but the set waiter goes first
 		_, err = other.TryAcquire(ctx, "a")
-		require.ErrorIs(t, err, redlock.ErrHeld, "a fenced Lease took a, which the set waiter is first for")
-
-		// Lock's first attempt is the plain SET NX (TryLock's one attempt runs the script). If
-		// the engine kept reserved names from it, this would wait behind the set waiter, which
-		// waits for b: update this test and the README then.
+		require.ErrorIs(t, err, redlock.ErrHeld, "a Lease took a, which the set waiter is first for")
 		m := other.NewMutex("a")
-		require.NoError(t, m.LockContext(ctxT(t, generous)), "a plain SET NX did not take the reserved name")
-		require.NoError(t, b.Release(ctx))
-		freeEverywhere(t, s, "b") // kept free for the set waiter, which waits for a
+		require.False(t, m.TryLock(), "a Mutex's TryLock took a, which the set waiter is first for")
+
+		locked := make(chan error, 1)
+		go func() {
+			err := m.LockContext(ctx)
+			if err == nil && !setHeld.Load() {
+				err = errors.New("the Mutex held a before the set waiter had its turn")
+			}
+			locked <- err
+		}()
+		queuedEverywhere(t, s, "a", 2) // the set waiter, then the Mutex
 		select {
-		case err := <-got:
-			t.Fatalf("the set waiter returned while a Mutex held a: %v", err)
+		case err := <-locked:
+			t.Fatalf("the Mutex returned while the set waiter was first for a: %v", err)
 		default:
 		}
+		require.NoError(t, b.Release(ctx))
+		require.NoError(t, within(t, false, got, "the set's turn after b's release"))
+		require.NoError(t, within(t, false, locked, "the Mutex's turn after the set's release"))
 		require.NoError(t, m.UnlockContext(ctx))
-		require.NoError(t, within(t, false, got, "the set's turn after the Mutex's unlock"))
+		freeEverywhere(t, s, "a", "b")
 	})
 }
 
@@ -484,8 +532,7 @@ func TestAcquireAllOneClient(t *testing.T) {
 		r := within(t, false, setCh, "the set")
 		require.NoError(t, r.err)
 		set := r.l
-		// Handed over: a quorum holds it (a node that handed it to an earlier attempt of the
-		// waiter, whose call of this attempt had not landed, may not).
+		// AcquireAll returns at a quorum: the other servers may follow later.
 		heldOnQuorum(t, s, "a", "b")
 
 		_, err = c.TryAcquire(ctx, "a")
@@ -498,7 +545,10 @@ func TestAcquireAllOneClient(t *testing.T) {
 
 		mutexDone, otherSet := make(chan error, 1), make(chan error, 1)
 		go func() { mutexDone <- m.LockContext(ctx) }()
-		queuedEverywhere(t, s, "b", 2) // the set holding keeps its place until it lets go
+		// The Mutex only: a holder leaves the queue where it takes. A server where the set's
+		// take lost the race with a's release (the set returned at a quorum) keeps its place
+		// until its release.
+		queuedBehind(t, s, "b", 1)
 		go func() {
 			l, err := c.AcquireAll(ctx, []string{"c", "b"})
 			if err == nil {
@@ -506,7 +556,7 @@ func TestAcquireAllOneClient(t *testing.T) {
 			}
 			otherSet <- err
 		}()
-		queuedEverywhere(t, s, "b", 3)
+		queuedBehind(t, s, "b", 2)
 		require.NoError(t, set.Release(ctx))
 		require.NoError(t, within(t, false, mutexDone, "the Mutex"))
 		require.NoError(t, m.UnlockContext(ctx))

@@ -426,6 +426,9 @@ func mutexDoesNotBargeAheadOfWaiters(t *testing.T) {
 		n, _ := s.Miniredis().ZMembers(core.NewKeys("redlock:", "turns").Queue)
 		require.Len(t, n, 1, "the waiter is not queued on server %d", i)
 	}
+	// The holder's next wait starts later than the waiter's: turns go by when a wait
+	// started (a tie, at one instant of the bubble's clock, goes by waiter id).
+	time.Sleep(time.Millisecond)
 	holder.Unlock()
 	holder.Lock()
 	order <- "holder"

@@ -110,17 +110,18 @@ func (s record) index(kind string, n int) int {
 	return -1
 }
 
-// TestObserverLeaseWaitAndHandOver: on one simulated node, A's Acquire (its round trips
-// take 1 ms), B's TryAcquire refused (held), B's Acquire given up at its deadline (timeout),
-// and B's Acquire that waits while A holds the lock for 300 ms and is handed it by A's
-// Release: its wait is the 300 ms and the release's way to the node, it made two attempts (the first finds the lock held;
-// once subscribed, the second queues it) and came by hand-over; A's release reports the
-// hold time.
-func TestObserverLeaseWaitAndHandOver(t *testing.T) {
-	bubble(t, observerLeaseWaitAndHandOver)
+// TestObserverLeaseWaitAndWake: on one simulated node, A's Acquire (its round trips take
+// 1 ms), B's TryAcquire refused (held), B's Acquire given up at its deadline (timeout),
+// and B's Acquire that waits while A holds the lock for 300 ms and is woken by A's
+// Release: its wait is the 300 ms and a round trip, it made three
+// attempts (the first finds the lock held; once subscribed, the second queues it; the
+// third, on the wake-up, takes it) and no release handed it the lock; A's release reports
+// the hold time.
+func TestObserverLeaseWaitAndWake(t *testing.T) {
+	bubble(t, observerLeaseWaitAndWake)
 }
 
-func observerLeaseWaitAndHandOver(t *testing.T) {
+func observerLeaseWaitAndWake(t *testing.T) {
 	nodes, sims := simNodes(t, 1)
 	server := sims[0].Miniredis()
 	ra, rb := &recorder{}, &recorder{}
@@ -174,16 +175,13 @@ func observerLeaseWaitAndHandOver(t *testing.T) {
 	}()
 	const hold = 300 * time.Millisecond
 	time.Sleep(hold)
-	// B waits for the hand-over once its second attempt (the one after it subscribed) is
-	// recorded in the queue: release before that, and B would take the lock by calling.
-	queued := false
-	waiters, _ := server.HKeys(lockKey("job") + ":waiters")
-	for _, w := range waiters {
-		if token, _, _ := strings.Cut(server.HGet(lockKey("job")+":waiters", w), " "); strings.HasSuffix(token, ".2") {
-			queued = true
-		}
-	}
-	require.True(t, queued, "B's second attempt is not queued")
+	// B waits for a wake-up once it is queued and subscribed (its second attempt, after it
+	// subscribed, is refused too): release before that, and B would find the lock free at
+	// a later call instead.
+	members, err := server.ZMembers(lockKey("job") + ":queue")
+	require.NoError(t, err)
+	require.Len(t, members, 1, "B is not queued")
+	require.True(t, strings.HasPrefix(server.HGet(lockKey("job")+":waiters", members[0]), "w "), "B is not queued as a writer")
 	require.NoError(t, la.Release(ctx))
 	lb := <-got
 	require.NotNil(t, lb)
@@ -203,9 +201,9 @@ func observerLeaseWaitAndHandOver(t *testing.T) {
 	require.Len(t, s.acquired, 1)
 	e = s.acquired[0]
 	assert.Equal(t, redlock.OutcomeOK, e.Outcome)
-	assert.Equal(t, hold+time.Millisecond, e.Wait, "the hold, and A's release on its way")
-	assert.Equal(t, 2, e.Attempts)
-	assert.True(t, e.HandedOver, "the release handed the lock to B")
+	assert.Equal(t, hold+time.Millisecond, e.Wait, "the hold, and the release and B's last call on their way")
+	assert.Equal(t, 3, e.Attempts, "refused, queued, then taken on the wake-up")
+	assert.False(t, e.HandedOver, "a release hands no lock over: B took it")
 }
 
 // TestObserverKinds: each kind of lock reports its kind, its acquisitions and releases,
@@ -960,6 +958,7 @@ func observerGauges(t *testing.T) {
 		s.Miniredis().Del(lockKey("lost"))
 	}
 	<-l.Done()
+	synctest.Wait() // Done closes before the Lost event is reported
 	state(redlock.KindLease, 0, 0, "lost behind its back")
 	require.ErrorIs(t, l.Release(ctx), redlock.ErrLost)
 	state(redlock.KindLease, 0, 0, "the release of a lost holding")
@@ -967,13 +966,14 @@ func observerGauges(t *testing.T) {
 	l, err = c.TryAcquire(ctx, "expires")
 	require.NoError(t, err)
 	<-l.Done()
+	synctest.Wait() // Done closes before the Lost event is reported
 	state(redlock.KindLease, 0, 0, "expired")
 	require.ErrorIs(t, l.Release(ctx), redlock.ErrExpired)
 
 	l, err = c.Acquire(ctx, "bounded", redlock.WithMaxHold(100*time.Millisecond))
 	require.NoError(t, err)
 	<-l.Done()
-	synctest.Wait() // the library's own release, after the loss
+	synctest.Wait() // the Lost event (Done closes before it) and the library's own release
 	state(redlock.KindLease, 0, 0, "its maximum hold time")
 
 	m := c.NewMutex("mutex")
