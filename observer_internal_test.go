@@ -39,10 +39,9 @@ func TestObservationUnsetAllocatesNothing(t *testing.T) {
 	}
 }
 
-// TestAcquisitionAttempts: the attempts and hand-over that an acquisition reports, from
-// the failed attempts core reported (Lock.Failed) and its outcome: a grant after two
-// reported failures at attempt 3 was taken by a call (no hand-over); at attempt 2, it was
-// handed over; a wait that ended with an error that core had not reported counts that last
+// TestAcquisitionAttempts: the attempts that an acquisition reports, from the failed
+// attempts core reported (Lock.Failed) and its outcome: a grant after two reported failures
+// is attempt 3; a wait that ended with an error that core had not reported counts that last
 // attempt, and one that ended with its context after a reported failure does not.
 func TestAcquisitionAttempts(t *testing.T) {
 	s := defaults()
@@ -50,18 +49,16 @@ func TestAcquisitionAttempts(t *testing.T) {
 	s.observer = obs
 	heldErr := &QuorumError{Op: "acquire"}
 	for _, tc := range []struct {
-		name       string
-		failures   []error
-		g          *core.Held
-		err        error
-		attempts   int
-		handedOver bool
+		name     string
+		failures []error
+		g        *core.Held
+		err      error
+		attempts int
 	}{
-		{"first", nil, &core.Held{Grant: core.Grant{Attempts: 1}}, nil, 1, false},
-		{"third, by a call", []error{ErrHeld, ErrHeld}, &core.Held{Grant: core.Grant{Attempts: 3}}, nil, 3, false},
-		{"second, handed over", []error{ErrHeld, ErrHeld}, &core.Held{Grant: core.Grant{Attempts: 2}}, nil, 2, true},
-		{"permanent error", []error{ErrHeld}, nil, ErrInvalid, 2, false},
-		{"context after a reported failure", []error{heldErr}, nil, joinLast(context.DeadlineExceeded, heldErr), 1, false},
+		{"first", nil, &core.Held{Grant: core.Grant{Attempts: 1}}, nil, 1},
+		{"third", []error{ErrHeld, ErrHeld}, &core.Held{Grant: core.Grant{Attempts: 3}}, nil, 3},
+		{"permanent error", []error{ErrHeld}, nil, ErrInvalid, 2},
+		{"context after a reported failure", []error{heldErr}, nil, joinLast(context.DeadlineExceeded, heldErr), 1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			l := &Lease{opts: s}
@@ -72,8 +69,8 @@ func TestAcquisitionAttempts(t *testing.T) {
 			}
 			a.waited(l, tc.g, tc.err)
 			e := obs.last
-			if e.Attempts != tc.attempts || e.HandedOver != tc.handedOver {
-				t.Errorf("attempts %d, handed over %v; want %d, %v", e.Attempts, e.HandedOver, tc.attempts, tc.handedOver)
+			if e.Attempts != tc.attempts {
+				t.Errorf("attempts %d; want %d", e.Attempts, tc.attempts)
 			}
 			if tc.g != nil && l.acquired.IsZero() {
 				t.Error("the hold time's start is not set")
