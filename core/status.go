@@ -7,6 +7,7 @@ import (
 	"regexp"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 )
@@ -389,17 +390,12 @@ func WaiterID(token string) (string, bool) {
 // waiterToken matches a waiter's token, "<waiter id>.<attempt>".
 var waiterToken = regexp.MustCompile(`^(.+)\.([0-9]+)$`)
 
-// readerAttempt matches a reader's recorded attempt, "<token> <ttl ms> <fence floor> <guard
-// s> r", which a reader of several names follows with the names' lock keys (see the package
-// doc, Readers).
-var readerAttempt = regexp.MustCompile(`^\S+ [0-9]+ [0-9]+ [0-9]+ r(?: |$)`)
-
 // waiters returns a queue's live waiters in turn order, from its keys: queue (ids by ticket,
 // in order), alive (each id's deadline, the server time at which its place lapses) and
-// attempts (each id's latest attempt, which marks a reader). It leaves out the waiter that
+// kinds (each id's record, "<w or r> <channel>": "r" marks a reader). It leaves out the waiter that
 // holds the lock (holder is its token) and those whose place has lapsed; left gives the
 // time left until a deadline.
-func waiters(queue []string, alive map[string]float64, attempts map[string]string, holder string, left func(float64) time.Duration) []Waiter {
+func waiters(queue []string, alive map[string]float64, kinds map[string]string, holder string, left func(float64) time.Duration) []Waiter {
 	holderID, _ := WaiterID(holder)
 	out := []Waiter{}
 	for _, id := range queue {
@@ -407,7 +403,7 @@ func waiters(queue []string, alive map[string]float64, attempts map[string]strin
 		if !ok || left(d) <= 0 || (holder != "" && id == holderID) {
 			continue
 		}
-		out = append(out, Waiter{ID: id, Reader: readerAttempt.MatchString(attempts[id]), TTL: left(d)})
+		out = append(out, Waiter{ID: id, Reader: strings.HasPrefix(kinds[id], "r "), TTL: left(d)})
 	}
 	return out
 }

@@ -25,12 +25,12 @@ func TestParseStatusRefusesABadReply(t *testing.T) {
 }
 
 func TestParseStatusQueue(t *testing.T) {
-	// At server time 1000 ms: w1 holds the lock (its token w1.2), w2 and r3 wait, w4's
-	// place lapsed.
+	// At server time 1000 ms: w1 holds the lock (its token w1.2), w2 and r3 wait (their
+	// records: kind and channel), w4's place lapsed.
 	reply := []string{"1000", "abc", "w1.2", "5000", "17", "", "-2", "",
 		"8", "w1", "1", "w2", "2", "r3", "3", "w4", "4",
 		"8", "w1", "6000", "w2", "1500", "r3", "1400", "w4", "900",
-		"2", "r3", "r3.1 100 0 0 r",
+		"4", "r3", "r q:{x}:released:r3", "w2", "w q:{x}:released:w2",
 		"0"}
 	s, _, err := parseStatus(reply, 0)
 	require.NoError(t, err)
