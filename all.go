@@ -74,8 +74,7 @@ func (t target) keys(prefix string) core.Keys {
 // share a name. The waiter queues in every name's queue as one waiter, in the order it
 // started waiting, so a waiter for {a, b} and one for {b, a} never block each other for
 // good, and holders of one of its names that started waiting after it do not go before it.
-// One exception, as for one name: a Mutex without the restart guard takes a free name with
-// a plain SET NX, blind to the queue (see the README). Holding one lock while waiting for
+// Holding one lock while waiting for
 // another can still deadlock, as with any two mutexes: take every name you need in one
 // call instead.
 //
@@ -171,8 +170,8 @@ func (c *Client) NewMutexAll(names []string, opts ...Option) *Mutex {
 // name, or of none: it holds them with the readers of each name, and excludes every writer
 // of any of them. A reader set waits in each name's queue as one waiter, in the order it
 // started waiting, as a writer set does, so crossed sets never block each other for good,
-// and a release hands it every share at once when each of its names is free or read and
-// it is first in each name's queue. Lost closes if any name of a holding is lost. Options,
+// and it takes every share at once, woken by a release, when each of its names is free or
+// read and no writer waits ahead of it. Lost closes if any name of a holding is lost. Options,
 // names and errors are as for NewMutexAll. Its methods are safe for concurrent use, as an
 // RWMutex's are.
 //

@@ -29,7 +29,7 @@ type Broken struct {
 // Status), and for each owner found on any node it raises the lock's fence counter above
 // every token the nodes hold on a quorum (writers), then releases it under its own token
 // on every node, as its Release would: a writer's lock, each reader's share, each holder's
-// Semaphore permits. The queue's first waiter is then handed the lock, as after a release.
+// Semaphore permits. The queue's first waiter is then woken, as after a release.
 // A holder that takes the lock after the read is not touched. WithPrefix, WithNodeTimeout
 // and WithTTL (how long the nodes keep a writer's lock if Break fails between raising its
 // fence and releasing it) apply; other options are checked, and have no effect. Break is

@@ -15,8 +15,8 @@ import (
 // of them waits in Redis, where the waiters of all processes queue in the order they
 // started waiting: a Mutex that unlocks and locks again goes behind those already waiting
 // (see core.Cluster.AcquireWait). A waiter does not poll for the release where the nodes
-// offer notifications (core.Subscriber): the release hands the lock to the first waiter and
-// tells it so, and that waiter holds the lock without another round trip. It calls again
+// offer notifications (core.Subscriber): the release wakes the first waiter, which then
+// takes the lock with one more round trip. It calls again
 // every refresh interval, which core derives from the node timeout (see
 // core.Cluster.AcquireWait), to keep its place.
 //

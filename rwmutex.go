@@ -21,10 +21,10 @@ import (
 // by its TTL, and leaves no count behind.
 //
 // Waiters take turns in the order they started waiting, readers and writers alike, across
-// processes, and are handed the lock on release without polling (see Mutex). A writer that
+// processes, and are woken on release without polling (see Mutex). A writer that
 // waits blocks the readers that come after it, as with sync.RWMutex, so a stream of
-// readers cannot starve a writer; the readers queued behind a writer get the lock
-// together when it unlocks. One exception: the writers of one Client wait in the Client's
+// readers cannot starve a writer; the readers queued behind a writer are woken together
+// when it unlocks, and each takes its share. One exception: the writers of one Client wait in the Client's
 // own queue, and only the first of them on the nodes, so a reader of that Client that
 // starts waiting after a second writer of it can go before that writer. Each holding, a
 // writer's or a reader's, extends itself while held, and Lost reports a loss.

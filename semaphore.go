@@ -23,8 +23,8 @@ const MaxPermits = 1024
 // began, whichever permit that one held (so the holders of one permit have increasing
 // tokens). Waiters take turns in the order they started waiting, across processes: with f
 // permits free, a node grants one only to a caller with fewer than f live waiters ahead
-// of it, and a release hands the permit it frees to the first waiter, telling it as a
-// Mutex's release does.
+// of it, and a release wakes the first waiters, one per permit it frees, as a Mutex's
+// release wakes the first.
 //
 // Every holder must count the same K: the nodes record it (under the name's lock key
 // followed by ":permits"), and an acquisition that counts another number fails with an
