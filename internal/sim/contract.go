@@ -3,7 +3,6 @@ package sim
 import (
 	"bufio"
 	"bytes"
-	"reflect"
 	"strconv"
 	"sync"
 
@@ -12,7 +11,8 @@ import (
 )
 
 // scriptNames maps the SHA1 of each script that a Node ran to its name, for the servers'
-// checks of what a script does inside (see simServer.checkSet); safe for concurrent use.
+// checks of what a script does inside (see simServer.checkSet, simServer.refused) and the
+// record of writers (Result.Writers); safe for concurrent use.
 type scriptNames struct{ m sync.Map }
 
 func (n *scriptNames) note(s *core.Script) { n.m.LoadOrStore(s.SHA1(), s.Name()) }
@@ -21,20 +21,6 @@ func (n *scriptNames) name(sha string) string {
 	v, _ := n.m.Load(sha)
 	s, _ := v.(string)
 	return s
-}
-
-// runningScript returns the SHA1 of the script that a command runs inside (miniredis gives
-// each call from Lua a context of its own, whose nestedSHA names the script), or "" for a
-// client's own command.
-func runningScript(p *server.Peer) string {
-	v := reflect.ValueOf(p.Ctx)
-	if v.Kind() != reflect.Pointer || v.IsNil() || v.Elem().Kind() != reflect.Struct {
-		return ""
-	}
-	if f := v.Elem().FieldByName("nestedSHA"); f.IsValid() && f.Kind() == reflect.String {
-		return f.String()
-	}
-	return ""
 }
 
 // checkSet checks a SET that a script runs on a server (args: key, value, ...): an

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/go-redlock/redlock"
+	"github.com/go-redlock/redlock/internal/simlua"
 )
 
 // The run's timing, in virtual time.
@@ -41,6 +42,11 @@ type Config struct {
 	// tokens from the others' clocks: `-workload lease -kind mix -seed 105 -skew`). Off
 	// in the default set and in `make sim`; the -skew flag turns it on.
 	SkewAcrossRestarts bool
+
+	// StrictKeys makes the servers refuse a script's command that names a key the script
+	// was not given in KEYS (simlua.Checks.StrictKeys): each refusal is a violation of the
+	// run. Off by default: some of core's scripts build keys from data.
+	StrictKeys bool
 }
 
 // Result is a run's outcome.
@@ -58,6 +64,22 @@ type Result struct {
 	LongIdle   time.Duration  // the longest wait while the lock was free (see longestIdle)
 	Bound      time.Duration  // the liveness bound it is checked against
 	Virtual    time.Duration  // the run's length in virtual time
+
+	writers map[string][]string // see Writers
+}
+
+// Writers returns the record of the run's writes: for each key that a script wrote on any
+// of the run's servers, through redis.call or redis.pcall, the names of the scripts that
+// wrote it (core.Script.Name), sorted, each once. A script writes a key when it calls a
+// command that may modify it, naming the key, whether or not the call changed it (see
+// simlua.Record); the clients' own commands (SetNX) are not recorded. The map is the
+// caller's.
+func (r Result) Writers() map[string][]string {
+	out := make(map[string][]string, len(r.writers))
+	for k, v := range r.writers {
+		out[k] = slices.Clone(v)
+	}
+	return out
 }
 
 // Run runs one simulation: it must be called inside a testing/synctest bubble, on whose
@@ -115,10 +137,9 @@ func Run(cfg Config) Result {
 		p, map[bool]string{true: ", client 0 counts K=3"}[e.mixedK], describe(cfg.Workload))
 	healed := scheduleNotes(rec, p, tm.guard, to)
 
+	sc := scripting{scripts: &scriptNames{}, strict: cfg.StrictKeys, writes: simlua.NewRecord(), report: e.report}
 	for i := range servers {
-		s := newServer(fmt.Sprintf("s%d", i), p.clocks[i], rand.New(rand.NewPCG(cfg.Seed, uint64(1000+i))))
-		s.scripts, s.report = &scriptNames{}, e.report
-		e.servers = append(e.servers, s)
+		e.servers = append(e.servers, newServer(fmt.Sprintf("s%d", i), p.clocks[i], rand.New(rand.NewPCG(cfg.Seed, uint64(1000+i))), sc))
 	}
 	var crashes sync.WaitGroup
 	for _, c := range p.crashes {
@@ -181,6 +202,7 @@ func Run(cfg Config) Result {
 	// validity's end) has this long to end.
 	time.Sleep(settle)
 	e.judge(&res, cfg.Lines, vs, from, to, healed, end, bound)
+	res.writers = sc.writes.Writers(sc.scripts.name)
 	return res
 }
 

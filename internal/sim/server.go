@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/alicebob/miniredis/v2"
 	"github.com/alicebob/miniredis/v2/server"
+	"github.com/go-redlock/redlock/internal/simlua"
 	"github.com/go-redlock/redlock/internal/simnet"
 )
 
@@ -32,14 +34,12 @@ func (c clock) at(t time.Time) time.Time {
 // simServer is one Redis server: a miniredis that answers INFO server as redis-server does
 // (uptime_in_seconds and run_id, read by the restart guard and the identity check), on a
 // clock of its own, and that can crash (losing its data and closing its connections) and
-// start again empty, with uptime 0 and a new run_id.
+// start again empty, with uptime 0 and a new run_id. Its scripts run on simlua's engine,
+// under the checks of its scripting.
 type simServer struct {
 	name  string
 	clock clock
-
-	// scripts names the scripts run here, report records a violation (see checkSet)
-	scripts *scriptNames
-	report  func(format string, args ...any)
+	scripting
 
 	mu      sync.Mutex
 	rng     *rand.Rand           // the run_ids; guarded by mu
@@ -48,9 +48,21 @@ type simServer struct {
 	runID   string
 }
 
-// newServer returns a running server called name, up for an hour.
-func newServer(name string, c clock, rng *rand.Rand) *simServer {
-	s := &simServer{name: name, clock: c, rng: rng}
+// scripting is what a run's servers share about the scripts they run: their names, the
+// checks they are under, and where a script's violation is reported.
+type scripting struct {
+	scripts *scriptNames // names the scripts run here (see node.Eval)
+	strict  bool         // a script's commands may name only its KEYS (Config.StrictKeys)
+	writes  *simlua.Record
+	// report records a violation: an extension's SET over another's token (see checkSet),
+	// a command that the checks refused (see refused); nil: none is recorded
+	report func(format string, args ...any)
+}
+
+// newServer returns a running server called name, up for an hour, whose scripts run under
+// sc (sc.scripts and sc.writes must be set).
+func newServer(name string, c clock, rng *rand.Rand, sc scripting) *simServer {
+	s := &simServer{name: name, clock: c, rng: rng, scripting: sc}
 	s.boot(time.Hour)
 	return s
 }
@@ -68,9 +80,24 @@ func (s *simServer) boot(up time.Duration) {
 	if c, err := m.Dial(); err == nil { // the first Dial starts the server that Server returns
 		_ = c.Close()
 	}
+	info := func() string {
+		up := int64(s.clock.at(time.Now()).Sub(started) / time.Second)
+		return fmt.Sprintf("# Server\r\nredis_version:7.4.0\r\nrun_id:%s\r\nuptime_in_seconds:%d\r\n", id, up)
+	}
+	eng, err := simlua.New(m, simlua.Options{
+		Checks:  func() simlua.Checks { return simlua.Checks{StrictKeys: s.strict, Writes: s.writes} },
+		Info:    func() (string, bool) { return info(), true },
+		Refused: s.refused,
+	})
+	if err != nil {
+		panic(err) // the simulation cannot check its scripts: miniredis no longer runs them as simlua expects
+	}
 	m.Server().SetPreHook(func(p *server.Peer, cmd string, args ...string) bool {
-		if cmd == "SET" && s.scripts != nil {
-			if sha := runningScript(p); sha != "" {
+		if eng.Hook(p, cmd, args) {
+			return true
+		}
+		if cmd == "SET" {
+			if sha, ok := eng.Running(p); ok {
 				s.checkSet(m.Server(), p, s.scripts.name(sha), args)
 			}
 		}
@@ -81,10 +108,16 @@ func (s *simServer) boot(up time.Duration) {
 		if cmd != "INFO" {
 			return false
 		}
-		up := int64(s.clock.at(time.Now()).Sub(started) / time.Second)
-		p.WriteBulk(fmt.Sprintf("# Server\r\nredis_version:7.4.0\r\nrun_id:%s\r\nuptime_in_seconds:%d\r\n", id, up))
+		p.WriteBulk(info())
 		return true
 	})
+}
+
+// refused reports a violation: the checks refused a command of the script sha, with msg.
+func (s *simServer) refused(sha, msg string) {
+	if s.report != nil {
+		s.report("%s: the checks refused a command of script %s: %s", s.name, cmp.Or(s.scripts.name(sha), sha), msg)
+	}
 }
 
 // uptime returns the server's uptime in the whole seconds that INFO reports, and false if

@@ -76,7 +76,7 @@ func TestStrictKeysRefuseUndeclaredKeys(t *testing.T) {
 		// A command the checks do not know is refused, by call and by pcall.
 		_, err = eval("return redis.call('EXPIRE', KEYS[1], 10)", []string{"a"})
 		require.Error(t, err)
-		assert.Contains(t, err.Error(), "ERR simnet: script called EXPIRE, a command that simnet's checks do not know")
+		assert.Contains(t, err.Error(), "ERR simlua: script called EXPIRE, a command that the script checks do not know")
 		v, err = eval("return redis.pcall('expire', KEYS[1], 10).err", []string{"a"})
 		require.NoError(t, err)
 		assert.Contains(t, v, "script called EXPIRE")

@@ -18,7 +18,7 @@ import (
 
 	"github.com/alicebob/miniredis/v2"
 	"github.com/alicebob/miniredis/v2/server"
-	lua "github.com/yuin/gopher-lua"
+	"github.com/go-redlock/redlock/internal/simlua"
 )
 
 // DefaultUptime is how long a new Server reports it has been up: long enough that no
@@ -36,16 +36,16 @@ type Server struct {
 	m       *miniredis.Miniredis // nil while down
 	started time.Time            // the bubble's time when the process started
 	runID   string
-	boots   int                         // the processes started so far
-	offset  time.Duration               // the server's clock minus the bubble's
-	pinned  bool                        // the clock was offset once: miniredis's time is set before each command
-	noInfo  atomic.Bool                 // INFO is miniredis's own (see SetInfo); atomic: read under miniredis's lock
-	pooled  atomic.Bool                 // scripts run on the pooled engine (see SetPooledScripts)
-	strict  atomic.Bool                 // scripts' keys are checked against their KEYS (see SetStrictKeys)
-	writers atomic.Pointer[writeRecord] // the writer record (see RecordWriters); nil: none kept
-	hung    chan struct{}               // non-nil while hung (see Hang): closed when that ends
-	here    map[*clientConn]struct{}    // the running process's connections served in the writer (see clientConn)
-	ended   chan struct{}               // closed when the running process ends (see keepStack)
+	boots   int                          // the processes started so far
+	offset  time.Duration                // the server's clock minus the bubble's
+	pinned  bool                         // the clock was offset once: miniredis's time is set before each command
+	noInfo  atomic.Bool                  // INFO is miniredis's own (see SetInfo); atomic: read under miniredis's lock
+	pooled  atomic.Bool                  // scripts run on the pooled engine (see SetPooledScripts)
+	strict  atomic.Bool                  // scripts' keys are checked against their KEYS (see SetStrictKeys)
+	writers atomic.Pointer[writerRecord] // the writer record (see RecordWriters); nil: none kept
+	hung    chan struct{}                // non-nil while hung (see Hang): closed when that ends
+	here    map[*clientConn]struct{}     // the running process's connections served in the writer (see clientConn)
+	ended   chan struct{}                // closed when the running process ends (see keepStack)
 }
 
 // NewServer starts a server at addr, which must be an IP address and port
@@ -99,8 +99,19 @@ func (s *Server) boot(up time.Duration) {
 	}
 	s.ended = make(chan struct{})
 	go keepStack(keptStack, s.ended)
-	info := &infoReply{s: s, runID: s.runID, started: s.started}
-	eng := newScriptEngine(m, m.Server(), info)
+	info := &infoReply{runID: s.runID, started: s.started}
+	eng, err := simlua.New(m, simlua.Options{
+		Checks: s.checks,
+		Info: func() (string, bool) {
+			if !s.info() {
+				return "", false
+			}
+			return info.get().text, true
+		},
+	})
+	if err != nil {
+		eng = nil // every script is miniredis's (see scripted)
+	}
 	m.Server().SetPreHook(func(p *server.Peer, cmd string, args ...string) bool {
 		if cmd != "INFO" || !s.info() {
 			return s.scripted(eng, p, cmd, args)
@@ -113,41 +124,43 @@ func (s *Server) boot(up time.Duration) {
 // scripted runs a script's command (EVAL, EVALSHA) for the peer p on eng, the pooled
 // engine, if the server's scripts run there, and reports whether it did, or refused it.
 // While scripts are checked (SetStrictKeys, RecordWriters), it refuses the calls that
-// miniredis would run unchecked: EVAL_RO and EVALSHA_RO, and every script if the process
-// has no engine.
-func (s *Server) scripted(eng *scriptEngine, p *server.Peer, cmd string, args []string) bool {
-	if !s.checked() {
-		return s.pooled.Load() && eng.hook(p, cmd, args)
-	}
+// miniredis would run unchecked: EVAL_RO and EVALSHA_RO (eng refuses them), and every
+// script if the process has no engine.
+func (s *Server) scripted(eng *simlua.Engine, p *server.Peer, cmd string, args []string) bool {
+	checked := s.checks().On()
 	switch {
-	case eng == nil && (cmd == "EVAL" || cmd == "EVALSHA" || cmd == "EVAL_RO" || cmd == "EVALSHA_RO"),
-		eng != nil && p.Ctx != eng.nested && (cmd == "EVAL_RO" || cmd == "EVALSHA_RO"):
-		p.WriteError("ERR simnet: " + cmd + " cannot run while scripts are checked (see SetStrictKeys)")
+	case eng == nil && checked && (cmd == "EVAL" || cmd == "EVALSHA" || cmd == "EVAL_RO" || cmd == "EVALSHA_RO"):
+		p.WriteError("ERR simnet: " + cmd + " cannot run while scripts are checked: the process has no script engine")
 		return true
+	case eng == nil, !checked && !s.pooled.Load():
+		return false
 	}
-	return eng.hook(p, cmd, args)
+	return eng.Hook(p, cmd, args)
 }
 
-// checked reports whether scripts are checked: their keys (SetStrictKeys), or their writes
-// (RecordWriters).
-func (s *Server) checked() bool { return s.strict.Load() || s.writers.Load() != nil }
+// checks returns the checks that the server's scripts are under: of their keys
+// (SetStrictKeys), and of their writes (RecordWriters).
+func (s *Server) checks() simlua.Checks {
+	c := simlua.Checks{StrictKeys: s.strict.Load()}
+	if w := s.writers.Load(); w != nil {
+		c.Writes = w.rec
+	}
+	return c
+}
 
 // infoReply is a process's reply to INFO, as redis-server's server section: every section
 // reads as that one (the scripts ask for "server"). It is made again only when the uptime,
 // in whole seconds, has changed: the restart guard's scripts read it at each attempt.
 type infoReply struct {
-	s       *Server
 	runID   string
 	started time.Time // the bubble's time when the process started
 	last    atomic.Pointer[infoText]
 }
 
-// infoText is the text of an INFO reply at one uptime, and the same as a Lua string, for
-// redis.call (a Lua string is immutable, so Lua states share it).
+// infoText is the text of an INFO reply at one uptime.
 type infoText struct {
-	up    int64
-	text  string
-	value lua.LValue
+	up   int64
+	text string
 }
 
 // get returns the reply at the current uptime.
@@ -157,7 +170,7 @@ func (r *infoReply) get() *infoText {
 		return t
 	}
 	text := "# Server\r\nredis_version:7.4.0\r\nrun_id:" + r.runID + "\r\nuptime_in_seconds:" + strconv.FormatInt(up, 10) + "\r\n"
-	t := &infoText{up: up, text: text, value: lua.LString(text)}
+	t := &infoText{up: up, text: text}
 	r.last.Store(t)
 	return t
 }
@@ -174,7 +187,7 @@ func (s *Server) SetInfo(on bool) { s.noInfo.Store(!on) }
 // SetPooledScripts sets whether the server runs EVAL and EVALSHA on a script engine that
 // keeps its Lua states in a pool (true), or as miniredis does (false, the default), making
 // a Lua state for each call, which costs far more. The scripts behave the same either
-// way (see lua.go); the setting holds across restarts.
+// way (see package simlua); the setting holds across restarts.
 func (s *Server) SetPooledScripts(on bool) { s.pooled.Store(on) }
 
 // Addr returns the server's address, for go-redis's Options.Addr (see Dial).

@@ -1,33 +1,15 @@
 package simnet
 
 import (
-	"slices"
-	"sync"
-
 	"github.com/go-redlock/redlock/core"
+	"github.com/go-redlock/redlock/internal/simlua"
 )
 
-// writeRecord is a server's record of which scripts wrote which keys (see RecordWriters).
-// Its methods are safe for concurrent use.
-type writeRecord struct {
-	names map[string]string // script names by SHA-1 (see RecordWriters); read-only
-
-	mu    sync.Mutex
-	byKey map[string]map[string]struct{} // the SHA-1s of the scripts that wrote each key
-}
-
-// note notes that the script sha called a command that writes keys.
-func (r *writeRecord) note(sha string, keys []string) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	for _, k := range keys {
-		shas := r.byKey[k]
-		if shas == nil {
-			shas = map[string]struct{}{}
-			r.byKey[k] = shas
-		}
-		shas[sha] = struct{}{}
-	}
+// writerRecord is a server's record of which scripts wrote which keys (see
+// RecordWriters): the record the engines keep, and the names of the scripts it was given.
+type writerRecord struct {
+	rec   *simlua.Record
+	names map[string]string // script names by SHA-1; read-only
 }
 
 // RecordWriters starts a new, empty record of the scripts that write each key on the
@@ -37,7 +19,7 @@ func (r *writeRecord) note(sha string, keys []string) {
 // hex digits) otherwise: RecordWriters(core.Scripts()...) names the library's own.
 //
 // A script writes a key when it calls, through redis.call or redis.pcall, a command of the
-// table in keys.go that may modify it (SET, DEL, PEXPIRE, INCR, ZADD, ZREM,
+// table in simlua's commands.go that may modify it (SET, DEL, PEXPIRE, INCR, ZADD, ZREM,
 // ZREMRANGEBYSCORE, HSET, HDEL), naming that key, whether or not the call changes it (a
 // SET NX of a key that is set, a DEL of a missing key) or fails; a command that only reads
 // (GET, EXISTS, ZRANGE, ...) is not recorded. While the record is kept, a script's command
@@ -49,31 +31,16 @@ func (s *Server) RecordWriters(scripts ...*core.Script) {
 	for _, sc := range scripts {
 		names[sc.SHA1()] = sc.Name()
 	}
-	s.writers.Store(&writeRecord{names: names, byKey: map[string]map[string]struct{}{}})
+	s.writers.Store(&writerRecord{rec: simlua.NewRecord(), names: names})
 }
 
 // Writers returns the record that RecordWriters started: for each key a script wrote, the
 // names of the scripts that wrote it, sorted, each once. It returns nil if RecordWriters
 // was never called. The map is the caller's: the server does not change it.
 func (s *Server) Writers() map[string][]string {
-	r := s.writers.Load()
-	if r == nil {
+	w := s.writers.Load()
+	if w == nil {
 		return nil
 	}
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	out := make(map[string][]string, len(r.byKey))
-	for k, shas := range r.byKey {
-		names := make([]string, 0, len(shas))
-		for sha := range shas {
-			name, ok := r.names[sha]
-			if !ok {
-				name = sha
-			}
-			names = append(names, name)
-		}
-		slices.Sort(names)
-		out[k] = slices.Compact(names) // two scripts of one name are one writer
-	}
-	return out
+	return w.rec.Writers(func(sha string) string { return w.names[sha] })
 }

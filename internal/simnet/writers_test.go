@@ -71,7 +71,7 @@ func TestWritersRecordWhichScriptWroteWhichKey(t *testing.T) {
 		// A command the record cannot classify is refused, so that no write escapes it.
 		_, err = c.Eval(ctx, "return redis.call('EXPIRE', KEYS[1], 10)", []string{"lock"}).Result()
 		require.Error(t, err)
-		assert.Contains(t, err.Error(), "ERR simnet: script called EXPIRE, a command that simnet's checks do not know")
+		assert.Contains(t, err.Error(), "ERR simlua: script called EXPIRE, a command that the script checks do not know")
 
 		// RecordWriters starts the record again, empty.
 		srv.RecordWriters()

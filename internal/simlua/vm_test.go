@@ -1,4 +1,4 @@
-package simnet_test
+package simlua_test
 
 import (
 	"context"
