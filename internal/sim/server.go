@@ -52,7 +52,7 @@ type simServer struct {
 // checks they are under, and where a script's violation is reported.
 type scripting struct {
 	scripts *scriptNames // names the scripts run here (see node.Eval)
-	strict  bool         // a script's commands may name only its KEYS (Config.StrictKeys)
+	strict  bool         // a script's commands may name only its KEYS (unless Config.LooseKeys)
 	writes  *simlua.Record
 	// report records a violation: an extension's SET over another's token (see checkSet),
 	// a command that the checks refused (see refused); nil: none is recorded
