@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"net"
 	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -137,23 +136,6 @@ func sum(nodes []*counted, count func(*counted) *atomic.Int64) (n int64) {
 
 func lock(name string) *core.Lock {
 	return &core.Lock{Keys: core.NewKeys("q:", name), TTL: 10 * time.Second, NodeTimeout: 100 * time.Millisecond, DriftFactor: 0.01}
-}
-
-// registeredAs reports whether every server has exactly one waiter's attempt recorded for
-// k, with a token ending in suffix (".2": the attempt after the waiter subscribed).
-func registeredAs(t *testing.T, servers []server, k core.Keys, suffix string) bool {
-	for _, s := range servers {
-		v, err := s.do("HVALS", k.Waiters)
-		require.NoError(t, err)
-		vals, _ := v.([]any)
-		if len(vals) != 1 {
-			return false
-		}
-		if token, _, _ := strings.Cut(vals[0].(string), " "); !strings.HasSuffix(token, suffix) {
-			return false
-		}
-	}
-	return true
 }
 
 // queued returns how many waiters each server has queued for k.
