@@ -30,10 +30,14 @@ func TestBreakHeldLease(t *testing.T) {
 
 	st := statusOf(t, op, "job")
 	require.Nil(t, st.Holder)
+	raised := 0 // the raise returns at a quorum; a late one finds the key released, and writes nothing
 	for _, n := range st.Nodes {
 		require.Nil(t, n.Lock, "free on every node")
-		require.GreaterOrEqual(t, n.Fence, b.Fence, "the fence raised on every node that answered")
+		if n.Fence >= b.Fence {
+			raised++
+		}
 	}
+	require.GreaterOrEqual(t, raised, st.Quorum, "the fence raised on a quorum")
 	next, err := op.TryAcquire(ctxT(t, 30*time.Second), "job")
 	require.NoError(t, err)
 	require.Greater(t, next.Token(), l.Token())

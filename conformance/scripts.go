@@ -144,7 +144,7 @@ func scriptChecks() []check {
 		{"release/keeps-place", func(t *testing.T, n core.Node, addr string, k core.Keys) {
 			// A failed attempt lets go of a node that granted it, and keeps (or takes) its place.
 			admin(t, addr, "SET", k.Lock, ours, "PX", ttl)
-			got := mustEval(t, n, script(t, "release"), releaseKeys(k), ours, k.Channel, "PUBLISH", "waiter", "stay", "7", "10000")
+			got := mustEval(t, n, script(t, "release"), releaseKeys(k), ours, "w", "PUBLISH", "waiter", "stay", "7", "10000")
 			assert.Equal(t, []int64{1, 0}, got, "release of our lock by a waiter that keeps its place replied %s, want {1, 0}: it does not wake itself", format(got))
 			assert.Equal(t, "7", admin(t, addr, "ZSCORE", k.Queue, "waiter"), "a waiter that keeps its place must be queued at its ticket")
 			// The queue's sets get two places' time when they would expire before the place.

@@ -132,7 +132,7 @@ func slowCalls(t *testing.T, delay time.Duration) func(timeout time.Duration) er
 	return func(timeout time.Duration) error {
 		ctx, cancel := context.WithTimeout(context.Background(), timeout)
 		defer cancel()
-		_, err := node.Eval(ctx, release, keys.ScriptKeys(), "token", keys.Channel, "PUBLISH", "", "leave")
+		_, err := node.Eval(ctx, release, keys.ScriptKeys(), "token", "w", "PUBLISH", "", "leave", "", "")
 		return err
 	}
 }
