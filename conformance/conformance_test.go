@@ -206,7 +206,7 @@ var faults = []fault{
 			"miniredis/scripts/acquire/held", "miniredis/concurrency/one-name", "miniredis/concurrency/distinct-names",
 			"miniredis/names/spaces", "miniredis/names/nested-braces", "miniredis/names/1KiB", "miniredis/names/invalid-utf8",
 			"miniredis/names/control-bytes", "miniredis/names/braces", "miniredis/names/unbalanced-braces", "miniredis/names/unicode",
-			"miniredis/arguments/kept-intact", "miniredis/replies/negative/held-without-expiry",
+			"miniredis/arguments/kept-intact", "miniredis/scripts/acquire/arguments-unchanged", "miniredis/replies/negative/held-without-expiry",
 			"miniredis/scripts/acquire/identifies-the-server",
 			"miniredis/scripts/acquire/reader-writer-holds", "miniredis/scripts/acquire/reader-writer-waiting", "miniredis/scripts/acquire/readers-hold",
 			"miniredis/scripts/release/reader-last-wakes-writer", "miniredis/scripts/release/reader-not-last",

@@ -75,10 +75,13 @@ func TestRun(t *testing.T) {
 	if len(distinct) < 2 || killed < 0 || next < killed {
 		t.Errorf("leaders %+v: want at least 2 distinct, %s before %s", res.Leaders, res.Killed, res.Next)
 	}
-	for _, want := range []string{"Leaders in order: " + res.Killed + ", " + res.Next, "the record rejected no write"} {
-		if !strings.Contains(out.String(), want) {
-			t.Errorf("output lacks %q", want)
-		}
+	// A leader before the killed one (a lease lost under a loaded machine's delays) may
+	// come first.
+	if !regexp.MustCompile(`Leaders in order: (\S+, )*` + regexp.QuoteMeta(res.Killed+", "+res.Next)).MatchString(out.String()) {
+		t.Errorf("output lacks %q in the leaders' order", res.Killed+", "+res.Next)
+	}
+	if want := "the record rejected no write"; !strings.Contains(out.String(), want) {
+		t.Errorf("output lacks %q", want)
 	}
 }
 
