@@ -263,8 +263,14 @@ func (c *Cluster) acquireRequest(l *claim) request {
 	if req.permits = len(l.Keys.Permits); req.permits > 0 {
 		hint = strconv.Itoa(l.hint - 1)
 	}
-	req.args = []string{l.token, millis(l.TTL), guard, fence, l.waiter, strconv.FormatInt(l.ticket, 10), millis(l.placeKept()),
-		"0", l.mode(), hint}
+	// The three numbers of every attempt share one allocation.
+	var buf [64]byte
+	nums := strconv.AppendInt(buf[:0], l.TTL.Milliseconds(), 10)
+	i := len(nums)
+	nums = strconv.AppendInt(nums, l.ticket, 10)
+	j := len(nums)
+	s := string(strconv.AppendInt(nums, l.placeKept().Milliseconds(), 10))
+	req.args = []string{l.token, s[:i], guard, fence, l.waiter, s[i:j], s[j:], "0", l.mode(), hint}
 	return req
 }
 
