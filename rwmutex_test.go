@@ -511,6 +511,10 @@ func TestReaderOvertakesASecondWriterOfItsClient(t *testing.T) {
 			r.RUnlock()
 		})
 		synctest.Wait() // r waits on the nodes
+		// Time passes, as it does outside a bubble: b's ticket, taken once it leaves the
+		// Client's queue, is then later than r's. Equal tickets are a tie, which the nodes
+		// break by waiter id.
+		time.Sleep(time.Millisecond)
 		a.Unlock()
 		wg.Wait()
 		assert.Equal(t, []string{"reader", "writer"}, order)

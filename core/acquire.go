@@ -56,6 +56,7 @@ type outcome struct {
 	split bool          // no owner won: see lose
 	took  time.Duration // the time to hear the last node that answered (not failed)
 	start time.Time
+	no    int // how many nodes refused it
 }
 
 // acquire is Acquire for the claim l, also saying on failure what the next attempt should
@@ -290,7 +291,7 @@ func (c *Cluster) lose(ctx context.Context, l *claim, b *ballot, err error) outc
 	}
 	return outcome{
 		wait: time.Duration(b.wait) * time.Millisecond, split: split,
-		took: took, start: b.start,
+		took: took, start: b.start, no: b.t.no,
 	}
 }
 

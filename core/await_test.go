@@ -234,3 +234,47 @@ func splitVotePauseEndsAtAWakeUp(t *testing.T) {
 		assert.False(t, took.After(<-woken), "round %d: the pause went on after the wake-up", round)
 	}
 }
+
+// TestAwaitEndsAtAQuorumOfWakeUps: a waiter's wait ends once wake-ups came from as many
+// nodes as it needs (here two), or a grace after the first, whichever comes first; wake-ups
+// from one node count once. Before this, the first wake-up ended it, and the woken waiter's
+// attempt could find the lock still held where the release had not landed yet.
+func TestAwaitEndsAtAQuorumOfWakeUps(t *testing.T) {
+	type wake struct {
+		node int
+		at   time.Duration
+	}
+	const delay, grace = 10 * time.Second, 5 * time.Millisecond
+	for _, tc := range []struct {
+		name  string
+		wakes []wake
+		want  time.Duration
+	}{
+		{"none", nil, delay},
+		{"a quorum", []wake{{0, time.Millisecond}, {2, 3 * time.Millisecond}}, 3 * time.Millisecond},
+		{"one node", []wake{{1, time.Millisecond}}, time.Millisecond + grace},
+		{"one node twice", []wake{{1, time.Millisecond}, {1, 2 * time.Millisecond}}, time.Millisecond + grace},
+		{"the second past the grace", []wake{{0, time.Millisecond}, {1, 10 * time.Millisecond}}, time.Millisecond + grace},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			bubble(t, func(t *testing.T) {
+				cl, err := NewCluster([]Node{instantNode{0}, instantNode{1}, instantNode{2}})
+				require.NoError(t, err)
+				t.Cleanup(cl.Close)
+				w := &watch{usable: make(chan struct{}), msgs: make(chan message, 8)}
+				close(w.usable)
+				w.active.Store(true)
+				go func() {
+					start := time.Now()
+					for _, m := range tc.wakes {
+						time.Sleep(m.at - time.Since(start))
+						w.msgs <- message{node: m.node}
+					}
+				}()
+				start := time.Now()
+				cl.await(context.Background(), w, delay, true, 2, grace)
+				assert.Equal(t, tc.want, time.Since(start))
+			})
+		})
+	}
+}

@@ -199,7 +199,9 @@
 //
 // W takes a ticket, subscribes to its own channel (Keys.Wake) once it finds the lock held,
 // and calls again as soon as a quorum of the nodes confirmed the subscription. Then it
-// waits, without polling, until a wake-up (it calls again at once), the holder's remaining
+// waits, without polling, until wake-ups came from the nodes that refused its last attempt
+// (up to a quorum of them), or its last attempt's time after the first wake-up (it then calls
+// again at once), the holder's remaining
 // TTL or its refresh interval (2.5 node timeouts, at least 50 ms, counted from its last
 // attempt's start: it calls again, which keeps its place). Wake-ups that came while it did
 // not listen are dropped before each attempt. When its context ends W leaves the queue

@@ -139,8 +139,8 @@ func (w *watch) stop() {
 //   - onMessage is called with the payload of every message on channel, unchanged, from a
 //     goroutine of the backend's; it must not block (core's callbacks never do). It may also
 //     be called with an empty payload when no message arrived: a spurious call only makes a
-//     waiter check the lock once more. A payload must never be made up or altered: it can
-//     tell a waiter that a release handed it the lock.
+//     waiter check the lock once more. A payload must never be made up or altered: a
+//     message from one node is counted as that node's wake-up.
 //   - After the connection drops, the backend reconnects and re-subscribes by itself, and then
 //     calls onMessage("") once for every subscribed channel, because messages may have been
 //     lost in between: the waiter re-checks instead of sleeping through a release.

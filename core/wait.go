@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/bits"
 	"math/rand/v2"
 	"strconv"
 	"time"
@@ -108,7 +109,8 @@ func (c *Cluster) between(ctx context.Context, l *claim, w **watch, b Backoff, a
 		}
 	}
 	delay, listen := pause(l, *w, b, attempt, o, held)
-	c.await(ctx, *w, delay, listen)
+	// The nodes that refused it are those whose wake-ups it waits for, up to a quorum.
+	c.await(ctx, *w, delay, listen, min(max(o.no, 1), c.quorum), max(o.took, time.Millisecond))
 }
 
 // pause returns how long to wait after the failed attempt o, at most until a refresh
@@ -133,20 +135,40 @@ func pause(l *claim, w *watch, b Backoff, attempt int, o outcome, held bool) (ti
 }
 
 // await sleeps after the failed attempt o until delay passes, ctx ends or the Cluster
-// closes, or, if listen, a wake-up on w ends it: the waiter then calls again, and takes the
-// lock itself if it is its turn.
-func (c *Cluster) await(ctx context.Context, w *watch, delay time.Duration, listen bool) {
+// closes, or, if listen, wake-ups on w end it: the waiter then calls again, and takes the
+// lock itself if it is its turn. A release wakes the waiter on every node it frees, so the
+// wait ends once need nodes woke it, or grace after the first wake-up (the last attempt's
+// time: a node's wake-up that lags the first by that is slow or lost): calling at the first
+// could find the lock still held on the nodes whose release has not landed.
+func (c *Cluster) await(ctx context.Context, w *watch, delay time.Duration, listen bool, need int, grace time.Duration) {
 	timer := time.NewTimer(delay)
 	defer timer.Stop()
 	var msgs <-chan message
 	if listen {
 		msgs = w.msgs
 	}
-	select {
-	case <-timer.C:
-	case <-ctx.Done():
-	case <-c.done:
-	case <-msgs:
+	var woken uint64 // the nodes whose wake-up came
+	var lag <-chan time.Time
+	for {
+		select {
+		case <-timer.C:
+			return
+		case <-ctx.Done():
+			return
+		case <-c.done:
+			return
+		case m := <-msgs:
+			if woken |= bit(m.node); bits.OnesCount64(woken) >= need {
+				return
+			}
+			if lag == nil {
+				t := time.NewTimer(grace)
+				defer t.Stop()
+				lag = t.C
+			}
+		case <-lag:
+			return
+		}
 	}
 }
 
