@@ -353,6 +353,7 @@ func (c *Client) leaseOf(name string, kind Kind, keys core.Keys, s settings) *Le
 			Read:        kind == KindRWMutexRead,
 			Fence:       kind == KindLease || kind == KindRWMutexWrite || kind == KindMutex && s.fencing,
 			Guard:       s.guard,
+			Description: s.description,
 		},
 	}
 	if s.observer != nil { // its failed node calls go to the Observer

@@ -30,7 +30,8 @@ type handle struct {
 }
 
 // HandOff ends l in this process without releasing its lock, and returns a handle: text
-// that names the lock and holds its owner's token and its fencing token. The handle is the
+// that names the lock and holds its owner's token (with its description, if any: see
+// WithDescription) and its fencing token. The handle is the
 // ownership: whoever passes it to Client.TakeOver, in any process whose Client uses the same
 // nodes, holds the lock from then on under the same token, and extends and releases it; keep
 // it as secret as the lock matters. Until the handle is taken up nobody extends the lock,
@@ -78,8 +79,9 @@ func (l *Lease) HandOff() (string, error) {
 // TakeOver takes up a lock handed off by Lease.HandOff, in this or another process, and
 // returns its Lease: the same lock, token and fencing token, extended at once by this call
 // (its validity, Until, is measured from this call's start, as an Extend's is). Options are
-// as for Acquire (TTL, auto-extension, maximum hold time, counted from this call...); the
-// key prefix is the handle's. The Client must use the nodes the lock was taken on. The
+// as for Acquire (TTL, auto-extension, maximum hold time, counted from this call...), but
+// WithDescription, which is refused: the token, and with it the holder's description, is
+// the handle's, as is the key prefix. The Client must use the nodes the lock was taken on. The
 // lease does not take the name's place in this Client's local queue: other goroutines of
 // the Client wait for it on the nodes, as another process's would.
 //
@@ -98,7 +100,7 @@ func (c *Client) TakeOver(ctx context.Context, text string, opts ...Option) (*Le
 	if h.Set {
 		t = all(h.Names)
 	}
-	l, err := c.newLease("TakeOver", t, optRetry|optLogger|optErrorHandler, append(slices.Clip(opts), WithPrefix(h.Prefix)))
+	l, err := c.newLease("TakeOver", t, optRetry|optLogger|optErrorHandler|optDescription, append(slices.Clip(opts), WithPrefix(h.Prefix)))
 	if err != nil {
 		return nil, err
 	}

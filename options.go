@@ -1,6 +1,7 @@
 package redlock
 
 import (
+	"cmp"
 	"fmt"
 	"log/slog"
 	"time"
@@ -16,8 +17,9 @@ import (
 // and WithLogger on TryAcquire (it makes one attempt and returns its error),
 // WithErrorHandler on Acquire, TryAcquire, Do, NewSemaphore and NewElection (they return
 // their errors), WithAutoExtend(false) on Do, DoAll, NewMutex, NewMutexAll, NewRWMutex,
-// NewRWMutexAll and NewElection (they always extend), and WithFencing on every call but New,
-// NewMutex and NewMutexAll (the others' holdings always carry a fencing token).
+// NewRWMutexAll and NewElection (they always extend), WithFencing on every call but New,
+// NewMutex and NewMutexAll (the others' holdings always carry a fencing token), and
+// WithDescription on TakeOver (the lease keeps the handle's token).
 type Option func(*settings)
 
 // The options, a bit each, to tell which ones a call was given.
@@ -27,6 +29,7 @@ const (
 	optErrorHandler
 	optNoAutoExtend
 	optFencing
+	optDescription
 )
 
 // settings holds every option; defaults() is the one place their defaults live.
@@ -40,7 +43,8 @@ type settings struct {
 	guard       time.Duration
 	guardSet    bool // guard was given; otherwise New picks it from N
 	autoExtend  bool
-	fencing     bool // a Mutex's holdings carry a fencing token (WithFencing)
+	fencing     bool   // a Mutex's holdings carry a fencing token (WithFencing)
+	description string // the holders' description (WithDescription); "": none
 	maxHold     time.Duration
 	logger      *slog.Logger
 	onLost      func(error)
@@ -145,6 +149,25 @@ func WithFencing(on bool) Option {
 	return func(s *settings) { s.fencing, s.given = on, s.given|optFencing }
 }
 
+// MaxDescriptionLen is the longest description of a holder (WithDescription), in bytes.
+const MaxDescriptionLen = core.MaxDescriptionLen
+
+// WithDescription describes the holder to whoever reads the nodes: Client.Status (its
+// Holder, Leader, and each node's lock, queue, readers and permits) and redlock status show
+// d beside the holder's token, so that an operator can tell which host, process or job
+// holds a lock or waits for it. It costs no round trip and no key: d starts every token of
+// the holding on the nodes, "<d>@<random>" (a waiter's tokens and id too: see core's
+// package doc, Tokens), so each call to a node carries len(d)+1 more bytes, twice over in
+// a waiting acquisition's calls and its release, and allocates nothing more. A lease
+// handed off (Lease.HandOff) keeps its token, and with it d. Default "": no description,
+// and tokens as before. d is at most MaxDescriptionLen (128) bytes of printable UTF-8
+// without spaces or '@' ("web-3:4242", "nightly-report/7"); another is an error that
+// matches ErrInvalid. Given to New, it describes every holding of the Client's; given to a
+// call or primitive, that one's holdings. TakeOver refuses it.
+func WithDescription(d string) Option {
+	return func(s *settings) { s.description, s.given = d, s.given|optDescription }
+}
+
 // WithMaxHold bounds how long a Lease, or each holding of a Mutex, is held: when d has
 // passed since its acquisition began, it ends with ErrMaxHold and releases its lock,
 // whether or not it extends itself (a Mutex's Lost channel closes, and the WithLostHandler
@@ -206,6 +229,7 @@ var refused = []struct {
 	{optErrorHandler, "WithErrorHandler", "it returns its errors"},
 	{optNoAutoExtend, "WithAutoExtend(false)", "it always extends its lock"},
 	{optFencing, "WithFencing", "only a Mutex's holdings may go without a fencing token"},
+	{optDescription, "WithDescription", "the lease keeps the handle's token, which carries its first holder's description"},
 }
 
 // forCall returns s with opts applied for the call named call, checked: an error that
@@ -248,7 +272,7 @@ func (s settings) validate() error {
 	case len(s.prefix) > maxPrefixLen:
 		return fmt.Errorf("%w: key prefix of %d bytes: at most %d", ErrInvalid, len(s.prefix), maxPrefixLen)
 	}
-	return core.CheckPrefix(s.prefix)
+	return cmp.Or(core.CheckPrefix(s.prefix), core.CheckDescription(s.description))
 }
 
 // checkName returns an error that matches ErrInvalid if name cannot name a lock.

@@ -7,7 +7,7 @@ import (
 )
 
 // Status is what the nodes hold under one name, per node and as a quorum decides it: its
-// holder (owner token, fencing token, time left), its waiters in turn order, an RWMutex's
+// holder (owner token, its description if any, fencing token, time left), its waiters in turn order, an RWMutex's
 // readers, an Election's leader record and a Semaphore's permits. See Client.Status.
 type Status = core.Status
 
@@ -18,8 +18,8 @@ type NodeStatus = core.NodeStatus
 const NoExpiry = core.NoExpiry
 
 // Status reads what the nodes hold under name: the lock that a Lease, a Mutex, an RWMutex's
-// writer or an Election's leader holds, with its holder's token, fencing token and time
-// left; the waiters queued for it, in turn order; an RWMutex's readers; an Election's
+// writer or an Election's leader holds, with its holder's token, description (see
+// WithDescription), fencing token and time left; the waiters queued for it, in turn order; an RWMutex's readers; an Election's
 // leader record; and a Semaphore's number of permits (as the nodes record it), its permits
 // in use and its waiters. It reads every node at once, each within the node timeout, takes
 // no lock and writes nothing: it runs a read-only script (two on a node that records a

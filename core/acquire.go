@@ -35,12 +35,16 @@ type Grant struct {
 // although a permit was free on a quorum is followed at once by one that asks for it.
 //
 // Errors: ErrHeld (another owner holds a quorum), a *QuorumError (too few nodes answered
-// yes), ErrExpired (the quorum came after the validity ran out), or ctx's error wrapped.
+// yes), ErrExpired (the quorum came after the validity ran out), or ctx's error wrapped;
+// one that matches ErrInvalid for a bad Lock.Description, before any call.
 func (c *Cluster) Acquire(ctx context.Context, l *Lock) (*Held, error) {
-	h := &Held{claim: claim{Lock: *l, token: NewToken()}}
+	if err := l.checkDescription(); err != nil {
+		return nil, err
+	}
+	h := &Held{claim: claim{Lock: *l, token: newToken(l.Description)}}
 	g, o, err := c.acquire(ctx, &h.claim)
 	if err != nil && o.split && l.Keys.Permits != nil && ctx.Err() == nil {
-		h.token = NewToken()
+		h.token = newToken(l.Description)
 		g, _, err = c.acquire(ctx, &h.claim)
 	}
 	if err != nil {

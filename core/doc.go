@@ -69,8 +69,13 @@
 // fresh random token and the attempt a decimal counter from 1: the scripts treat a lock held
 // by an earlier attempt of the same waiter as the waiter's own (a retry after a lost reply),
 // and never a later attempt's lock as an earlier one's, so a late release of an abandoned
-// attempt cannot delete a later one's lock. No token contains a space, and other tokens
-// contain no "." (NewToken's are base64url), so that each matches only itself.
+// attempt cannot delete a later one's lock. A holder's description (Lock.Description), if
+// any, starts its random tokens and waiter ids: "<description>@<random>", so that
+// "<description>@<random>.<attempt>" is a waiter's token; Status reads it back as what
+// comes before the first '@'. No token contains a space, and the random part (NewToken's,
+// base64url) contains no "." or '@', so that a token that is not a waiter's never ends in
+// "." and digits, a waiter's id is all of its token before the last ".", and each token
+// matches only itself. The scripts never look inside a token but for that last ".".
 //
 // # The waiter queue, per node
 //

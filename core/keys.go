@@ -9,6 +9,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"unicode"
+	"unicode/utf8"
 )
 
 // Keys are the Redis names one lock uses, all in one Redis Cluster slot. Make them with
@@ -92,22 +94,66 @@ func CheckPrefix(prefix string) error {
 func (k Keys) Wake(waiter string) string { return k.Channel + ":" + waiter }
 
 // NewToken returns a fresh random owner token: 16 bytes from crypto/rand, base64url-encoded.
-func NewToken() string {
-	token, _ := newWaiter()
+func NewToken() string { return newToken("") }
+
+// newToken returns a fresh owner token that carries description d (see the package doc,
+// Tokens): NewToken's, after "<d>@" if d is not "", in one allocation. d must pass
+// CheckDescription.
+func newToken(d string) string {
+	token, _ := newWaiter(d)
 	return token
 }
 
-// newWaiter returns a fresh waiter id (as NewToken's) and its first attempt's token,
-// "<waiter id>.1", in one allocation.
-func newWaiter() (waiter, first string) {
+// newWaiter returns a fresh waiter id that carries description d, "<d>@<random>" (just
+// "<random>" for d ""), the random part as NewToken's, and its first attempt's token,
+// "<waiter id>.1", in one allocation. d must pass CheckDescription.
+func newWaiter(d string) (waiter, first string) {
 	var b [16]byte
 	_, _ = rand.Read(b[:]) // crypto/rand.Read never returns an error since Go 1.24
 	const n = 22           // base64 of 16 bytes, unpadded
-	var buf [n + 2]byte
-	base64.RawURLEncoding.Encode(buf[:n], b[:])
-	buf[n], buf[n+1] = '.', '1'
-	first = string(buf[:])
-	return first[:n], first
+	var buf [MaxDescriptionLen + 1 + n + 2]byte
+	at := 0
+	if d != "" {
+		at = copy(buf[:MaxDescriptionLen], d)
+		buf[at] = '@'
+		at++
+	}
+	base64.RawURLEncoding.Encode(buf[at:at+n], b[:])
+	buf[at+n], buf[at+n+1] = '.', '1'
+	first = string(buf[:at+n+2])
+	return first[:at+n], first
+}
+
+// MaxDescriptionLen is the longest description of a holder (Lock.Description), in bytes.
+const MaxDescriptionLen = 128
+
+// CheckDescription returns an error that matches ErrInvalid if d cannot describe a holder
+// (Lock.Description): it is longer than MaxDescriptionLen bytes, is not valid UTF-8, or
+// has a character that is not printable, a space or an '@' (tokens carry it, and hold none
+// of those: see the package doc, Tokens). It returns nil for "", no description.
+func CheckDescription(d string) error {
+	switch {
+	case len(d) > MaxDescriptionLen:
+		return fmt.Errorf("%w: a description of %d bytes: at most %d", ErrInvalid, len(d), MaxDescriptionLen)
+	case !utf8.ValidString(d):
+		return fmt.Errorf("%w: description %q is not valid UTF-8", ErrInvalid, d)
+	}
+	for _, r := range d {
+		if r == ' ' || r == '@' || !unicode.IsPrint(r) {
+			return fmt.Errorf("%w: description %q has %q: a description is printable, without spaces or '@'", ErrInvalid, d, r)
+		}
+	}
+	return nil
+}
+
+// describedBy returns the description that token carries (see the package doc, Tokens):
+// what comes before its first '@', or "" if it has none.
+func describedBy(token string) string {
+	d, _, ok := strings.Cut(token, "@")
+	if !ok {
+		return ""
+	}
+	return d
 }
 
 // NewSemaphoreKeys returns the keys of the semaphore called name with permits permits (at

@@ -51,17 +51,19 @@ func (s *Status) Known() bool { return s.Answered >= s.Quorum }
 
 // Holder is the writer that holds a lock on a quorum of the nodes.
 type Holder struct {
-	Owner string        // the owner's token on the nodes (see the package doc, Tokens)
-	Token uint64        // its fencing token: the largest fence counter of those nodes
-	Nodes int           // how many nodes it holds
-	TTL   time.Duration // how long a quorum of them still hold it (NoExpiry: no expiry)
+	Owner       string        // the owner's token on the nodes (see the package doc, Tokens)
+	Description string        // the holder's description that Owner carries (see Lock.Description), or ""
+	Token       uint64        // its fencing token: the largest fence counter of those nodes
+	Nodes       int           // how many nodes it holds
+	TTL         time.Duration // how long a quorum of them still hold it (NoExpiry: no expiry)
 }
 
 // Leader is an election's leader record that a quorum of the nodes hold.
 type Leader struct {
-	Token string // the leader's owner token
-	Value string // the value it proclaimed
-	Nodes int    // how many nodes hold the record, its token holding the lock there
+	Token       string // the leader's owner token
+	Description string // the leader's description that Token carries (see Lock.Description), or ""
+	Value       string // the value it proclaimed
+	Nodes       int    // how many nodes hold the record, its token holding the lock there
 }
 
 // SemaphoreSummary is what a quorum of the nodes say of a Semaphore.
@@ -89,22 +91,25 @@ type NodeStatus struct {
 
 // LockKey is a node's lock key.
 type LockKey struct {
-	Owner   string        // the holder's token, or ReadersHold while readers hold it
-	Readers bool          // readers hold the lock
-	TTL     time.Duration // its time left (NoExpiry: no expiry)
+	Owner       string        // the holder's token, or ReadersHold while readers hold it
+	Description string        // the holder's description that Owner carries (see Lock.Description), or ""
+	Readers     bool          // readers hold the lock
+	TTL         time.Duration // its time left (NoExpiry: no expiry)
 }
 
 // Waiter is a waiter in a node's queue.
 type Waiter struct {
-	ID     string        // the waiter's id
-	Reader bool          // it waits to read
-	TTL    time.Duration // its place lapses then, unless it calls again
+	ID          string        // the waiter's id
+	Description string        // the waiter's description that ID carries (see Lock.Description), or ""
+	Reader      bool          // it waits to read
+	TTL         time.Duration // its place lapses then, unless it calls again
 }
 
 // Share is a reader's share of a lock on a node.
 type Share struct {
-	Token string
-	TTL   time.Duration
+	Token       string
+	Description string // the reader's description that Token carries (see Lock.Description), or ""
+	TTL         time.Duration
 }
 
 // LeaderRecord is a node's record of an election's leader.
@@ -126,9 +131,10 @@ type SemaphoreStatus struct {
 
 // Permit is a Semaphore's permit held on a node.
 type Permit struct {
-	Index int    // the permit's index, from 0
-	Owner string // its holder's token
-	TTL   time.Duration
+	Index       int    // the permit's index, from 0
+	Owner       string // its holder's token
+	Description string // its holder's description that Owner carries (see Lock.Description), or ""
+	TTL         time.Duration
 }
 
 // Status reads every key that a lock, an RWMutex, an Election or a Semaphore called name
@@ -297,7 +303,7 @@ func parseStatus(vals []string, k int) (NodeStatus, int, error) {
 	leader, leaderTTL, record := r.next(), r.int(), recorded(r.next())
 	var holder string // the lock's owner, if a writer
 	if lockTTL != -2 {
-		s.Lock = &LockKey{Owner: lock, Readers: lock == ReadersHold, TTL: pttl(lockTTL)}
+		s.Lock = &LockKey{Owner: lock, Description: describedBy(lock), Readers: lock == ReadersHold, TTL: pttl(lockTTL)}
 		if !s.Lock.Readers {
 			holder = lock
 		}
@@ -307,7 +313,7 @@ func parseStatus(vals []string, k int) (NodeStatus, int, error) {
 	readers, ends := r.scored()
 	for _, token := range readers {
 		if t := left(ends[token]); t > 0 {
-			s.Readers = append(s.Readers, Share{Token: token, TTL: t})
+			s.Readers = append(s.Readers, Share{Token: token, Description: describedBy(token), TTL: t})
 		}
 	}
 	if leaderTTL != -2 {
@@ -322,7 +328,7 @@ func parseStatus(vals []string, k int) (NodeStatus, int, error) {
 	for i := range k {
 		owner, t := r.next(), r.int()
 		if t != -2 {
-			sem.Held = append(sem.Held, Permit{Index: i, Owner: owner, TTL: pttl(t)})
+			sem.Held = append(sem.Held, Permit{Index: i, Owner: owner, Description: describedBy(owner), TTL: pttl(t)})
 		}
 	}
 	sem.InUse = len(sem.Held)
@@ -403,7 +409,7 @@ func waiters(queue []string, alive map[string]float64, kinds map[string]string, 
 		if !ok || left(d) <= 0 || (holder != "" && id == holderID) {
 			continue
 		}
-		out = append(out, Waiter{ID: id, Reader: strings.HasPrefix(kinds[id], "r "), TTL: left(d)})
+		out = append(out, Waiter{ID: id, Description: describedBy(id), Reader: strings.HasPrefix(kinds[id], "r "), TTL: left(d)})
 	}
 	return out
 }
@@ -436,7 +442,7 @@ func (t *statusTally) holder(q int) *Holder {
 	for owner, ttls := range t.owners {
 		if len(ttls) >= q {
 			slices.SortFunc(ttls, func(a, b time.Duration) int { return cmpTTL(b, a) })
-			return &Holder{Owner: owner, Token: t.tokens[owner], Nodes: len(ttls), TTL: ttls[q-1]}
+			return &Holder{Owner: owner, Description: describedBy(owner), Token: t.tokens[owner], Nodes: len(ttls), TTL: ttls[q-1]}
 		}
 	}
 	return nil
@@ -508,14 +514,14 @@ func (t *statusTally) add(n *NodeStatus) {
 	if n.Leader != nil {
 		t.found["election"] = true
 		if n.Leader.Current {
-			t.records[Leader{Token: n.Leader.Token, Value: n.Leader.Value}]++
+			t.records[Leader{Token: n.Leader.Token, Description: describedBy(n.Leader.Token), Value: n.Leader.Value}]++
 		}
 	}
 	if sem := n.Semaphore; sem != nil {
 		t.found["semaphore"] = true
 		t.permits[sem.Permits]++
 		for _, h := range sem.Held {
-			t.permitOwners[Permit{Index: h.Index, Owner: h.Owner}]++
+			t.permitOwners[Permit{Index: h.Index, Owner: h.Owner, Description: h.Description}]++
 		}
 	}
 }

@@ -16,8 +16,12 @@ import (
 //
 // Errors: when ctx ends, one that matches both ctx's error and the last attempt's (ErrHeld
 // or ErrNoQuorum, say) under errors.Is; an error that no retry can fix (see Permanent), at
-// once, unless l.Persist; ErrClosed once the Cluster is closed.
+// once, unless l.Persist; one that matches ErrInvalid for a bad Lock.Description, before
+// any call, whatever l.Persist; ErrClosed once the Cluster is closed.
 func (c *Cluster) AcquireWait(ctx context.Context, l *Lock, b Backoff) (*Held, error) {
+	if err := l.checkDescription(); err != nil {
+		return nil, err
+	}
 	h := &Held{claim: claim{Lock: *l}}
 	var err error
 	if h.Grant, err = c.acquireWait(ctx, &h.claim, b); err != nil {
@@ -28,7 +32,7 @@ func (c *Cluster) AcquireWait(ctx context.Context, l *Lock, b Backoff) (*Held, e
 
 // acquireWait is AcquireWait for the claim l.
 func (c *Cluster) acquireWait(ctx context.Context, l *claim, b Backoff) (Grant, error) {
-	waiter, first := newWaiter()
+	waiter, first := newWaiter(l.Description)
 	l.waiter, l.ticket = waiter, time.Now().UnixMicro()
 	defer l.trail.gone.Store(true)
 	var w *watch   // from the first time the lock is found held

@@ -38,8 +38,12 @@
 // COMMAND runs, releases it when COMMAND (and every other process of its process group, see
 // Signals) has exited, and exits with COMMAND's status. Its other
 // flags set the library's options (-ttl, -restart-guard, -node-timeout, -drift-factor,
-// -prefix, -retry-min, -retry-max) and what happens around COMMAND (-timeout, -grace,
-// -conflict-exit-code, -quiet); `redlock run -h` describes each, with an example.
+// -prefix, -retry-min, -retry-max, -description) and what happens around COMMAND (-timeout,
+// -grace, -conflict-exit-code, -quiet); `redlock run -h` describes each, with an example.
+// -description TEXT describes this holder, and this waiter, where `redlock status` shows
+// them (the library's WithDescription, which the lock's token carries: it costs no round
+// trip); by default "HOST:PID", this machine's host name and redlock's process ID, and ""
+// for none. It is at most 128 bytes, printable, without spaces or '@'.
 //
 // NAME comes first in every command; without "--", COMMAND begins at the next argument that
 // is not a flag. run's older form, -name NAME given before COMMAND's first argument, still
@@ -70,7 +74,7 @@
 // ID, at most 4096 bytes) on the nodes, where `redlock status` and Election.Leader read it;
 // each line COMMAND writes on the file descriptor REDLOCK_PROCLAIM_FD names becomes the
 // value (Election.Proclaim), without a new election.
-// Its flags are run's but -name and -nonblock, plus -value, and its exit statuses and
+// Its flags are run's but -name and -nonblock (-description included), plus -value, and its exit statuses and
 // signals are run's (below), about leadership instead of the lock. `redlock elect -observe
 // NAME` campaigns for nothing and runs no COMMAND (as etcdctl elect -l): it prints the
 // value of NAME's leader, then that of each new leader as it changes (a new leader's
@@ -82,7 +86,7 @@
 // NAME has on each node of -addrs (under -prefix), as Client.Status does: in one read-only
 // script per node, which also reads the server's run_id (INFO server), and again with a
 // Semaphore's permits on a node that records their number; and shows those that exist:
-// the lock's holder (its owner token, fencing token and time left), the waiters queued
+// the lock's holder (its owner token, its description, fencing token and time left), the waiters queued
 // for it and the first of them, an RWMutex's readers and their time left, an Election's
 // leader record, and a Semaphore's number of permits, its permits in use, its one fence
 // counter and the waiters queued for a permit; a node that does not answer within

@@ -12,6 +12,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/go-redlock/redlock"
 	"github.com/go-redlock/redlock/core"
@@ -30,6 +32,7 @@ type runConfig struct {
 	name     string           // the election's, or the lock's (see lockName)
 	names    []string         // run: the lock's names, each once, in the order of -name
 	value    string           // elect: the value the leader proclaims
+	describe string           // the holder's description (-description): "" for none
 	observe  bool             // elect: print each new leader instead of campaigning
 	conn     access           // how to reach the Redis masters
 	addrs    []*redis.Options // one per Redis master, from conn
@@ -243,6 +246,10 @@ func commandFlags(sub string, c *runConfig) *flag.FlagSet {
 		fs.DurationVar(&c.grace, "grace", 5*time.Second, "time from SIGTERM to SIGKILL when COMMAND must stop (lost lock, -timeout)")
 		fs.DurationVar(&c.ttl, "ttl", 10*time.Second, "the lock's lifetime on each node, renewed while COMMAND runs: how long\nthe lock outlives a redlock that was killed or cut off from Redis")
 	}
+	fs.StringVar(&c.describe, "description", "", "a short `text` that describes this holder beside its token, where 'redlock\n"+
+		"status' and the library's Client.Status show it: at most 128 bytes, printable,\n"+
+		"without spaces or '@'; \"\" for none (default HOST:PID, this machine's host name\n"+
+		"and redlock's process ID)")
 	fs.DurationVar(&c.guard, "restart-guard", defaultGuard, "a node up for less than this `duration` abstains, as a restart may have made it\n"+
 		"forget its locks; at least -ttl. 0 turns it off: only safe if every node persists\n"+
 		"each write (appendonly yes, appendfsync always)")
@@ -336,6 +343,9 @@ func parseCommand(sub string, args []string, getenv func(string) string) (*runCo
 	if sub == cmdElect && !set["value"] {
 		c.value = defaultValue()
 	}
+	if !set["description"] {
+		c.describe = defaultDescription()
+	}
 	switch {
 	case c.name == "" && sub == cmdElect:
 		return nil, usagef("no election name: give it first, as in redlock elect NAME -- COMMAND [ARG...]")
@@ -419,6 +429,23 @@ func defaultValue() string {
 	return host + ":" + strconv.Itoa(os.Getpid())
 }
 
+// defaultDescription returns the holder's description without -description: "HOST:PID",
+// as defaultValue, with each character that a description cannot hold (a space, an '@', one
+// not printable: see core.CheckDescription) as '_', and cut to core.MaxDescriptionLen.
+func defaultDescription() string {
+	d := strings.Map(func(r rune) rune {
+		if r == ' ' || r == '@' || r == utf8.RuneError || !unicode.IsPrint(r) {
+			return '_'
+		}
+		return r
+	}, defaultValue())
+	for len(d) > core.MaxDescriptionLen {
+		_, size := utf8.DecodeLastRuneInString(d)
+		d = d[:len(d)-size]
+	}
+	return d
+}
+
 // checkLibrary checks the flags that become the library's name and options, as the library
 // would (see redlock.New and its options), so that a mistake is reported with the flag's
 // name rather than the option's.
@@ -454,6 +481,9 @@ func (c *runConfig) checkLibrary() error {
 	if err := core.CheckPrefix(c.prefix); err != nil {
 		return usagef("-prefix: %s", strings.TrimPrefix(trim(err), "invalid argument: "))
 	}
+	if err := core.CheckDescription(c.describe); err != nil {
+		return usagef("-description: %s", strings.TrimPrefix(trim(err), "invalid argument: "))
+	}
 	return nil
 }
 
@@ -470,6 +500,7 @@ func (c *runConfig) options(logger *slog.Logger, obs redlock.Observer) []redlock
 		redlock.WithAutoExtend(true),
 		redlock.WithLogger(logger),
 		redlock.WithObserver(obs),
+		redlock.WithDescription(c.describe),
 	}
 }
 

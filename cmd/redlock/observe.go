@@ -12,7 +12,7 @@ import (
 
 // notObserving are the flags of `redlock elect` that have no meaning with -observe, which
 // campaigns for nothing and runs no command.
-var notObserving = []string{"value", "wait", "timeout", "grace", "conflict-exit-code", "quiet"}
+var notObserving = []string{"value", "description", "wait", "timeout", "grace", "conflict-exit-code", "quiet"}
 
 // observe is `redlock elect -observe NAME`: it writes the value of each new leader of the
 // election NAME to stdout, one line each, starting with the current one, and an empty line

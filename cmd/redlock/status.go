@@ -55,7 +55,8 @@ Flags:
 	statusUsageTail = `
 Output of -json, one object (the format is version 1, its "schema" field; later
 versions only add fields). Times left are in milliseconds (-1: the key has no
-expiry, so it is not redlock's); tokens are owner tokens, as the nodes hold them:
+expiry, so it is not redlock's); tokens are owner tokens, as the nodes hold them,
+and a description is what a holder's token carries before its first '@' ("": none):
   schema     1
   name       NAME; key: the lock's Redis key
   quorum     how many nodes make a majority; answered: how many nodes answered
@@ -64,25 +65,28 @@ expiry, so it is not redlock's); tokens are owner tokens, as the nodes hold them
              for it), "election" (a leader record), "semaphore" (a record of a
              Semaphore's number of permits: its permits and queue are read only
              on the nodes that have one)
-  holder     the writer that holds the lock on a quorum, or null: owner, token (its
-             fencing token: the largest fence counter of those nodes), nodes (how many
-             hold it), ttl_ms (how long a quorum of them still hold it)
+  holder     the writer that holds the lock on a quorum, or null: owner, description
+             (the holder's, from its token: 'redlock run -description', the library's
+             WithDescription; "": none), token (its fencing token: the largest fence
+             counter of those nodes), nodes (how many hold it), ttl_ms (how long a
+             quorum of them still hold it)
   readers    how many readers hold the lock on a quorum
   leader     the leader record that a quorum hold, its token holding the lock there,
-             or null: token, value, nodes
+             or null: token, description (as holder's), value, nodes
   semaphore  null, or permits (the number of permits most nodes record) and in_use
              (permits held on a quorum: the same permit by the same owner)
   nodes      one object per address, in the order of -addrs:
     addr       the address
     error      why the node could not be read; then every field below is null
     lock       the lock key, or null (free on this node): owner (the holder's token,
-               or "(readers)" while readers hold it), readers (true then), ttl_ms
+               or "(readers)" while readers hold it), description (as holder's),
+               readers (true then), ttl_ms
     fence      the lock's fence counter: the fencing token of its last fenced
                holder (every holder but a Mutex's); 0: none
     queue      the waiters for the lock, in turn order, without the holder: id (the
-               waiter's), reader (it waits to read), ttl_ms (its place lapses then
-               unless it calls again)
-    readers    the readers that hold the lock: token, ttl_ms
+               waiter's), description (the waiter's, from its id), reader (it
+               waits to read), ttl_ms (its place lapses then unless it calls again)
+    readers    the readers that hold the lock: token, description, ttl_ms
     leader     the election's leader record, or null: token, value, current (its
                token holds the lock on this node: the leader, if a quorum agree),
                ttl_ms
@@ -90,10 +94,10 @@ expiry, so it is not redlock's); tokens are owner tokens, as the nodes hold them
                number recorded), in_use (how many are held), fence (the Semaphore's
                one fence counter, shared by all its permits: the fencing token of
                its last holder, whichever permit; 0: none), held (per permit held:
-               permit, its index from 0; owner; fence, the Semaphore's counter as
-               above, not necessarily this holder's token; ttl_ms) and queue (the
-               waiters for a permit, in turn order, as queue above; a holder is
-               not in it)
+               permit, its index from 0; owner; description; fence, the Semaphore's
+               counter as above, not necessarily this holder's token; ttl_ms) and
+               queue (the waiters for a permit, in turn order, as queue above; a
+               holder is not in it)
 
 Exit status:
   0   at least one node answered, whatever NAME's state (free included)
@@ -202,17 +206,19 @@ type statusReport struct {
 
 // holderSummary is the writer that holds the lock on a quorum of the nodes.
 type holderSummary struct {
-	Owner string `json:"owner"`
-	Token uint64 `json:"token"`
-	Nodes int    `json:"nodes"`
-	TTLms int64  `json:"ttl_ms"`
+	Owner       string `json:"owner"`
+	Description string `json:"description"`
+	Token       uint64 `json:"token"`
+	Nodes       int    `json:"nodes"`
+	TTLms       int64  `json:"ttl_ms"`
 }
 
 // leaderSummary is the leader record that a quorum of the nodes hold, current.
 type leaderSummary struct {
-	Token string `json:"token"`
-	Value string `json:"value"`
-	Nodes int    `json:"nodes"`
+	Token       string `json:"token"`
+	Description string `json:"description"`
+	Value       string `json:"value"`
+	Nodes       int    `json:"nodes"`
 }
 
 // semaphoreSumary is what a quorum of the nodes say of a Semaphore.
@@ -236,22 +242,25 @@ type nodeStatus struct {
 
 // lockState is a node's lock key.
 type lockState struct {
-	Owner   string `json:"owner"`
-	Readers bool   `json:"readers"`
-	TTLms   int64  `json:"ttl_ms"`
+	Owner       string `json:"owner"`
+	Description string `json:"description"`
+	Readers     bool   `json:"readers"`
+	TTLms       int64  `json:"ttl_ms"`
 }
 
 // waiterState is a waiter in a node's queue.
 type waiterState struct {
-	ID     string `json:"id"`
-	Reader bool   `json:"reader"`
-	TTLms  int64  `json:"ttl_ms"`
+	ID          string `json:"id"`
+	Description string `json:"description"`
+	Reader      bool   `json:"reader"`
+	TTLms       int64  `json:"ttl_ms"`
 }
 
 // readerState is a reader's share on a node.
 type readerState struct {
-	Token string `json:"token"`
-	TTLms int64  `json:"ttl_ms"`
+	Token       string `json:"token"`
+	Description string `json:"description"`
+	TTLms       int64  `json:"ttl_ms"`
 }
 
 // leaderRecord is a node's record of an election's leader.
@@ -274,10 +283,11 @@ type semaphoreState struct {
 // permitState is a permit held on a node. Its Fence is the Semaphore's fence counter, not
 // the holder's own token: the Semaphore has one counter for all its permits.
 type permitState struct {
-	Permit int    `json:"permit"`
-	Owner  string `json:"owner"`
-	Fence  uint64 `json:"fence"`
-	TTLms  int64  `json:"ttl_ms"`
+	Permit      int    `json:"permit"`
+	Owner       string `json:"owner"`
+	Description string `json:"description"`
+	Fence       uint64 `json:"fence"`
+	TTLms       int64  `json:"ttl_ms"`
 }
 
 // readStatus reads c.name's keys on every node at once, each within c.timeout, through a
@@ -347,10 +357,10 @@ func newReport(st *redlock.Status, addrs []*redis.Options, explain func(i int, e
 	rep := &statusReport{Schema: statusSchema, Name: st.Name, Key: st.Key, Quorum: st.Quorum, Answered: st.Answered,
 		Found: append([]string{}, st.Found...), Readers: st.Readers, Nodes: make([]nodeStatus, len(st.Nodes))}
 	if h := st.Holder; h != nil {
-		rep.Holder = &holderSummary{Owner: h.Owner, Token: h.Token, Nodes: h.Nodes, TTLms: millis(h.TTL)}
+		rep.Holder = &holderSummary{Owner: h.Owner, Description: h.Description, Token: h.Token, Nodes: h.Nodes, TTLms: millis(h.TTL)}
 	}
 	if l := st.Leader; l != nil {
-		rep.Leader = &leaderSummary{Token: l.Token, Value: l.Value, Nodes: l.Nodes}
+		rep.Leader = &leaderSummary{Token: l.Token, Description: l.Description, Value: l.Value, Nodes: l.Nodes}
 	}
 	if s := st.Semaphore; s != nil {
 		rep.Semaphore = &semaphoreSumary{Permits: s.Permits, InUse: s.InUse}
@@ -371,10 +381,10 @@ func newNodeStatus(n redlock.NodeStatus) nodeStatus {
 	fence := n.Fence
 	out := nodeStatus{Fence: &fence, Queue: newWaiters(n.Queue), Readers: []readerState{}}
 	if l := n.Lock; l != nil {
-		out.Lock = &lockState{Owner: l.Owner, Readers: l.Readers, TTLms: millis(l.TTL)}
+		out.Lock = &lockState{Owner: l.Owner, Description: l.Description, Readers: l.Readers, TTLms: millis(l.TTL)}
 	}
 	for _, r := range n.Readers {
-		out.Readers = append(out.Readers, readerState{Token: r.Token, TTLms: millis(r.TTL)})
+		out.Readers = append(out.Readers, readerState{Token: r.Token, Description: r.Description, TTLms: millis(r.TTL)})
 	}
 	if l := n.Leader; l != nil {
 		out.Leader = &leaderRecord{Token: l.Token, Value: l.Value, Current: l.Current, TTLms: millis(l.TTL)}
@@ -382,7 +392,7 @@ func newNodeStatus(n redlock.NodeStatus) nodeStatus {
 	if s := n.Semaphore; s != nil {
 		out.Semaphore = &semaphoreState{Permits: s.Permits, InUse: s.InUse, Fence: s.Fence, Held: []permitState{}, Queue: newWaiters(s.Queue)}
 		for _, p := range s.Held {
-			out.Semaphore.Held = append(out.Semaphore.Held, permitState{Permit: p.Index, Owner: p.Owner, Fence: s.Fence, TTLms: millis(p.TTL)})
+			out.Semaphore.Held = append(out.Semaphore.Held, permitState{Permit: p.Index, Owner: p.Owner, Description: p.Description, Fence: s.Fence, TTLms: millis(p.TTL)})
 		}
 	}
 	return out
@@ -392,7 +402,7 @@ func newNodeStatus(n redlock.NodeStatus) nodeStatus {
 func newWaiters(ws []core.Waiter) []waiterState {
 	out := []waiterState{}
 	for _, w := range ws {
-		out = append(out, waiterState{ID: w.ID, Reader: w.Reader, TTLms: millis(w.TTL)})
+		out = append(out, waiterState{ID: w.ID, Description: w.Description, Reader: w.Reader, TTLms: millis(w.TTL)})
 	}
 	return out
 }
@@ -429,7 +439,7 @@ func printStatus(w io.Writer, rep *statusReport) {
 	case few:
 		fmt.Fprintf(w, "lock: unknown: fewer than a quorum answered\n")
 	case h != nil:
-		fmt.Fprintf(w, "lock: held by %s, token %d, on %d of %d nodes, for %s more\n", shown(h.Owner), h.Token, h.Nodes, len(rep.Nodes), ttl(h.TTLms))
+		fmt.Fprintf(w, "lock: held by %s%s, token %d, on %d of %d nodes, for %s more\n", shown(h.Owner), describedAs(h.Description), h.Token, h.Nodes, len(rep.Nodes), ttl(h.TTLms))
 	case rep.Readers > 0:
 		fmt.Fprintf(w, "lock: held by %d readers\n", rep.Readers)
 	case slices.ContainsFunc(rep.Nodes, func(n nodeStatus) bool { return n.Lock != nil }):
@@ -438,7 +448,7 @@ func printStatus(w io.Writer, rep *statusReport) {
 		fmt.Fprintf(w, "lock: free\n")
 	}
 	if l := rep.Leader; l != nil {
-		fmt.Fprintf(w, "election leader: %s (token %s), on %d of %d nodes\n", strconv.Quote(l.Value), shown(l.Token), l.Nodes, len(rep.Nodes))
+		fmt.Fprintf(w, "election leader: %s (token %s%s), on %d of %d nodes\n", strconv.Quote(l.Value), shown(l.Token), describedAs(l.Description), l.Nodes, len(rep.Nodes))
 	}
 	switch s := rep.Semaphore; {
 	case s != nil && few:
@@ -524,6 +534,15 @@ func printStatus(w io.Writer, rep *statusReport) {
 		}
 		_ = tw.Flush()
 	}
+}
+
+// describedAs returns what follows a holder's token in the summary: ", described as D"
+// for its description D, or "" for none.
+func describedAs(d string) string {
+	if d == "" {
+		return ""
+	}
+	return ", described as " + shown(d)
 }
 
 // waiterText describes a waiter for the table: its id, whether it waits to read or to

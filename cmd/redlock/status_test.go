@@ -116,13 +116,19 @@ func TestStatus(t *testing.T) {
 			awaitStatus(t, s.addrs, name, "the holder on every node", func(rep *statusReport) bool { // a quorum granted it
 				return everyNode(rep, func(n nodeStatus) bool { return n.Lock != nil })
 			})
-			return []string{"held by", strconv.FormatUint(token, 10)}
+			return []string{"held by", strconv.FormatUint(token, 10), "described as " + defaultHost + ":"}
 		}, func(t *testing.T, rep *statusReport) {
 			h := rep.Holder
 			if h == nil || h.Nodes != 3 || h.TTLms <= 0 || h.TTLms > 20000 || !slices.Contains(rep.Found, "lock") {
 				t.Fatalf("holder %+v, found %v; want one on 3 nodes with up to 20s left", h, rep.Found)
 			}
-			if !everyNode(rep, func(n nodeStatus) bool { return n.Lock != nil && n.Lock.Owner == h.Owner && *n.Fence <= h.Token }) {
+			// Without -description, redlock describes itself as HOST:PID.
+			if !hostPID.MatchString(h.Description) || !strings.HasPrefix(h.Owner, h.Description+"@") {
+				t.Errorf("holder %+v: want the description %s:PID, which its owner token starts", h, defaultHost)
+			}
+			if !everyNode(rep, func(n nodeStatus) bool {
+				return n.Lock != nil && n.Lock.Owner == h.Owner && n.Lock.Description == h.Description && *n.Fence <= h.Token
+			}) {
 				t.Errorf("the nodes do not all show the holder %+v: %+v", h, rep.Nodes)
 			}
 			// The holder's token stands on a quorum: there a node's counter is the token.
@@ -137,16 +143,23 @@ func TestStatus(t *testing.T) {
 			}
 		}},
 		{"queue", func(t *testing.T, name string) []string {
-			hold(t, s, "run", "-name", name)
-			startTool(t, nil, "", "run", "-addrs", s.addrs, "-restart-guard", "0", "-node-timeout", testNodeTimeout, "-name", name, "-wait", "0", "--", "true")
+			hold(t, s, "run", "-name", name, "-description", "")
+			startTool(t, nil, "", "run", "-addrs", s.addrs, "-restart-guard", "0", "-node-timeout", testNodeTimeout, "-name", name, "-wait", "0",
+				"-description", "waiter/2", "--", "true")
 			awaitStatus(t, s.addrs, name, "waiter", func(rep *statusReport) bool {
 				return everyNode(rep, func(n nodeStatus) bool { return len(n.Queue) == 1 })
 			})
-			return []string{"(writer, "}
+			return []string{"(writer, ", "  waiter/2@"}
 		}, func(t *testing.T, rep *statusReport) {
+			if h := rep.Holder; h == nil || h.Description != "" || strings.Contains(h.Owner, "@") {
+				t.Errorf("holder %+v: want one without a description (-description \"\")", h)
+			}
 			for _, n := range rep.Nodes {
 				if len(n.Queue) != 1 || n.Queue[0].Reader || n.Queue[0].TTLms <= 0 || strings.HasPrefix(rep.Holder.Owner, n.Queue[0].ID) {
 					t.Errorf("node %s: queue %+v; want one writer, not the holder %s", n.Addr, n.Queue, rep.Holder.Owner)
+				}
+				if len(n.Queue) == 1 && (n.Queue[0].Description != "waiter/2" || !strings.HasPrefix(n.Queue[0].ID, "waiter/2@")) {
+					t.Errorf("node %s: waiter %+v; want the description waiter/2, which its id starts", n.Addr, n.Queue[0])
 				}
 			}
 		}},
@@ -246,15 +259,18 @@ func TestStatus(t *testing.T) {
 			}
 		}},
 		{"election", func(t *testing.T, name string) []string {
-			token := hold(t, s, "elect", name, "-value", "leader one")
+			token := hold(t, s, "elect", name, "-value", "leader one", "-description", "candidate/1")
 			awaitStatus(t, s.addrs, name, "the leader on every node", func(rep *statusReport) bool { // a quorum recorded it
 				return everyNode(rep, func(n nodeStatus) bool { return n.Leader != nil && n.Leader.Current })
 			})
-			return []string{`election leader: "leader one"`, strconv.FormatUint(token, 10)}
+			return []string{`election leader: "leader one"`, strconv.FormatUint(token, 10), "described as candidate/1), on 3", "lock: held by candidate/1@"}
 		}, func(t *testing.T, rep *statusReport) {
 			l, h := rep.Leader, rep.Holder
 			if l == nil || h == nil || l.Value != "leader one" || l.Token != h.Owner || l.Nodes != 3 || !slices.Contains(rep.Found, "election") {
 				t.Fatalf("leader %+v, holder %+v, found %v; want the leader \"leader one\", holding the lock", l, h, rep.Found)
+			}
+			if l.Description != "candidate/1" || h.Description != "candidate/1" {
+				t.Errorf("leader %+v, holder %+v: want the description candidate/1 (-description)", l, h)
 			}
 			if !everyNode(rep, func(n nodeStatus) bool { return n.Leader != nil && n.Leader.Current && n.Leader.TTLms > 0 }) {
 				t.Errorf("the nodes do not all show the current leader: %+v", rep.Nodes)
@@ -279,6 +295,13 @@ func TestStatus(t *testing.T) {
 		})
 	}
 }
+
+// defaultHost is this machine's host name as redlock's default description has it, and
+// hostPID matches that description, HOST:PID.
+var (
+	defaultHost = defaultDescription()[:strings.LastIndexByte(defaultDescription(), ':')]
+	hostPID     = regexp.MustCompile(`^` + regexp.QuoteMeta(defaultHost) + `:[0-9]+$`)
+)
 
 // permitTTL is the TTL of the permits that the tests hold: longer than they take, however
 // loaded the machine (the Leases do not extend themselves).

@@ -68,6 +68,10 @@ func TestUsageErrors(t *testing.T) {
 		{"elect -nonblock", nil, []string{"elect", "x", addrs, "-nonblock", "echo", "ran"}, "flag provided but not defined: -nonblock"},
 		{"elect -value too long", nil, []string{"elect", "x", addrs, "-value", strings.Repeat("v", 5000), "echo", "ran"}, "-value of 5000 bytes: at most 4096"},
 		{"elect -observe with a command", nil, []string{"elect", "-observe", "x", addrs, "--", "echo", "ran"}, `-observe runs no command: unexpected "echo ran"`},
+		{"bad -description", nil, []string{"run", addrs, "-name", "x", "-description", "web 3", "echo", "ran"}, `-description: description "web 3" has ' '`},
+		{"-description with an '@'", nil, []string{"elect", "x", addrs, "-description", "a@b", "echo", "ran"}, `-description: description "a@b" has '@'`},
+		{"-description too long", nil, []string{"run", addrs, "-name", "x", "-description", strings.Repeat("d", 129), "echo", "ran"}, "-description: a description of 129 bytes: at most 128"},
+		{"elect -observe -description", nil, []string{"elect", "-observe", "x", addrs, "-description", "d"}, "-observe campaigns for nothing: -description does not apply"},
 		{"elect -observe -value", nil, []string{"elect", "-observe", "x", addrs, "-value", "v"}, "-observe campaigns for nothing: -value does not apply"},
 		{"elect name too long", nil, []string{"elect", strings.Repeat("n", 2000), addrs, "echo", "ran"}, "NAME of 2000 bytes: at most 1024"},
 		{"status without a name", nil, []string{"status", addrs}, "no name"},
@@ -112,7 +116,7 @@ func TestHelp(t *testing.T) {
 			"-restart-guard", "-node-timeout", "-drift-factor", "-prefix", "-retry-min", "-retry-max", "-conflict-exit-code", "-quiet",
 			"REDLOCK_TOKEN", "Exit status", "\n  1 ", "\n  2 ", "\n  69 ", "\n  75 ", "\n  124 ", "\n  126, 127 ", "\n  128+N ",
 			"process group", "SIGTSTP", "connects to every node", "at most 2s", "connecting to the nodes included",
-			"[-name NAME...]", "-name NAME after NAME", "all of them or none", "counts once", "a comma is part of a NAME",
+			"-description", "HOST:PID", "[-name NAME...]", "-name NAME after NAME", "all of them or none", "counts once", "a comma is part of a NAME",
 		} {
 			if !strings.Contains(stdout, want) {
 				t.Errorf("redlock %q: the usage lacks %q", args, want)
@@ -123,11 +127,11 @@ func TestHelp(t *testing.T) {
 		args []string
 		want []string
 	}{
-		{[]string{"help", "elect"}, []string{"redlock elect NAME", "Example", "-value", "-wait", "-ttl", "-grace", "-timeout", "-conflict-exit-code",
+		{[]string{"help", "elect"}, []string{"redlock elect NAME", "Example", "-value", "-description", "-wait", "-ttl", "-grace", "-timeout", "-conflict-exit-code",
 			"REDLOCK_TOKEN", "Exit status", "\n  1 ", "\n  69 ", "\n  75 ", "\n  124 ", "\n  128+N ", "process group", "resigns"}},
 		{[]string{"elect", "-h"}, []string{"redlock elect NAME"}},
 		{[]string{"help", "status"}, []string{"redlock status [flags] NAME", "-json", "-addrs", "-prefix", "-node-timeout",
-			"schema", "holder", "ttl_ms", "fence", "queue", "readers", "leader", "semaphore", "in_use", "Exit status", "\n  0 ", "\n  2 ", "\n  69 "}},
+			"schema", "holder", "description", "ttl_ms", "fence", "queue", "readers", "leader", "semaphore", "in_use", "Exit status", "\n  0 ", "\n  2 ", "\n  69 "}},
 		{[]string{"status", "-h"}, []string{"redlock status [flags] NAME"}},
 		{[]string{"help"}, []string{"redlock elect NAME", "redlock status [flags] NAME"}},
 	} {
