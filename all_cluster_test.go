@@ -23,6 +23,7 @@ import (
 // above every name's, crossed waiters, the held slot kept while it waits for the next, and
 // the loss of one slot's names; readers over several slots share and exclude writers.
 func TestAcquireAllOnRedisCluster(t *testing.T) {
+	t.Parallel() // see bubble_test.go
 	c := redistest.StartCluster(t, 3)
 	newNode := func() []redlock.Node {
 		rdb := redis.NewClusterClient(&redis.ClusterOptions{Addrs: c.Addrs(), ContextTimeoutEnabled: true})

@@ -237,6 +237,7 @@ func TestAcquireAllIsAllOrNothing(t *testing.T) {
 // Client, or of two), queued while single-name Leases hold a and b, both hold their set,
 // whichever name is let go of first.
 func TestAcquireAllWaitersCrossed(t *testing.T) {
+	t.Parallel() // see bubble_test.go
 	onAllSetups(t, everyN, func(t *testing.T, s allSetup) {
 		for _, first := range []string{"a", "b"} {
 			for _, clients := range []int{1, 2} {
@@ -383,6 +384,7 @@ func TestAcquireAllMutexWaitsBehindSetWaiter(t *testing.T) {
 // names, and the Client's local queue of a name meets sets): no name ever has a writer
 // beside another holder, and every wait ends.
 func TestAllExcludesMutexesAndReaders(t *testing.T) {
+	t.Parallel() // see bubble_test.go
 	onAllSetups(t, everyN, func(t *testing.T, s allSetup) {
 		const rounds = 4
 		names := []string{"x", "y", "z"}
@@ -572,6 +574,7 @@ func TestAcquireAllOneClient(t *testing.T) {
 // deleting a reader set's share of one name (an RWMutex over several names, read), whose
 // RUnlock reports the loss to the WithErrorHandler function.
 func TestAcquireAllExtendsAndIsLost(t *testing.T) {
+	t.Parallel() // see bubble_test.go
 	onAllSetups(t, everyN, func(t *testing.T, s allSetup) {
 		ctx := ctxT(t, time.Minute)
 		// A TTL that leaves room for the node timeout of a loaded machine.
@@ -621,6 +624,7 @@ func TestAcquireAllExtendsAndIsLost(t *testing.T) {
 // cause, when one name is lost, and DoAll returns it; a panic in fn goes on after the
 // names are released.
 func TestDoAll(t *testing.T) {
+	t.Parallel() // see bubble_test.go
 	onAllSetups(t, everyN, func(t *testing.T, s allSetup) {
 		ctx := ctxT(t, time.Minute)
 		c := s.client(t, redlock.WithTTL(3*time.Second), redlock.WithNodeTimeout(500*time.Millisecond))

@@ -13,6 +13,12 @@ import (
 // The timed tests run on simulated servers (internal/simnet) in a synctest bubble, where
 // the clock moves only when every goroutine waits: their timing is exact. Their
 // redis-server variants time nothing tightly: they wait for observable state, generously.
+//
+// The slowest tests, which mostly wait (for servers, pauses and TTLs, or in a bubble), call
+// t.Parallel: they run together once the others are done, which takes minutes off the
+// package's time; the exclusion tests among them then also check exclusion under each
+// other's load. Tests that set slog's default logger or that time a real-server call
+// tightly stay sequential.
 
 // generous bounds a real-server test's wait for something that takes milliseconds.
 const generous = 10 * time.Second

@@ -85,6 +85,7 @@ func TestCampaignResignsWhenItsContextEnds(t *testing.T) {
 // too many nodes (a passing fault) are tried again, so the record does not lapse while it
 // leads (a record lasts core.FenceIdle).
 func TestLeaderKeepsItsRecordThroughFailures(t *testing.T) {
+	t.Parallel() // see bubble_test.go
 	bubble(t, func(t *testing.T) {
 		nodes, _ := simNodes(t, 3)
 		var fails atomic.Int32
@@ -110,6 +111,7 @@ func TestLeaderKeepsItsRecordThroughFailures(t *testing.T) {
 // wherever its lock does (the leader records it again on the node that missed it), not
 // only where it stood after Campaign.
 func TestLeaderRecordStandsWhereTheLockStands(t *testing.T) {
+	t.Parallel() // see bubble_test.go
 	bubble(t, func(t *testing.T) {
 		nodes, servers := simNodes(t, 3)
 		var fails atomic.Int32

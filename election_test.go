@@ -21,6 +21,7 @@ import (
 // TestElectionOneLeaderAtATime: 3 clients x 8 goroutines campaign, lead a moment and
 // resign, 4 times each; never two leaders at once, and Leader names the one that leads.
 func TestElectionOneLeaderAtATime(t *testing.T) {
+	t.Parallel() // see bubble_test.go
 	const clients, goroutines, rounds = 3, 8, 4
 	for _, s := range rwSetups {
 		s.run(t, func(t *testing.T, nodes func() []redlock.Node) {

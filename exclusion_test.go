@@ -16,6 +16,7 @@ import (
 // increment a shared value 80 times under the lock, with a read-yield-write that loses
 // updates unless the lock excludes. No update is lost and no two holders ever overlap.
 func TestMutualExclusion(t *testing.T) {
+	t.Parallel() // see bubble_test.go
 	const clients, goroutines, increments = 3, 8, 80
 	servers := realServers(t, 3)
 	var (

@@ -20,6 +20,7 @@ import (
 // stopped or hung), get strictly increasing tokens. Downed servers come back without their
 // data, so restarted counters restart from the server clock.
 func TestFencingTokensIncreaseOverRandomMajorities(t *testing.T) {
+	t.Parallel() // see bubble_test.go
 	nodes, servers := realNodes(t, 5)
 	// A node timeout a loaded machine does not miss: a call to a paused server waits it out.
 	c := newClient(t, nodes, redlock.WithTTL(5*time.Second), redlock.WithNodeTimeout(time.Second))

@@ -25,6 +25,7 @@ import (
 // cannot acquire until the guard has passed; without it, B gets the first two servers and
 // holds the lock while A still does.
 func TestRestartGuard(t *testing.T) {
+	t.Parallel() // see bubble_test.go
 	const guard = 2 * time.Second
 	for _, tc := range []struct {
 		name  string
@@ -186,6 +187,7 @@ func TestRestartGuardIsOnAtOneNode(t *testing.T) {
 // clocks, a guard later. The next token is larger while the guard exceeds 2 s plus the
 // skew (WithRestartGuard's contract), and smaller when the skew outruns the guard.
 func TestTokensAcrossRestartsNeedTheGuardToCoverTheSkew(t *testing.T) {
+	t.Parallel() // see bubble_test.go
 	const guard = 30 * time.Second
 	for _, tc := range []struct {
 		skew     time.Duration

@@ -227,6 +227,7 @@ func TestValidity(t *testing.T) {
 // TestQuorumWithStoppedServers: 2 of 5 servers down, the lock is granted; 3 of 5 down, it
 // fails with a QuorumError naming every failed node, and leaves no key on the live ones.
 func TestQuorumWithStoppedServers(t *testing.T) {
+	t.Parallel() // see bubble_test.go
 	t.Run("sim", func(t *testing.T) {
 		bubble(t, func(t *testing.T) {
 			nodes, servers := simNodes(t, 5)

@@ -32,6 +32,7 @@ func nodeFor(t *testing.T, addr string) Node {
 // Mutex locks and unlocks; the race detector caught the unsynchronised start, and the zero
 // Until lost the lock.
 func TestHoldingsStartBeforeTheyArePublished(t *testing.T) {
+	t.Parallel() // see bubble_test.go
 	s := miniredis.RunT(t)
 	c, err := New([]Node{nodeFor(t, s.Addr())}, WithNodeTimeout(5*time.Second)) // nothing here is timed
 	require.NoError(t, err)

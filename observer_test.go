@@ -429,6 +429,7 @@ func observerLosses(t *testing.T) {
 // release, a TryAcquire and a waiting Acquire that fail for lack of a quorum, the paused
 // one as timed out. No event names the live server.
 func TestObserverNodeErrors(t *testing.T) {
+	t.Parallel() // see bubble_test.go
 	t.Run("sim", func(t *testing.T) {
 		bubble(t, func(t *testing.T) {
 			nodes, servers := simNodes(t, 3)

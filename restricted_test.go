@@ -238,6 +238,7 @@ func restrictedClients(t *testing.T, rules []string) ([]*redistest.Server, *redl
 // user without one of them gets an error that matches ErrInvalid and names what is refused,
 // at once (a retry would run to the deadline).
 func TestRestrictedUser(t *testing.T) {
+	t.Parallel() // see bubble_test.go
 	readme, err := os.ReadFile("README.md")
 	require.NoError(t, err)
 	assert.Contains(t, string(readme), "\nACL SETUSER locker on >password "+strings.Join(restrictedRules, " ")+"\n",

@@ -99,6 +99,7 @@ func TestRWMutexReadersShare(t *testing.T) {
 // TestRWMutexExcludes: 3 clients x 8 goroutines mix reads and writes; a writer never
 // overlaps a reader or another writer, and readers do overlap.
 func TestRWMutexExcludes(t *testing.T) {
+	t.Parallel() // see bubble_test.go
 	const clients, goroutines, rounds = 3, 8, 12
 	for _, s := range rwSetups {
 		s.run(t, func(t *testing.T, nodes func() []redlock.Node) {

@@ -22,6 +22,7 @@ import (
 // and hold them a moment; never more than 3 hold at once, and more than 1 do at some
 // point; then 3 permits are taken one after another, and a fourth is refused.
 func TestSemaphoreBoundsHolders(t *testing.T) {
+	t.Parallel() // see bubble_test.go
 	const clients, goroutines, rounds, permits = 3, 8, 6, 3
 	for _, s := range rwSetups {
 		s.run(t, func(t *testing.T, nodes func() []redlock.Node) {

@@ -240,6 +240,7 @@ func TestStatusElection(t *testing.T) {
 }
 
 func TestStatusNodeDown(t *testing.T) {
+	t.Parallel() // see bubble_test.go
 	for _, k := range kinds {
 		t.Run(k.name, func(t *testing.T) {
 			nodes, _ := k.nodes(t, 2)

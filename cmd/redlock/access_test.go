@@ -126,6 +126,7 @@ func startSecured(t *testing.T, p *pki) (*redistest.Server, string) {
 // CA, a missing client certificate or a wrong password fail the run (69), which runs
 // nothing.
 func TestSecuredServer(t *testing.T) {
+	t.Parallel() // see main_test.go
 	p := newPKI(t)
 	srv, tlsAddr := startSecured(t, p)
 	dir := t.TempDir()

@@ -48,6 +48,7 @@ func breakTool(t *testing.T, s *lockSetup, stdin string, args ...string) (code i
 // nothing and exits 1; yes, or -force, frees the lock on every node and raises its fence
 // above the holder's token; a free name exits 0 without asking.
 func TestBreak(t *testing.T) {
+	t.Parallel() // see main_test.go
 	s := newSetup(t, 3)
 	l := deadHolder(t, s, "job")
 
@@ -91,6 +92,7 @@ func TestBreak(t *testing.T) {
 
 // TestBreakReaders: the readers of an RWMutex are broken too.
 func TestBreakReaders(t *testing.T) {
+	t.Parallel() // see main_test.go
 	s := newSetup(t, 1)
 	c := libClient(t, s)
 	for range 2 {
@@ -111,6 +113,7 @@ func TestBreakReaders(t *testing.T) {
 // TestBreakUnavailable: with fewer than a majority of the nodes answering, nothing is
 // broken and redlock break exits 69.
 func TestBreakUnavailable(t *testing.T) {
+	t.Parallel() // see main_test.go
 	s := newSetup(t, 1)
 	deadHolder(t, s, "job")
 	s.addrs += ",127.0.0.1:1,127.0.0.1:2"
@@ -123,6 +126,7 @@ func TestBreakUnavailable(t *testing.T) {
 
 // TestBreakUsage: its help, and its usage errors (exit 2).
 func TestBreakUsage(t *testing.T) {
+	t.Parallel() // see main_test.go
 	for _, args := range [][]string{{"help", "break"}, {"break", "-h"}} {
 		code, stdout, stderr := runTool(t, nil, args...)
 		wantCode(t, code, stderr, 0)

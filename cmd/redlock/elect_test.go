@@ -21,6 +21,7 @@ func (s *lockSetup) electArgs(name, script, dir string, rest ...string) []string
 // running its command, until the first's command exits, and then leads with a larger
 // token; the leader's -value is the election's.
 func TestElect(t *testing.T) {
+	t.Parallel() // see main_test.go
 	forEachN(t, func(t *testing.T, s *lockSetup) {
 		first, second := t.TempDir(), t.TempDir()
 		a := startTool(t, nil, "", s.electArgs("elect", holdScript, first, "-value", "first")...)
@@ -48,6 +49,7 @@ func TestElect(t *testing.T) {
 // TestElectLost: when leadership is lost while the command runs (the keys deleted, or the
 // servers gone), the command gets SIGTERM and redlock elect exits 75, saying why.
 func TestElectLost(t *testing.T) {
+	t.Parallel() // see main_test.go
 	forEachN(t, func(t *testing.T, s *lockSetup) {
 		t.Run("keys deleted", func(t *testing.T) {
 			dir := t.TempDir()
@@ -78,6 +80,7 @@ func TestElectLost(t *testing.T) {
 // the conflict status, and one that a signal interrupts with 128+N, neither running its
 // command; a signal sent to the leader reaches its command, whose status is redlock's.
 func TestElectWaitAndSignals(t *testing.T) {
+	t.Parallel() // see main_test.go
 	s := newSetup(t, 1)
 	leader, other := t.TempDir(), t.TempDir()
 	lead := startTool(t, nil, "", s.electArgs("signals", termScript, leader)...)
@@ -106,6 +109,7 @@ func TestElectWaitAndSignals(t *testing.T) {
 // (an empty line: none), then each new leader's value as candidates lead in turn, and an
 // empty line once none leads; SIGINT ends it with status 0.
 func TestElectObserve(t *testing.T) {
+	t.Parallel() // see main_test.go
 	s := newSetup(t, 1)
 	obs := startTool(t, nil, "", append([]string{"elect", "-observe", "observed"}, s.flags...)...)
 	lines := func() []string { return strings.SplitAfter(obs.stdout.String(), "\n") }
@@ -142,6 +146,7 @@ func TestElectObserve(t *testing.T) {
 // the leader's value, with the same token: status shows it and -observe prints it; a
 // REDLOCK_PROCLAIM_FD that redlock inherited does not reach a command that is not elected.
 func TestElectProclaim(t *testing.T) {
+	t.Parallel() // see main_test.go
 	s := newSetup(t, 1)
 	obs := startTool(t, nil, "", append([]string{"elect", "-observe", "proclaimed"}, s.flags...)...)
 	obs.await(t, "the first line: no leader", func() bool { return obs.stdout.String() != "" })

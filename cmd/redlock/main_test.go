@@ -20,7 +20,10 @@ import (
 
 // The tests build the redlock binary once, in TestMain, and run it as a user would, against
 // redis-server processes started by redistest. Every wait is bounded and generous: the
-// suite must pass on a loaded 2-core machine.
+// suite must pass on a loaded 2-core machine. Most tests wait for the tool and the servers
+// far more than they compute, and run in parallel (t.Parallel), each with servers of its
+// own; those that time the tool (budget_test.go, TestTimeout, TestFreshServerWaitsAndSaysSo),
+// watch processes (the orphan and sentinel tests) or pause the tool (TestLostLock) run alone.
 const (
 	toolTimeout  = 90 * time.Second // a run of the tool, start to exit
 	stateTimeout = 30 * time.Second // an observable state (a file, a Redis key) to appear

@@ -19,6 +19,7 @@ import (
 // REDLOCK_TOKEN that grows from run to run, and the lock is released when it exits.
 // $REDIS_ADDRS gives the addresses when -addrs does not.
 func TestRunPassesStatusOutputAndToken(t *testing.T) {
+	t.Parallel() // see main_test.go
 	forEachN(t, func(t *testing.T, s *lockSetup) {
 		dir := t.TempDir()
 		tl := startTool(t, nil, "hello\n", s.args("status", sh(`echo "$REDLOCK_TOKEN" > "$1/token1"; read line; echo "got $line"; exit 3`, dir)...)...)
@@ -47,6 +48,7 @@ func TestRunPassesStatusOutputAndToken(t *testing.T) {
 
 // TestRedisURL: an address can be a redis:// URL.
 func TestRedisURL(t *testing.T) {
+	t.Parallel() // see main_test.go
 	s := newSetup(t, 1)
 	dir := t.TempDir()
 	code, _, stderr := runTool(t, nil, "run", "-addrs", "redis://"+s.servers[0].Addr()+"/0", "-restart-guard", "0", "-name", "url", "--", "sh", "-c", ranScript, "sh", dir)
@@ -60,6 +62,7 @@ func TestRedisURL(t *testing.T) {
 // status (1, or -conflict-exit-code's) without running its command, saying why unless
 // -quiet; once the holder is done, the lock is free at once.
 func TestConflict(t *testing.T) {
+	t.Parallel() // see main_test.go
 	forEachN(t, func(t *testing.T, s *lockSetup) {
 		holder, other := t.TempDir(), t.TempDir()
 		hold := startTool(t, nil, "", s.args("conflict", sh(holdScript, holder)...)...)
@@ -90,6 +93,7 @@ func TestConflict(t *testing.T) {
 // conflict status and without running its command; one with a longer -wait runs its
 // command once the holder is done, with a larger token.
 func TestWait(t *testing.T) {
+	t.Parallel() // see main_test.go
 	s := newSetup(t, 1)
 	holder, waiter := t.TempDir(), t.TempDir()
 	hold := startTool(t, nil, "", s.args("wait", sh(holdScript, holder)...)...)
@@ -119,6 +123,7 @@ func TestWait(t *testing.T) {
 // exit status redlock then reports (its own, or 128+N if the signal killed it), and the
 // lock is released; SIGTSTP does not stop redlock.
 func TestSignalsReachTheCommand(t *testing.T) {
+	t.Parallel() // see main_test.go
 	s := newSetup(t, 1)
 
 	dir := t.TempDir()
@@ -151,6 +156,7 @@ func TestSignalsReachTheCommand(t *testing.T) {
 // TestSignalWhileWaiting: a signal that ends redlock's wait for the lock makes it exit with
 // 128+N, without running its command, and leaves the holder alone.
 func TestSignalWhileWaiting(t *testing.T) {
+	t.Parallel() // see main_test.go
 	s := newSetup(t, 1)
 	holder, waiter := t.TempDir(), t.TempDir()
 	hold := startTool(t, nil, "", s.args("interrupted", sh(holdScript, holder)...)...)
@@ -227,6 +233,7 @@ func TestTimeout(t *testing.T) {
 // TestUnavailable: when the nodes cannot grant the lock (unreachable, or abstaining under
 // the restart guard), redlock exits 69 without running its command and says why.
 func TestUnavailable(t *testing.T) {
+	t.Parallel() // see main_test.go
 	// Port 1: nothing listens there, and no test's server can take it (they take ports the
 	// kernel picks, which are never below 1024), unlike the port of a closed listener,
 	// which a server of a test running at the same time can be given.
@@ -253,6 +260,7 @@ func TestUnavailable(t *testing.T) {
 // exits 124 and releases the lock: writing its message fails, but must not kill it
 // (SIGPIPE) with the lock held and the command left running unsupervised.
 func TestBrokenStderr(t *testing.T) {
+	t.Parallel() // see main_test.go
 	s := newSetup(t, 1)
 	dir := t.TempDir()
 	t.Cleanup(func() { touch(t, filepath.Join(dir, "release")) }) // the command, if orphaned
@@ -296,6 +304,7 @@ func TestBrokenStderr(t *testing.T) {
 // they exit; when the command must stop, SIGKILL after -grace reaches those that ignored
 // SIGTERM though the command itself has exited, before the lock is released.
 func TestCommandsGroupHoldsTheLock(t *testing.T) {
+	t.Parallel() // see main_test.go
 	s := newSetup(t, 1)
 	t.Run("background job", func(t *testing.T) {
 		dir := t.TempDir()
@@ -339,6 +348,7 @@ i=0; while [ $i -lt 600 ]; do sleep 0.1; i=$((i+1)); done`
 // as many times as the driver sends a command) is tried again, so the lock is free when
 // redlock exits rather than after -ttl.
 func TestReleaseTriedAgain(t *testing.T) {
+	t.Parallel() // see main_test.go
 	s := newSetup(t, 1)
 	proxy := redistest.DropRequests(t, s.servers[0].Addr(), "$5\r\nleave\r\n", 4) // an argument "leave": a release
 	dir := t.TempDir()
@@ -358,6 +368,7 @@ func TestReleaseTriedAgain(t *testing.T) {
 // expired says so, not that the lock was lost while the command ran, and keeps the
 // command's status.
 func TestReleaseTriedUntilExpired(t *testing.T) {
+	t.Parallel() // see main_test.go
 	s := newSetup(t, 1)
 	proxy := redistest.DropRequests(t, s.servers[0].Addr(), "$5\r\nleave\r\n", math.MaxInt) // every release
 	dir := t.TempDir()
@@ -403,6 +414,7 @@ func TestFreshServerWaitsAndSaysSo(t *testing.T) {
 // "--" before COMMAND, flags before and after it; it is the lock that -name NAME, the older
 // form, takes: while one holds it, the other is refused.
 func TestRunNameFirst(t *testing.T) {
+	t.Parallel() // see main_test.go
 	s := newSetup(t, 1)
 	holder, other := t.TempDir(), t.TempDir()
 	hold := startTool(t, nil, "", append(append([]string{"run", "first"}, s.flags...), "sh", "-c", holdScript, "sh", holder)...)

@@ -78,6 +78,7 @@ func (s *lockSetup) assertHeldTogether(t *testing.T, names []string, token uint6
 // -nonblock run over a held name and a free one exits 1 without running its command and
 // leaves the free one untaken. Both are released when the command exits.
 func TestRunSeveralNames(t *testing.T) {
+	t.Parallel() // see main_test.go
 	forEachN(t, func(t *testing.T, s *lockSetup) {
 		names := []string{"accounts/b", "accounts/a"}
 		dir := t.TempDir()
@@ -139,6 +140,7 @@ func TestRunSeveralNames(t *testing.T) {
 // TestRunSeveralNamesFold: a name given twice counts once: the run holds that one lock,
 // which messages name as one name.
 func TestRunSeveralNamesFold(t *testing.T) {
+	t.Parallel() // see main_test.go
 	s := newSetup(t, 1)
 	names := []string{"fold", "fold"}
 	holder := t.TempDir()
@@ -165,6 +167,7 @@ func TestRunSeveralNamesFold(t *testing.T) {
 // larger token, once the holder is done. A signal ends such a wait (128+N), without the
 // command.
 func TestRunSeveralNamesWait(t *testing.T) {
+	t.Parallel() // see main_test.go
 	s := newSetup(t, 1)
 	names := []string{"wait/a", "wait/b"}
 	holder, waiter := t.TempDir(), t.TempDir()
@@ -203,6 +206,7 @@ func TestRunSeveralNamesWait(t *testing.T) {
 // and both names are released after it; the loss of one of the names while the command
 // runs stops it (SIGTERM) and makes redlock exit 75, and the other name is released.
 func TestRunSeveralNamesLostAndSignals(t *testing.T) {
+	t.Parallel() // see main_test.go
 	forEachN(t, func(t *testing.T, s *lockSetup) {
 		names := []string{"lost/a", "lost/b"}
 		dir := t.TempDir()

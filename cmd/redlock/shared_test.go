@@ -12,6 +12,7 @@ import (
 // waiting writer, and while it holds. Over several names, -shared holds the read side of
 // each; a reader whose share vanishes is stopped (75).
 func TestRunShared(t *testing.T) {
+	t.Parallel() // see main_test.go
 	forEachN(t, func(t *testing.T, s *lockSetup) {
 		reader, other, writer := t.TempDir(), t.TempDir(), t.TempDir()
 		shared := func(rest ...string) []string { return s.args("shared", append([]string{"-shared"}, rest...)...) }

@@ -94,6 +94,7 @@ func everyNode(rep *statusReport, cond func(n nodeStatus) bool) bool {
 // readers, a Semaphore's number of permits, permits in use, fence counter and waiter (and
 // more permits than the 64 of old), and an Election's leader, in JSON and as text.
 func TestStatus(t *testing.T) {
+	t.Parallel() // see main_test.go
 	s := newSetup(t, 3)
 	var semToken uint64 // the "semaphore" case's last holder's token
 	for _, tc := range []struct {
@@ -361,6 +362,8 @@ func hold(t *testing.T, s *lockSetup, args ...string) uint64 {
 // TestStatusUnreachable: a node that does not answer is shown as such, with why, and the
 // others as they are (exit 0); when no node answers, redlock status exits 69.
 func TestStatusUnreachable(t *testing.T) {
+	t.Parallel() // see main_test.go
+
 	const closed = "127.0.0.1:1" // see TestUnavailable
 	s := newSetup(t, 2)
 	hold(t, s, "run", "-name", "reach")
@@ -390,6 +393,8 @@ func TestStatusUnreachable(t *testing.T) {
 // '-' (one that `redlock run -name -x` takes) is given; "--" before a plain NAME is no
 // usage error either. No node answers here (exit 69), which still shows the name.
 func TestStatusNameAfterDashes(t *testing.T) {
+	t.Parallel() // see main_test.go
+
 	const closed = "127.0.0.1:1" // see TestUnavailable
 	for _, name := range []string{"-dash", "plain"} {
 		code, stdout, stderr := runTool(t, nil, "status", "-json", "-addrs", closed, "--", name)
@@ -407,6 +412,7 @@ func TestStatusNameAfterDashes(t *testing.T) {
 // writer of one of them is shown, in that name's queue, as a reader waiting, and the name
 // as an RWMutex's; its attempt is recorded with " r" followed by the set's lock keys.
 func TestStatusReaderSetWaiter(t *testing.T) {
+	t.Parallel() // see main_test.go
 	s := newSetup(t, 3)
 	hold(t, s, "run", "-name", "rset-a")
 	rw := libClient(t, s).NewRWMutexAll([]string{"rset-a", "rset-b"})
@@ -439,6 +445,7 @@ func TestStatusReaderSetWaiter(t *testing.T) {
 // says that it cannot tell, rather than calling the lock free or the Semaphore's permits
 // unused: the nodes that did not answer may make a quorum with the others.
 func TestStatusFewerThanQuorum(t *testing.T) {
+	t.Parallel() // see main_test.go
 	s := newSetup(t, 3)
 	holdPermits(t, libClient(t, s).NewSemaphore("few", 3, redlock.WithTTL(permitTTL)), 1)
 	awaitStatus(t, s.addrs, "few", "a permit held on every node", func(rep *statusReport) bool {
@@ -463,6 +470,7 @@ func TestStatusFewerThanQuorum(t *testing.T) {
 // TestStatusTextEscapes: the text shows a key, and a lock key's value, that hold a newline
 // or a tab quoted, as it quotes the name, so that each stays on its line and in its column.
 func TestStatusTextEscapes(t *testing.T) {
+	t.Parallel() // see main_test.go
 	s := newSetup(t, 1)
 	name := "line\nbreak\tand tab"
 	if _, err := s.servers[0].Do("SET", keys(name).Lock, "odd\nowner\t1", "PX", "60000"); err != nil {
@@ -484,6 +492,7 @@ func TestStatusTextEscapes(t *testing.T) {
 // usage error, as for redlock run, found from the run_id the server reports: counted as
 // two nodes, a lock held on one server of three was shown as held by a quorum.
 func TestStatusSameServerTwice(t *testing.T) {
+	t.Parallel() // see main_test.go
 	s := newSetup(t, 2)
 	if _, err := s.servers[0].Do("SET", keys("twice").Lock, "one-server", "PX", "60000"); err != nil {
 		t.Fatal(err)
@@ -506,6 +515,8 @@ func TestStatusSameServerTwice(t *testing.T) {
 // they are (exit 0): one that refused the connection with its last dial's error, one that
 // connected but does not answer (a paused server) as not answering within -node-timeout.
 func TestStatusNodeErrors(t *testing.T) {
+	t.Parallel() // see main_test.go
+
 	const closed = "127.0.0.1:1" // see TestUnavailable
 	s := newSetup(t, 3)
 	hold(t, s, "run", "-name", "errors")

@@ -11,6 +11,7 @@ import (
 // TestUsageErrors: a mistake on the command line exits 2 with a message that names it, and
 // runs nothing. None of these reaches Redis (the address is a closed port).
 func TestUsageErrors(t *testing.T) {
+	t.Parallel() // see main_test.go
 	const addrs = "-addrs=127.0.0.1:1"
 	for _, tc := range []struct {
 		name string
@@ -100,6 +101,7 @@ var goName = regexp.MustCompile(`With[A-Z]`)
 // every flag, every exit status, and what connecting to the nodes costs; version prints
 // one.
 func TestHelp(t *testing.T) {
+	t.Parallel() // see main_test.go
 	for _, args := range [][]string{{"-h"}, {"--help"}, {"help"}} {
 		code, stdout, stderr := runTool(t, nil, args...)
 		if code != 0 || !strings.Contains(stdout, "redlock run NAME") || stderr != "" {
@@ -155,6 +157,7 @@ func TestHelp(t *testing.T) {
 // executable 126, both found before the lock is attempted (the address is a closed port,
 // which would exit 69).
 func TestCommandCannotStart(t *testing.T) {
+	t.Parallel() // see main_test.go
 	code, _, stderr := runTool(t, nil, "run", "-addrs", "127.0.0.1:1", "-name", "x", "--", "redlock-test-no-such-command")
 	wantCode(t, code, stderr, exitNotFound, "redlock-test-no-such-command", "not found")
 
