@@ -33,13 +33,22 @@ RACE_TEST := $(CURDIR)/.ci/race-test
 # running out, not CPU (a whole run uses about 0.8 of one core), so more packages than
 # cores run at once; each package's own tests still run one after another.
 TEST_PACKAGES_AT_ONCE ?= 6
+# The modules of contrib/ and examples/ run beside the main module's packages (their
+# output follows the main module's); the test fails if any of them fails.
 test:
-	$(RACE_TEST) $(GO) -p $(TEST_PACKAGES_AT_ONCE) ./...
-	$(GO) test -count=1 -run Allocations ./core ./backends/goredis
-	@for m in $(CONTRIB) $(EXAMPLE_MODULES); do \
+	@mkdir -p bench/bin
+	@(for m in $(CONTRIB) $(EXAMPLE_MODULES); do \
 		echo "cd $$m && $(RACE_TEST) $(GO) ./..."; \
 		(cd $$m && $(RACE_TEST) $(GO) ./...) || exit 1; \
-	done
+	done) >bench/bin/test-modules.log 2>&1 & modules=$$!; \
+	status=0; \
+	echo "$(RACE_TEST) $(GO) -p $(TEST_PACKAGES_AT_ONCE) ./..."; \
+	$(RACE_TEST) $(GO) -p $(TEST_PACKAGES_AT_ONCE) ./... || status=1; \
+	echo "$(GO) test -count=1 -run Allocations ./core ./backends/goredis"; \
+	$(GO) test -count=1 -run Allocations ./core ./backends/goredis || status=1; \
+	wait $$modules || status=1; \
+	cat bench/bin/test-modules.log; \
+	exit $$status
 
 # The real-server suites again on Valkey: the backends' tests, each of which runs the
 # conformance suite over real servers, and the chaos smoke, with every server, cluster node
