@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"testing/synctest"
@@ -13,13 +15,14 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// scriptedNode answers the acquire script's attempts in turn (then refuses), and is a
+// scriptedNode answers a waiter's attempt n with replies[n-1] (then refuses), n read from
+// the attempt's token, so that the calls of two attempts that cross get their own; it is a
 // Subscriber whose messages the test sends, from within an attempt, through say.
 type scriptedNode struct {
 	replies []func(token string) ([]int64, error)
 
 	mu       sync.Mutex
-	attempt  int
+	last     int // the highest attempt called
 	callback func(string)
 }
 
@@ -29,11 +32,14 @@ func (n *scriptedNode) Eval(_ context.Context, s *Script, _ []string, args ...st
 	if s != acquireScript {
 		return []int64{0, 0}, nil
 	}
+	i, err := strconv.Atoi(args[0][strings.LastIndexByte(args[0], '.')+1:])
+	if err != nil {
+		return nil, fmt.Errorf("token %q names no attempt", args[0])
+	}
 	n.mu.Lock()
-	i := n.attempt
-	n.attempt++
+	n.last = max(n.last, i)
 	n.mu.Unlock()
-	if i < len(n.replies) {
+	if i--; i < len(n.replies) {
 		vals, err := n.replies[i](args[0])
 		return asked(s, args, vals), err
 	}
@@ -85,7 +91,7 @@ func drainForgetsEarlierMessages(t *testing.T) {
 	require.ErrorIs(t, err, context.DeadlineExceeded)
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	assert.Equal(t, 3, n.attempt, "an earlier attempt's wake-up woke a later one")
+	assert.Equal(t, 3, n.last, "an earlier attempt's wake-up woke a later one")
 
 	var none *watch
 	none.drain() // a no-op on a nil watch (before the waiter first subscribes)

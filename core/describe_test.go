@@ -169,9 +169,8 @@ func TestUndescribedTokensAreAsBefore(t *testing.T) {
 	require.Len(t, core.NewToken(), 22)
 	h, err := cl.AcquireWait(ctx, lock("plain"), patient)
 	require.NoError(t, err)
-	require.Len(t, h.Token(), 24)
-	require.True(t, strings.HasSuffix(h.Token(), ".1"))
-	require.NotContains(t, h.Token(), "@")
+	// The waiter's id and the attempt (the first, unless a loaded machine made it miss).
+	require.Regexp(t, `^[A-Za-z0-9_-]{22}\.[1-9][0-9]*$`, h.Token())
 	st, err := cl.Status(ctx, "q:", "plain", time.Second)
 	require.NoError(t, err)
 	require.Equal(t, h.Token(), st.Holder.Owner)
