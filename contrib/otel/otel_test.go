@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -13,6 +14,7 @@ import (
 	"github.com/go-redlock/redlock"
 	"github.com/go-redlock/redlock/backends/goredis"
 	redlockotel "github.com/go-redlock/redlock/contrib/otel"
+	"github.com/go-redlock/redlock/core"
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -160,6 +162,31 @@ func nodes(t *testing.T, n int) ([]redlock.Node, []*miniredis.Miniredis) {
 	return ns, servers
 }
 
+// attemptsNode is a goredis Node that records the tokens of the acquisition attempts it
+// has answered.
+type attemptsNode struct {
+	*goredis.Node
+	mu     sync.Mutex
+	tokens []string // of the attempts answered
+}
+
+func (n *attemptsNode) Eval(ctx context.Context, s *core.Script, keys []string, args ...string) ([]int64, error) {
+	vals, err := n.Node.Eval(ctx, s, keys, args...)
+	if s.Name() == "acquire" && len(args) > 0 {
+		n.mu.Lock()
+		n.tokens = append(n.tokens, args[0])
+		n.mu.Unlock()
+	}
+	return vals, err
+}
+
+// answered reports whether an attempt whose token ends with suffix was answered.
+func (n *attemptsNode) answered(suffix string) bool {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return slices.ContainsFunc(n.tokens, func(token string) bool { return strings.HasSuffix(token, suffix) })
+}
+
 func newClient(t *testing.T, nodes []redlock.Node, opts ...redlock.Option) *redlock.Client {
 	c, err := redlock.New(nodes, append([]redlock.Option{redlock.WithRestartGuard(0)}, opts...)...)
 	require.NoError(t, err)
@@ -193,11 +220,12 @@ func attr(s tracetest.SpanStub, key attribute.Key) attribute.Value {
 // under the callers' spans.
 func TestAcquisitionsAndReleases(t *testing.T) {
 	e := newEnv(t)
-	ns, servers := nodes(t, 1)
+	ns, _ := nodes(t, 1)
 	// A 2 s node timeout: the waiter's refresh interval is 5 s, so it waits for the
 	// hand-over rather than calling again.
 	opts := []redlock.Option{redlock.WithNodeTimeout(2 * time.Second), redlock.WithObserver(e.obs)}
-	a, b := newClient(t, ns, opts...), newClient(t, ns, opts...)
+	bNode := &attemptsNode{Node: ns[0].(*goredis.Node)}
+	a, b := newClient(t, ns, opts...), newClient(t, []redlock.Node{bNode}, opts...)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	pctx, parent := e.tracer.Start(ctx, "parent")
@@ -219,17 +247,9 @@ func TestAcquisitionsAndReleases(t *testing.T) {
 	}()
 	const hold = 200 * time.Millisecond
 	time.Sleep(hold)
-	// B waits for the hand-over once its second attempt (the one after it subscribed) is
-	// recorded in the queue: release before that, and B would take the lock by calling.
-	require.Eventually(t, func() bool {
-		waiters, _ := servers[0].HKeys("redlock:{job}:waiters")
-		for _, waiter := range waiters {
-			if token, _, _ := strings.Cut(servers[0].HGet("redlock:{job}:waiters", waiter), " "); strings.HasSuffix(token, ".2") {
-				return true
-			}
-		}
-		return false
-	}, 10*time.Second, time.Millisecond)
+	// B waits to be woken once its second attempt (the one after it subscribed) has been
+	// refused: release before that, and B would take the lock by calling.
+	require.Eventually(t, func() bool { return bNode.answered(".2") }, 10*time.Second, time.Millisecond)
 	require.NoError(t, la.Release(pctx))
 	lb := <-got
 	require.NotNil(t, lb)
