@@ -16,6 +16,7 @@ import (
 	"github.com/alicebob/miniredis/v2"
 	miniserver "github.com/alicebob/miniredis/v2/server"
 	"github.com/go-redlock/redlock"
+	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -65,6 +66,69 @@ func TestRestartGuard(t *testing.T) {
 			require.NoError(t, lb.Release(ctxT(t, 5*time.Second)))
 		})
 	}
+}
+
+// TestRestartGuardReadsInfoOnlyAfterASave: under the guard, an acquisition on a server whose
+// last save (its start, on a server that does not save) is more than the guard and a second
+// ago reads no INFO: LASTSAVE proves the uptime. After a save the acquisitions read INFO
+// again, and still get the lock; after a restart the server abstains.
+func TestRestartGuardReadsInfoOnlyAfterASave(t *testing.T) {
+	t.Parallel() // see bubble_test.go
+	const guard = 2 * time.Second
+	servers := realServers(t, 1)
+	rdb := redis.NewClient(&redis.Options{Addr: servers[0].Addr()})
+	t.Cleanup(func() { _ = rdb.Close() })
+	ctx := ctxT(t, 2*time.Minute)
+	c := newClient(t, nodesFor(t, servers), redlock.WithTTL(guard), redlock.WithRestartGuard(guard), redlock.WithNodeTimeout(500*time.Millisecond))
+	savedLongAgo := func() bool {
+		saved, err := rdb.LastSave(ctx).Result()
+		require.NoError(t, err)
+		now, err := rdb.Time(ctx).Result()
+		require.NoError(t, err)
+		return now.Unix()-saved > int64(guard/time.Second)+1
+	}
+	require.Eventually(t, savedLongAgo, time.Minute, 10*time.Millisecond)
+	// calls returns how many INFO and LASTSAVE the server has run (the INFO that asks is
+	// counted only by the next).
+	calls := func() (info, lastsave int) {
+		stats, err := rdb.Info(ctx, "commandstats").Result()
+		require.NoError(t, err)
+		count := func(cmd string) int {
+			m := regexp.MustCompile(`cmdstat_` + cmd + `:calls=(\d+)`).FindStringSubmatch(stats)
+			if m == nil {
+				return 0
+			}
+			n, err := strconv.Atoi(m[1])
+			require.NoError(t, err)
+			return n
+		}
+		return count("info"), count("lastsave")
+	}
+	cycles := func(n int) {
+		for i := range n {
+			l, err := c.TryAcquire(ctx, "guarded")
+			require.NoError(t, err, "acquisition %d", i)
+			require.NoError(t, l.Release(ctx))
+		}
+	}
+	cycles(1) // the Client's first call also asks the server who it is, with INFO
+
+	info, lastsave := calls()
+	cycles(5)
+	info2, lastsave2 := calls()
+	assert.Equal(t, info+1, info2, "an acquisition read INFO (the one more is the count's own)")
+	assert.Equal(t, lastsave+5, lastsave2, "each acquisition reads LASTSAVE")
+
+	require.NoError(t, rdb.Save(ctx).Err())
+	require.False(t, savedLongAgo())
+	info, _ = calls()
+	cycles(5)
+	info2, _ = calls()
+	assert.Equal(t, info+1+5, info2, "after a save, each acquisition reads INFO")
+
+	servers[0].Restart()
+	_, err := c.TryAcquire(ctx, "guarded")
+	require.ErrorIs(t, err, redlock.ErrRestarted, "the restarted server abstains")
 }
 
 // TestFencingAcrossRestarts: tokens strictly increase over 200 acquisitions on 5 real

@@ -79,9 +79,21 @@ local function vote(status, value, unguarded, index, free)
 end
 
 -- The restart guard: a server up for no longer than the guard grants nothing, and one that
--- refuses to say its uptime grants nothing either (see info_refused).
+-- refuses to say its uptime grants nothing either (see info_refused). LASTSAVE, the time of
+-- the last save, is never before the server started (it counts as saved at its start): a
+-- last save more than the guard ago, and a second for the two clocks' rounding, proves the
+-- uptime without INFO, whose reply costs far more. A save since, or a server that refuses
+-- LASTSAVE, leaves it to INFO.
 local guard = tonumber(ARGV[3]) or 0
-local uptime = guard > 0 and tonumber(server_info('uptime_in_seconds:(%d+)') or '')
+local function saved_long_ago()
+  local saved = redis.pcall('LASTSAVE')
+  if type(saved) ~= 'number' or saved <= 0 then
+    return false
+  end
+  clock = clock or redis.call('TIME')
+  return tonumber(clock[1]) - saved > guard + 1
+end
+local uptime = guard > 0 and (saved_long_ago() and guard + 1 or tonumber(server_info('uptime_in_seconds:(%d+)') or ''))
 local refused = guard > 0 and not uptime and info_refused()
 if refused then
   return redis.error_reply('NOUPTIME ' .. refused)

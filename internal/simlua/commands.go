@@ -38,7 +38,7 @@ func commandOf(name string) (command, bool) {
 		return command{keys: allKeys}, true
 	case "DEL":
 		return command{keys: allKeys, write: true}, true
-	case "TIME", "INFO", "PING", "PUBLISH", "SPUBLISH":
+	case "TIME", "INFO", "LASTSAVE", "PING", "PUBLISH", "SPUBLISH":
 		return command{keys: noKeys}, true
 	}
 	return command{}, false

@@ -48,6 +48,10 @@ type Options struct {
 	// it returns the reply's text, or false to dispatch the command to the server after
 	// all. It is called under the process's lock, so it must not call the server.
 	Info func() (string, bool)
+	// LastSave, if non-nil, answers a script's LASTSAVE without dispatching it (miniredis
+	// has no LASTSAVE): the Unix time in seconds of the process's last save, or false to
+	// dispatch the command after all. It is called under the process's lock.
+	LastSave func() (int64, bool)
 	// Refused, if non-nil, is called each time a check refuses a script's command, with
 	// the script's SHA-1 and the error it was refused with (see Checks), under the
 	// process's lock, so it must not call the server.

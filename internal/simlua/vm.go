@@ -297,6 +297,13 @@ func (v *vm) call(l *lua.LState, failFast bool) int {
 			return 1
 		}
 	}
+	if e.opts.LastSave != nil && strings.EqualFold(args[0], "LASTSAVE") {
+		if t, ok := e.opts.LastSave(); ok {
+			clear(args)
+			l.Push(lua.LNumber(t))
+			return 1
+		}
+	}
 	v.out.Reset()
 	v.peer.Resp3, v.peer.SwitchResp3 = false, nil // as a new peer's
 	e.srv.Dispatch(v.peer, args)

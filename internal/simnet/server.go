@@ -40,6 +40,7 @@ type Server struct {
 	offset  time.Duration                // the server's clock minus the bubble's
 	pinned  bool                         // the clock was offset once: miniredis's time is set before each command
 	noInfo  atomic.Bool                  // INFO is miniredis's own (see SetInfo); atomic: read under miniredis's lock
+	skew    atomic.Int64                 // offset in ns, read under miniredis's lock (by LASTSAVE)
 	pooled  atomic.Bool                  // scripts run on the pooled engine (see SetPooledScripts)
 	strict  atomic.Bool                  // scripts' keys are checked against their KEYS (see SetStrictKeys)
 	writers atomic.Pointer[writerRecord] // the writer record (see RecordWriters); nil: none kept
@@ -107,6 +108,14 @@ func (s *Server) boot(up time.Duration) {
 				return "", false
 			}
 			return info.get().text, true
+		},
+		// As redis-server: the process counts as saved when it started, by its own clock
+		// (it never saves). Where INFO is miniredis's, so is LASTSAVE: there is none.
+		LastSave: func() (int64, bool) {
+			if !s.info() {
+				return 0, false
+			}
+			return info.started.Add(time.Duration(s.skew.Load())).Unix(), true
 		},
 	})
 	if err != nil {
@@ -336,6 +345,7 @@ func (s *Server) Miniredis() *miniredis.Miniredis { return s.sync() }
 func (s *Server) SetClockOffset(d time.Duration) {
 	s.mu.Lock()
 	s.offset, s.pinned = d, true
+	s.skew.Store(int64(d))
 	s.mu.Unlock()
 	s.sync()
 }
