@@ -54,9 +54,14 @@ type impl struct {
 	new func(addrs []string, waiting bool) (client, error)
 }
 
-// ourOpts are the options every redlock row uses: the servers are fresh, so the restart
-// guard (default 30s for N > 1) would make every node abstain for its first 30s.
-var ourOpts = []redlock.Option{redlock.WithRestartGuard(0)}
+// guardWait is how long after the servers start the measurements begin: past the
+// library's default restart guard (30s), under which a fresh server abstains, and the two
+// seconds the acquire script needs to prove the uptime from LASTSAVE alone.
+const guardWait = 33 * time.Second
+
+// noGuard are the options of the rows that turn the restart guard off; every other
+// redlock row uses the library's defaults.
+var noGuard = []redlock.Option{redlock.WithRestartGuard(0)}
 
 func impls() []impl {
 	return []impl{
@@ -73,22 +78,28 @@ func impls() []impl {
 			notes: "the handoff test's floor, N=1 only: a waiter subscribes to its own channel and queues in a list (one script with SET NX); the holder's release script sets the lock to the first waiter's token and publishes on its channel; the waiter's Lock returns on the message. One release round trip plus one message, with nothing else a lock needs (no waiter liveness, tickets, fencing, restart guard or deadlines).",
 			new:   newHandoffFloor},
 		{key: "redlock-goredis", name: "redlock Mutex (go-redis)", handoff: true, ours: true,
-			notes: "redis.Options{ContextTimeoutEnabled: true} as the README asks; WithRestartGuard(0).",
-			new:   func(a []string, _ bool) (client, error) { return newOurs(a, goredisNodes, false) }},
+			notes: "redis.Options{ContextTimeoutEnabled: true} as the README asks.",
+			new:   func(a []string, _ bool) (client, error) { return newOurs(a, goredisNodes, false, false) }},
 		{key: "redlock-redigo", name: "redlock Mutex (redigo)", handoff: true, ours: true,
-			notes: "redis.Pool{MaxIdle: 64, DialContext} (redigo's default MaxIdle 0 dials per call); WithRestartGuard(0).",
-			new:   func(a []string, _ bool) (client, error) { return newOurs(a, redigoNodes, false) }},
+			notes: "redis.Pool{MaxIdle: 64, DialContext} (redigo's default MaxIdle 0 dials per call).",
+			new:   func(a []string, _ bool) (client, error) { return newOurs(a, redigoNodes, false, false) }},
 		{key: "redlock-rueidis", name: "redlock Mutex (rueidis)", handoff: true, ours: true,
-			notes: "rueidis.ClientOption{InitAddress} defaults; WithRestartGuard(0).",
-			new:   func(a []string, _ bool) (client, error) { return newOurs(a, rueidisNodes, false) }},
+			notes: "rueidis.ClientOption{InitAddress} defaults.",
+			new:   func(a []string, _ bool) (client, error) { return newOurs(a, rueidisNodes, false, false) }},
+		{key: "redlock-rueidis-noguard", name: "redlock Mutex (rueidis), restart guard off", handoff: true, ours: true,
+			notes: "as redlock-rueidis, with WithRestartGuard(0): what the guard costs.",
+			new:   func(a []string, _ bool) (client, error) { return newOurs(a, rueidisNodes, false, false, noGuard...) }},
+		{key: "redlock-goredis-noguard", name: "redlock Mutex (go-redis), restart guard off", handoff: true, ours: true,
+			notes: "as redlock-goredis, with WithRestartGuard(0): what the guard costs.",
+			new:   func(a []string, _ bool) (client, error) { return newOurs(a, goredisNodes, false, false, noGuard...) }},
 		{key: "redlock-lease", name: "redlock Lease, fenced (go-redis)", handoff: true, ours: true,
-			notes: "TryAcquire+Release (Acquire+Release in the handoff test); N>1 pays the fence-raise round; WithRestartGuard(0).",
+			notes: "TryAcquire+Release (Acquire+Release in the handoff test); N>1 pays the fence-raise round.",
 			new:   func(a []string, w bool) (client, error) { return newOurs(a, goredisNodes, true, w) }},
 		{key: "redlock-all", name: "redlock Mutex over two names (go-redis)", ours: true,
-			notes: "NewMutexAll of the row's name and a second one: every name in one acquire script per node (a set takes no SET NX fast path). Go-redis nodes as for the Mutex row; WithRestartGuard(0).",
+			notes: "NewMutexAll of the row's name and a second one: every name in one acquire script per node (a set takes no SET NX fast path). Go-redis nodes as for the Mutex row.",
 			new:   func(a []string, _ bool) (client, error) { return newOursAll(a, goredisNodes) }},
 		{key: "redlock-rlock", name: "redlock RWMutex, RLock (go-redis)",
-			notes: "RLockContext+RUnlockContext of an RWMutex per name: a reader's share (the rlock and runlock scripts; readers take no SET NX fast path). Go-redis nodes as for the Mutex row; WithRestartGuard(0).",
+			notes: "RLockContext+RUnlockContext of an RWMutex per name: a reader's share (the rlock and runlock scripts; readers take no SET NX fast path). Go-redis nodes as for the Mutex row.",
 			new:   func(a []string, _ bool) (client, error) { return newOursRead(a, goredisNodes, false) }},
 		{key: "redlock-rlock-rueidis", name: "redlock RWMutex, RLock (rueidis)",
 			notes: "as above, over rueidis nodes as for the Mutex row.",
@@ -175,17 +186,17 @@ type ours struct {
 	waiting bool
 }
 
-func newOurs(addrs []string, nodes nodesFunc, lease bool, waiting ...bool) (client, error) {
+func newOurs(addrs []string, nodes nodesFunc, lease, waiting bool, opts ...redlock.Option) (client, error) {
 	ns, closer, err := nodes(addrs)
 	if err != nil {
 		return nil, err
 	}
-	c, err := redlock.New(ns, ourOpts...)
+	c, err := redlock.New(ns, opts...)
 	if err != nil {
 		closer()
 		return nil, err
 	}
-	return &ours{c: c, close: closer, lease: lease, waiting: len(waiting) > 0 && waiting[0]}, nil
+	return &ours{c: c, close: closer, lease: lease, waiting: waiting}, nil
 }
 
 func (o *ours) Locker(name string) locker {
@@ -204,7 +215,7 @@ type oursRead struct {
 }
 
 func newOursRead(addrs []string, nodes nodesFunc, one bool) (client, error) {
-	c, err := newOurs(addrs, nodes, false)
+	c, err := newOurs(addrs, nodes, false, false)
 	if err != nil {
 		return nil, err
 	}
@@ -223,7 +234,7 @@ func (o *oursRead) Locker(name string) locker {
 type oursAll struct{ *ours }
 
 func newOursAll(addrs []string, nodes nodesFunc) (client, error) {
-	c, err := newOurs(addrs, nodes, false)
+	c, err := newOurs(addrs, nodes, false, false)
 	if err != nil {
 		return nil, err
 	}

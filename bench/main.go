@@ -147,6 +147,11 @@ func run() (code int) {
 		addrs[i] = s.addr()
 	}
 	fmt.Fprintf(logw, "servers: %s\n", strings.Join(addrs, " "))
+	if slices.ContainsFunc(cfg.impls, func(im impl) bool { return im.ours }) {
+		// Fresh servers abstain under the restart guard, which the redlock rows keep on.
+		fmt.Fprintf(logw, "waiting %v: the restart guard, on in the redlock rows, counts from the servers' start\n", guardWait)
+		time.Sleep(guardWait)
+	}
 
 	if *cpuProfile != "" {
 		f, err := os.Create(*cpuProfile)
