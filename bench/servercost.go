@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/go-redlock/redlock/core"
 	goredis "github.com/redis/go-redis/v9"
@@ -41,22 +42,25 @@ func serverCost(ctx context.Context, addr string, pairs int) ([]costRow, error) 
 		names     int // names per lock: 2 for a set (core.NewSetKeys)
 	}
 	setNX := func(p goredis.Pipeliner, k core.Keys, token string) { p.SetNX(ctx, k.Lock, token, floorTTL) }
-	script := func(p goredis.Pipeliner, k core.Keys, token string) {
-		p.EvalSha(ctx, acquire.SHA1(), k.ScriptKeys(), token, "10000", "0", "0", "w", "1", "1000")
-	}
-	fenced := func(p goredis.Pipeliner, k core.Keys, token string) {
-		p.EvalSha(ctx, acquire.SHA1(), k.ScriptKeys(), token, "10000", "0", "1", "w", "1", "1000")
+	// acquireWith returns the acquire script's call as a Mutex's Lock sends it: a waiter's
+	// first attempt ("<waiter>.1"), with the restart guard in seconds ("0": off) and the
+	// fence ("0": none, "1": any).
+	acquireWith := func(guard, fence string) func(p goredis.Pipeliner, k core.Keys, token string) {
+		return func(p goredis.Pipeliner, k core.Keys, token string) {
+			p.EvalSha(ctx, acquire.SHA1(), k.ScriptKeys(), token+".1", "10000", guard, fence, token,
+				strconv.FormatInt(time.Now().UnixMicro(), 10), "1000", "0", "w", "-1")
+		}
 	}
 	ours := func(p goredis.Pipeliner, k core.Keys, token string) {
-		p.EvalSha(ctx, release.SHA1(), k.ScriptKeys(), token, k.Channel, "PUBLISH", "w", "leave")
+		p.EvalSha(ctx, release.SHA1(), k.ScriptKeys(), token+".1", "w", "PUBLISH", token, "leave", "0", "0", "0")
 	}
 	floorUnlock := func(p goredis.Pipeliner, k core.Keys, token string) { cad.EvalSha(ctx, p, []string{k.Lock}, token) }
 	kinds := []pair{
 		{"floor: SET NX PX, compare-and-delete", setNX, floorUnlock, "set", 1},
-		{"redlock Mutex: SET NX PX, release script", setNX, ours, "set", 1},
-		{"acquire script (guard off, no fence), release script", script, ours, "evalsha", 1},
-		{"acquire script (fenced), release script", fenced, ours, "evalsha", 1},
-		{"two names: acquire script (guard off, no fence), release script", script, ours, "evalsha", 2},
+		{"redlock Mutex: acquire script (restart guard 30 s, no fence), release script", acquireWith("30", "0"), ours, "evalsha", 1},
+		{"acquire script (guard off, no fence), release script", acquireWith("0", "0"), ours, "evalsha", 1},
+		{"acquire script (guard 30 s, fenced), release script", acquireWith("30", "1"), ours, "evalsha", 1},
+		{"two names: acquire script (guard 30 s, no fence), release script", acquireWith("30", "0"), ours, "evalsha", 2},
 	}
 	var rows []costRow
 	for i, kind := range kinds {
