@@ -214,6 +214,13 @@ func useEverything(ctx context.Context, t *testing.T, servers []*redistest.Serve
 	if v, err := e.Leader(ctx); err != nil || v != "me" {
 		return fmt.Errorf("leader %q: %w", v, err)
 	}
+	st, err := a.Status(ctx, "leader")
+	if err != nil {
+		return fmt.Errorf("status: %w", err)
+	}
+	if st.Leader == nil || st.Leader.Value != "me" {
+		return fmt.Errorf("status says the leader is %+v, want one that proclaimed me", st.Leader)
+	}
 	return lead.Release(ctx)
 }
 
@@ -250,7 +257,7 @@ func TestRestrictedUser(t *testing.T) {
 	for _, tc := range []struct{ drop, says string }{
 		{"+evalsha", "EVALSHA"}, {"+eval", "EVAL"}, {"+get", "GET"}, {"+set", "SET"}, {"+exists", "EXISTS"},
 		{"+time", "TIME"}, {"+info", "INFO"}, {"+incr", "INCR"}, {"+zadd", "ZADD"}, {"+hset", "HSET"},
-		{"+publish", "PUBLISH"}, {"~redlock:*", "keys"}, {"&redlock:*", "channel"},
+		{"+publish", "PUBLISH"}, {"+hgetall", "HGETALL"}, {"~redlock:*", "keys"}, {"&redlock:*", "channel"},
 	} {
 		t.Run(tc.drop, func(t *testing.T) {
 			var rules []string

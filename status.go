@@ -31,8 +31,9 @@ const NoExpiry = core.NoExpiry
 // Errors: ErrInvalid for a bad name or option, or two nodes that report one server (then
 // the Status is nil); ErrClosed after Close; a *QuorumError (ErrNoQuorum) if fewer than a
 // quorum of the nodes answered, or ctx's error if ctx ended first, returned with the
-// Status: its Known is false, and what a quorum holds is unknown, not absent. A node that failed has its error in its NodeStatus.
-// Every error names the lock.
+// Status: its Known is false, and what a quorum holds is unknown, not absent. A node that
+// failed has its error in its NodeStatus; one whose ACL refuses the status script a command
+// or key matches ErrInvalid and names it. Every error names the lock.
 func (c *Client) Status(ctx context.Context, name string, opts ...Option) (*Status, error) {
 	c.made("Status")
 	st, _, err := c.status(ctx, "Status", name, opts)

@@ -157,7 +157,7 @@ func (c *Cluster) Status(ctx context.Context, prefix, name string, timeout time.
 			dctx, cancel := context.WithTimeout(ctx, timeout)
 			defer cancel()
 			s, err := readNode(dctx, n, prefix, keys)
-			if err != nil {
+			if err = explained(err, c.sharded[i], statusScript); err != nil {
 				if errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil {
 					err = timeoutError(timeout, err)
 				}
