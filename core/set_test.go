@@ -31,8 +31,7 @@ func setLock(t *testing.T, servers []server, names ...string) *core.Lock {
 	return l
 }
 
-// fencedOn is lockOn(servers, name), fenced: its attempts run the acquire script, so that
-// they queue as a waiter does (a plain SET NX passes by the queue: see Setter).
+// fencedOn is lockOn(servers, name), fenced: its grants carry fencing tokens.
 func fencedOn(servers []server, name string) *core.Lock {
 	l := lockOn(servers, name)
 	l.Fence = true
