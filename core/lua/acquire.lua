@@ -83,7 +83,7 @@ end
 -- the last save, is never before the server started (it counts as saved at its start): a
 -- last save more than the guard ago, and a second for the two clocks' rounding, proves the
 -- uptime without INFO, whose reply costs far more. A save since, or a server that refuses
--- LASTSAVE, leaves it to INFO.
+-- LASTSAVE, leaves it to INFO. (A proven uptime reads as guard + 1: one that passes.)
 local guard = tonumber(ARGV[3]) or 0
 local function saved_long_ago()
   local saved = redis.pcall('LASTSAVE')

@@ -179,3 +179,22 @@ func TestInfoAnswersScripts(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, "dispatched", v)
 }
+
+// TestLastSaveAnswersScripts checks that a script's LASTSAVE reads Options.LastSave's time,
+// and, when LastSave declines, goes to the server: miniredis's refusal, which redis.pcall
+// returns as an error.
+func TestLastSaveAnswersScripts(t *testing.T) {
+	var mu sync.Mutex
+	saved, answer := int64(946684800), true
+	pr := newProcess(t, simlua.Options{LastSave: func() (int64, bool) { mu.Lock(); defer mu.Unlock(); return saved, answer }}, nil)
+	const src = "local r = redis.pcall('LASTSAVE'); if type(r) == 'table' then return r.err end; return r"
+	v, err := pr.eval(src, nil)
+	require.NoError(t, err)
+	assert.EqualValues(t, 946684800, v)
+	mu.Lock()
+	answer = false
+	mu.Unlock()
+	v, err = pr.eval(src, nil)
+	require.NoError(t, err)
+	assert.Contains(t, v, "Unknown Redis command")
+}
