@@ -85,9 +85,12 @@ func (s *simServer) boot(up time.Duration) {
 		return fmt.Sprintf("# Server\r\nredis_version:7.4.0\r\nrun_id:%s\r\nuptime_in_seconds:%d\r\n", id, up)
 	}
 	eng, err := simlua.New(m, simlua.Options{
-		Checks:  func() simlua.Checks { return simlua.Checks{StrictKeys: s.strict, Writes: s.writes} },
-		Info:    func() (string, bool) { return info(), true },
-		Refused: s.refused,
+		Checks: func() simlua.Checks { return simlua.Checks{StrictKeys: s.strict, Writes: s.writes} },
+		Info:   func() (string, bool) { return info(), true },
+		// As redis-server: the process counts as saved when it started, by its clock (it
+		// never saves), so TIME - LASTSAVE is the uptime that INFO reports.
+		LastSave: func() (int64, bool) { return started.Unix(), true },
+		Refused:  s.refused,
 	})
 	if err != nil {
 		panic(err) // the simulation cannot check its scripts: miniredis no longer runs them as simlua expects
