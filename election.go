@@ -63,9 +63,10 @@ func (c *Client) NewElection(name string, opts ...Option) *Election {
 //
 // Errors: those of Client.Acquire; one that matches ErrInvalid for a value that is too
 // long. Once it leads, Campaign records the value on a quorum, trying again (as Acquire
-// does) while the failures are ones a retry can fix; if ctx ends first, or the lease ends,
-// or a failure is one no retry can fix, the candidate resigns and Campaign returns an
-// error that matches that end (ctx's error, say) and the last failure.
+// does) while the failures are ones a retry can fix. A lease that ends before its record
+// stands never led: the candidate campaigns again. If ctx ends first, or a failure is one
+// no retry can fix, the candidate resigns and Campaign returns an error that matches that
+// end (ctx's error, say) and the last failure.
 func (e *Election) Campaign(ctx context.Context, value string) (*Lease, error) {
 	if err := e.usable("campaign"); err != nil {
 		return nil, err
@@ -73,19 +74,24 @@ func (e *Election) Campaign(ctx context.Context, value string) (*Lease, error) {
 	if len(value) > core.MaxValueLen {
 		return nil, &lockError{"campaign", e.name, fmt.Errorf("%w: a value of %d bytes: at most %d", ErrInvalid, len(value), core.MaxValueLen)}
 	}
-	l := e.client.leaseOf(e.name, KindLease, e.keys, e.set)
-	l.extensions = make(chan struct{}, 1)
-	l.record = &leaderRecord{value: value}
-	l, err := e.client.acquireLease(ctx, l, true)
-	if err != nil {
-		return nil, err
-	}
-	if err := e.proclaim(ctx, l, value); err != nil {
+	for {
+		l := e.client.leaseOf(e.name, KindLease, e.keys, e.set)
+		l.extensions = make(chan struct{}, 1)
+		l.record = &leaderRecord{value: value}
+		l, err := e.client.acquireLease(ctx, l, true)
+		if err != nil {
+			return nil, err
+		}
+		err = e.proclaim(ctx, l, value)
+		if err == nil {
+			go e.keepRecord(l)
+			return l, nil
+		}
 		_ = l.Release(context.WithoutCancel(ctx))
-		return nil, &lockError{"campaign", e.name, err}
+		if !errors.Is(err, ErrNotHeld) || ctx.Err() != nil {
+			return nil, &lockError{"campaign", e.name, err}
+		}
 	}
-	go e.keepRecord(l)
-	return l, nil
 }
 
 // leaderRecord is a leader's value, and the lock that keeps the writes of its record in

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/alicebob/miniredis/v2"
 	"github.com/go-redlock/redlock"
 	"github.com/go-redlock/redlock/backends/goredis"
 	"github.com/go-redlock/redlock/core"
@@ -205,4 +206,38 @@ func TestElectionBadInput(t *testing.T) {
 	}
 	_, err := c.NewElection("e").Campaign(ctx, strings.Repeat("x", core.MaxValueLen+1))
 	require.ErrorIs(t, err, redlock.ErrInvalid)
+}
+
+// expiringNode is a goredis Node over a miniredis server that, before the first proclaim
+// sent to it, deletes the election's lock key there: as if the lock had run out before its
+// record was written (a pause, a loaded machine).
+type expiringNode struct {
+	*goredis.Node
+	server *miniredis.Miniredis
+	key    string
+	once   sync.Once
+}
+
+func (n *expiringNode) Eval(ctx context.Context, s *core.Script, keys []string, args ...string) ([]int64, error) {
+	if s.Name() == "proclaim" {
+		n.once.Do(func() { n.server.Del(n.key) })
+	}
+	return n.Node.Eval(ctx, s, keys, args...)
+}
+
+// TestCampaignAgainWhenTheLockRanOutFirst: a campaign whose lock runs out before its
+// record stands never led; Campaign campaigns again rather than fail, and returns a leader
+// whose record stands.
+func TestCampaignAgainWhenTheLockRanOutFirst(t *testing.T) {
+	nodes, servers := miniNodes(t, 1)
+	node := &expiringNode{Node: nodes[0].(*goredis.Node), server: servers[0], key: core.NewKeys("redlock:", "leader").Lock}
+	c := newClient(t, []redlock.Node{node}, patient)
+	ctx := ctxT(t, 30*time.Second)
+	e := c.NewElection("leader")
+	lead, err := e.Campaign(ctx, "me")
+	require.NoError(t, err, "the campaign whose lock ran out should have been run again")
+	v, err := e.Leader(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, "me", v)
+	require.NoError(t, lead.Release(ctx))
 }
