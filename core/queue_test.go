@@ -134,8 +134,10 @@ func sum(nodes []*counted, count func(*counted) *atomic.Int64) (n int64) {
 	return n
 }
 
+// lock returns a Lock on name with timeouts generous enough for a loaded machine: a test
+// that relies on a short node timeout (a refresh interval, how long a place lasts) sets it.
 func lock(name string) *core.Lock {
-	return &core.Lock{Keys: core.NewKeys("q:", name), TTL: 10 * time.Second, NodeTimeout: 100 * time.Millisecond, DriftFactor: 0.01}
+	return &core.Lock{Keys: core.NewKeys("q:", name), TTL: 10 * time.Second, NodeTimeout: 2 * time.Second, DriftFactor: 0.01}
 }
 
 // queued returns how many waiters each server has queued for k.
@@ -246,7 +248,8 @@ func TestNoBargingPastALiveWaiter(t *testing.T) {
 		require.ErrorIs(t, err, core.ErrHeld, "a single attempt took a free lock past a live waiter")
 
 		l := lock("barging")
-		l.Fence = true // every attempt runs the script
+		l.Fence = true                         // every attempt runs the script
+		l.NodeTimeout = 100 * time.Millisecond // a refresh interval of 250 ms
 		_, err = cl.AcquireWait(context.Background(), l, patient)
 		require.NoError(t, err)
 		// Its attempts come a refresh interval (250 ms) apart: at 0, 250 and 500 ms, when
@@ -321,6 +324,7 @@ func TestQueueKeepsTheLongestPlace(t *testing.T) {
 		const kept = 450 // ms: 250 ms refresh interval, and two node timeouts of 100 ms
 
 		short, long := lock("keep"), lock("keep")
+		short.NodeTimeout = 100 * time.Millisecond
 		long.NodeTimeout = 10 * time.Second // 25 s + 10 s + 10 s; short's 450 ms
 		now := time.Now().UnixMilli()
 		_, err := cl.AcquireAs(context.Background(), short, "short.1", "short", 2)

@@ -299,7 +299,9 @@ func worker() int {
 		defer rdb.Close()
 		nodes = append(nodes, goredis.New(rdb))
 	}
-	client, err := redlock.New(nodes, redlock.WithTTL(10*time.Second))
+	// The node timeout is generous, for a demo that may run on a busy machine (a node slower
+	// than it counts as failed, and the attempt is made again); the default is 100ms.
+	client, err := redlock.New(nodes, redlock.WithTTL(10*time.Second), redlock.WithNodeTimeout(time.Second))
 	if err != nil {
 		return fail("%v", err)
 	}
