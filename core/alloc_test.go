@@ -55,8 +55,11 @@ func TestAllocationsPerLockAndUnlock(t *testing.T) {
 			allocs = min(allocs, testing.AllocsPerRun(200, cycle))
 		}
 		t.Logf("N=%d, description %q: %.1f allocations per lock and unlock", c.n, c.description, allocs)
+		// Under the race detector sync.Pool drops a share of what it is given (core's
+		// timers among them): the least count moved by up to 3 (32 against 29 at N=5 on a
+		// loaded 2-core machine). make test also runs this test without it, at the bounds.
 		if raceEnabled {
-			c.most += 2
+			c.most += 4
 		}
 		if allocs > c.most {
 			t.Errorf("N=%d, description %q: %.1f allocations per lock and unlock, want at most %.1f", c.n, c.description, allocs, c.most)
