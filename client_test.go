@@ -2,6 +2,7 @@ package redlock_test
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -44,4 +45,45 @@ func TestDoSaysTheCauseOnce(t *testing.T) {
 	require.ErrorIs(t, err, redlock.ErrClosed)
 	assert.Equal(t, 1, strings.Count(err.Error(), "client is closed"), "the cause said more than once: %v", err)
 	assert.Contains(t, err.Error(), `"job"`)
+}
+
+// TestAWaiterThatGivesUpLeavesNothing: a waiter whose context ends at any moment of its
+// attempts (here from 0 to 3 ms in, before, during or after its first calls land) leaves
+// no place and no lock behind: once the holder releases, a newcomer takes the lock in its
+// first attempt.
+func TestAWaiterThatGivesUpLeavesNothing(t *testing.T) {
+	nodes, servers := miniNodes(t, 3)
+	opts := []redlock.Option{redlock.WithNodeTimeout(5 * time.Second)} // nothing here waits for one
+	holder, newcomer := newClient(t, nodes, opts...), newClient(t, nodes, opts...)
+	for i := range 100 {
+		name := fmt.Sprintf("quitter:%d", i)
+		l, err := holder.Acquire(ctxT(t, 10*time.Second), name)
+		require.NoError(t, err)
+		quitter := newClient(t, nodesOf(t, servers), opts...)
+		ctx, cancel := context.WithTimeout(context.Background(), time.Duration(i%30)*100*time.Microsecond)
+		_, err = quitter.Acquire(ctx, name)
+		cancel()
+		require.ErrorIs(t, err, context.DeadlineExceeded)
+		require.NoError(t, l.Release(ctxT(t, 10*time.Second)))
+		require.NoError(t, quitter.Close()) // which waits for its leaves
+
+		l, err = newcomer.TryAcquire(ctxT(t, 10*time.Second), name)
+		if err != nil {
+			for j, s := range servers {
+				for _, k := range s.Keys() {
+					v := s.Type(k)
+					switch v {
+					case "string":
+						v, _ = s.Get(k)
+					case "zset":
+						m, _ := s.ZMembers(k)
+						v = fmt.Sprint(m)
+					}
+					t.Logf("node %d: %s = %s", j, k, v)
+				}
+			}
+			t.Fatalf("round %d: the newcomer found the lock taken: %v", i, err)
+		}
+		require.NoError(t, l.Release(ctxT(t, 10*time.Second)))
+	}
 }

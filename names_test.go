@@ -26,6 +26,9 @@ func TestErrorsNameTheLockAsGiven(t *testing.T) {
 	opts := []redlock.Option{redlock.WithNodeTimeout(5 * time.Second)} // nothing here waits for one
 
 	t.Run("cancelled", func(t *testing.T) {
+		// On nodes of its own: what a waiter that gives up leaves behind is
+		// TestAWaiterThatGivesUpLeavesNothing's subject, not this test's.
+		nodes, servers := miniNodes(t, 3)
 		a, b := newClient(t, nodes, opts...), newClient(t, nodesOf(t, servers), opts...)
 		l, err := a.Acquire(ctxT(t, 10*time.Second), name)
 		require.NoError(t, err)
