@@ -13,11 +13,11 @@ import (
 )
 
 // TestMutualExclusion: 3 Clients, each with its own connections, run 8 goroutines that each
-// increment a shared value 80 times under the lock, with a read-yield-write that loses
+// increment a shared value 40 times under the lock, with a read-yield-write that loses
 // updates unless the lock excludes. No update is lost and no two holders ever overlap.
 func TestMutualExclusion(t *testing.T) {
 	t.Parallel() // see bubble_test.go
-	const clients, goroutines, increments = 3, 8, 80
+	const clients, goroutines, increments = 3, 8, 40
 	servers := realServers(t, 3)
 	var (
 		value   atomic.Int64 // read and written separately: only the lock makes it safe

@@ -48,11 +48,11 @@ func criticalSections(goroutines, sections int, lock func(g int) (unlock func())
 	return value.Load(), overlaps.Load()
 }
 
-// TestMutexExcludes: 3 Clients x 8 goroutines on one name over 3 real servers, 80 critical
+// TestMutexExcludes: 3 Clients x 8 goroutines on one name over 3 real servers, 40 critical
 // sections each, through a Mutex per goroutine; and the same through one shared *Mutex.
 func TestMutexExcludes(t *testing.T) {
 	t.Parallel() // see bubble_test.go
-	const clients, goroutines, sections = 3, 8, 80
+	const clients, goroutines, sections = 3, 8, 40
 	servers := realServers(t, 3)
 
 	t.Run("a Mutex per goroutine", func(t *testing.T) {

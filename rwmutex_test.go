@@ -100,7 +100,7 @@ func TestRWMutexReadersShare(t *testing.T) {
 // overlaps a reader or another writer, and readers do overlap.
 func TestRWMutexExcludes(t *testing.T) {
 	t.Parallel() // see bubble_test.go
-	const clients, goroutines, rounds = 3, 8, 12
+	const clients, goroutines, rounds = 3, 8, 8
 	for _, s := range rwSetups {
 		s.run(t, func(t *testing.T, nodes func() []redlock.Node) {
 			var (
