@@ -2,12 +2,12 @@ package rueidisfamily
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"reflect"
 	"slices"
 	"strconv"
 	"strings"
-	"sync/atomic"
 
 	"github.com/go-redlock/redlock/backends/internal/ctxcall"
 	"github.com/go-redlock/redlock/backends/internal/lostconn"
@@ -21,8 +21,6 @@ type Node[M any, P Message[M]] struct {
 	client Client[M]
 	name   string
 	ps     *pubsub // Subscribe's state; see subscribe.go
-	// calls counts the calls under way through the driver; see direct
-	calls atomic.Int32
 }
 
 // NewNode returns the Node over c, a Client over the driver's client dc, which names the
@@ -48,17 +46,23 @@ func NewNode[M any, P Message[M]](c Client[M], dc any) *Node[M, P] {
 func (n *Node[M, P]) String() string { return n.name }
 
 // Eval runs s, and returns its reply's integers (see core.Node). A call that the
-// connection's breaking failed is sent once more; ctx bounds it (see bounded).
+// connection's breaking failed is sent once more. A call whose ctx can end runs in a
+// goroutine of its own (ctxcall), on copies of keys and args since it may outlive Eval,
+// which returns at ctx's end: the drivers do not always end a call when its ctx does. A
+// lone call under a deadline, which the driver runs on the connection under a socket
+// deadline, once waited past it until the connection closed (conformance's
+// context/deadline/open-connection, in a loaded run); a call behind others did so more
+// often (context/deadline/behind-others); and a cancellation without a deadline is
+// honoured only once the call has a connection.
 func (n *Node[M, P]) Eval(ctx context.Context, s *core.Script, keys []string, args ...string) ([]int64, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	if n.direct(ctx) {
-		defer n.calls.Add(-1)
+	if ctx.Done() == nil { // nothing can end it early
 		return n.eval(ctx, s, keys, args)
 	}
 	keys, args = slices.Clone(keys), slices.Clone(args) // the call may outlive Eval
-	return ctxcall.Go(ctx, func() ([]int64, error) { defer n.calls.Add(-1); return n.eval(ctx, s, keys, args) })
+	return ctxcall.Go(ctx, func() ([]int64, error) { return n.eval(ctx, s, keys, args) })
 }
 
 // EvalStrings runs s as Eval does, and returns its reply's elements as strings (see
@@ -67,43 +71,23 @@ func (n *Node[M, P]) EvalStrings(ctx context.Context, s *core.Script, keys []str
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	if n.direct(ctx) {
-		defer n.calls.Add(-1)
+	if ctx.Done() == nil { // nothing can end it early
 		return n.evalStrings(ctx, s, keys, args)
 	}
 	keys, args = slices.Clone(keys), slices.Clone(args) // the call may outlive Eval
-	return ctxcall.Go(ctx, func() ([]string, error) { defer n.calls.Add(-1); return n.evalStrings(ctx, s, keys, args) })
-}
-
-// bounded reports whether the driver ends a call by itself when ctx ends. It honours a
-// deadline all along, but a cancellation only once it has a connection; so a call under a
-// context that can be cancelled and has no deadline runs in a goroutine of its own
-// (ctxcall), on copies of Eval's keys and args since it may outlive Eval, and a connection
-// attempt it started goes on until the client's own timeouts.
-func bounded(ctx context.Context) bool {
-	_, ok := ctx.Deadline()
-	return ok || ctx.Done() == nil
-}
-
-// direct counts a call in n.calls and reports whether it may run in the caller's
-// goroutine: where the driver ends it by itself (bounded) and no other call of n is under
-// way. Behind others, the driver does not always honour a deadline: a call queued while
-// others waited for a server that did not answer waited, on a loaded machine, until the
-// connection closed (conformance's context/deadline/behind-others, about 1 run in 15
-// beside two CPU loops), so it runs in a goroutine of its own (ctxcall), which returns at
-// ctx's end. A lone call, the uncontended case, allocates nothing more.
-func (n *Node[M, P]) direct(ctx context.Context) bool {
-	return n.calls.Add(1) == 1 && bounded(ctx)
+	return ctxcall.Go(ctx, func() ([]string, error) { return n.evalStrings(ctx, s, keys, args) })
 }
 
 // reply runs s (see Eval) and returns its reply, an array.
 func (n *Node[M, P]) reply(ctx context.Context, s *core.Script, keys, args []string) ([]M, error) {
 	m, err := n.exec(ctx, s, keys, args)
-	if lostconn.Lost(err) && ctx.Err() == nil {
-		// The connection broke under the call (a reset, say), and the other calls on it
-		// failed with it: once more, on the connection the client makes anew. Every core
-		// script may run twice with the same arguments: a second acquire finds the lock
-		// its own, a second release finds it gone. (go-redis retries such a call itself.)
+	if (lostconn.Lost(err) || isCtxErr(err)) && ctx.Err() == nil {
+		// The connection broke under the call (a reset, say, or another call's deadline,
+		// which fails the connection it ran on, and every call on it, with that call's
+		// context error), and the other calls on it failed with it: once more, on the
+		// connection the client makes anew. Every core script may run twice with the same
+		// arguments: a second acquire finds the lock its own, a second release finds it
+		// gone. (go-redis retries such a call itself.)
 		m, err = n.exec(ctx, s, keys, args)
 	}
 	if err != nil { // a server error, a nil reply, the connection's, or CROSSSLOT (see exec)
@@ -169,4 +153,9 @@ func (n *Node[M, P]) exec(ctx context.Context, s *core.Script, keys, args []stri
 		}
 	}()
 	return n.client.Eval(ctx, s, keys, args)
+}
+
+// isCtxErr reports whether err is a context's error.
+func isCtxErr(err error) bool {
+	return errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled)
 }
