@@ -34,13 +34,18 @@ RACE_TEST := $(CURDIR)/.ci/race-test
 # cores run at once; each package's own tests still run one after another.
 TEST_PACKAGES_AT_ONCE ?= 6
 # The modules of contrib/ and examples/ run beside the main module's packages (their
-# output follows the main module's); the test fails if any of them fails.
+# output follows the main module's); the test fails if any of them fails. So does the
+# simulation without the race detector, over SIM_TEST_SEEDS seeds: under it, a seed costs
+# eight times the CPU, so TestSim runs only 12 seeds there (see internal/sim's defaultSeeds).
+SIM_TEST_SEEDS ?= 144
 test:
 	@mkdir -p bench/bin
 	@(for m in $(CONTRIB) $(EXAMPLE_MODULES); do \
 		echo "cd $$m && $(RACE_TEST) $(GO) ./..."; \
 		(cd $$m && $(RACE_TEST) $(GO) ./...) || exit 1; \
-	done) >bench/bin/test-modules.log 2>&1 & modules=$$!; \
+	done; \
+	echo "$(GO) test -count=1 -run '^TestSim$$' ./internal/sim -seeds $(SIM_TEST_SEEDS)"; \
+	$(GO) test -count=1 -run '^TestSim$$' ./internal/sim -seeds $(SIM_TEST_SEEDS)) >bench/bin/test-modules.log 2>&1 & modules=$$!; \
 	status=0; \
 	echo "$(RACE_TEST) $(GO) -p $(TEST_PACKAGES_AT_ONCE) ./..."; \
 	$(RACE_TEST) $(GO) -p $(TEST_PACKAGES_AT_ONCE) ./... || status=1; \
@@ -55,12 +60,13 @@ test:
 # and sentinel a valkey-server process (REDLOCK_TEST_SERVER, which internal/redistest and
 # bench/chaos read). .ci/run installs valkey-server; here it must be on PATH. The package
 # conformance itself (which proves that its checks catch faulty nodes, whatever the server)
-# runs on redis-server only, to keep CI short.
+# runs on redis-server only, to keep CI short; so do the suite's checks on miniredis
+# (-skip), which `make test` has run already.
 VALKEY_TEST_PACKAGES ?= ./backends/goredis ./backends/redigo ./backends/rueidis ./backends/valkey
 test-valkey:
 	@command -v valkey-server >/dev/null 2>&1 || { echo "make test-valkey: valkey-server is not on PATH (.ci/run installs it)"; exit 1; }
 	@valkey-server --version
-	REDLOCK_TEST_SERVER=valkey-server $(RACE_TEST) $(GO) -p $(TEST_PACKAGES_AT_ONCE) $(VALKEY_TEST_PACKAGES)
+	REDLOCK_TEST_SERVER=valkey-server $(RACE_TEST) $(GO) -p $(TEST_PACKAGES_AT_ONCE) -skip '/^miniredis$$' $(VALKEY_TEST_PACKAGES)
 	REDLOCK_TEST_SERVER=valkey-server $(MAKE) --no-print-directory chaos-smoke
 
 lint: staticcheck-install gocyclo-install
