@@ -2,8 +2,11 @@ package redlock_test
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"os"
+	"runtime"
+	"strconv"
 	"testing"
 	"time"
 
@@ -19,6 +22,16 @@ import (
 func TestMain(m *testing.M) {
 	// go-redis logs every failed dial; the tests stop servers on purpose.
 	redis.SetLogger(quietLogger{})
+	// The parallel tests mostly wait (see bubble_test.go): unless -parallel is given, twice
+	// as many as there are CPUs run at once.
+	flag.Parse()
+	set := false
+	flag.Visit(func(f *flag.Flag) { set = set || f.Name == "test.parallel" })
+	if !set {
+		if err := flag.Set("test.parallel", strconv.Itoa(2*runtime.GOMAXPROCS(0))); err != nil {
+			panic(err)
+		}
+	}
 	os.Exit(m.Run())
 }
 
