@@ -36,7 +36,7 @@ TEST_PACKAGES_AT_ONCE ?= 6
 # The modules of contrib/ and examples/ run beside the main module's packages (their
 # output follows the main module's); the test fails if any of them fails. So does the
 # simulation without the race detector, over SIM_TEST_SEEDS seeds: under it, a seed costs
-# eight times the CPU, so TestSim runs only 12 seeds there (see internal/sim's defaultSeeds).
+# eight times the CPU, so TestSim runs a dozen seeds there (see internal/sim's defaultSeeds).
 SIM_TEST_SEEDS ?= 144
 test:
 	@mkdir -p bench/bin

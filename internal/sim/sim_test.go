@@ -39,9 +39,9 @@ func TestMain(m *testing.M) {
 
 // defaultSeeds returns the seeds that `go test` runs: 0 to 287, each fault kind with each
 // workload of the default set twice, in about a minute on two cores; under the race
-// detector, which makes a seed cost eight times the CPU, 12 seeds: the i-th has the i-th
-// kind and the i-th workload, so every kind and every workload runs once. `make test` runs
-// 144 seeds without it too.
+// detector, which makes a seed cost eight times the CPU, one seed per kind or workload,
+// whichever are more (12 now): the i-th has the i-th kind and the i-th workload, so every
+// kind and every workload runs once. `make test` runs 144 seeds without it too.
 func defaultSeeds() []uint64 {
 	kinds, works := uint64(len(Kinds())), uint64(len(Workloads()))
 	var seeds []uint64
