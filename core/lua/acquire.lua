@@ -116,7 +116,18 @@ end
 local function live(alive, id, now)
   return tonumber(redis.call('ZSCORE', alive, id) or 0) > now
 end
-if waiter ~= '' and live(KEYS[4], '!' .. waiter, now_ms()) then
+-- quiet reports whether none of n's queue keys exists: no waiter is queued and no leave is
+-- marked, so the gate has nothing to refuse and there is no place to drop. It asks once per
+-- name; only place creates those keys, and the script ends after it.
+local silent = {}
+local function quiet(n)
+  if silent[n.queue] == nil then
+    silent[n.queue] = redis.call('EXISTS', n.queue, n.alive, n.waiters) == 0
+  end
+  return silent[n.queue]
+end
+local first = {queue = KEYS[3], alive = KEYS[4], waiters = KEYS[5]} -- the first name's (a semaphore's)
+if waiter ~= '' and not quiet(first) and live(first.alive, '!' .. waiter, now_ms()) then
   return vote(0, 0, nil, k and -1)
 end
 -- ahead reports whether live waiters go before the caller in the queue of n (its keys):
@@ -173,9 +184,11 @@ end
 -- unplace takes the caller out of the queue of each of names: it holds now.
 local function unplace(names)
   for _, n in ipairs(waiter ~= '' and names or {}) do
-    redis.call('ZREM', n.queue, waiter)
-    redis.call('ZREM', n.alive, waiter)
-    redis.call('HDEL', n.waiters, waiter)
+    if not quiet(n) then
+      redis.call('ZREM', n.queue, waiter)
+      redis.call('ZREM', n.alive, waiter)
+      redis.call('HDEL', n.waiters, waiter)
+    end
   end
 end
 
@@ -224,7 +237,7 @@ local function share(r)
 end
 
 if k then -- a semaphore: its own permit (a resend), or the hinted one if free, else the first free
-  local n = {queue = KEYS[3], alive = KEYS[4], waiters = KEYS[5]}
+  local n = first
   local permits, free, pick, least = {unpack(KEYS, 7)}, {}, nil, -1
   for i = 1, #permits do
     local h = redis.call('GET', permits[i])
@@ -238,7 +251,7 @@ if k then -- a semaphore: its own permit (a resend), or the hinted one if free, 
   if redis.call('PTTL', KEYS[6]) < hold then -- the record stands while a permit may be held
     redis.call('SET', KEYS[6], ARGV[9], 'PX', hold)
   end
-  if not pick and (#free == 0 or redis.call('EXISTS', n.queue) == 1 and ahead(n, #free)) then
+  if not pick and (#free == 0 or not quiet(n) and redis.call('EXISTS', n.queue) == 1 and ahead(n, #free)) then
     place({n})
     return vote(0, #free == 0 and least or 0, nil, -1)
   end
@@ -258,7 +271,7 @@ for j = 1, #KEYS, 6 do
   n.share = read and n.holder == readers_hold and share(n.readers)
   local own = n.share or not read and n.holder and ours(n.holder) -- ours, whatever the queue says
   local free = not n.holder or read and n.holder == readers_hold
-  if not own and (not free or redis.call('EXISTS', n.queue) == 1 and ahead(n)) then
+  if not own and (not free or not quiet(n) and redis.call('EXISTS', n.queue) == 1 and ahead(n)) then
     local r = remaining(n.lock) -- held by another, or a waiter goes first (0 if free)
     blocked, wait = true, (wait < 0 or r < 0) and -1 or math.max(wait, r)
   end
