@@ -107,7 +107,9 @@
 //	first       another's release frees the lock         -                                       "" on W's channel
 //
 // A script forgets at most 64 lapsed waiters at the head of a queue per call; if it finds
-// more, it reads as if a live waiter came first (it refuses), and the next call forgets on.
+// more, it reads as if a live waiter came first: it refuses, and tells the caller to call
+// again at once ({0, 1}: held for 1 ms more), since while the lock is free no release will
+// wake it; the next call forgets on.
 // "Mark W left" (where the queue exists, or W is past its first attempt) adds "!<W>" to
 // Keys.Alive, lapsing 10 s later: W's calls never come after its leave, but a call sent
 // before it can land after it (held up by a partition, or in a stopped server's socket),

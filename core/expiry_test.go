@@ -152,7 +152,8 @@ func TestHeldReplyIsAtLeastOneMillisecond(t *testing.T) {
 // TestLapsedWaitersAreForgottenInBoundedSteps: a queue of 100 waiters whose places lapsed:
 // each call forgets at most 64 of them, so that a script's work is bounded; a call whose
 // scan ran out reads as one with a live waiter ahead (it refuses the free lock: one may be
-// there), and the next call finishes the job.
+// there) and tells the caller to call again at once ({0, 1}: no release will wake it), and
+// the next call finishes the job.
 func TestLapsedWaitersAreForgottenInBoundedSteps(t *testing.T) {
 	m := miniredis.RunT(t)
 	start := time.Now()
@@ -178,7 +179,7 @@ func TestLapsedWaitersAreForgottenInBoundedSteps(t *testing.T) {
 	require.Equal(t, 100, count())
 	r, err := node.Eval(ctx, script(t, "acquire"), k.ScriptKeys(), acquireArgs("late.1", "0", "late", 1000)...)
 	require.NoError(t, err)
-	assert.Equal(t, []int64{0, 0}, r, "a scan that ran out must read as a live waiter ahead of a free lock")
+	assert.Equal(t, []int64{0, 1}, r, "a scan that ran out must refuse the free lock, and say to call again at once")
 	assert.Equal(t, 100-64+1, count(), "the call forgot 64 lapsed waiters, and queued the caller")
 	r, err = node.Eval(ctx, script(t, "acquire"), k.ScriptKeys(), acquireArgs("late.2", "0", "late", 1000)...)
 	require.NoError(t, err)

@@ -14,8 +14,9 @@
 --
 -- Replies {status, value[, unguarded, run_id as four numbers of 10 hex digits][, free,
 -- permit]}: {1, fence} taken (every name of a set; a reader: a share; fence 0 without one);
--- {0, pttl} held by another (-1: no expiry); {0, 0} free, but a waiter goes first; {-1,
--- wait} the restart guard abstains for wait ms; {-2, n} the semaphore's record says n
+-- {0, pttl} held by another (-1: no expiry); {0, 0} free, but a waiter goes first; {0, 1}
+-- free, but more lapsed waiters lead the queue than one call drops: call again; {-1, wait}
+-- the restart guard abstains for wait ms; {-2, n} the semaphore's record says n
 -- permits; the error NOUPTIME <why> if the guard was asked for and the server refuses its
 -- uptime. unguarded (1: the guard was asked for, and the server is known to report no
 -- uptime; 2: ARGV[8] is "1" and the server refuses the INFO that says which it is) is there
@@ -130,18 +131,22 @@ local first = {queue = KEYS[3], alive = KEYS[4], waiters = KEYS[5]} -- the first
 if waiter ~= '' and not quiet(first) and live(first.alive, '!' .. waiter, now_ms()) then
   return vote(0, 0, nil, k and -1)
 end
--- ahead reports whether live waiters go before the caller in the queue of n (its keys):
--- one for a writer, one that is a writer for a reader, free of them for a semaphore with
--- free permits. Every waiter goes before a caller that does not wait. It drops lapsed
--- waiters at the head first; a queue longer than it reads counts as one that goes first.
+-- ahead reports whether the caller waits behind the queue of n (its keys): 'first' if live
+-- waiters go before it (one for a writer, one that is a writer for a reader, free of them
+-- for a semaphore with free permits; every waiter goes before a caller that does not wait),
+-- 'lapsed' if more lapsed waiters lead the queue than it drops in one call (a live one may
+-- come next), else false. It drops lapsed waiters at the head first; a queue longer than it
+-- reads counts as one that goes first. A caller refused for 'lapsed' is told to call again
+-- at once (a holder's 1 ms): while the lock is free no release wakes it, and its next call
+-- drops on.
 local function ahead(n, free)
   local now = now_ms()
   for i = 1, first_scan + 1 do
     local head = redis.call('ZRANGE', n.queue, 0, 0)[1]
     if not head or live(n.alive, head, now) then
       break
-    elseif i > first_scan then -- the scan ran out: a live waiter may be next
-      return true
+    elseif i > first_scan then
+      return 'lapsed'
     end
     redis.call('ZREM', n.queue, head)
     redis.call('ZREM', n.alive, head)
@@ -157,11 +162,11 @@ local function ahead(n, free)
     if writer and live(n.alive, id, now) then
       before = before + 1
       if before >= (free or 1) then
-        return true
+        return 'first'
       end
     end
   end
-  return #entries == 2 * first_scan
+  return #entries == 2 * first_scan and 'first'
 end
 -- place keeps the caller's place in the queue of each of names, for ARGV[7] ms.
 local function place(names)
@@ -251,9 +256,10 @@ if k then -- a semaphore: its own permit (a resend), or the hinted one if free, 
   if redis.call('PTTL', KEYS[6]) < hold then -- the record stands while a permit may be held
     redis.call('SET', KEYS[6], ARGV[9], 'PX', hold)
   end
-  if not pick and (#free == 0 or not quiet(n) and redis.call('EXISTS', n.queue) == 1 and ahead(n, #free)) then
+  local gate = not pick and #free > 0 and not quiet(n) and redis.call('EXISTS', n.queue) == 1 and ahead(n, #free)
+  if not pick and (#free == 0 or gate) then
     place({n})
-    return vote(0, #free == 0 and least or 0, nil, -1)
+    return vote(0, #free == 0 and least or gate == 'lapsed' and 1 or 0, nil, -1)
   end
   local hint = tonumber(ARGV[10]) or -1
   pick = pick or (hint >= 0 and hint < #permits and not redis.call('GET', permits[hint + 1])) and hint + 1 or free[1]
@@ -271,8 +277,10 @@ for j = 1, #KEYS, 6 do
   n.share = read and n.holder == readers_hold and share(n.readers)
   local own = n.share or not read and n.holder and ours(n.holder) -- ours, whatever the queue says
   local free = not n.holder or read and n.holder == readers_hold
-  if not own and (not free or not quiet(n) and redis.call('EXISTS', n.queue) == 1 and ahead(n)) then
-    local r = remaining(n.lock) -- held by another, or a waiter goes first (0 if free)
+  local gate = not own and free and not quiet(n) and redis.call('EXISTS', n.queue) == 1 and ahead(n)
+  if not own and (not free or gate) then
+    -- held by another (its PTTL), a waiter goes first (0 if free), or call again (1)
+    local r = gate == 'lapsed' and 1 or remaining(n.lock)
     blocked, wait = true, (wait < 0 or r < 0) and -1 or math.max(wait, r)
   end
 end
