@@ -180,11 +180,30 @@ func (n *attemptsNode) Eval(ctx context.Context, s *core.Script, keys []string, 
 	return vals, err
 }
 
-// answered reports whether an attempt whose token ends with suffix was answered.
-func (n *attemptsNode) answered(suffix string) bool {
+// waiters returns the waiters whose attempts the node has answered: each token's part
+// before its last ".".
+func (n *attemptsNode) waiters() map[string]bool {
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	return slices.ContainsFunc(n.tokens, func(token string) bool { return strings.HasSuffix(token, suffix) })
+	ids := make(map[string]bool)
+	for _, token := range n.tokens {
+		ids[token[:max(strings.LastIndexByte(token, '.'), 0)]] = true
+	}
+	return ids
+}
+
+// answered returns how many attempts of waiters other than those in old the node has
+// answered (a late answer to an earlier waiter's call does not count).
+func (n *attemptsNode) answered(old map[string]bool) int {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	count := 0
+	for _, token := range n.tokens {
+		if !old[token[:max(strings.LastIndexByte(token, '.'), 0)]] {
+			count++
+		}
+	}
+	return count
 }
 
 func newClient(t *testing.T, nodes []redlock.Node, opts ...redlock.Option) *redlock.Client {
@@ -240,16 +259,19 @@ func TestAcquisitionsAndReleases(t *testing.T) {
 	require.ErrorIs(t, err, context.DeadlineExceeded)
 
 	got := make(chan *redlock.Lease, 1)
+	old := bNode.waiters()
 	go func() {
 		lb, err := b.Acquire(ctx, "job")
 		assert.NoError(t, err)
 		got <- lb
 	}()
+	// B's wait began before its first attempt was answered: A holds on for hold after that.
 	const hold = 200 * time.Millisecond
+	require.Eventually(t, func() bool { return bNode.answered(old) >= 1 }, 10*time.Second, time.Millisecond)
 	time.Sleep(hold)
 	// B waits to be woken once its second attempt (the one after it subscribed) has been
 	// refused: release before that, and B would take the lock by calling.
-	require.Eventually(t, func() bool { return bNode.answered(".2") }, 10*time.Second, time.Millisecond)
+	require.Eventually(t, func() bool { return bNode.answered(old) >= 2 }, 10*time.Second, time.Millisecond)
 	require.NoError(t, la.Release(pctx))
 	lb := <-got
 	require.NotNil(t, lb)
