@@ -80,7 +80,9 @@ func newCluster(t *testing.T, servers []server) *core.Cluster {
 }
 
 // counted is a go-redis Node (a Subscriber) that counts the calls that reach it: the
-// acquire script, and the raises (extensions that carry the fence).
+// acquire scripts that ran (counted once the server answered, before the reply is held
+// back: a test that sees the count knows the calls landed), and the raises (extensions
+// that carry the fence).
 type counted struct {
 	*goredis.Node
 	acquires, raises atomic.Int64
@@ -90,10 +92,12 @@ type counted struct {
 func (n *counted) Eval(ctx context.Context, s *core.Script, keys []string, args ...string) ([]int64, error) {
 	switch s.Name() {
 	case "acquire":
+		vals, err := n.Node.Eval(ctx, s, keys, args...)
 		n.acquires.Add(1)
 		if d := n.slow.Load(); d > 0 {
-			defer time.Sleep(time.Duration(d))
+			time.Sleep(time.Duration(d))
 		}
+		return vals, err
 	case "extend":
 		if len(args) > 2 { // an extension that carries the fence: the raise
 			n.raises.Add(1)
