@@ -709,6 +709,32 @@ func TestLiveWaiterBehindManyLapsedKeepsItsTurn(t *testing.T) {
 	})
 }
 
+// TestSemaphoreBehindManyLapsedSaysCallAgain: a waiter for a semaphore whose permits are
+// free, behind more lapsed waiters than a call forgets (70 > 64), is refused and told to
+// call again at once (the value 1), as a lock's waiter is: no release will wake it while
+// the permits are free. Its next call forgets the rest and takes a permit.
+func TestSemaphoreBehindManyLapsedSaysCallAgain(t *testing.T) {
+	onOneOfEach(t, func(t *testing.T, s server) {
+		node := nodeFor(t, s)
+		k := core.NewSemaphoreKeys("crowd:", "s", 2)
+		keys := append(k.ScriptKeys(), k.Permits...)
+		args := func(token string) []string {
+			a := acquireArgs(token, "0", "live", 1000)
+			a[8] = "2" // a semaphore of 2
+			return a
+		}
+		lapsedAhead(t, s, k, 1, 70)
+		ctx := context.Background()
+		r, err := node.Eval(ctx, script(t, "acquire"), keys, args("live.1")...)
+		require.NoError(t, err)
+		require.GreaterOrEqual(t, len(r), 2)
+		assert.Equal(t, []int64{0, 1}, r[:2], "refused behind 70 lapsed waiters, and told to call again")
+		r, err = node.Eval(ctx, script(t, "acquire"), keys, args("live.2")...)
+		require.NoError(t, err)
+		assert.Equal(t, int64(1), r[0], "the next call forgot the rest and took a permit")
+	})
+}
+
 // TestSemaphoreWaitersBeyondTheScanCount: with 2 permits free and two live waiters queued,
 // one at the head and one behind 64 lapsed waiters (more than a call reads past the head:
 // 64), a caller that does not wait is refused: the scan that ran out may have missed a live
