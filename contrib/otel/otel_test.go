@@ -180,14 +180,16 @@ func (n *attemptsNode) Eval(ctx context.Context, s *core.Script, keys []string, 
 	return vals, err
 }
 
-// waiters returns the waiters whose attempts the node has answered: each token's part
-// before its last ".".
+// waiterOf returns the waiter of an attempt's token "<waiter id>.<attempt>".
+func waiterOf(token string) string { return token[:max(strings.LastIndexByte(token, '.'), 0)] }
+
+// waiters returns the waiters whose attempts the node has answered.
 func (n *attemptsNode) waiters() map[string]bool {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	ids := make(map[string]bool)
 	for _, token := range n.tokens {
-		ids[token[:max(strings.LastIndexByte(token, '.'), 0)]] = true
+		ids[waiterOf(token)] = true
 	}
 	return ids
 }
@@ -199,7 +201,7 @@ func (n *attemptsNode) answered(old map[string]bool) int {
 	defer n.mu.Unlock()
 	count := 0
 	for _, token := range n.tokens {
-		if !old[token[:max(strings.LastIndexByte(token, '.'), 0)]] {
+		if !old[waiterOf(token)] {
 			count++
 		}
 	}
