@@ -18,7 +18,9 @@ import (
 // freezes the server after one successful Eval, so the call hangs on an established
 // connection; "new-connection" freezes it before the first Eval, so a lazily connecting
 // Node hangs in its dial or handshake (on a cluster, in the command: a pause lets the
-// handshake through).
+// handshake through). "call-deadline" uses the context core calls a Node under, which ends
+// only at its deadline (core.EndsAtDeadline): a Node may run such a call in the caller's
+// goroutine, and its driver must end it there.
 func contextChecks() []check {
 	keys := extendKeys(core.NewKeys("conformance:", "context"))
 	return ctxChecks("Eval", func(t *testing.T, n core.Node) call {
@@ -48,6 +50,9 @@ func ctxChecks(method string, prepare func(t *testing.T, n core.Node) call) []ch
 		time.AfterFunc(ctxDeadline, cancel)
 		return ctx, cancel
 	}
+	callDeadline := func() (context.Context, context.CancelFunc) { // as core calls a Node
+		return core.WithDeadline(context.Background(), ctxDeadline), func() {}
+	}
 	cancelled := func() (context.Context, context.CancelFunc) {
 		ctx, cancel := context.WithCancel(context.Background())
 		cancel()
@@ -62,6 +67,8 @@ func ctxChecks(method string, prepare func(t *testing.T, n core.Node) call) []ch
 	}{
 		{"deadline/open-connection", true, deadline, nil, "a context with a deadline " + ctxDeadline.String() + " away"},
 		{"deadline/new-connection", false, deadline, nil, "a context with a deadline " + ctxDeadline.String() + " away"},
+		{"call-deadline/open-connection", true, callDeadline, nil, "core's call context (core.WithDeadline) " + ctxDeadline.String() + " away"},
+		{"call-deadline/new-connection", false, callDeadline, nil, "core's call context (core.WithDeadline) " + ctxDeadline.String() + " away"},
 		{"cancel/open-connection", true, cancelLater, context.Canceled, "a context cancelled " + ctxDeadline.String() + " into the call"},
 		{"cancel/new-connection", false, cancelLater, context.Canceled, "a context cancelled " + ctxDeadline.String() + " into the call"},
 		{"cancelled-before", true, cancelled, context.Canceled, "an already cancelled context"},

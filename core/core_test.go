@@ -996,6 +996,36 @@ func TestDetachedCallsShareADeadline(t *testing.T) {
 	})
 }
 
+// TestEndsAtDeadline: every context core calls a Node under, and WithDeadline's, is one
+// that EndsAtDeadline knows (a backend may run its call inline); a caller's own context,
+// even one with a deadline, is not. WithDeadline's keeps the values, not the end, of its
+// parent, and ends at its deadline.
+func TestEndsAtDeadline(t *testing.T) {
+	bubble(t, func(t *testing.T) {
+		var c sharedDeadlines
+		type key struct{}
+		caller, cancel := context.WithTimeout(context.WithValue(context.Background(), key{}, "v"), time.Second)
+		defer cancel()
+		for _, ctx := range []context.Context{c.detach(caller, time.Second), c.detach(context.Background(), time.Second)} {
+			assert.True(t, EndsAtDeadline(ctx), "a call context is not known")
+		}
+		for _, ctx := range []context.Context{caller, context.Background(), context.TODO()} {
+			assert.False(t, EndsAtDeadline(ctx), "a caller's context is taken for a call context")
+		}
+
+		parent, cancelParent := context.WithCancel(context.WithValue(context.Background(), key{}, "v"))
+		start := time.Now()
+		d := WithDeadline(parent, 50*time.Millisecond)
+		assert.True(t, EndsAtDeadline(d))
+		assert.Equal(t, "v", d.Value(key{}), "the parent's values are lost")
+		cancelParent()
+		assert.NoError(t, d.Err(), "the parent's end ended it")
+		<-d.Done()
+		assert.Equal(t, 50*time.Millisecond, time.Since(start), "it did not end at its deadline")
+		assert.ErrorIs(t, d.Err(), context.DeadlineExceeded)
+	})
+}
+
 // TestNodeFailedReportsEveryFailedCall: Lock.NodeFailed hears of each node's failure or
 // abstention as its call ends, under the operation's name: in operations that reached
 // their quorum, for a node they did not wait for (after they returned), and in the

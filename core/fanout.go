@@ -80,13 +80,15 @@ type fanout struct {
 // calls keep ctx's values but not its end: they run to their answer or deadline, so that
 // what they did can still be undone. A single node is called in the caller's goroutine, but
 // only where the caller cannot end the call half-way (a detached request, or a ctx that
-// never ends).
+// never ends) and the node is not a suspect: a backend may run a call under its deadline
+// inline too (EndsAtDeadline), and a driver that makes a new connection after a broken one
+// may overrun the deadline in its handshake, which the caller then does not wait for.
 func (c *Cluster) fan(ctx context.Context, timeout time.Duration, req request, skip uint64) *fanout {
 	f := &fanout{c: c, timeout: timeout, req: req, ctx: ctx, dctx: c.deadlines.detach(ctx, timeout), skip: skip}
 	if req.detached {
 		f.ctx = context.Background()
 	}
-	if len(c.nodes) == 1 && skip == 0 && f.ctx.Done() == nil {
+	if len(c.nodes) == 1 && skip == 0 && f.ctx.Done() == nil && !c.down[0].Load() {
 		f.one = f.eval(0)
 		return f
 	}

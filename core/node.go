@@ -15,13 +15,14 @@ type Node interface {
 	// an array of integers, as every core script but leader does. Implementations send
 	// EVALSHA with s.SHA1() and fall back to EVAL with s.Source() when the server replies
 	// NOSCRIPT: each call runs the script exactly once. Eval honours ctx: it returns
-	// soon after ctx's deadline passes or ctx is cancelled. A transport or server error is
-	// returned as an error, never as a partial reply; a closed driver client's error matches
-	// ErrClosed. Integer replies keep their sign, and the reply is a new slice that the
-	// caller owns. Every argument is passed, empty ones included. Eval must not change keys
-	// or args, nor keep them after it returns: core shares them between calls. On Redis
-	// Cluster, keys of different slots are an error (the server's CROSSSLOT, or one that
-	// matches ErrInvalid), never a panic.
+	// soon after ctx's deadline passes or ctx is cancelled (core's calls, but a status's,
+	// come under a context that ends only at its deadline: see EndsAtDeadline). A
+	// transport or server error is returned as an error, never as a partial reply; a
+	// closed driver client's error matches ErrClosed. Integer replies keep their sign, and
+	// the reply is a new slice that the caller owns. Every argument is passed, empty ones
+	// included. Eval must not change keys or args, nor keep them after it returns: core
+	// shares them between calls. On Redis Cluster, keys of different slots are an error
+	// (the server's CROSSSLOT, or one that matches ErrInvalid), never a panic.
 	Eval(ctx context.Context, s *Script, keys []string, args ...string) ([]int64, error)
 
 	// EvalStrings runs s as Eval does, for a script whose reply is an array of bulk strings

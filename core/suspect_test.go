@@ -197,3 +197,37 @@ func TestHeldWithANodeDown(t *testing.T) {
 		}
 	})
 }
+
+// TestASuspectSingleNodeIsNotWaitedForPastTheTimeout: a single node is called in the
+// caller's goroutine, but not once its last call failed in transit: a driver may overrun the
+// deadline in the new connection's handshake (here the node ignores its ctx and hangs), and
+// an attempt still ends at the node timeout.
+func TestASuspectSingleNodeIsNotWaitedForPastTheTimeout(t *testing.T) {
+	bubble(t, func(t *testing.T) {
+		letGo := make(chan struct{})
+		var hang atomic.Bool
+		c, _ := cluster(t, func(ctx context.Context, s *Script) ([]int64, error) {
+			switch {
+			case !hang.Load():
+				return nil, &net.OpError{Op: "read", Net: "tcp", Err: syscall.ECONNRESET}
+			case s == acquireScript:
+				<-letGo // ignores ctx
+				return []int64{1, 1}, nil
+			}
+			return []int64{0, 0}, nil
+		})
+		l := testLock()
+		l.NodeTimeout = 300 * time.Millisecond
+		_, err := c.Acquire(context.Background(), l)
+		require.Error(t, err)
+		synctest.Wait()
+		require.Equal(t, uint64(1), c.suspects(), "a call that failed in transit did not mark its node")
+
+		hang.Store(true)
+		start := time.Now()
+		_, err = c.Acquire(context.Background(), l)
+		assert.ErrorIs(t, err, ErrNodeTimeout)
+		assert.LessOrEqual(t, time.Since(start), 301*time.Millisecond, "the attempt waited for a suspect past the node timeout")
+		close(letGo)
+	})
+}

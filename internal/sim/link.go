@@ -210,6 +210,7 @@ func (n *node) String() string { return n.inner.String() }
 
 func (n *node) Eval(ctx context.Context, s *core.Script, keys []string, args ...string) ([]int64, error) {
 	n.link.srv.scripts.note(s)
+	n.checkContext(ctx, s)
 	if n.sharded {
 		if err := n.crossSlot(s.Name(), keys); err != nil {
 			return nil, err
@@ -230,6 +231,7 @@ func (n *node) Eval(ctx context.Context, s *core.Script, keys []string, args ...
 
 func (n *node) EvalStrings(ctx context.Context, s *core.Script, keys []string, args ...string) ([]string, error) {
 	n.link.srv.scripts.note(s)
+	n.checkContext(ctx, s)
 	if n.sharded {
 		if err := n.crossSlot(s.Name(), keys); err != nil {
 			return nil, err
@@ -259,6 +261,15 @@ func (n *node) checkGuard(s *core.Script, args []string, reply []int64) {
 	}
 	if up, ok := n.link.srv.uptime(); ok && up <= guard {
 		n.link.report("%s granted c%d's %s at uptime %d s, within its restart guard of %d s", n.link.srv.name, n.link.client, s.Name(), up, guard)
+	}
+}
+
+// checkContext reports a call of core's made under a context that a cancellation could end
+// (core.Node: a backend may run a call under core's own context, which ends only at its
+// deadline, in the caller's goroutine).
+func (n *node) checkContext(ctx context.Context, s *core.Script) {
+	if !core.EndsAtDeadline(ctx) {
+		n.link.report("c%d's %s call to %s came under a context that core did not make (core.EndsAtDeadline)", n.link.client, s.Name(), n.link.srv.name)
 	}
 }
 

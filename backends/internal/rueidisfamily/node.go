@@ -46,19 +46,18 @@ func NewNode[M any, P Message[M]](c Client[M], dc any) *Node[M, P] {
 func (n *Node[M, P]) String() string { return n.name }
 
 // Eval runs s, and returns its reply's integers (see core.Node). A call that the
-// connection's breaking failed is sent once more. A call whose ctx can end runs in a
-// goroutine of its own (ctxcall), on copies of keys and args since it may outlive Eval,
-// which returns at ctx's end: the drivers do not always end a call when its ctx does. A
-// lone call under a deadline, which the driver runs on the connection under a socket
-// deadline, once waited past it until the connection closed (conformance's
-// context/deadline/open-connection, in a loaded run); a call behind others did so more
-// often (context/deadline/behind-others); and a cancellation without a deadline is
-// honoured only once the call has a connection.
+// connection's breaking failed is sent once more. A call under a context that ends only at
+// its deadline (core's, see core.EndsAtDeadline) runs in the caller's goroutine: the driver
+// ends it there, with the connection's deadline or its pipeline's wait. A call whose ctx can
+// be cancelled runs in a goroutine of its own (ctxcall), on copies of keys and args since it
+// may outlive Eval, which returns at ctx's end: the driver honours a cancellation only once
+// the call has a connection (conformance's context/cancel/new-connection), and once, in a
+// loaded run, a lone call under a deadline waited past it until the connection closed.
 func (n *Node[M, P]) Eval(ctx context.Context, s *core.Script, keys []string, args ...string) ([]int64, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	if ctx.Done() == nil { // nothing can end it early
+	if ctx.Done() == nil || core.EndsAtDeadline(ctx) {
 		return n.eval(ctx, s, keys, args)
 	}
 	keys, args = slices.Clone(keys), slices.Clone(args) // the call may outlive Eval
@@ -71,7 +70,7 @@ func (n *Node[M, P]) EvalStrings(ctx context.Context, s *core.Script, keys []str
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	if ctx.Done() == nil { // nothing can end it early
+	if ctx.Done() == nil || core.EndsAtDeadline(ctx) {
 		return n.evalStrings(ctx, s, keys, args)
 	}
 	keys, args = slices.Clone(keys), slices.Clone(args) // the call may outlive Eval

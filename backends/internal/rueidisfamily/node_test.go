@@ -8,6 +8,8 @@ import (
 	"sync"
 	"syscall"
 	"testing"
+	"testing/synctest"
+	"time"
 
 	"github.com/go-redlock/redlock/core"
 	"github.com/stretchr/testify/assert"
@@ -135,4 +137,52 @@ func TestEvalDoesNotResendOnceItsCtxEnded(t *testing.T) {
 	_, err := n.eval(ctx, core.NewScript("test", "return {1, 7}"), []string{"k"}, []string{"a"})
 	require.ErrorIs(t, err, context.Canceled)
 	assert.Equal(t, 1, c.calls, "calls sent")
+}
+
+// TestEvalRunsACallContextInline checks where Eval runs its call, with a client that
+// ignores its ctx and does not return until it is let go: under a context that can end
+// otherwise, in a goroutine of its own, so that Eval returns at the context's end while the
+// call goes on; under core's call context (core.WithDeadline), which ends only at its
+// deadline, in the caller's goroutine, so that Eval returns only with the call (a real
+// driver ends it at its deadline).
+func TestEvalRunsACallContextInline(t *testing.T) {
+	script := core.NewScript("test", "return {1, 7}")
+	for _, tc := range []struct {
+		name   string
+		ctx    func() (context.Context, context.CancelFunc)
+		inline bool
+	}{
+		{"cancellable", func() (context.Context, context.CancelFunc) { return context.WithCancel(context.Background()) }, false},
+		{"deadline", func() (context.Context, context.CancelFunc) {
+			return context.WithTimeout(context.Background(), time.Second)
+		}, false},
+		{"call-context", func() (context.Context, context.CancelFunc) {
+			return core.WithDeadline(context.Background(), time.Second), func() {}
+		}, true},
+	} {
+		synctest.Test(t, func(t *testing.T) {
+			letGo := make(chan struct{})
+			c := &scriptedClient{during: func() { <-letGo }}
+			n := NewNode[intMessage, *intMessage](c, nil)
+			ctx, cancel := tc.ctx()
+			returned := make(chan error, 1)
+			go func() {
+				_, err := n.Eval(ctx, script, []string{"k"}, "a")
+				returned <- err
+			}()
+			synctest.Wait() // the call runs, and waits to be let go
+			cancel()
+			time.Sleep(2 * time.Second) // past every deadline
+			select {
+			case err := <-returned:
+				assert.False(t, tc.inline, "%s: Eval returned (%v) while its call ran: it did not run in the caller's goroutine", tc.name, err)
+				assert.Error(t, err, tc.name)
+				close(letGo)
+			default:
+				assert.True(t, tc.inline, "%s: Eval did not return at its ctx's end", tc.name)
+				close(letGo)
+				assert.NoError(t, <-returned, tc.name)
+			}
+		})
+	}
 }
