@@ -15,6 +15,7 @@ import (
 	rlgoredis "github.com/go-redlock/redlock/backends/goredis"
 	rlredigo "github.com/go-redlock/redlock/backends/redigo"
 	rlrueidis "github.com/go-redlock/redlock/backends/rueidis"
+	rlvalkey "github.com/go-redlock/redlock/backends/valkey"
 	"github.com/go-redlock/redlock/core"
 	"github.com/go-redsync/redsync/v4"
 	rsredis "github.com/go-redsync/redsync/v4/redis"
@@ -25,6 +26,7 @@ import (
 	"github.com/redis/rueidis"
 	"github.com/redis/rueidis/rueidiscompat"
 	"github.com/redis/rueidis/rueidislock"
+	"github.com/valkey-io/valkey-go"
 )
 
 // locker is one lock name as a library exposes it: Lock blocks until held (or ctx ends).
@@ -47,8 +49,14 @@ type impl struct {
 	single  bool   // the library locks on one Redis only: N=1 rows only
 	handoff bool   // can wait for a held lock: takes part in the handoff test
 	only    string // the one test the row takes part in ("": every test)
-	ours    bool
-	notes   string
+	ours    bool   // the library's own row: the run waits past its restart guard first
+	// untargeted marks our rows that issue 6's targets (a Mutex's, a fenced Lease's) do
+	// not apply to: they are not checked in the targets table.
+	untargeted bool
+	// mutex is the key of the redlock Mutex row over the same driver, which the ratio
+	// columns divide by ("": no such column for the row).
+	mutex string
+	notes string
 	// new returns a client over addrs (one per node). waiting is true for the handoff
 	// test, where Lock must wait for a held lock.
 	new func(addrs []string, waiting bool) (client, error)
@@ -77,34 +85,49 @@ func impls() []impl {
 		{key: "floor-handoff", name: "floor: hand-over by release script + PUBLISH (rueidis)", single: true, handoff: true, only: "handoff",
 			notes: "the handoff test's floor, N=1 only: a waiter subscribes to its own channel and queues in a list (one script with SET NX); the holder's release script sets the lock to the first waiter's token and publishes on its channel; the waiter's Lock returns on the message. One release round trip plus one message, with nothing else a lock needs (no waiter liveness, tickets, fencing, restart guard or deadlines).",
 			new:   newHandoffFloor},
-		{key: "redlock-goredis", name: "redlock Mutex (go-redis)", handoff: true, ours: true,
+		{key: "redlock-goredis", name: "redlock Mutex (go-redis)", handoff: true, ours: true, mutex: "redlock-goredis",
 			notes: "redis.Options{ContextTimeoutEnabled: true} as the README asks.",
 			new:   func(a []string, _ bool) (client, error) { return newOurs(a, goredisNodes, false, false) }},
-		{key: "redlock-redigo", name: "redlock Mutex (redigo)", handoff: true, ours: true,
+		{key: "redlock-redigo", name: "redlock Mutex (redigo)", handoff: true, ours: true, mutex: "redlock-redigo",
 			notes: "redis.Pool{MaxIdle: 64, DialContext} (redigo's default MaxIdle 0 dials per call).",
 			new:   func(a []string, _ bool) (client, error) { return newOurs(a, redigoNodes, false, false) }},
-		{key: "redlock-rueidis", name: "redlock Mutex (rueidis)", handoff: true, ours: true,
+		{key: "redlock-rueidis", name: "redlock Mutex (rueidis)", handoff: true, ours: true, mutex: "redlock-rueidis",
 			notes: "rueidis.ClientOption{InitAddress} defaults.",
 			new:   func(a []string, _ bool) (client, error) { return newOurs(a, rueidisNodes, false, false) }},
-		{key: "redlock-rueidis-noguard", name: "redlock Mutex (rueidis), restart guard off", handoff: true, ours: true,
+		{key: "redlock-valkey", name: "redlock Mutex (valkey-go)", handoff: true, ours: true, mutex: "redlock-valkey",
+			notes: "valkey.ClientOption{InitAddress} defaults.",
+			new:   func(a []string, _ bool) (client, error) { return newOurs(a, valkeyNodes, false, false) }},
+		{key: "redlock-rueidis-noguard", name: "redlock Mutex (rueidis), restart guard off", handoff: true, ours: true, mutex: "redlock-rueidis",
 			notes: "as redlock-rueidis, with WithRestartGuard(0): what the guard costs.",
 			new:   func(a []string, _ bool) (client, error) { return newOurs(a, rueidisNodes, false, false, noGuard...) }},
-		{key: "redlock-goredis-noguard", name: "redlock Mutex (go-redis), restart guard off", handoff: true, ours: true,
+		{key: "redlock-goredis-noguard", name: "redlock Mutex (go-redis), restart guard off", handoff: true, ours: true, mutex: "redlock-goredis",
 			notes: "as redlock-goredis, with WithRestartGuard(0): what the guard costs.",
 			new:   func(a []string, _ bool) (client, error) { return newOurs(a, goredisNodes, false, false, noGuard...) }},
-		{key: "redlock-lease", name: "redlock Lease, fenced (go-redis)", handoff: true, ours: true,
+		{key: "redlock-lease", name: "redlock Lease, fenced (go-redis)", handoff: true, ours: true, mutex: "redlock-goredis",
 			notes: "TryAcquire+Release (Acquire+Release in the handoff test); N>1 pays the fence-raise round.",
 			new:   func(a []string, w bool) (client, error) { return newOurs(a, goredisNodes, true, w) }},
-		{key: "redlock-all", name: "redlock Mutex over two names (go-redis)", ours: true,
+		{key: "redlock-lease-rueidis", name: "redlock Lease, fenced (rueidis)", handoff: true, ours: true, mutex: "redlock-rueidis",
+			notes: "as redlock-lease, over rueidis nodes as for the Mutex row.",
+			new:   func(a []string, w bool) (client, error) { return newOurs(a, rueidisNodes, true, w) }},
+		{key: "redlock-all", name: "redlock Mutex over two names (go-redis)", ours: true, mutex: "redlock-goredis",
 			notes: "NewMutexAll of the row's name and a second one: every name in one acquire script per node (a set takes no SET NX fast path). Go-redis nodes as for the Mutex row.",
 			new:   func(a []string, _ bool) (client, error) { return newOursAll(a, goredisNodes) }},
-		{key: "redlock-rlock", name: "redlock RWMutex, RLock (go-redis)",
+		{key: "redlock-all-rueidis", name: "redlock Mutex over two names (rueidis)", ours: true, mutex: "redlock-rueidis",
+			notes: "as redlock-all, over rueidis nodes as for the Mutex row.",
+			new:   func(a []string, _ bool) (client, error) { return newOursAll(a, rueidisNodes) }},
+		{key: "redlock-rlock", name: "redlock RWMutex, RLock (go-redis)", ours: true, untargeted: true, mutex: "redlock-goredis",
 			notes: "RLockContext+RUnlockContext of an RWMutex per name: a reader's share (the rlock and runlock scripts; readers take no SET NX fast path). Go-redis nodes as for the Mutex row.",
 			new:   func(a []string, _ bool) (client, error) { return newOursRead(a, goredisNodes, false) }},
-		{key: "redlock-rlock-rueidis", name: "redlock RWMutex, RLock (rueidis)",
+		{key: "redlock-rlock-rueidis", name: "redlock RWMutex, RLock (rueidis)", ours: true, untargeted: true, mutex: "redlock-rueidis",
 			notes: "as above, over rueidis nodes as for the Mutex row.",
 			new:   func(a []string, _ bool) (client, error) { return newOursRead(a, rueidisNodes, false) }},
-		{key: "redlock-rlock-one", name: "redlock RWMutex, RLock, one name (go-redis)", only: "throughput",
+		{key: "redlock-semaphore-rueidis", name: "redlock Semaphore, one of 4 permits (rueidis)", ours: true, untargeted: true, mutex: "redlock-rueidis",
+			notes: "TryAcquire+Release of one permit of a NewSemaphore per name with K = 4 (a permit is a Lease, the acquire and release scripts run over the K permits' keys). Rueidis nodes as for the Mutex row.",
+			new:   func(a []string, _ bool) (client, error) { return newOursSemaphore(a, rueidisNodes) }},
+		{key: "redlock-election-rueidis", name: "redlock Election, Campaign+Resign (rueidis)", handoff: true, ours: true, untargeted: true, mutex: "redlock-rueidis",
+			notes: "Campaign (which waits for leadership, then records the value on a quorum: one more round) and Release of the leader's Lease (resign) of a NewElection per name. Rueidis nodes as for the Mutex row.",
+			new:   func(a []string, _ bool) (client, error) { return newOursElection(a, rueidisNodes) }},
+		{key: "redlock-rlock-one", name: "redlock RWMutex, RLock, one name (go-redis)", only: "throughput", ours: true, untargeted: true, mutex: "redlock-goredis",
 			notes: "throughput test only: every goroutine's RLock+RUnlock is on ONE name, so the readers hold it together (one readers' sorted set per node). A Mutex row cannot do this: its goroutines would take turns.",
 			new:   func(a []string, _ bool) (client, error) { return newOursRead(a, goredisNodes, true) }},
 		{key: "redsync-goredis", name: "redsync v4 (go-redis pool)", handoff: true,
@@ -171,6 +194,23 @@ func rueidisNodes(addrs []string) ([]redlock.Node, func(), error) {
 	return nodes, runAll(closers), nil
 }
 
+// valkeyNodes is rueidisNodes over valkey-go clients, with their defaults.
+func valkeyNodes(addrs []string) ([]redlock.Node, func(), error) {
+	var nodes []redlock.Node
+	var closers []func()
+	for _, a := range addrs {
+		vc, err := valkey.NewClient(valkey.ClientOption{InitAddress: []string{a}})
+		if err != nil {
+			runAll(closers)()
+			return nil, nil, err
+		}
+		n := rlvalkey.New(vc)
+		nodes = append(nodes, n)
+		closers = append(closers, func() { n.Close(); vc.Close() })
+	}
+	return nodes, runAll(closers), nil
+}
+
 func runAll(fs []func()) func() {
 	return func() {
 		for _, f := range fs {
@@ -200,8 +240,11 @@ func newOurs(addrs []string, nodes nodesFunc, lease, waiting bool, opts ...redlo
 }
 
 func (o *ours) Locker(name string) locker {
-	if o.lease {
-		return &ourLease{c: o.c, name: name, waiting: o.waiting}
+	switch {
+	case o.lease && o.waiting:
+		return &ourLease{acquire: func(ctx context.Context) (*redlock.Lease, error) { return o.c.Acquire(ctx, name) }}
+	case o.lease:
+		return &ourLease{acquire: func(ctx context.Context) (*redlock.Lease, error) { return o.c.TryAcquire(ctx, name) }}
 	}
 	return ourMutex{o.c.NewMutex(name)}
 }
@@ -245,6 +288,47 @@ func (o oursAll) Locker(name string) locker {
 	return ourMutex{o.c.NewMutexAll([]string{name, name + "/2"})}
 }
 
+// semaphorePermits is K, the permits of each Semaphore of the Semaphore row.
+const semaphorePermits = 4
+
+// oursSemaphore is ours, holding one permit of a Semaphore of semaphorePermits per name.
+type oursSemaphore struct{ *ours }
+
+// newOursSemaphore returns an oursSemaphore over addrs, with the library's defaults.
+func newOursSemaphore(addrs []string, nodes nodesFunc) (client, error) {
+	c, err := newOurs(addrs, nodes, false, false)
+	if err != nil {
+		return nil, err
+	}
+	return oursSemaphore{c.(*ours)}, nil
+}
+
+// Locker takes and releases a permit of the name's Semaphore.
+func (o oursSemaphore) Locker(name string) locker {
+	return &ourLease{acquire: o.c.NewSemaphore(name, semaphorePermits).TryAcquire}
+}
+
+// electionValue is the value each leader of the Election row records.
+const electionValue = "bench"
+
+// oursElection is ours, leading an Election per name: Campaign, then resign.
+type oursElection struct{ *ours }
+
+// newOursElection returns an oursElection over addrs, with the library's defaults.
+func newOursElection(addrs []string, nodes nodesFunc) (client, error) {
+	c, err := newOurs(addrs, nodes, false, false)
+	if err != nil {
+		return nil, err
+	}
+	return oursElection{c.(*ours)}, nil
+}
+
+// Locker campaigns in the name's Election and resigns.
+func (o oursElection) Locker(name string) locker {
+	e := o.c.NewElection(name)
+	return &ourLease{acquire: func(ctx context.Context) (*redlock.Lease, error) { return e.Campaign(ctx, electionValue) }}
+}
+
 type ourReader struct{ rw *redlock.RWMutex }
 
 func (r ourReader) Lock(ctx context.Context) error   { return r.rw.RLockContext(ctx) }
@@ -255,19 +339,15 @@ type ourMutex struct{ m *redlock.Mutex }
 func (m ourMutex) Lock(ctx context.Context) error   { return m.m.LockContext(ctx) }
 func (m ourMutex) Unlock(ctx context.Context) error { return m.m.UnlockContext(ctx) }
 
+// ourLease locks by taking a Lease (a lock's, a Semaphore permit's, an Election
+// leader's) with acquire, and unlocks by releasing it.
 type ourLease struct {
-	c       *redlock.Client
-	name    string
-	waiting bool
+	acquire func(context.Context) (*redlock.Lease, error)
 	l       *redlock.Lease
 }
 
 func (l *ourLease) Lock(ctx context.Context) (err error) {
-	if l.waiting {
-		l.l, err = l.c.Acquire(ctx, l.name)
-	} else {
-		l.l, err = l.c.TryAcquire(ctx, l.name)
-	}
+	l.l, err = l.acquire(ctx)
 	return err
 }
 

@@ -252,11 +252,25 @@ func (r *results) label(cfg config, key string) string {
 
 // floorOf returns the floor row on the same driver as a row.
 func floorOf(key string) string {
-	if key == "redlock-rueidis" || key == "redsync-rueidis" || key == "rueidislock" {
+	if strings.Contains(key, "rueidis") {
 		return "floor-rueidis"
 	}
 	return "floor"
 }
+
+// mutexOf returns the key of the redlock Mutex row over the same driver as a row ("" for
+// a row that is not redlock's).
+func mutexOf(key string) string {
+	for _, im := range impls() {
+		if im.key == key {
+			return im.mutex
+		}
+	}
+	return ""
+}
+
+// mutexText says what the "/ Mutex" columns divide by.
+const mutexText = "the redlock Mutex row over the same driver at the same N (redlock-goredis for the go-redis rows, redlock-rueidis for the rueidis rows, and the redigo and valkey-go Mutex rows for themselves), where that row ran"
 
 func (r *results) markdown(cfg config, loadStart, loadEnd, foreign string) string {
 	var b strings.Builder
@@ -273,15 +287,15 @@ func (r *results) markdown(cfg config, loadStart, loadEnd, foreign string) strin
 	if cfg.tests["uncontended"] {
 		fmt.Fprintf(&b, "### 1 and 4. Uncontended lock+unlock: latency and allocations\n\n")
 		fmt.Fprintf(&b, "One goroutine locks and unlocks a free name: up to %d pairs or %v per row, in %d rounds interleaved across the rows, after a warm-up. "+
-			"Ratios are p50 over the p50 of each floor at the same N. Allocations: runtime.MemStats deltas per pair, the drivers' goroutines included.\n\n", cfg.maxCount, cfg.dur, max(cfg.rounds, 1))
-		fmt.Fprintf(&b, "| row | N | p50 | p99 | / floor go-redis | / floor rueidis | allocs/pair | bytes/pair |\n|---|--:|--:|--:|--:|--:|--:|--:|\n")
+			"Ratios are p50 over the p50 of each floor at the same N; \"/ Mutex\": a redlock row's p50 over that of %s. Allocations: runtime.MemStats deltas per pair, the drivers' goroutines included.\n\n", cfg.maxCount, cfg.dur, max(cfg.rounds, 1), mutexText)
+		fmt.Fprintf(&b, "| row | N | p50 | p99 | / floor go-redis | / floor rueidis | allocs/pair | bytes/pair | / Mutex |\n|---|--:|--:|--:|--:|--:|--:|--:|--:|\n")
 		for _, n := range cfg.ns {
 			for _, key := range r.order(cfg, pingKey, pingAllKey) {
 				k := rkey{key, n, 0}
 				u, ok := r.unc[k]
 				if !ok {
 					if err := r.fail[k]; err != nil {
-						fmt.Fprintf(&b, "| %s | %d | error: %s | | | | | |\n", r.label(cfg, key), n, oneLine(err))
+						fmt.Fprintf(&b, "| %s | %d | error: %s | | | | | | |\n", r.label(cfg, key), n, oneLine(err))
 					}
 					continue
 				}
@@ -290,8 +304,8 @@ func (r *results) markdown(cfg config, loadStart, loadEnd, foreign string) strin
 					allocs, byts = "—", "—"
 				}
 				m := float64(u.lat.pct(.5))
-				fmt.Fprintf(&b, "| %s | %d | %s | %s | %s | %s | %s | %s |\n", r.label(cfg, key), n, dur(u.lat.pct(.5)), dur(u.lat.pct(.99)),
-					ratio(m, float64(p50("floor", n))), ratio(m, float64(p50("floor-rueidis", n))), allocs, byts)
+				fmt.Fprintf(&b, "| %s | %d | %s | %s | %s | %s | %s | %s | %s |\n", r.label(cfg, key), n, dur(u.lat.pct(.5)), dur(u.lat.pct(.99)),
+					ratio(m, float64(p50("floor", n))), ratio(m, float64(p50("floor-rueidis", n))), allocs, byts, ratio(m, float64(p50(mutexOf(key), n))))
 			}
 		}
 		b.WriteString("\n")
@@ -359,8 +373,8 @@ func (r *results) markdown(cfg config, loadStart, loadEnd, foreign string) strin
 		fmt.Fprintf(&b, "### 3. Throughput over many names\n\n")
 		fmt.Fprintf(&b, "%d goroutines share one client; each locks and unlocks %d names of its own in turn (%d names, no contention), for %v per row in %d interleaved rounds after a warm-up.\n\n",
 			cfg.goroutines, cfg.names, cfg.goroutines*cfg.names, cfg.dur, max(cfg.rounds, 1))
-		fmt.Fprintf(&b, "CPU per pair: this process's CPU time (getrusage: the library, its driver and the measuring goroutines) and the servers' (INFO cpu: used_cpu_user + used_cpu_sys, summed over the N servers) while the pairs were counted, divided by the pairs; writes: this process's write system calls per pair (syscw in /proc/self/io). The clients and the servers share the machine's %d CPUs, so a row's pairs/s is about the CPUs over the sum of the two CPU columns when they are busy.\n\n", runtime.NumCPU())
-		fmt.Fprintf(&b, "| row | N | pairs/s | of floor go-redis | of floor rueidis | client CPU µs/pair | servers' CPU µs/pair | client writes/pair |\n|---|--:|--:|--:|--:|--:|--:|--:|\n")
+		fmt.Fprintf(&b, "CPU per pair: this process's CPU time (getrusage: the library, its driver and the measuring goroutines) and the servers' (INFO cpu: used_cpu_user + used_cpu_sys, summed over the N servers) while the pairs were counted, divided by the pairs; writes: this process's write system calls per pair (syscw in /proc/self/io). The clients and the servers share the machine's %d CPUs, so a row's pairs/s is about the CPUs over the sum of the two CPU columns when they are busy. \"/ Mutex\": a redlock row's pairs/s over that of %s.\n\n", runtime.NumCPU(), mutexText)
+		fmt.Fprintf(&b, "| row | N | pairs/s | of floor go-redis | of floor rueidis | client CPU µs/pair | servers' CPU µs/pair | client writes/pair | / Mutex |\n|---|--:|--:|--:|--:|--:|--:|--:|--:|\n")
 		for _, n := range cfg.ns {
 			for _, key := range r.order(cfg) {
 				k := rkey{key, n, 0}
@@ -388,7 +402,8 @@ func (r *results) markdown(cfg config, loadStart, loadEnd, foreign string) strin
 				if t.writes >= 0 {
 					writes = fmt.Sprintf("%.2f", t.writes)
 				}
-				fmt.Fprintf(&b, "| %s | %d | %.0f%s | %s | %s | %s | %s | %s |\n", r.label(cfg, key), n, t.rate, errs, of("floor"), of("floor-rueidis"), cpu(t.clientCPU), cpu(t.serverCPU), writes)
+				fmt.Fprintf(&b, "| %s | %d | %.0f%s | %s | %s | %s | %s | %s | %s |\n", r.label(cfg, key), n, t.rate, errs, of("floor"), of("floor-rueidis"), cpu(t.clientCPU), cpu(t.serverCPU), writes,
+					ratio(t.rate, r.tp[rkey{mutexOf(key), n, 0}].rate))
 			}
 		}
 		b.WriteString("\n")
@@ -432,10 +447,10 @@ func oneLine(err error) string {
 // measured column also gives the ratio to the floor on the row's own driver.
 func (r *results) targets(cfg config) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "### Targets (issue 6), our rows\n\nVerdicts against the rueidis floor: the issue's anchors match it (about 17 allocs per pair at N=5; redsync over rueidis at 72-83%% of its throughput), not the go-redis one (110 allocs per pair at N=5). In brackets: the ratio to the floor on the row's own driver (go-redis for redigo).\n\n| target | row | measured | verdict |\n|---|---|--:|---|\n")
+	fmt.Fprintf(&b, "### Targets (issue 6), our rows\n\nVerdicts against the rueidis floor: the issue's anchors match it (about 17 allocs per pair at N=5; redsync over rueidis at 72-83%% of its throughput), not the go-redis one (110 allocs per pair at N=5). In brackets: the ratio to the floor on the row's own driver (go-redis for redigo and valkey-go). The Semaphore and Election rows have no targets here.\n\n| target | row | measured | verdict |\n|---|---|--:|---|\n")
 	line := func(target, row, measured string, ok bool) { verdict(&b, target, row, measured, ok, "**missed**") }
 	for _, im := range cfg.impls {
-		if !im.ours {
+		if !im.ours || im.untargeted {
 			continue
 		}
 		fk := "floor-rueidis"
@@ -445,7 +460,7 @@ func (r *results) targets(cfg config) string {
 			}
 		}
 		own := floorOf(im.key)
-		lease := im.key == "redlock-lease"
+		lease := im.key == "redlock-lease" || im.key == "redlock-lease-rueidis"
 		if f, ok := r.unc[rkey{fk, 5, 0}]; ok {
 			if u, ok := r.unc[rkey{im.key, 5, 0}]; ok {
 				x := float64(u.lat.pct(.5)) / float64(f.lat.pct(.5))
