@@ -47,12 +47,12 @@ func serverCost(ctx context.Context, addr string, pairs int) ([]costRow, error) 
 	// fence ("0": none, "1": any).
 	acquireWith := func(guard, fence string) func(p goredis.Pipeliner, k core.Keys, token string) {
 		return func(p goredis.Pipeliner, k core.Keys, token string) {
-			p.EvalSha(ctx, acquire.SHA1(), k.ScriptKeys(), token+".1", "10000", guard, fence, token,
+			p.EvalSha(ctx, acquire.SHA1(), scriptKeys(k), token+".1", "10000", guard, fence, token,
 				strconv.FormatInt(time.Now().UnixMicro(), 10), "1000", "0", "w", "-1")
 		}
 	}
 	ours := func(p goredis.Pipeliner, k core.Keys, token string) {
-		p.EvalSha(ctx, release.SHA1(), k.ScriptKeys(), token+".1", "w", "PUBLISH", token, "leave", "0", "0", "0")
+		p.EvalSha(ctx, release.SHA1(), scriptKeys(k), token+".1", "w", "PUBLISH", token, "leave", "0", "0", "0")
 	}
 	floorUnlock := func(p goredis.Pipeliner, k core.Keys, token string) { cad.EvalSha(ctx, p, []string{k.Lock}, token) }
 	kinds := []pair{
@@ -113,4 +113,17 @@ func serverCost(ctx context.Context, addr string, pairs int) ([]costRow, error) 
 		rows = append(rows, costRow{name: kind.name, perPair: total / float64(pairs)})
 	}
 	return rows, nil
+}
+
+// scriptKeys returns the KEYS of the acquire and release scripts for k: each name's six, name
+// after name, for a lock over several names (core.NewSetKeys).
+func scriptKeys(k core.Keys) []string {
+	if len(k.Set) == 0 {
+		return k.ScriptKeys()
+	}
+	var keys []string
+	for _, n := range k.Set {
+		keys = append(keys, n.ScriptKeys()...)
+	}
+	return keys
 }
