@@ -17,6 +17,13 @@ local k, read = tonumber(ARGV[2]), ARGV[2] == 'r'
 if not (read or ARGV[2] == 'w' or k and k >= 1 and k == math.floor(k)) then
   return redis.error_reply('ERR release: mode ' .. tostring(ARGV[2]) .. ': want w, r or a number of permits')
 end
+-- The common case first: a writer's lock over one name, its first attempt's, let go where
+-- no one queues (what the rest of the script does then, without defining it).
+if ARGV[2] == 'w' and #KEYS == 6 and (waiter == '' or leave and token == waiter .. '.1')
+    and redis.call('GET', KEYS[1]) == token and redis.call('EXISTS', KEYS[3]) == 0 then
+  redis.call('DEL', KEYS[1])
+  return {1, 0}
+end
 local readers_hold = '(readers)' -- the lock key's value while readers hold it
 local left_kept = 10000 -- how long a leave is remembered in alive, as '!' .. id, in ms
 local first_scan = 64 -- the most waiters a wake-up reads
