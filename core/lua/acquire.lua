@@ -28,21 +28,6 @@ local k, read = tonumber(ARGV[9]), ARGV[9] == 'r'
 if not (read or ARGV[9] == 'w' or k and k >= 1 and k == math.floor(k)) then
   return redis.error_reply('ERR acquire: mode ' .. tostring(ARGV[9]) .. ': want w, r or a number of permits')
 end
--- The common case first: a writer's lock over one name, free, where no one queues, with no
--- fence asked for, no server to identify, and the restart guard off or proven by LASTSAVE
--- (what the rest of the script does then, without defining it; see the guard below).
-if ARGV[9] == 'w' and #KEYS == 6 and floor == '0' and ARGV[8] ~= '1' then
-  local guard, saved, clock = tonumber(ARGV[3]) or 0, nil, nil
-  if guard > 0 then
-    saved = redis.pcall('LASTSAVE')
-    clock = redis.call('TIME')
-  end
-  if (guard == 0 or type(saved) == 'number' and saved > 0 and tonumber(clock[1]) - saved > guard + 1)
-      and redis.call('EXISTS', KEYS[3], KEYS[4], KEYS[5]) == 0 and not redis.call('GET', KEYS[1]) then
-    redis.call('SET', KEYS[1], token, 'PX', ttl)
-    return {1, 0}
-  end
-end
 local readers_hold = '(readers)' -- the lock key's value while readers hold it
 local fence_idle = 3600000 -- core.FenceIdle in ms
 local floor_cap = 2000000 -- how far a fence floor counts past the server's clock, in us
@@ -52,6 +37,40 @@ local clock, info -- the server's TIME and INFO server, each read once when firs
 local function now_ms()
   clock = clock or redis.call('TIME')
   return tonumber(clock[1]) * 1000 + math.floor(tonumber(clock[2]) / 1000)
+end
+-- advance sets the fence counter f to max(counter + 1, server time in us, floor), and
+-- returns it.
+local function advance(f)
+  now_ms()
+  local now = clock[1] .. string.format('%06d', tonumber(clock[2])) -- a decimal string: exact
+  local proposed = tonumber(floor)
+  if proposed and proposed > tonumber(now) then
+    now = string.format('%d', math.min(proposed, tonumber(now) + floor_cap))
+  end
+  local counter = redis.call('GET', f)
+  if counter and tonumber(counter) >= tonumber(now) then
+    counter = redis.call('INCR', f)
+    redis.call('PEXPIRE', f, fence_idle)
+    return counter
+  end
+  redis.call('SET', f, now, 'PX', fence_idle)
+  return tonumber(now)
+end
+
+-- The common case first: a writer's lock over one name, free, where no one queues, fenced or
+-- not, with no server to identify, and the restart guard off or proven by LASTSAVE (what the
+-- rest of the script does then, without defining the rest; see the guard below).
+if ARGV[9] == 'w' and #KEYS == 6 and ARGV[8] ~= '1' then
+  local guard, saved = tonumber(ARGV[3]) or 0, nil
+  if guard > 0 then
+    saved = redis.pcall('LASTSAVE')
+    now_ms()
+  end
+  if (guard == 0 or type(saved) == 'number' and saved > 0 and tonumber(clock[1]) - saved > guard + 1)
+      and redis.call('EXISTS', KEYS[3], KEYS[4], KEYS[5]) == 0 and not redis.call('GET', KEYS[1]) then
+    redis.call('SET', KEYS[1], token, 'PX', ttl)
+    return {1, floor ~= '0' and advance(KEYS[2]) or 0}
+  end
 end
 local function server_info(pattern)
   info = info or redis.pcall('INFO', 'server')
@@ -218,24 +237,6 @@ local function ours(holder)
   local id, n = string.match(token, '^(.+)%.(%d+)$')
   local hid, hn = string.match(holder, '^(.+)%.(%d+)$')
   return holder == token or (id ~= nil and id == hid and tonumber(hn) <= tonumber(n))
-end
--- advance sets the fence counter f to max(counter + 1, server time in us, floor), and
--- returns it.
-local function advance(f)
-  now_ms()
-  local now = clock[1] .. string.format('%06d', tonumber(clock[2])) -- a decimal string: exact
-  local proposed = tonumber(floor)
-  if proposed and proposed > tonumber(now) then
-    now = string.format('%d', math.min(proposed, tonumber(now) + floor_cap))
-  end
-  local counter = redis.call('GET', f)
-  if counter and tonumber(counter) >= tonumber(now) then
-    counter = redis.call('INCR', f)
-    redis.call('PEXPIRE', f, fence_idle)
-    return counter
-  end
-  redis.call('SET', f, now, 'PX', fence_idle)
-  return tonumber(now)
 end
 -- remaining returns key's PTTL, but 1 in its last millisecond (which reads 0), 0 if gone.
 local function remaining(key)
