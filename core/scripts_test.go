@@ -2,6 +2,8 @@ package core_test
 
 import (
 	"context"
+	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -372,4 +374,113 @@ func TestReleaseRunTwiceRepliesAsTheFirstOrGone(t *testing.T) {
 		assert.Equal(t, []int64{0, 0}, release(k, "w.2", "w", "leave"), "the leave, run again, let go of nothing either")
 		requireEveryKeyExpires(t, s)
 	})
+}
+
+// withoutCommonCase returns s with its common case (the block from "-- The common case
+// first" to the first line "end" after it) cut out: the rest of the script alone.
+func withoutCommonCase(t *testing.T, s *core.Script) *core.Script {
+	src := s.Source()
+	start := strings.Index(src, "-- The common case first")
+	require.GreaterOrEqual(t, start, 0, "the %s script has no common case", s.Name())
+	end := strings.Index(src[start:], "\nend\n")
+	require.GreaterOrEqual(t, end, 0, "the %s script's common case has no end", s.Name())
+	return core.NewScript(s.Name(), src[:start]+src[start+end+len("\nend\n"):])
+}
+
+// TestCommonCaseAsTheRest: acquire and release take their most frequent case before the
+// rest of the script (see their heads). In each state, in that case or next to it, the
+// script must reply as the rest of it alone does and leave the same keys, values and TTLs
+// (two simulated servers, started together, in a bubble: their clocks agree; each starts
+// as one up for an hour, saved when it started).
+func TestCommonCaseAsTheRest(t *testing.T) {
+	inBubble(t, 2, func(t *testing.T, servers []server) {
+		scripts := core.Scripts()
+		whole := map[string]*core.Script{"acquire": scripts[0], "release": scripts[2]}
+		rest := map[string]*core.Script{"acquire": withoutCommonCase(t, scripts[0]), "release": withoutCommonCase(t, scripts[2])}
+		nodes := []core.Node{nodeFor(t, servers[0]), nodeFor(t, servers[1])}
+		acquire := func(token, guard, floor, waiter, identify, mode string) []string {
+			return []string{token, "10000", guard, floor, waiter, "1000", "450", identify, mode, "-1"}
+		}
+		release := func(token, waiter, how string) []string {
+			return []string{token, "w", "PUBLISH", waiter, how, "1000", "450", "0"}
+		}
+		queued := [][]string{{"ZADD", "queue", "500", "w0"}, {"ZADD", "alive", "99999999999999", "w0"},
+			{"HSET", "waiters", "w0", "w chan"}, {"PEXPIRE", "queue", "60000"}, {"PEXPIRE", "alive", "60000"}, {"PEXPIRE", "waiters", "60000"}}
+		held := func(token string) [][]string { return [][]string{{"SET", "lock", token, "PX", "5000"}} }
+		for i, tc := range []struct {
+			name   string
+			setup  [][]string // commands on the name's keys, by their last part ("lock" is the lock key)
+			script string
+			args   []string
+		}{
+			{"acquire/free", nil, "acquire", acquire("w1.1", "30", "0", "w1", "0", "w")},
+			{"acquire/free/guard-off", nil, "acquire", acquire("w1.1", "0", "0", "w1", "0", "w")},
+			{"acquire/free/fenced", nil, "acquire", acquire("w1.1", "30", "1", "w1", "0", "w")},
+			{"acquire/free/fence-counter-ahead", [][]string{{"SET", "fence", "99999999999999999", "PX", "60000"}}, "acquire", acquire("w1.1", "30", "1", "w1", "0", "w")},
+			{"acquire/free/fence-floor", nil, "acquire", acquire("w1.1", "30", "99999999999999999", "w1", "0", "w")},
+			{"acquire/free/no-waiter", nil, "acquire", acquire("t.1", "30", "0", "", "0", "w")},
+			{"acquire/free/identify", nil, "acquire", acquire("w1.1", "30", "0", "w1", "1", "w")},
+			{"acquire/free/reader", nil, "acquire", acquire("w1.1", "30", "0", "w1", "0", "r")},
+			{"acquire/free/guard-within", nil, "acquire", acquire("w1.1", "7200", "0", "w1", "0", "w")}, // a simulated server starts up an hour
+			{"acquire/held", held("x.1"), "acquire", acquire("w1.1", "30", "0", "w1", "0", "w")},
+			{"acquire/own", held("w1.1"), "acquire", acquire("w1.1", "30", "1", "w1", "0", "w")},
+			{"acquire/queued", queued, "acquire", acquire("w1.1", "30", "0", "w1", "0", "w")},
+			{"acquire/left", [][]string{{"ZADD", "alive", "99999999999999", "!w1"}, {"PEXPIRE", "alive", "60000"}}, "acquire", acquire("w1.2", "30", "0", "w1", "0", "w")},
+			{"release/own", held("w1.1"), "release", release("w1.1", "w1", "leave")},
+			{"release/own/no-waiter", held("t.1"), "release", release("t.1", "", "leave")},
+			{"release/own/stay", held("w1.1"), "release", release("w1.1", "w1", "stay")},
+			{"release/own/second-attempt", held("w1.2"), "release", release("w1.2", "w1", "leave")},
+			{"release/own/queued", append(held("w1.1"), queued...), "release", release("w1.1", "w1", "leave")},
+			{"release/another's", held("x.1"), "release", release("w1.1", "w1", "leave")},
+			{"release/free", nil, "release", release("w1.1", "w1", "leave")},
+		} {
+			keys := core.NewKeys("common:", fmt.Sprint(i)).ScriptKeys()
+			byPart := map[string]string{"lock": keys[0], "fence": keys[1], "queue": keys[2], "alive": keys[3], "waiters": keys[4], "readers": keys[5]}
+			var replies [2][]int64
+			var states [2][]string
+			for j, s := range servers {
+				for _, cmd := range tc.setup {
+					cmd = append([]string{cmd[0], byPart[cmd[1]]}, cmd[2:]...)
+					_, err := s.do(cmd...)
+					require.NoError(t, err, "%s: %v", tc.name, cmd)
+				}
+				script := whole[tc.script]
+				if j == 1 {
+					script = rest[tc.script]
+				}
+				var err error
+				replies[j], err = nodes[j].Eval(context.Background(), script, keys, tc.args...)
+				require.NoError(t, err, tc.name)
+				states[j] = dumpKeys(t, s, keys)
+			}
+			if tc.script == "acquire" && tc.args[7] == "1" { // each server says its own run_id after {status, value, unguarded}
+				replies[0], replies[1] = replies[0][:3], replies[1][:3]
+			}
+			assert.Equal(t, replies[1], replies[0], "%s: the reply differs from the rest of the script's", tc.name)
+			assert.Equal(t, states[1], states[0], "%s: the keys differ from what the rest of the script leaves", tc.name)
+		}
+	})
+}
+
+// dumpKeys returns each of keys on s as its type, value and PTTL.
+func dumpKeys(t *testing.T, s server, keys []string) []string {
+	var out []string
+	for _, k := range keys {
+		typ, err := s.do("TYPE", k)
+		require.NoError(t, err)
+		var v any
+		switch typ {
+		case "string":
+			v, err = s.do("GET", k)
+		case "zset":
+			v, err = s.do("ZRANGE", k, "0", "-1", "WITHSCORES")
+		case "hash":
+			v, err = s.do("HGETALL", k)
+		}
+		require.NoError(t, err)
+		pttl, err := s.do("PTTL", k)
+		require.NoError(t, err)
+		out = append(out, fmt.Sprintf("%s %v %v %v", k, typ, v, pttl))
+	}
+	return out
 }
