@@ -42,18 +42,24 @@ func serverCost(ctx context.Context, addr string, pairs int) ([]costRow, error) 
 		names     int // names per lock: 2 for a set (core.NewSetKeys)
 	}
 	setNX := func(p goredis.Pipeliner, k core.Keys, token string) { p.SetNX(ctx, k.Lock, token, floorTTL) }
-	// acquireWith returns the acquire script's call as a Mutex's Lock sends it: a waiter's
-	// first attempt ("<waiter>.1"), with the restart guard in seconds ("0": off) and the
-	// fence ("0": none, "1": any).
-	acquireWith := func(guard, fence string) func(p goredis.Pipeliner, k core.Keys, token string) {
+	// acquireAs returns the acquire script's call as a Lock sends it: a waiter's first attempt
+	// ("<waiter>.1"), with the restart guard in seconds ("0": off), the fence ("0": none, "1":
+	// any) and the mode ("w" a writer, "r" a reader).
+	acquireAs := func(guard, fence, mode string) func(p goredis.Pipeliner, k core.Keys, token string) {
 		return func(p goredis.Pipeliner, k core.Keys, token string) {
 			p.EvalSha(ctx, acquire.SHA1(), scriptKeys(k), token+".1", "10000", guard, fence, token,
-				strconv.FormatInt(time.Now().UnixMicro(), 10), "1000", "0", "w", "-1")
+				strconv.FormatInt(time.Now().UnixMicro(), 10), "1000", "0", mode, "-1")
 		}
 	}
-	ours := func(p goredis.Pipeliner, k core.Keys, token string) {
-		p.EvalSha(ctx, release.SHA1(), scriptKeys(k), token+".1", "w", "PUBLISH", token, "leave", "0", "0", "0")
+	acquireWith := func(guard, fence string) func(p goredis.Pipeliner, k core.Keys, token string) {
+		return acquireAs(guard, fence, "w")
 	}
+	releaseAs := func(mode string) func(p goredis.Pipeliner, k core.Keys, token string) {
+		return func(p goredis.Pipeliner, k core.Keys, token string) {
+			p.EvalSha(ctx, release.SHA1(), scriptKeys(k), token+".1", mode, "PUBLISH", token, "leave", "0", "0", "0")
+		}
+	}
+	ours := releaseAs("w")
 	floorUnlock := func(p goredis.Pipeliner, k core.Keys, token string) { cad.EvalSha(ctx, p, []string{k.Lock}, token) }
 	kinds := []pair{
 		{"floor: SET NX PX, compare-and-delete", setNX, floorUnlock, "set", 1},
@@ -61,6 +67,7 @@ func serverCost(ctx context.Context, addr string, pairs int) ([]costRow, error) 
 		{"acquire script (guard off, no fence), release script", acquireWith("0", "0"), ours, "evalsha", 1},
 		{"acquire script (guard 30 s, fenced), release script", acquireWith("30", "1"), ours, "evalsha", 1},
 		{"two names: acquire script (guard 30 s, no fence), release script", acquireWith("30", "0"), ours, "evalsha", 2},
+		{"a reader's share: acquire script (guard 30 s), release script", acquireAs("30", "0", "r"), releaseAs("r"), "evalsha", 1},
 	}
 	var rows []costRow
 	for i, kind := range kinds {

@@ -387,8 +387,8 @@ func withoutCommonCase(t *testing.T, s *core.Script) *core.Script {
 	return core.NewScript(s.Name(), src[:start]+src[start+end+len("\nend\n"):])
 }
 
-// TestCommonCaseAsTheRest: acquire and release take their most frequent case before the
-// rest of the script (see their heads). In each state, in that case or next to it, the
+// TestCommonCaseAsTheRest: acquire and release take their most frequent cases (a writer's,
+// a reader's) before the rest of the script (see their heads). In each state, in that case or next to it, the
 // script must reply as the rest of it alone does and leave the same keys, values and TTLs
 // (two simulated servers, started together, in a bubble: their clocks agree; each starts
 // as one up for an hour, saved when it started).
@@ -401,12 +401,19 @@ func TestCommonCaseAsTheRest(t *testing.T) {
 		acquire := func(token, guard, floor, waiter, identify, mode string) []string {
 			return []string{token, "10000", guard, floor, waiter, "1000", "450", identify, mode, "-1"}
 		}
-		release := func(token, waiter, how string) []string {
-			return []string{token, "w", "PUBLISH", waiter, how, "1000", "450", "0"}
+		release := func(token, mode, waiter, how string) []string {
+			return []string{token, mode, "PUBLISH", waiter, how, "1000", "450", "0"}
 		}
 		queued := [][]string{{"ZADD", "queue", "500", "w0"}, {"ZADD", "alive", "99999999999999", "w0"},
 			{"HSET", "waiters", "w0", "w chan"}, {"PEXPIRE", "queue", "60000"}, {"PEXPIRE", "alive", "60000"}, {"PEXPIRE", "waiters", "60000"}}
 		held := func(token string) [][]string { return [][]string{{"SET", "lock", token, "PX", "5000"}} }
+		shares := func(scores ...string) [][]string { // readers hold: w1.1 (and x.1) with these scores
+			cmds := [][]string{{"SET", "lock", "(readers)", "PX", "5000"}, {"PEXPIRE", "readers", "5000"}}
+			for i, score := range scores {
+				cmds = append([][]string{{"ZADD", "readers", score, []string{"w1.1", "x.1"}[i]}}, cmds...)
+			}
+			return cmds
+		}
 		for i, tc := range []struct {
 			name   string
 			setup  [][]string // commands on the name's keys, by their last part ("lock" is the lock key)
@@ -426,13 +433,24 @@ func TestCommonCaseAsTheRest(t *testing.T) {
 			{"acquire/own", held("w1.1"), "acquire", acquire("w1.1", "30", "1", "w1", "0", "w")},
 			{"acquire/queued", queued, "acquire", acquire("w1.1", "30", "0", "w1", "0", "w")},
 			{"acquire/left", [][]string{{"ZADD", "alive", "99999999999999", "!w1"}, {"PEXPIRE", "alive", "60000"}}, "acquire", acquire("w1.2", "30", "0", "w1", "0", "w")},
-			{"release/own", held("w1.1"), "release", release("w1.1", "w1", "leave")},
-			{"release/own/no-waiter", held("t.1"), "release", release("t.1", "", "leave")},
-			{"release/own/stay", held("w1.1"), "release", release("w1.1", "w1", "stay")},
-			{"release/own/second-attempt", held("w1.2"), "release", release("w1.2", "w1", "leave")},
-			{"release/own/queued", append(held("w1.1"), queued...), "release", release("w1.1", "w1", "leave")},
-			{"release/another's", held("x.1"), "release", release("w1.1", "w1", "leave")},
-			{"release/free", nil, "release", release("w1.1", "w1", "leave")},
+			{"acquire/reader/shared", shares("99999999999999"), "acquire", acquire("y.1", "30", "0", "y", "0", "r")},
+			{"acquire/reader/stale-set-longer", [][]string{{"ZADD", "readers", "1", "x.1"}, {"PEXPIRE", "readers", "999999"}}, "acquire", acquire("w1.1", "30", "0", "w1", "0", "r")},
+			{"acquire/reader/stale-set-shorter", [][]string{{"ZADD", "readers", "1", "x.1"}, {"PEXPIRE", "readers", "99"}}, "acquire", acquire("w1.1", "30", "0", "w1", "0", "r")},
+			{"acquire/reader/held", held("x.1"), "acquire", acquire("w1.1", "30", "0", "w1", "0", "r")},
+			{"acquire/reader/queued", queued, "acquire", acquire("w1.1", "30", "0", "w1", "0", "r")},
+			{"release/reader/last", shares("99999999999999"), "release", release("w1.1", "r", "w1", "leave")},
+			{"release/reader/with-another", shares("99999999999999", "99999999999999"), "release", release("w1.1", "r", "w1", "leave")},
+			{"release/reader/lapsed", shares("1"), "release", release("w1.1", "r", "w1", "leave")},
+			{"release/reader/stay", shares("99999999999999"), "release", release("w1.1", "r", "w1", "stay")},
+			{"release/reader/queued", append(shares("99999999999999"), queued...), "release", release("w1.1", "r", "w1", "leave")},
+			{"release/reader/writer-holds", held("x.1"), "release", release("w1.1", "r", "w1", "leave")},
+			{"release/own", held("w1.1"), "release", release("w1.1", "w", "w1", "leave")},
+			{"release/own/no-waiter", held("t.1"), "release", release("t.1", "w", "", "leave")},
+			{"release/own/stay", held("w1.1"), "release", release("w1.1", "w", "w1", "stay")},
+			{"release/own/second-attempt", held("w1.2"), "release", release("w1.2", "w", "w1", "leave")},
+			{"release/own/queued", append(held("w1.1"), queued...), "release", release("w1.1", "w", "w1", "leave")},
+			{"release/another's", held("x.1"), "release", release("w1.1", "w", "w1", "leave")},
+			{"release/free", nil, "release", release("w1.1", "w", "w1", "leave")},
 		} {
 			keys := core.NewKeys("common:", fmt.Sprint(i)).ScriptKeys()
 			byPart := map[string]string{"lock": keys[0], "fence": keys[1], "queue": keys[2], "alive": keys[3], "waiters": keys[4], "readers": keys[5]}

@@ -57,10 +57,11 @@ local function advance(f)
   return tonumber(now)
 end
 
--- The common case first: a writer's lock over one name, free, where no one queues, fenced or
--- not, with no server to identify, and the restart guard off or proven by LASTSAVE (what the
--- rest of the script does then, without defining the rest; see the guard below).
-if ARGV[9] == 'w' and #KEYS == 6 and ARGV[8] ~= '1' then
+-- The common case first: a lock over one name, free, where no one queues, with no server to
+-- identify, and the restart guard off or proven by LASTSAVE: a writer's, fenced or not, or a
+-- reader's share (what the rest of the script does then, without defining the rest; see the
+-- guard below, and the take rule at the end).
+if (ARGV[9] == 'w' or read) and #KEYS == 6 and ARGV[8] ~= '1' then
   local guard, saved = tonumber(ARGV[3]) or 0, nil
   if guard > 0 then
     saved = redis.pcall('LASTSAVE')
@@ -68,8 +69,17 @@ if ARGV[9] == 'w' and #KEYS == 6 and ARGV[8] ~= '1' then
   end
   if (guard == 0 or type(saved) == 'number' and saved > 0 and tonumber(clock[1]) - saved > guard + 1)
       and redis.call('EXISTS', KEYS[3], KEYS[4], KEYS[5]) == 0 and not redis.call('GET', KEYS[1]) then
-    redis.call('SET', KEYS[1], token, 'PX', ttl)
-    return {1, floor ~= '0' and advance(KEYS[2]) or 0}
+    if not read then
+      redis.call('SET', KEYS[1], token, 'PX', ttl)
+      return {1, floor ~= '0' and advance(KEYS[2]) or 0}
+    end
+    local ms = tonumber(ttl)
+    redis.call('ZADD', KEYS[6], string.format('%d', now_ms() + ms), token)
+    redis.call('SET', KEYS[1], readers_hold, 'PX', ms)
+    if redis.call('PTTL', KEYS[6]) < ms then
+      redis.call('PEXPIRE', KEYS[6], ms)
+    end
+    return {1, 0}
   end
 end
 local function server_info(pattern)

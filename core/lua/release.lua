@@ -17,13 +17,6 @@ local k, read = tonumber(ARGV[2]), ARGV[2] == 'r'
 if not (read or ARGV[2] == 'w' or k and k >= 1 and k == math.floor(k)) then
   return redis.error_reply('ERR release: mode ' .. tostring(ARGV[2]) .. ': want w, r or a number of permits')
 end
--- The common case first: a writer's lock over one name, its first attempt's, let go where
--- no one queues (what the rest of the script does then, without defining it).
-if ARGV[2] == 'w' and #KEYS == 6 and (waiter == '' or leave and token == waiter .. '.1')
-    and redis.call('GET', KEYS[1]) == token and redis.call('EXISTS', KEYS[3]) == 0 then
-  redis.call('DEL', KEYS[1])
-  return {1, 0}
-end
 local readers_hold = '(readers)' -- the lock key's value while readers hold it
 local left_kept = 10000 -- how long a leave is remembered in alive, as '!' .. id, in ms
 local first_scan = 64 -- the most waiters a wake-up reads
@@ -32,6 +25,22 @@ local clock -- the server's TIME, read once when first needed
 local function now_ms()
   clock = clock or redis.call('TIME')
   return tonumber(clock[1]) * 1000 + math.floor(tonumber(clock[2]) / 1000)
+end
+
+-- The common case first: a first attempt's lock over one name, let go where no one queues:
+-- a writer's, or a reader's last live share (what the rest of the script does then, without
+-- defining the rest).
+if (ARGV[2] == 'w' or read) and #KEYS == 6 and (waiter == '' or leave and token == waiter .. '.1')
+    and redis.call('EXISTS', KEYS[3]) == 0 then
+  local holder = redis.call('GET', KEYS[1])
+  if not read and holder == token then
+    redis.call('DEL', KEYS[1])
+    return {1, 0}
+  elseif read and holder == readers_hold and redis.call('ZCARD', KEYS[6]) == 1
+      and tonumber(redis.call('ZSCORE', KEYS[6], token) or 0) > now_ms() then
+    redis.call('DEL', KEYS[1], KEYS[6])
+    return {1, 0}
+  end
 end
 local function live(alive, id, now)
   return tonumber(redis.call('ZSCORE', alive, id) or 0) > now
