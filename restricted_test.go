@@ -148,7 +148,8 @@ var restrictedRules = func() []string {
 // useEverything uses every feature through two Clients over the same nodes (two processes):
 // a Lease with its fencing token (the fence counter set ahead of the clock, so that the
 // next token comes from INCR), under the restart guard, another Client's wait for it in
-// Redis and its hand-over, a Mutex, a Semaphore and an Election. It returns the first error.
+// Redis and its hand-over, a Mutex, an RWMutex's reader, a Semaphore and an Election. It
+// returns the first error.
 func useEverything(ctx context.Context, t *testing.T, servers []*redistest.Server, a, b *redlock.Client) error {
 	for _, s := range servers {
 		if _, err := s.Do("SET", "redlock:{lease}:fence", "9000000000000000", "PX", "60000"); err != nil {
@@ -197,6 +198,13 @@ func useEverything(ctx context.Context, t *testing.T, servers []*redistest.Serve
 		return err
 	}
 	if err := mu.UnlockContext(ctx); err != nil {
+		return err
+	}
+	rw := a.NewRWMutex("rwmutex")
+	if err := rw.RLockContext(ctx); err != nil {
+		return err
+	}
+	if err := rw.RUnlockContext(ctx); err != nil {
 		return err
 	}
 	p, err := a.NewSemaphore("permits", 2).Acquire(ctx)

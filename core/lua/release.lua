@@ -36,8 +36,9 @@ if (ARGV[2] == 'w' or read) and #KEYS == 6 and (waiter == '' or leave and token 
   if not read and holder == token then
     redis.call('DEL', KEYS[1])
     return {1, 0}
-  elseif read and holder == readers_hold and redis.call('ZCARD', KEYS[6]) == 1
-      and tonumber(redis.call('ZSCORE', KEYS[6], token) or 0) > now_ms() then
+  end
+  local shares = read and holder == readers_hold and redis.call('ZRANGE', KEYS[6], 0, 1, 'WITHSCORES')
+  if shares and #shares == 2 and shares[1] == token and tonumber(shares[2]) > now_ms() then
     redis.call('DEL', KEYS[1], KEYS[6])
     return {1, 0}
   end
