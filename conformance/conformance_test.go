@@ -293,7 +293,8 @@ var faults = []fault{
 		racy: true,
 		// Concurrent callers read each other's replies, when they overlap.
 		mayFail: []string{
-			"miniredis/concurrency/one-name", "miniredis/concurrency/distinct-names", "miniredis/independent-nodes/three-nodes",
+			"miniredis/concurrency/one-name", "miniredis/concurrency/distinct-names", "miniredis/strings/concurrency/distinct",
+			"miniredis/strings/concurrency/overlapping", "miniredis/independent-nodes/three-nodes",
 			"miniredis/names/spaces", "miniredis/names/nested-braces", "miniredis/names/1KiB", "miniredis/names/invalid-utf8",
 			"miniredis/names/control-bytes", "miniredis/names/braces", "miniredis/names/unbalanced-braces", "miniredis/names/unicode",
 		},
