@@ -57,18 +57,24 @@ local function advance(f)
   return tonumber(now)
 end
 
+local saved -- the server's LASTSAVE (redis.pcall's reply), read once if the guard needs it
+local silent = {} -- by a name's queue key: whether none of its queue keys exists (see quiet)
+
 -- The common case first: a lock over one name, free, where no one queues, with no server to
 -- identify, and the restart guard off or proven by LASTSAVE: a writer's, fenced or not, or a
 -- reader's share (what the rest of the script does then, without defining the rest; see the
 -- guard below, and the take rule at the end).
 if (ARGV[9] == 'w' or read) and #KEYS == 6 and ARGV[8] ~= '1' then
-  local guard, saved = tonumber(ARGV[3]) or 0, nil
+  local guard = tonumber(ARGV[3]) or 0
   if guard > 0 then
     saved = redis.pcall('LASTSAVE')
     now_ms()
   end
-  if (guard == 0 or type(saved) == 'number' and saved > 0 and tonumber(clock[1]) - saved > guard + 1)
-      and redis.call('EXISTS', KEYS[3], KEYS[4], KEYS[5]) == 0 and not redis.call('GET', KEYS[1]) then
+  local proven = guard == 0 or type(saved) == 'number' and saved > 0 and tonumber(clock[1]) - saved > guard + 1
+  if proven then
+    silent[KEYS[3]] = redis.call('EXISTS', KEYS[3], KEYS[4], KEYS[5]) == 0
+  end
+  if proven and silent[KEYS[3]] and not redis.call('GET', KEYS[1]) then
     if not read then
       redis.call('SET', KEYS[1], token, 'PX', ttl)
       return {1, floor ~= '0' and advance(KEYS[2]) or 0}
@@ -131,7 +137,7 @@ end
 -- LASTSAVE, leaves it to INFO. (A proven uptime reads as guard + 1: one that passes.)
 local guard = tonumber(ARGV[3]) or 0
 local function saved_long_ago()
-  local saved = redis.pcall('LASTSAVE')
+  saved = saved or redis.pcall('LASTSAVE')
   if type(saved) ~= 'number' or saved <= 0 then
     return false
   end
@@ -164,7 +170,6 @@ end
 -- quiet reports whether none of n's queue keys exists: no waiter is queued and no leave is
 -- marked, so the gate has nothing to refuse and there is no place to drop. It asks once per
 -- name; only place creates those keys, and the script ends after it.
-local silent = {}
 local function quiet(n)
   if silent[n.queue] == nil then
     silent[n.queue] = redis.call('EXISTS', n.queue, n.alive, n.waiters) == 0
