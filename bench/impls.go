@@ -179,34 +179,40 @@ func redigoNodes(addrs []string) ([]redlock.Node, func(), error) {
 }
 
 func rueidisNodes(addrs []string) ([]redlock.Node, func(), error) {
-	var nodes []redlock.Node
-	var closers []func()
-	for _, a := range addrs {
+	return eachNode(addrs, func(a string) (redlock.Node, func(), error) {
 		rc, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{a}})
 		if err != nil {
-			runAll(closers)()
 			return nil, nil, err
 		}
 		n := rlrueidis.New(rc)
-		nodes = append(nodes, n)
-		closers = append(closers, func() { n.Close(); rc.Close() })
-	}
-	return nodes, runAll(closers), nil
+		return n, func() { n.Close(); rc.Close() }, nil
+	})
 }
 
 // valkeyNodes is rueidisNodes over valkey-go clients, with their defaults.
 func valkeyNodes(addrs []string) ([]redlock.Node, func(), error) {
+	return eachNode(addrs, func(a string) (redlock.Node, func(), error) {
+		vc, err := valkey.NewClient(valkey.ClientOption{InitAddress: []string{a}})
+		if err != nil {
+			return nil, nil, err
+		}
+		n := rlvalkey.New(vc)
+		return n, func() { n.Close(); vc.Close() }, nil
+	})
+}
+
+// eachNode makes a Node per address with node, and returns them with a func that closes
+// them all; if one fails, it closes those made and returns the error.
+func eachNode(addrs []string, node func(addr string) (redlock.Node, func(), error)) ([]redlock.Node, func(), error) {
 	var nodes []redlock.Node
 	var closers []func()
 	for _, a := range addrs {
-		vc, err := valkey.NewClient(valkey.ClientOption{InitAddress: []string{a}})
+		n, closer, err := node(a)
 		if err != nil {
 			runAll(closers)()
 			return nil, nil, err
 		}
-		n := rlvalkey.New(vc)
-		nodes = append(nodes, n)
-		closers = append(closers, func() { n.Close(); vc.Close() })
+		nodes, closers = append(nodes, n), append(closers, closer)
 	}
 	return nodes, runAll(closers), nil
 }
