@@ -48,11 +48,12 @@ func (n *Node[M, P]) String() string { return n.name }
 // Eval runs s, and returns its reply's integers (see core.Node). A call that the
 // connection's breaking failed is sent once more. A call under a context that ends only at
 // its deadline (core's, see core.EndsAtDeadline) runs in the caller's goroutine: the driver
-// ends it there, with the connection's deadline or its pipeline's wait. A call whose ctx can
-// be cancelled runs in a goroutine of its own (ctxcall), on copies of keys and args since it
-// may outlive Eval, which returns at ctx's end: the driver honours a cancellation only once
-// the call has a connection (conformance's context/cancel/new-connection), and once, in a
-// loaded run, a lone call under a deadline waited past it until the connection closed.
+// ends it there, with the connection's deadline or its pipeline's wait (conformance's
+// context/call-deadline checks), and core does not wait past the deadline for a call it
+// runs in a goroutine of its own. A call whose ctx can be cancelled runs in a goroutine of
+// its own (ctxcall), on copies of keys and args since it may outlive Eval, which returns at
+// ctx's end: the driver honours a cancellation only once the call has a connection
+// (conformance's context/cancel/new-connection).
 func (n *Node[M, P]) Eval(ctx context.Context, s *core.Script, keys []string, args ...string) ([]int64, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
